@@ -1,0 +1,114 @@
+# kmux - a plain GNU Makefile, as redis and git use.
+#
+#   make                  build/libkmux.so and build/kmux
+#   make test             unit + end-to-end tests on the simulated driver,
+#                         then the unit tests again under ASan/UBSan
+#   make demo             `kmux trace` on a bundled example (real GPU if any)
+#   make install PREFIX=/usr/local
+#   make SAN=1 ...        build into build-san/ with AddressSanitizer + UBSan
+#
+# The CUDA toolkit supplies headers only (types); libkmux.so dlopens
+# libcuda.so.1 at run time and links libc, libdl and libpthread alone.
+
+CUDA_HOME ?= /usr/local/cuda
+PREFIX ?= /usr/local
+CC ?= cc
+NVCC ?= $(CUDA_HOME)/bin/nvcc
+PYTHON ?= python3
+
+ifeq ($(wildcard $(CUDA_HOME)/include/cuda.h),)
+$(error kmux: cannot find $(CUDA_HOME)/include/cuda.h: install the CUDA toolkit headers (Debian: nvidia-cuda-toolkit-headers / the CUDA toolkit) or set CUDA_HOME)
+endif
+
+ifeq ($(SAN),1)
+BUILD ?= build-san
+SANFLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+else
+BUILD ?= build
+SANFLAGS =
+endif
+
+WERROR ?= -Werror
+OPT ?= -O2
+CFLAGS ?= $(OPT) -g
+KMUX_CFLAGS = -std=gnu11 -Wall -Wextra $(WERROR) -fPIC $(SANFLAGS) $(CFLAGS)
+KMUX_CPPFLAGS = -D_GNU_SOURCE -Iinclude -Isrc -Isrc/common -Isrc/preload \
+		-I$(CUDA_HOME)/include $(CPPFLAGS)
+KMUX_LDFLAGS = $(SANFLAGS) $(LDFLAGS)
+
+COMPILE = $(CC) $(KMUX_CPPFLAGS) $(KMUX_CFLAGS) -MMD -MP
+
+# --- libkmux.so: the preload ------------------------------------------------
+# Only the libc-only parts of src/common may go in here.
+PRELOAD_COMMON = src/common/log.c
+PRELOAD_SRCS = $(sort $(wildcard src/preload/*.c)) $(PRELOAD_COMMON)
+PRELOAD_OBJS = $(PRELOAD_SRCS:%.c=$(BUILD)/obj/preload/%.o)
+
+# --- kmux: the CLI ------------------------------------------------------------
+CLI_SRCS = $(sort $(wildcard src/cli/*.c) $(wildcard src/common/*.c))
+CLI_OBJS = $(CLI_SRCS:%.c=$(BUILD)/obj/cli/%.o)
+CLI_LIBS = -lcjson -lpthread
+
+all: $(BUILD)/libkmux.so $(BUILD)/kmux
+
+$(BUILD)/obj/preload/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(COMPILE) -fvisibility=hidden -DKMUX_PRELOAD -c $< -o $@
+
+$(BUILD)/obj/cli/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(COMPILE) -c $< -o $@
+
+$(BUILD)/libkmux.so: $(PRELOAD_OBJS) src/preload/exports.map
+	$(CC) -shared -o $@ $(PRELOAD_OBJS) $(KMUX_LDFLAGS) \
+		-Wl,--version-script=src/preload/exports.map \
+		$(if $(SANFLAGS),,-Wl,-z,defs) -ldl -lpthread
+
+$(BUILD)/kmux: $(CLI_OBJS)
+	$(CC) -o $@ $(CLI_OBJS) $(KMUX_LDFLAGS) $(CLI_LIBS)
+
+# --- fragments: simulated driver, tests, benchmarks ------------------------
+# Each owns its targets and adds to TEST_TARGETS / UNIT_TESTS / E2E_TESTS.
+TEST_TARGETS =
+UNIT_TESTS =
+-include $(sort $(wildcard tests/simcuda/*.mk))
+-include $(sort $(wildcard tests/unit/*.mk))
+-include $(sort $(wildcard tests/e2e/*.mk))
+
+UNIT_BINS = $(UNIT_TESTS:%=$(BUILD)/tests/unit/%)
+
+$(BUILD)/tests/unit/%: | $(BUILD)/tests/unit
+$(BUILD)/tests/unit:
+	@mkdir -p $@
+
+check-hooks:
+	@$(PYTHON) scripts/check-hooks.py
+
+unit: $(UNIT_BINS)
+	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done
+
+e2e: all $(TEST_TARGETS)
+	@BUILD=$(BUILD) bash tests/e2e/run.sh
+
+test: check-hooks
+	$(MAKE) all unit
+	$(MAKE) e2e
+	$(MAKE) SAN=1 unit e2e
+
+demo: all $(TEST_TARGETS)
+	@BUILD=$(BUILD) bash scripts/demo.sh
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/kmux \
+		$(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 0755 $(BUILD)/kmux $(DESTDIR)$(PREFIX)/bin/kmux
+	install -m 0755 $(BUILD)/libkmux.so $(DESTDIR)$(PREFIX)/lib/kmux/libkmux.so
+	install -m 0644 include/kmux.h $(DESTDIR)$(PREFIX)/include/kmux.h
+	install -m 0644 docs/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+
+clean:
+	rm -rf build build-san
+
+.PHONY: all check-hooks unit e2e test demo install clean
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""Check that the hook table and the wrappers agree.
+
+  - src/preload/hooks.def: HOOK lines strictly sorted (strcmp order, as the
+    binary search in real.c assumes), no duplicates, every REAL after every
+    HOOK, every name a driver name (cu + upper case letter);
+  - every HOOK has exactly one exported wrapper definition in src/preload/*.c
+    and every exported driver wrapper has a HOOK;
+  - when build/libkmux.so exists: its dynamic symbols are exactly the hooks,
+    dlsym and the public kmux_* API.
+Exit 0 when all agree, 1 with one line per problem otherwise.
+"""
+import glob
+import os
+import re
+import subprocess
+import sys
+
+root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+problems = []
+
+hooks, reals, seen_real = [], [], False
+for n, line in enumerate(open(os.path.join(root, "src/preload/hooks.def")), 1):
+    m = re.match(r"^(HOOK|REAL)\((\w+)\)\s*$", line)
+    if not m:
+        continue
+    kind, name = m.groups()
+    if not re.match(r"^cu[A-Z]", name):
+        problems.append("hooks.def:%d: %s is not a driver API name" % (n, name))
+    if kind == "HOOK":
+        if seen_real:
+            problems.append("hooks.def:%d: HOOK(%s) after a REAL line" % (n, name))
+        if hooks and name.encode() <= hooks[-1].encode():
+            problems.append("hooks.def:%d: HOOK(%s) out of order or duplicate" % (n, name))
+        hooks.append(name)
+    else:
+        seen_real = True
+        if name in hooks or name in reals:
+            problems.append("hooks.def:%d: REAL(%s) listed twice" % (n, name))
+        reals.append(name)
+
+defs = {}
+pat = re.compile(r"^KMUX_EXPORT\s+CUresult\s+CUDAAPI\s+(cu[A-Z]\w*)\s*\(", re.M)
+for path in sorted(glob.glob(os.path.join(root, "src/preload/*.c"))):
+    for m in pat.finditer(open(path).read()):
+        defs.setdefault(m.group(1), []).append(os.path.basename(path))
+
+for name in hooks:
+    where = defs.get(name, [])
+    if len(where) != 1:
+        problems.append("HOOK(%s) has %d wrapper definitions %s" % (name, len(where), where))
+for name, where in sorted(defs.items()):
+    if name not in hooks:
+        problems.append("%s (%s) is exported but has no HOOK line" % (name, where[0]))
+
+lib = os.path.join(root, os.environ.get("BUILD", "build"), "libkmux.so")
+if os.path.exists(lib):
+    out = subprocess.run(["nm", "-D", "--defined-only", lib],
+                         capture_output=True, text=True).stdout
+    syms = {l.split()[-1].split("@")[0] for l in out.splitlines() if l.strip()}
+    syms = {s for s in syms if s and not s.startswith(("_", "GLIBC"))}
+    want = set(hooks) | {"dlsym"}
+    extra = sorted(s for s in syms - want if not s.startswith("kmux_"))
+    missing = sorted(want - syms)
+    if extra:
+        problems.append("libkmux.so exports symbols outside the hook table: %s" % " ".join(extra))
+    if missing:
+        problems.append("libkmux.so does not export: %s" % " ".join(missing))
+
+for p in problems:
+    print("check-hooks: " + p)
+if problems:
+    sys.exit(1)
+print("check-hooks: %d hooks, %d real-only, %d wrappers agree" % (len(hooks), len(reals), len(defs)))

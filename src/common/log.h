@@ -1,0 +1,33 @@
+/*
+ * log.h - diagnostics for kmux.
+ *
+ * Every message starts with "kmux: " and names the thing that failed.  The
+ * preload library logs only when KMUX_LOG is set (it lives inside someone
+ * else's process); the CLI and daemon always print errors.
+ */
+#ifndef KMUX_LOG_H
+#define KMUX_LOG_H
+
+#include "compiler.h"
+
+enum kmux_log_level {
+	KMUX_LOG_ERROR = 0,
+	KMUX_LOG_WARN = 1,
+	KMUX_LOG_INFO = 2,
+	KMUX_LOG_DEBUG = 3,
+};
+
+/* Messages above this level are dropped.  -1 silences everything. */
+extern int kmux_log_level;
+
+void kmux_log(int level, const char *fmt, ...) KMUX_PRINTF(2, 3);
+
+#define log_error(...) kmux_log(KMUX_LOG_ERROR, __VA_ARGS__)
+#define log_warn(...) kmux_log(KMUX_LOG_WARN, __VA_ARGS__)
+#define log_info(...) kmux_log(KMUX_LOG_INFO, __VA_ARGS__)
+#define log_debug(...) kmux_log(KMUX_LOG_DEBUG, __VA_ARGS__)
+
+/* Parse "error", "warn", "info", "debug" or a digit; -1 on anything else. */
+int kmux_log_parse_level(const char *s);
+
+#endif

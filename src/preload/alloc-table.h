@@ -1,0 +1,65 @@
+/*
+ * alloc-table.h - the tracker's interval map of a process's GPU allocations.
+ *
+ * Every allocation the program makes through the driver (device, managed,
+ * host-mapped, VMM-mapped) is an interval [base, base+size).  Launches look up
+ * each 8-byte parameter word here, so lookups are lock-free and O(log n):
+ * writers (alloc/free, rare) take a mutex, build a new sorted snapshot and
+ * publish it with one atomic store; readers binary-search whatever snapshot
+ * they loaded.  Old snapshots are reclaimed by epochs: each reader thread owns
+ * a slot (claimed once with a CAS, never a lock) where it announces the epoch
+ * it is reading in.
+ */
+#ifndef KMUX_ALLOC_TABLE_H
+#define KMUX_ALLOC_TABLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum alloc_kind {
+	ALLOC_DEVICE = 0,	/* cuMemAlloc, pitch, async / from pool */
+	ALLOC_MANAGED = 1,	/* cuMemAllocManaged */
+	ALLOC_HOST_MAPPED = 2,	/* cuMemHostAlloc / cuMemAllocHost / registered */
+	ALLOC_VMM = 3,		/* cuMemMap of a cuMemCreate handle */
+};
+
+struct alloc {
+	uint64_t base;		/* device address (host address for host kinds) */
+	uint64_t size;		/* bytes */
+	uint64_t id;		/* process-unique, never reused, starts at 1 */
+	enum alloc_kind kind;
+	int device;		/* ordinal, -1 when not known */
+};
+
+struct alloc_table;
+
+/* NULL on out of memory. */
+struct alloc_table *alloc_table_new(void);
+void alloc_table_free(struct alloc_table *t);
+
+/*
+ * Insert [base, base+size).  size must be > 0.  Returns 0 and the new id in
+ * *id_out (may be NULL), -EEXIST when the range overlaps a live one, -EINVAL on
+ * size 0, -ENOMEM.
+ */
+int alloc_table_insert(struct alloc_table *t, uint64_t base, uint64_t size,
+		       enum alloc_kind kind, int device, uint64_t *id_out);
+
+/* Remove the allocation that starts exactly at base.  -ENOENT if none. */
+int alloc_table_remove(struct alloc_table *t, uint64_t base,
+		       struct alloc *removed);
+
+/*
+ * Find the allocation containing addr.  Lock-free; safe against concurrent
+ * insert/remove from other threads.  0 and *out filled, or -ENOENT.
+ */
+int alloc_table_find(struct alloc_table *t, uint64_t addr, struct alloc *out);
+
+/* Number of live allocations and their total bytes, per kind (kind < 0: all). */
+size_t alloc_table_count(struct alloc_table *t);
+uint64_t alloc_table_bytes(struct alloc_table *t, int kind);
+
+/* The process-wide table used by the preload; created on first use. */
+struct alloc_table *alloc_table_global(void);
+
+#endif

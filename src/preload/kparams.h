@@ -1,0 +1,72 @@
+/*
+ * kparams.h - kernel parameter decoding for the tracker.
+ *
+ * The driver tells us each parameter's offset and size
+ * (cuFuncGetParamInfo, or cuKernelGetParamInfo when f is really a CUkernel).
+ * We cache that per function, with its name (cuFuncGetName / cuKernelGetName),
+ * in a lock-free open-addressing table keyed by the function handle.  At
+ * launch, every aligned 8-byte word inside the parameter bytes that points
+ * into a known allocation (alloc-table.h) is an access of that allocation.
+ */
+#ifndef KMUX_KPARAMS_H
+#define KMUX_KPARAMS_H
+
+#include <stdint.h>
+
+#include "cuda-internal.h"
+
+#include "alloc-table.h"
+
+#define KPARAMS_MAX 256	/* more parameters than this: layout unknown */
+
+struct kernel_info {
+	const void *func;	/* CUfunction or CUkernel, the cache key */
+	const char *name;	/* never NULL; "?" when the driver has none */
+	int nparams;		/* -1 when the layout could not be learned */
+	uint32_t param_bytes;	/* end of the last parameter */
+	uint32_t *offset;	/* nparams entries */
+	uint32_t *size;		/* nparams entries */
+};
+
+/*
+ * The driver entry points kparams needs, passed in so the module is testable
+ * without a driver.  Any may be NULL.
+ */
+struct kparams_driver {
+	CUresult (*func_get_param_info)(CUfunction, size_t, size_t *, size_t *);
+	CUresult (*kernel_get_param_info)(CUkernel, size_t, size_t *, size_t *);
+	CUresult (*func_get_name)(const char **, CUfunction);
+	CUresult (*kernel_get_name)(const char **, CUkernel);
+};
+
+void kparams_set_driver(const struct kparams_driver *drv);
+
+/*
+ * Cached info for f; learned from the driver on first sight.  Never NULL
+ * unless out of memory.  Lock-free on the hit path.
+ */
+const struct kernel_info *kparams_info(const void *f);
+
+struct access {
+	uint64_t alloc_id;
+	uint64_t base;		/* of the allocation */
+	uint32_t kind;		/* enum alloc_kind */
+	uint32_t param;		/* index of the parameter holding the pointer */
+};
+
+/* Result flags of kparams_collect(). */
+#define KPARAMS_UNKNOWN_LAYOUT	0x1	/* no param info: nothing decoded */
+#define KPARAMS_EXTRA_OPAQUE	0x2	/* extra blob without a usable size */
+#define KPARAMS_TRUNCATED	0x4	/* more accesses than max */
+
+/*
+ * Decode one launch.  Exactly one of kernel_params / extra is used, as the
+ * driver does (kernel_params wins when both are set).  Fills at most max
+ * accesses, each allocation at most once, and returns the number filled;
+ * *flags gets KPARAMS_* bits.
+ */
+int kparams_collect(struct alloc_table *t, const struct kernel_info *ki,
+		    void **kernel_params, void **extra, struct access *out,
+		    int max, unsigned *flags);
+
+#endif

@@ -1,0 +1,49 @@
+/*
+ * preload.c - libkmux.so's start-up: read the environment once, switch on
+ * what was asked for, and keep the process fork-safe.
+ *
+ * Runs as a constructor in every process that carries the preload, CUDA or
+ * not, so it does as little as possible: no libcuda, no files unless tracing
+ * was asked for.  The environment is read here and nowhere else (the launch
+ * path must never call getenv).
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "preload.h"
+
+int kmux_tracking;
+struct kmux_config kmux_config;
+
+static int env_flag(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && *v && strcmp(v, "0") != 0;
+}
+
+static void preload_atfork_child(void)
+{
+	trace_atfork_child();
+}
+
+__attribute__((constructor)) static void preload_init(void)
+{
+	const char *v = getenv("KMUX_LOG");
+	int level;
+
+	if (v && *v) {
+		level = kmux_log_parse_level(v);
+		kmux_log_level = level >= 0 ? level : KMUX_LOG_INFO;
+	}
+	kmux_config.trace_dir = getenv("KMUX_TRACE_DIR");
+	kmux_config.trace_timing = env_flag("KMUX_TRACE_TIMING");
+	if (kmux_config.trace_dir && *kmux_config.trace_dir) {
+		if (trace_init(kmux_config.trace_dir,
+			       kmux_config.trace_timing) == 0)
+			kmux_tracking = 1;
+	}
+	pthread_atfork(NULL, NULL, preload_atfork_child);
+}

@@ -1,0 +1,55 @@
+/*
+ * preload.h - state shared by libkmux.so's wrappers: what is switched on,
+ * and the small helpers every wrapper family uses.
+ */
+#ifndef KMUX_PRELOAD_H
+#define KMUX_PRELOAD_H
+
+#include <stdint.h>
+
+#include "cuda-internal.h"
+#include "compiler.h"
+#include "real.h"
+#include "trace.h"
+
+/*
+ * Non-zero when wrappers must look at each operation (tracing now; the
+ * stream scheduler and memory manager later).  Written once by the
+ * constructor before main(), read without synchronization afterwards: when
+ * zero, every wrapper is a straight call through the real table.
+ */
+extern int kmux_tracking;
+
+/* Environment, read once by the constructor (never on a hot path). */
+struct kmux_config {
+	const char *trace_dir;	/* KMUX_TRACE_DIR */
+	int trace_timing;	/* KMUX_TRACE_TIMING */
+};
+extern struct kmux_config kmux_config;
+
+/*
+ * The stream an operation goes to, as kmux names it: a NULL stream is the
+ * legacy default stream in the plain entry points and the calling thread's
+ * per-thread default stream in the _ptsz/_ptds ones.
+ */
+static inline uint64_t stream_norm(CUstream s, int per_thread)
+{
+	if (!s)
+		return per_thread ? TRACE_STREAM_PER_THREAD : TRACE_STREAM_LEGACY;
+	return (uint64_t)(uintptr_t)s;
+}
+
+/*
+ * True when the real entry point is missing (no libcuda, or a driver too old
+ * to have it).  Every exported wrapper starts with
+ *	if (NO_DRIVER(cuFoo)) return CUDA_ERROR_NOT_INITIALIZED;
+ */
+#define NO_DRIVER(name) (unlikely(!real_ready() || !REAL(name)))
+
+/* Host-side synchronization finished: resolve timed launches. */
+void sync_done(enum trace_sync_kind kind, uint64_t obj, uint64_t t0,
+	       CUresult r);
+
+unsigned procaddr_unmatched_count(void);
+
+#endif

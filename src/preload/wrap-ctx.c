@@ -1,0 +1,111 @@
+/*
+ * wrap-ctx.c - driver start-up, devices and contexts.
+ *
+ * Pass-through today except where a context goes away: --timing events live
+ * in a context, so they are resolved before it is destroyed or reset.  The
+ * device queries are wrapped so that task placement can later present a
+ * task with the GPUs it was given.
+ */
+#include "preload.h"
+
+KMUX_EXPORT CUresult CUDAAPI cuInit(unsigned flags)
+{
+	if (NO_DRIVER(cuInit))
+		return CUDA_ERROR_NOT_INITIALIZED;
+	return REAL(cuInit)(flags);
+}
+
+KMUX_EXPORT CUresult CUDAAPI cuDeviceGet(CUdevice *dev, int ordinal)
+{
+	if (NO_DRIVER(cuDeviceGet))
+		return CUDA_ERROR_NOT_INITIALIZED;
+	return REAL(cuDeviceGet)(dev, ordinal);
+}
+
+KMUX_EXPORT CUresult CUDAAPI cuDeviceGetCount(int *count)
+{
+	if (NO_DRIVER(cuDeviceGetCount))
+		return CUDA_ERROR_NOT_INITIALIZED;
+	return REAL(cuDeviceGetCount)(count);
+}
+
+KMUX_EXPORT CUresult CUDAAPI cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
+{
+	if (NO_DRIVER(cuDeviceTotalMem_v2))
+		return CUDA_ERROR_NOT_INITIALIZED;
+	return REAL(cuDeviceTotalMem_v2)(bytes, dev);
+}
+
+KMUX_EXPORT CUresult CUDAAPI cuCtxGetDevice(CUdevice *dev)
+{
+	if (NO_DRIVER(cuCtxGetDevice))
+		return CUDA_ERROR_NOT_INITIALIZED;
+	return REAL(cuCtxGetDevice)(dev);
+}
+
+KMUX_EXPORT CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx)
+{
+	if (NO_DRIVER(cuCtxSetCurrent))
+		return CUDA_ERROR_NOT_INITIALIZED;
+	return REAL(cuCtxSetCurrent)(ctx);
+}
+
+KMUX_EXPORT CUresult CUDAAPI cuCtxCreate_v2(CUcontext *ctx, unsigned flags,
+					    CUdevice dev)
+{
+	if (NO_DRIVER(cuCtxCreate_v2))
+		return CUDA_ERROR_NOT_INITIALIZED;
+	return REAL(cuCtxCreate_v2)(ctx, flags, dev);
+}
+
+KMUX_EXPORT CUresult CUDAAPI cuCtxCreate_v3(CUcontext *ctx,
+		CUexecAffinityParam *params, int nparams, unsigned flags,
+		CUdevice dev)
+{
+	if (NO_DRIVER(cuCtxCreate_v3))
+		return CUDA_ERROR_NOT_INITIALIZED;
+	return REAL(cuCtxCreate_v3)(ctx, params, nparams, flags, dev);
+}
+
+KMUX_EXPORT CUresult CUDAAPI cuCtxCreate_v4(CUcontext *ctx,
+		CUctxCreateParams *params, unsigned flags, CUdevice dev)
+{
+	if (NO_DRIVER(cuCtxCreate_v4))
+		return CUDA_ERROR_NOT_INITIALIZED;
+	return REAL(cuCtxCreate_v4)(ctx, params, flags, dev);
+}
+
+KMUX_EXPORT CUresult CUDAAPI cuCtxDestroy_v2(CUcontext ctx)
+{
+	if (NO_DRIVER(cuCtxDestroy_v2))
+		return CUDA_ERROR_NOT_INITIALIZED;
+	if (kmux_tracking)
+		trace_resolve_timing(1);
+	return REAL(cuCtxDestroy_v2)(ctx);
+}
+
+KMUX_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *ctx,
+						      CUdevice dev)
+{
+	if (NO_DRIVER(cuDevicePrimaryCtxRetain))
+		return CUDA_ERROR_NOT_INITIALIZED;
+	return REAL(cuDevicePrimaryCtxRetain)(ctx, dev);
+}
+
+KMUX_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+{
+	if (NO_DRIVER(cuDevicePrimaryCtxRelease_v2))
+		return CUDA_ERROR_NOT_INITIALIZED;
+	if (kmux_tracking)
+		trace_resolve_timing(1);
+	return REAL(cuDevicePrimaryCtxRelease_v2)(dev);
+}
+
+KMUX_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxReset_v2(CUdevice dev)
+{
+	if (NO_DRIVER(cuDevicePrimaryCtxReset_v2))
+		return CUDA_ERROR_NOT_INITIALIZED;
+	if (kmux_tracking)
+		trace_resolve_timing(1);
+	return REAL(cuDevicePrimaryCtxReset_v2)(dev);
+}
