@@ -22,6 +22,8 @@ enum alloc_kind {
 	ALLOC_HOST_MAPPED = 2,	/* cuMemHostAlloc / cuMemAllocHost / registered */
 	ALLOC_VMM = 3,		/* cuMemMap of a cuMemCreate handle */
 };
+/* Not an enumerator: switches over enum alloc_kind stay -Wswitch clean. */
+#define ALLOC_KIND_COUNT 4
 
 struct alloc {
 	uint64_t base;		/* device address (host address for host kinds) */
@@ -40,7 +42,7 @@ void alloc_table_free(struct alloc_table *t);
 /*
  * Insert [base, base+size).  size must be > 0.  Returns 0 and the new id in
  * *id_out (may be NULL), -EEXIST when the range overlaps a live one, -EINVAL on
- * size 0, -ENOMEM.
+ * size 0, on a range that wraps past 2^64 - 1 or on an unknown kind, -ENOMEM.
  */
 int alloc_table_insert(struct alloc_table *t, uint64_t base, uint64_t size,
 		       enum alloc_kind kind, int device, uint64_t *id_out);
@@ -51,7 +53,9 @@ int alloc_table_remove(struct alloc_table *t, uint64_t base,
 
 /*
  * Find the allocation containing addr.  Lock-free; safe against concurrent
- * insert/remove from other threads.  0 and *out filled, or -ENOENT.
+ * insert/remove from other threads.  0 and *out filled (out may be NULL), or
+ * -ENOENT.  No lock, syscall or malloc, except once per thread (the first
+ * call claims an epoch slot).
  */
 int alloc_table_find(struct alloc_table *t, uint64_t addr, struct alloc *out);
 
@@ -61,5 +65,27 @@ uint64_t alloc_table_bytes(struct alloc_table *t, int kind);
 
 /* The process-wide table used by the preload; created on first use. */
 struct alloc_table *alloc_table_global(void);
+
+/*
+ * fork(2) support, for pthread_atfork(prepare, parent, child) in the preload.
+ * prepare holds the global table's writer lock across fork so that the child
+ * inherits a consistent table; child also forgets the reader slots of the
+ * threads that do not exist in the child.  Tables other than the global one
+ * must not be written across a fork.
+ */
+void alloc_table_atfork_prepare(void);
+void alloc_table_atfork_parent(void);
+void alloc_table_atfork_child(void);
+
+/*
+ * For tests and diagnostics.  alloc_table_check() verifies the internal
+ * invariants (sorted, disjoint, counters agree): 0 or -EUCLEAN; it must not
+ * race with writers.  alloc_table_retired() is the number of old snapshot
+ * pieces waiting for readers to leave; alloc_table_slots_in_use() the number
+ * of reader slots currently owned by threads.
+ */
+int alloc_table_check(struct alloc_table *t);
+size_t alloc_table_retired(struct alloc_table *t);
+int alloc_table_slots_in_use(void);
 
 #endif

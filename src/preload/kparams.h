@@ -39,11 +39,14 @@ struct kparams_driver {
 	CUresult (*kernel_get_name)(const char **, CUkernel);
 };
 
+/* Copied.  Call at init, before any kparams_info(); NULL: no driver. */
 void kparams_set_driver(const struct kparams_driver *drv);
 
 /*
  * Cached info for f; learned from the driver on first sight.  Never NULL
- * unless out of memory.  Lock-free on the hit path.
+ * unless out of memory.  Lock-free on the hit path.  A kernel whose handle
+ * both GetParamInfo calls reject at index 0 with CUDA_ERROR_INVALID_VALUE
+ * ("no parameter 0") has nparams 0; any other failure gives -1.
  */
 const struct kernel_info *kparams_info(const void *f);
 
@@ -54,8 +57,15 @@ struct access {
 	uint32_t param;		/* index of the parameter holding the pointer */
 };
 
-/* Result flags of kparams_collect(). */
-#define KPARAMS_UNKNOWN_LAYOUT	0x1	/* no param info: nothing decoded */
+/* access.param when the layout is unknown (whole extra buffer scanned). */
+#define KPARAMS_PARAM_UNKNOWN	UINT32_MAX
+
+/*
+ * Result flags of kparams_collect().  KPARAMS_UNKNOWN_LAYOUT: no param info;
+ * with kernelParams nothing could be decoded, with an extra buffer of known
+ * size every aligned word of the whole buffer was looked up instead.
+ */
+#define KPARAMS_UNKNOWN_LAYOUT	0x1	/* no param info: see above */
 #define KPARAMS_EXTRA_OPAQUE	0x2	/* extra blob without a usable size */
 #define KPARAMS_TRUNCATED	0x4	/* more accesses than max */
 

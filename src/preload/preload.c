@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc-table.h"
 #include "log.h"
 #include "preload.h"
 
@@ -24,8 +25,24 @@ static int env_flag(const char *name)
 	return v && *v && strcmp(v, "0") != 0;
 }
 
+/*
+ * fork: the allocation map's writer lock is held across fork() so the child
+ * inherits a consistent map; the child drops the parent's trace buffers and
+ * opens its own trace file.
+ */
+static void preload_atfork_prepare(void)
+{
+	alloc_table_atfork_prepare();
+}
+
+static void preload_atfork_parent(void)
+{
+	alloc_table_atfork_parent();
+}
+
 static void preload_atfork_child(void)
 {
+	alloc_table_atfork_child();
 	trace_atfork_child();
 }
 
@@ -45,5 +62,6 @@ __attribute__((constructor)) static void preload_init(void)
 			       kmux_config.trace_timing) == 0)
 			kmux_tracking = 1;
 	}
-	pthread_atfork(NULL, NULL, preload_atfork_child);
+	pthread_atfork(preload_atfork_prepare, preload_atfork_parent,
+		       preload_atfork_child);
 }

@@ -1,0 +1,496 @@
+/*
+ * kparams.c - kernel parameter layouts and per-launch pointer decoding.
+ *
+ * Owns: the process-wide cache of struct kernel_info (layout and name per
+ * function handle) and kparams_collect(), which turns one launch's
+ * parameter bytes into the list of allocations the kernel was handed.
+ *
+ * Cache.  Launches look up their function on every call from any thread, so
+ * the hit path takes no lock: an open-addressing hash table of pointers to
+ * immutable kernel_info entries, linear probing bounded by KP_PROBE_MAX.  An
+ * entry is published by one CAS of an empty slot and never changes or moves
+ * afterwards.  A table whose probe window for a key is full does not grow in
+ * place (readers could not follow a move): the key goes to the next table of
+ * a chain, each four times larger than the one before, linked by CAS.  The
+ * first table is static (4096 slots, enough for most programs); a lookup
+ * walks the chain, so a key costs one extra probe window per table before it.
+ *
+ * Because slots only ever go from empty to full, two threads learning the
+ * same function at once walk the same probe sequence and meet at the same
+ * slot: the CAS loser frees its copy and returns the winner's, so every
+ * caller sees one entry per handle.  Both may have asked the driver, which
+ * is harmless (the answers are the same); entries are never freed, because
+ * launch records keep pointers to them (and to their names).
+ *
+ * Decoding allocates nothing: the pointer words go straight to
+ * alloc_table_find(), and duplicates are filtered linearly while there are
+ * few results, then through a small hash on the stack.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler.h"
+#include "kparams.h"
+
+#define KP_FIRST_BITS 12
+#define KP_PROBE_MAX 32
+
+/*
+ * Sanity bounds on what a driver may tell us: CUDA 12.1+ allows 32764 bytes
+ * of parameters, and longer names are cut (mangled template names can be
+ * long, but not this long).
+ */
+#define KP_PARAM_BYTES_MAX 32768
+#define KP_NAME_MAX 65536
+
+/* An extra array longer than this many key/value pairs is not believed. */
+#define KP_EXTRA_PAIRS_MAX 64
+
+/* Results deduplicated linearly up to this count, then with a hash. */
+#define KP_DEDUP_LINEAR 8
+#define KP_DEDUP_BITS 10
+#define KP_DEDUP_SLOTS (1u << KP_DEDUP_BITS)
+
+struct kp_table {
+	unsigned bits;
+	_Atomic(struct kp_table *) next;
+	_Atomic(struct kernel_info *) *slot;
+};
+
+static _Atomic(struct kernel_info *) kp_first_slots[1u << KP_FIRST_BITS];
+static struct kp_table kp_first = {
+	.bits = KP_FIRST_BITS,
+	.slot = kp_first_slots,
+};
+
+static struct kparams_driver kp_drv;
+
+/* The state of one kparams_collect() call. */
+struct kp_collect {
+	struct alloc_table *t;
+	struct access *out;
+	int max;
+	int n;
+	unsigned flags;
+	bool full;			/* out is full: stop looking */
+	bool hashed;			/* dedup[] is in use */
+	/* Index + 1 into out, 0: empty; cleared only when first needed. */
+	uint16_t dedup[KP_DEDUP_SLOTS];
+};
+
+void kparams_set_driver(const struct kparams_driver *drv)
+{
+	if (drv)
+		kp_drv = *drv;
+	else
+		memset(&kp_drv, 0, sizeof(kp_drv));
+}
+
+/* Fibonacci hashing: handles are aligned heap pointers, so mix the bits. */
+static inline size_t kp_hash(const void *p, unsigned bits)
+{
+	return (size_t)(((uint64_t)(uintptr_t)p * 0x9e3779b97f4a7c15ull) >>
+			(64 - bits));
+}
+
+static struct kernel_info *kp_lookup(const void *f)
+{
+	struct kp_table *tb = &kp_first;
+	struct kernel_info *e;
+	size_t mask, h;
+
+	do {
+		mask = ((size_t)1 << tb->bits) - 1;
+		h = kp_hash(f, tb->bits);
+		for (int p = 0; p < KP_PROBE_MAX; p++) {
+			e = atomic_load_explicit(&tb->slot[h],
+						 memory_order_acquire);
+			if (!e)
+				break;
+			if (e->func == f)
+				return e;
+			h = (h + 1) & mask;
+		}
+		tb = atomic_load_explicit(&tb->next, memory_order_acquire);
+	} while (tb);
+	return NULL;
+}
+
+/* The table after tb, created (once, by CAS) when missing.  NULL: no memory. */
+static struct kp_table *kp_next_table(struct kp_table *tb)
+{
+	struct kp_table *next, *expected = NULL;
+	size_t n;
+
+	next = atomic_load_explicit(&tb->next, memory_order_acquire);
+	if (next)
+		return next;
+	next = malloc(sizeof(*next));
+	if (!next)
+		return NULL;
+	next->bits = tb->bits + 2;
+	n = (size_t)1 << next->bits;
+	next->slot = malloc(n * sizeof(*next->slot));
+	if (!next->slot) {
+		free(next);
+		return NULL;
+	}
+	for (size_t i = 0; i < n; i++)
+		atomic_init(&next->slot[i], NULL);
+	atomic_init(&next->next, NULL);
+	if (!atomic_compare_exchange_strong_explicit(&tb->next, &expected,
+						     next,
+						     memory_order_acq_rel,
+						     memory_order_acquire)) {
+		free(next->slot);
+		free(next);
+		next = expected;
+	}
+	return next;
+}
+
+/*
+ * Publish ki, or find the entry another thread published for the same
+ * function first (then ki is freed).  Returns the entry in the cache, or
+ * NULL when a new table was needed and could not be allocated.
+ */
+static struct kernel_info *kp_insert(struct kernel_info *ki)
+{
+	struct kp_table *tb = &kp_first;
+	struct kernel_info *e;
+	size_t mask, h;
+
+	for (;;) {
+		mask = ((size_t)1 << tb->bits) - 1;
+		h = kp_hash(ki->func, tb->bits);
+		for (int p = 0; p < KP_PROBE_MAX; p++) {
+			e = NULL;
+			if (atomic_compare_exchange_strong_explicit(
+				    &tb->slot[h], &e, ki,
+				    memory_order_acq_rel,
+				    memory_order_acquire))
+				return ki;
+			/* e is now what occupies the slot. */
+			if (e->func == ki->func) {
+				free(ki);
+				return e;
+			}
+			h = (h + 1) & mask;
+		}
+		tb = kp_next_table(tb);
+		if (!tb) {
+			free(ki);
+			return NULL;
+		}
+	}
+}
+
+enum kp_via { KP_VIA_FUNC, KP_VIA_KERNEL };
+
+static CUresult kp_param_info(enum kp_via via, const void *f, size_t i,
+			      size_t *off, size_t *size)
+{
+	if (via == KP_VIA_FUNC) {
+		if (!kp_drv.func_get_param_info)
+			return CUDA_ERROR_NOT_SUPPORTED;
+		return kp_drv.func_get_param_info((CUfunction)f, i, off, size);
+	}
+	if (!kp_drv.kernel_get_param_info)
+		return CUDA_ERROR_NOT_SUPPORTED;
+	return kp_drv.kernel_get_param_info((CUkernel)f, i, off, size);
+}
+
+/*
+ * Ask for parameters 0, 1, ... until the driver says there are no more
+ * (CUDA_ERROR_INVALID_VALUE).  Returns the count, or -1 when the layout is
+ * unusable: an error at index 0 (*first says which), any other error, more
+ * than KPARAMS_MAX parameters, or offsets and sizes no kernel can have.
+ */
+static int kp_read_layout(enum kp_via via, const void *f, uint32_t *off,
+			  uint32_t *size, CUresult *first)
+{
+	size_t o, s;
+	CUresult r;
+
+	for (size_t i = 0;; i++) {
+		o = 0;
+		s = 0;
+		r = kp_param_info(via, f, i, &o, &s);
+		if (i == 0)
+			*first = r;
+		if (r == CUDA_ERROR_INVALID_VALUE && i > 0)
+			return (int)i;
+		if (r != CUDA_SUCCESS || i == KPARAMS_MAX)
+			return -1;
+		if (s == 0 || o > KP_PARAM_BYTES_MAX ||
+		    s > KP_PARAM_BYTES_MAX - o)
+			return -1;
+		off[i] = (uint32_t)o;
+		size[i] = (uint32_t)s;
+	}
+}
+
+static const char *kp_name(enum kp_via via, const void *f)
+{
+	const char *name = NULL;
+	CUresult r = CUDA_ERROR_NOT_SUPPORTED;
+
+	if (via == KP_VIA_FUNC && kp_drv.func_get_name)
+		r = kp_drv.func_get_name(&name, (CUfunction)f);
+	else if (via == KP_VIA_KERNEL && kp_drv.kernel_get_name)
+		r = kp_drv.kernel_get_name(&name, (CUkernel)f);
+	return r == CUDA_SUCCESS ? name : NULL;
+}
+
+/* Build the (not yet published) entry for f from the driver's answers. */
+static struct kernel_info *kp_learn(const void *f)
+{
+	uint32_t off[KPARAMS_MAX], size[KPARAMS_MAX], end, pb = 0;
+	CUresult first_func, first_kernel = CUDA_ERROR_NOT_SUPPORTED;
+	enum kp_via via = KP_VIA_FUNC;
+	struct kernel_info *ki;
+	const char *name;
+	size_t namelen, cnt;
+	char *copy;
+	int n;
+
+	n = kp_read_layout(KP_VIA_FUNC, f, off, size, &first_func);
+	if (n < 0 && first_func != CUDA_SUCCESS) {
+		/* cudart and PyTorch hand cuLaunchKernel CUkernel handles. */
+		n = kp_read_layout(KP_VIA_KERNEL, f, off, size, &first_kernel);
+		if (n >= 0 || first_kernel == CUDA_SUCCESS)
+			via = KP_VIA_KERNEL;
+		/*
+		 * Whichever type f really is, that call's INVALID_VALUE at
+		 * index 0 can only mean "no parameter 0".
+		 */
+		if (n < 0 && first_func == CUDA_ERROR_INVALID_VALUE &&
+		    first_kernel == CUDA_ERROR_INVALID_VALUE)
+			n = 0;
+	}
+
+	/* Ask for the name the way the layout was answered, then the other. */
+	name = kp_name(via, f);
+	if (!name)
+		name = kp_name(via == KP_VIA_FUNC ? KP_VIA_KERNEL : KP_VIA_FUNC,
+			       f);
+	if (!name)
+		name = "?";
+	namelen = strnlen(name, KP_NAME_MAX - 1);
+
+	cnt = n > 0 ? (size_t)n : 0;
+	ki = malloc(sizeof(*ki) + 2 * cnt * sizeof(uint32_t) + namelen + 1);
+	if (!ki)
+		return NULL;
+	ki->offset = (uint32_t *)(ki + 1);
+	ki->size = ki->offset + cnt;
+	for (size_t i = 0; i < cnt; i++) {
+		ki->offset[i] = off[i];
+		ki->size[i] = size[i];
+		end = off[i] + size[i];
+		if (end > pb)
+			pb = end;
+	}
+	/* Copied: the driver's string dies with its module. */
+	copy = (char *)(ki->size + cnt);
+	memcpy(copy, name, namelen);
+	copy[namelen] = '\0';
+	ki->name = copy;
+	ki->func = f;
+	ki->nparams = n;
+	ki->param_bytes = pb;
+	return ki;
+}
+
+const struct kernel_info *kparams_info(const void *f)
+{
+	struct kernel_info *ki;
+
+	ki = kp_lookup(f);
+	if (likely(ki))
+		return ki;
+	ki = kp_learn(f);
+	if (!ki)
+		return NULL;
+	return kp_insert(ki);
+}
+
+/* True when allocation id is already in c->out; adds index n otherwise. */
+static bool kp_seen(struct kp_collect *c, uint64_t id)
+{
+	size_t h;
+
+	if (!c->hashed) {
+		for (int i = 0; i < c->n; i++)
+			if (c->out[i].alloc_id == id)
+				return true;
+		if (c->n < KP_DEDUP_LINEAR || c->n >= (int)KP_DEDUP_SLOTS / 2)
+			return false;
+		/* Enough results to make a hash pay: build it once. */
+		memset(c->dedup, 0, sizeof(c->dedup));
+		for (int i = 0; i < c->n; i++) {
+			h = kp_hash((void *)(uintptr_t)c->out[i].alloc_id,
+				    KP_DEDUP_BITS);
+			while (c->dedup[h])
+				h = (h + 1) & (KP_DEDUP_SLOTS - 1);
+			c->dedup[h] = (uint16_t)(i + 1);
+		}
+		c->hashed = true;
+	}
+	h = kp_hash((void *)(uintptr_t)id, KP_DEDUP_BITS);
+	while (c->dedup[h]) {
+		if (c->out[c->dedup[h] - 1].alloc_id == id)
+			return true;
+		h = (h + 1) & (KP_DEDUP_SLOTS - 1);
+	}
+	/* Keep the load at most one half; beyond that go back to linear. */
+	if (c->n >= (int)KP_DEDUP_SLOTS / 2)
+		c->hashed = false;
+	else if (c->n < c->max)
+		c->dedup[h] = (uint16_t)(c->n + 1);
+	return false;
+}
+
+static void kp_word(struct kp_collect *c, uint64_t w, uint32_t param)
+{
+	struct alloc a;
+
+	if (alloc_table_find(c->t, w, &a) != 0)
+		return;
+	if (kp_seen(c, a.id))
+		return;
+	if (c->n >= c->max) {
+		c->flags |= KPARAMS_TRUNCATED;
+		c->full = true;
+		return;
+	}
+	c->out[c->n++] = (struct access){
+		.alloc_id = a.id,
+		.base = a.base,
+		.kind = (uint32_t)a.kind,
+		.param = param,
+	};
+}
+
+/*
+ * Look at every 8-byte word of one parameter whose offset in the parameter
+ * layout (off + j) is a multiple of 8 and that lies wholly inside it; p
+ * holds the parameter's bytes (any alignment), len of them readable.
+ */
+static void kp_scan(struct kp_collect *c, const unsigned char *p,
+		    uint32_t off, uint32_t len, uint32_t param)
+{
+	uint64_t w;
+
+	for (uint32_t j = (8 - (off & 7)) & 7; j + 8 <= len && !c->full;
+	     j += 8) {
+		memcpy(&w, p + j, sizeof(w));
+		kp_word(c, w, param);
+	}
+}
+
+/*
+ * The extra form: the buffer and its size.  -ENODATA when no size was given
+ * (the driver then ignores the buffer), -EINVAL on anything we cannot
+ * interpret safely.
+ */
+static int kp_parse_extra(void **extra, const unsigned char **buf,
+			  size_t *size)
+{
+	bool have_size = false;
+	int k;
+
+	*buf = NULL;
+	*size = 0;
+	for (k = 0; k < 2 * KP_EXTRA_PAIRS_MAX; k += 2) {
+		if (extra[k] == CU_LAUNCH_PARAM_END)
+			break;
+		if (extra[k] == CU_LAUNCH_PARAM_BUFFER_POINTER) {
+			*buf = extra[k + 1];
+		} else if (extra[k] == CU_LAUNCH_PARAM_BUFFER_SIZE) {
+			if (!extra[k + 1])
+				return -EINVAL;
+			memcpy(size, extra[k + 1], sizeof(*size));
+			have_size = true;
+		} else {
+			/* Unknown key: its value's meaning is unknown too. */
+			return -EINVAL;
+		}
+	}
+	if (k >= 2 * KP_EXTRA_PAIRS_MAX)
+		return -EINVAL;
+	if (!have_size)
+		return -ENODATA;
+	if (*size != 0 && !*buf)
+		return -EINVAL;
+	return 0;
+}
+
+int kparams_collect(struct alloc_table *t, const struct kernel_info *ki,
+		    void **kernel_params, void **extra, struct access *out,
+		    int max, unsigned *flags)
+{
+	struct kp_collect c;
+	const unsigned char *buf;
+	uint32_t off, len;
+	size_t size;
+	int nparams = ki ? ki->nparams : -1;
+
+	/* Field by field: an initializer would clear dedup[] every launch. */
+	c.t = t;
+	c.out = out;
+	c.max = max < 0 ? 0 : max;
+	c.n = 0;
+	c.flags = 0;
+	c.full = false;
+	c.hashed = false;
+
+	if (kernel_params) {
+		if (nparams < 0) {
+			/* Parameter sizes unknown: cannot even read them. */
+			c.flags |= KPARAMS_UNKNOWN_LAYOUT;
+			goto out;
+		}
+		for (int i = 0; i < nparams && !c.full; i++) {
+			if (!kernel_params[i])
+				continue;
+			kp_scan(&c, kernel_params[i], ki->offset[i],
+				ki->size[i], (uint32_t)i);
+		}
+		goto out;
+	}
+	if (!extra)
+		goto out;
+	if (kp_parse_extra(extra, &buf, &size) != 0) {
+		c.flags |= KPARAMS_EXTRA_OPAQUE;
+		goto out;
+	}
+	if (nparams < 0) {
+		c.flags |= KPARAMS_UNKNOWN_LAYOUT;
+		/* A size beyond any kernel's limit would only make us fault. */
+		if (size > KP_PARAM_BYTES_MAX) {
+			c.flags |= KPARAMS_EXTRA_OPAQUE;
+			goto out;
+		}
+		kp_scan(&c, buf, 0, (uint32_t)size, KPARAMS_PARAM_UNKNOWN);
+		goto out;
+	}
+	for (int i = 0; i < nparams && !c.full; i++) {
+		/* Read nothing past the buffer the program said it passed. */
+		off = ki->offset[i];
+		if (off >= size)
+			continue;
+		len = ki->size[i];
+		if (len > size - off)
+			len = (uint32_t)(size - off);
+		kp_scan(&c, buf + off, off, len, (uint32_t)i);
+	}
+out:
+	if (flags)
+		*flags = c.flags;
+	return c.n;
+}
