@@ -85,7 +85,8 @@ check-hooks:
 	@$(PYTHON) scripts/check-hooks.py
 
 unit: $(UNIT_BINS)
-	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done
+	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; \
+		TEST_SIMCUDA=$(CURDIR)/$(BUILD)/simcuda/libcuda.so.1 $$t; done
 
 e2e: all $(TEST_TARGETS)
 	@BUILD=$(BUILD) bash tests/e2e/run.sh
@@ -95,7 +96,15 @@ test: check-hooks
 	$(MAKE) e2e
 	$(MAKE) SAN=1 unit e2e
 
-demo: all $(TEST_TARGETS)
+# The demo program links against the simulated driver's libcuda.so (same
+# soname as the real one): at run time the system's libcuda.so.1 is used when
+# there is one, the simulated one when scripts/demo.sh points there.
+$(BUILD)/examples/demo: examples/demo.c examples/demo-kernels-ptx.h $(BUILD)/simcuda/libcuda.so.1
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -Wall -Wextra $(WERROR) -O2 -g -I$(CUDA_HOME)/include \
+		-o $@ $< -L$(BUILD)/simcuda -lcuda
+
+demo: all $(TEST_TARGETS) $(BUILD)/examples/demo
 	@BUILD=$(BUILD) bash scripts/demo.sh
 
 install: all

@@ -1,0 +1,22 @@
+# tests/e2e/e2e.mk - driver-API programs the end-to-end tests run on
+# tests/simcuda, with and without libkmux.so preloaded.
+E2E_PROGS = drv-basic drv-dlopen drv-threads
+E2E_BINS = $(E2E_PROGS:%=$(BUILD)/tests/e2e/%)
+TEST_TARGETS += $(E2E_BINS)
+
+E2E_SIMDIR = $(BUILD)/simcuda
+E2E_CFLAGS = -std=gnu11 -Wall -Wextra $(WERROR) -g $(SANFLAGS) \
+	     -I$(CUDA_HOME)/include -Itests/e2e/progs
+
+$(BUILD)/tests/e2e/drv-basic: tests/e2e/progs/drv-basic.c tests/e2e/progs/e2e-common.h $(E2E_SIMDIR)/libcuda.so.1
+	@mkdir -p $(dir $@)
+	$(CC) $(E2E_CFLAGS) -o $@ $< -L$(E2E_SIMDIR) -lcuda
+
+# Loads the driver itself: not linked with -lcuda.
+$(BUILD)/tests/e2e/drv-dlopen: tests/e2e/progs/drv-dlopen.c tests/e2e/progs/e2e-common.h
+	@mkdir -p $(dir $@)
+	$(CC) $(E2E_CFLAGS) -o $@ $< -ldl
+
+$(BUILD)/tests/e2e/drv-threads: tests/e2e/progs/drv-threads.c tests/e2e/progs/e2e-common.h $(E2E_SIMDIR)/libcuda.so.1
+	@mkdir -p $(dir $@)
+	$(CC) $(E2E_CFLAGS) -DCUDA_API_PER_THREAD_DEFAULT_STREAM -o $@ $< -L$(E2E_SIMDIR) -lcuda -lpthread

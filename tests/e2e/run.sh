@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# tests/e2e/run.sh - runs every tests/e2e/t*.sh and prints one summary line
+# that CI reads ("N passed, N failed").  BUILD selects build/ or build-san/.
+set -u
+cd "$(dirname "$0")/../.."
+BUILD=${BUILD:-build}
+export BUILD
+if [ "$BUILD" = build-san ] && [ -z "${ASAN_LIB:-}" ]; then
+	ASAN_LIB=$(${CC:-cc} -print-file-name=libasan.so)
+	export ASAN_LIB
+fi
+passed=0
+failed=0
+failed_names=""
+for t in tests/e2e/t*.sh; do
+	[ -n "${E2E_ONLY:-}" ] && case $t in *$E2E_ONLY*) ;; *) continue ;; esac
+	echo "== $t"
+	if timeout 120 bash "$t"; then
+		passed=$((passed + 1))
+	else
+		failed=$((failed + 1))
+		failed_names="$failed_names $t"
+	fi
+done
+[ "$failed" -eq 0 ] || echo "failed:$failed_names"
+echo "e2e: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
