@@ -73,6 +73,11 @@ void *real_dlsym(void *handle, const char *name)
 	return fn(handle, name);
 }
 
+void *real_dlsym_fn(void)
+{
+	return (void *)atomic_load_explicit(&glibc_dlsym, memory_order_acquire);
+}
+
 void *real_libcuda(void)
 {
 	return real_ready() ? libcuda : NULL;

@@ -46,6 +46,9 @@ static inline int real_ready(void)
 /* glibc's dlsym, never NULL after the first call. */
 void *real_dlsym(void *handle, const char *name);
 
+/* glibc's dlsym function itself (after a first real_dlsym call). */
+void *real_dlsym_fn(void);
+
 /* The handle of libcuda.so.1, or NULL. */
 void *real_libcuda(void);
 

@@ -83,8 +83,10 @@ enum trace_sync_kind {
 
 /*
  * Called once by the preload's configuration step, before any other trace_*
- * function.  dir NULL: tracing stays off.  Returns 0 or -errno (the trace
- * file could not be created: tracing stays off, the program runs on).
+ * function.  dir NULL: tracing stays off.  Returns 0 or -errno (dir is not
+ * a writable directory: tracing stays off, the program runs on).  The file
+ * itself is created at the first flush, so a process that records nothing
+ * (a shell, a compiler) leaves no file.
  */
 int trace_init(const char *dir, int timing);
 
@@ -105,8 +107,11 @@ void trace_sync(enum trace_sync_kind kind, uint64_t obj, uint64_t t_begin,
 void trace_alloc(const struct alloc *a, int is_free, uint64_t t);
 
 /*
- * A context is about to be destroyed or reset: resolve its pending timing
- * events while they still exist.  Also called from host synchronizations.
+ * wait == 0, after a host synchronization: resolve the timed launches that
+ * have finished.  wait != 0, before a context is destroyed, reset or
+ * released: wait for every timed launch, then destroy all of the recorder's
+ * CUDA events (it is not told which context goes; the others set themselves
+ * up again on their next timed launch).
  */
 void trace_resolve_timing(int wait);
 
