@@ -32,7 +32,7 @@ WERROR ?= -Werror
 OPT ?= -O2
 CFLAGS ?= $(OPT) -g
 KMUX_CFLAGS = -std=gnu11 -Wall -Wextra $(WERROR) -fPIC $(SANFLAGS) $(CFLAGS)
-KMUX_CPPFLAGS = -D_GNU_SOURCE -Iinclude -Isrc -Isrc/common -Isrc/preload \
+KMUX_CPPFLAGS = -D_GNU_SOURCE -Iinclude -iquote src -iquote src/common -iquote src/preload \
 		-I$(CUDA_HOME)/include $(CPPFLAGS)
 KMUX_LDFLAGS = $(SANFLAGS) $(LDFLAGS)
 
@@ -53,7 +53,14 @@ all: $(BUILD)/libkmux.so $(BUILD)/kmux
 
 $(BUILD)/obj/preload/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(COMPILE) -fvisibility=hidden -DKMUX_PRELOAD -c $< -o $@
+	$(COMPILE) -fvisibility=hidden -DKMUX_PRELOAD $(PRELOAD_FILE_FLAGS) -c $< -o $@
+
+# The sanitizer runtime resolves its interceptors through dlsym -- kmux's --
+# before its shadow memory exists, so the dlsym path must not be instrumented.
+ifneq ($(SANFLAGS),)
+$(BUILD)/obj/preload/src/preload/dlsym.o $(BUILD)/obj/preload/src/preload/real.o: \
+	PRELOAD_FILE_FLAGS = -fno-sanitize=all
+endif
 
 $(BUILD)/obj/cli/%.o: %.c
 	@mkdir -p $(dir $@)
