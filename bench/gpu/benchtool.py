@@ -214,7 +214,11 @@ def cmd_overhead(a):
     header = ["benchmark", "mode", "reps", "median", "min..max", "ratio vs plain",
               "added us/launch", "target"]
     rows = []
-    primary = [("launch_rt", "submit_us", "us/launch"),
+    primary = [("call", "launch_ns", "ns/launch, -lcuda"),
+               ("call", "launch_gpa_ns", "ns/launch, cuGetProcAddress"),
+               ("call", "ctxgetdevice_ns", "ns/cuCtxGetDevice"),
+               ("call", "streamquery_ns", "ns/cuStreamQuery"),
+               ("launch_rt", "submit_us", "us/launch"),
                ("launch_drv", "submit_us", "us/launch"),
                ("launch_rt", "total_us", "us/launch incl. sync"),
                ("launch_drv", "total_us", "us/launch incl. sync"),
@@ -235,7 +239,12 @@ def cmd_overhead(a):
             ratio = f"{med / base:.4f}" if base else "-"
             added, target = "-", ""
             if base is not None and mode != "plain":
-                if bench.startswith("launch_"):
+                if bench == "call":
+                    add = med - base
+                    added = f"{add / 1000.0:+.3f}"
+                    if mode == "bare" and metric.startswith("launch"):
+                        target = "<=0.3us: " + ("met" if add <= 300 else "MISSED")
+                elif bench.startswith("launch_"):
                     add = med - base
                     added = f"{add:+.3f}"
                     if mode == "bare" and metric == "submit_us":

@@ -9,6 +9,9 @@
 #               after WARMUP launches; host time per launch (median chunk)
 #   launch_drv  progs/launch_loop_drv.c: the same through cuLaunchKernel
 #               directly (-lcuda): the interposer alone, no cudart
+#   call        progs/call_cost.c: host ns per cuLaunchKernel (direct and
+#               through cuGetProcAddress) with the queue never full, and per
+#               cuCtxGetDevice / cuStreamQuery: the interposer's own cost
 #   torch_BxS   progs/torch_resnet.py --bench: resnet18 training step time
 #               (median of steps after warm-up), batch B, SxS images
 # Modes: plain; bare preload (LD_PRELOAD=build/libkmux.so); kmux trace;
@@ -24,7 +27,7 @@
 # Knobs (environment): KMUX_OVH_REPS (5), KMUX_OVH_CHUNK (50000),
 # KMUX_OVH_CHUNKS (5), KMUX_OVH_WARMUP (20000), KMUX_OVH_TORCH_REPS (3),
 # KMUX_OVH_TORCH_STEPS (20), KMUX_OVH_TORCH_WARMUP (8),
-# KMUX_OVH_TORCH_CONFIGS (32x224,32x64).
+# KMUX_OVH_TORCH_CONFIGS (32x224,32x64), KMUX_OVH_CALL_REPS (9).
 set -u
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -63,6 +66,7 @@ if [ "$HAVE_NVCC" = 1 ]; then
 		nv "$B/launch_loop" $NVCCFLAGS "$PROGS/launch_loop.cu" &
 		nv "$B/loop.cubin" $NVCCFLAGS -cubin "$PROGS/launch_loop.cu" &
 		nv "$B/launch_loop_drv" $NVCCFLAGS -cudart none -x c "$PROGS/launch_loop_drv.c" -lcuda &
+		nv "$B/call_cost" $NVCCFLAGS -cudart none -x c "$PROGS/call_cost.c" -lcuda &
 		wait
 	}
 	[ -s "$BUILD_LOG" ] && cat "$BUILD_LOG" >>"$LOG"
@@ -100,6 +104,10 @@ one_run() {
 		launch_*)
 			for k in submit_us total_us gpu_us; do
 				echo "$bench,$mode,$rep,$k,$(printf '%s\n' "$line" | tr ' ' '\n' | sed -n "s/^$k=//p")" >>"$RAW"
+			done ;;
+		call)
+			printf '%s\n' "$line" | tr ' ' '\n' | grep '_ns=' | while IFS== read -r k v; do
+				echo "$bench,$mode,$rep,$k,$v" >>"$RAW"
 			done ;;
 		torch)
 			local cfg ms
@@ -149,6 +157,23 @@ if [ -x "$B/launch_loop" ] && [ -x "$B/launch_loop_drv" ] && [ -f "$B/loop.cubin
 elif [ "$HAVE_NVCC" = 1 ]; then
 	log "launch loops: build failed (see overhead.log)"
 	FAILS=$((FAILS + 1))
+fi
+
+# ------------------------------------------------------------------ call cost
+# The host cost of one call when the GPU's queue is not full (call_cost.c):
+# the direct measurement of what the interposer adds.
+CREPS=${KMUX_OVH_CALL_REPS:-9}
+if [ -x "$B/call_cost" ] && [ -f "$B/loop.cubin" ]; then
+	log "call cost: $CREPS reps x ${#MODES[@]} modes"
+	for rep in $(seq 1 "$CREPS"); do
+		for mode in "${MODES[@]}"; do
+			if ! have_time $((HAVE_TORCH == 1 ? 150 : 30)); then
+				log "  time budget: call cost stops at rep $rep"
+				break 2
+			fi
+			one_run call "$mode" "$rep" 120 "$B/call_cost" "$B/loop.cubin" 4000
+		done
+	done
 fi
 
 # ------------------------------------------------------------------ PyTorch
