@@ -53,6 +53,39 @@ for name, where in sorted(defs.items()):
     if name not in hooks:
         problems.append("%s (%s) is exported but has no HOOK line" % (name, where[0]))
 
+# A newer ABI version of a hooked function in cuda.h than any hooked one is
+# a hole: CUDA's runtime asks cuGetProcAddress for the newest its version
+# allows and would get an unwrapped function (cuCtxSynchronize_v2 in CUDA 13).
+cuda = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+try:
+    pre = subprocess.run(
+        ["cc", "-E", "-P", "-I" + cuda + "/include", "-x", "c", "-"],
+        input="#define __CUDA_API_VERSION_INTERNAL 1\n#include <cuda.h>\n",
+        capture_output=True, text=True, check=True).stdout
+    declared = set(re.findall(r"CUresult\s+(?:CUDAAPI\s+)?(cu[A-Z]\w*)\s*\(", pre))
+except (OSError, subprocess.CalledProcessError) as e:
+    declared = None
+    problems.append("cannot preprocess cuda.h to compare versions: %s" % e)
+
+
+def split_version(n):
+    m = re.match(r"^(.*?)(?:_v(\d+))?(_pt(?:sz|ds))?$", n)
+    return m.group(1), int(m.group(2) or 1)
+
+
+if declared is not None:
+    for name in hooks:
+        if name not in declared:
+            problems.append("HOOK(%s) is not declared in cuda.h" % name)
+    newest_hooked = {}
+    for name in hooks:
+        b, v = split_version(name)
+        newest_hooked[b] = max(v, newest_hooked.get(b, 0))
+    for name in sorted(declared):
+        b, v = split_version(name)
+        if b in newest_hooked and v > newest_hooked[b] and name not in hooks:
+            problems.append("cuda.h declares %s, newer than every hooked %s variant" % (name, b))
+
 lib = os.path.join(root, os.environ.get("BUILD", "build"), "libkmux.so")
 if os.path.exists(lib):
     out = subprocess.run(["nm", "-D", "--defined-only", lib],

@@ -43,6 +43,13 @@ KMUX_EXPORT CUresult CUDAAPI cuCtxGetDevice(CUdevice *dev)
 	return REAL(cuCtxGetDevice)(dev);
 }
 
+KMUX_EXPORT CUresult CUDAAPI cuCtxGetDevice_v2(CUdevice *dev, CUcontext ctx)
+{
+	if (NO_DRIVER(cuCtxGetDevice_v2))
+		return CUDA_ERROR_NOT_INITIALIZED;
+	return REAL(cuCtxGetDevice_v2)(dev, ctx);
+}
+
 KMUX_EXPORT CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx)
 {
 	if (NO_DRIVER(cuCtxSetCurrent))

@@ -32,6 +32,22 @@ KMUX_EXPORT CUresult CUDAAPI cuCtxSynchronize(void)
 	return r;
 }
 
+/* CUDA 13's cudart asks for this one: the context is explicit (NULL: current). */
+KMUX_EXPORT CUresult CUDAAPI cuCtxSynchronize_v2(CUcontext ctx)
+{
+	uint64_t t0;
+	CUresult r;
+
+	if (NO_DRIVER(cuCtxSynchronize_v2))
+		return CUDA_ERROR_NOT_INITIALIZED;
+	if (likely(!kmux_tracking))
+		return REAL(cuCtxSynchronize_v2)(ctx);
+	t0 = trace_now();
+	r = REAL(cuCtxSynchronize_v2)(ctx);
+	sync_done(TRACE_SYNC_CTX, (uint64_t)(uintptr_t)ctx, t0, r);
+	return r;
+}
+
 static CUresult stream_sync(int per_thread, CUstream s)
 {
 	uint64_t t0 = trace_now();

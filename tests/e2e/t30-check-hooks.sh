@@ -15,4 +15,19 @@ echo 'HOOK(cuZzzNoSuchWrapper)' >"$TMP/extra"
 sed -i "/^HOOK(cuStreamWaitEvent_ptsz)$/r $TMP/extra" "$TMP/tree/src/preload/hooks.def"
 BUILD=none python3 "$TMP/tree/scripts/check-hooks.py" >"$TMP/out" 2>&1
 check "a HOOK without a wrapper is caught" grep -q 'cuZzzNoSuchWrapper) has 0' "$TMP/out"
+
+# A newer ABI version in cuda.h than the hooked ones is a hole (CUDA 13's
+# cudart fetches cuCtxSynchronize_v2): drop the v2 hook and its wrapper.
+cp "$ROOT/src/preload/hooks.def" "$ROOT/src/preload/wrap-sync.c" "$TMP/tree/src/preload/"
+sed -i '/^HOOK(cuCtxSynchronize_v2)$/d' "$TMP/tree/src/preload/hooks.def"
+python3 - "$TMP/tree/src/preload/wrap-sync.c" <<'PY'
+import re, sys
+p = sys.argv[1]
+s = open(p).read()
+s = re.sub(r"KMUX_EXPORT CUresult CUDAAPI cuCtxSynchronize_v2\(.*?\n}\n", "", s, flags=re.S)
+open(p, "w").write(s)
+PY
+BUILD=none python3 "$TMP/tree/scripts/check-hooks.py" >"$TMP/out" 2>&1
+check "a newer variant in cuda.h than any hooked one is caught" \
+	grep -q 'declares cuCtxSynchronize_v2, newer' "$TMP/out"
 finish

@@ -1,0 +1,227 @@
+/*
+ * sched-sync.c - host synchronization through the scheduler: which pool
+ * streams or events the host must wait for, and what it learns when they
+ * complete.
+ *
+ * A host wait has the same choice as a cross-stream wait: an entry implied
+ * by another entry's wait (that stream's clock covers it) costs nothing.
+ * After the waits return the caller reports every entry, and completion
+ * spreads through the clocks: when (j, seq) is done, so is everything its
+ * clock covers.  Later dependencies on finished work are then dropped
+ * instead of becoming waits, and the load estimate catches up.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "sched-internal.h"
+
+struct sched_hwc {
+	uint64_t key;		/* sum of vc */
+	uint64_t seq;		/* what the wait guarantees */
+	const uint64_t *vc;	/* what it implies */
+	int j;
+	int event;
+	enum sched_hw_how how;
+};
+
+/*
+ * One entry per stream of need_mask (already free of completed work), then
+ * the implied ones marked.  A stream is waited for whole when the
+ * dependency is its last operation or no record lies between it and the
+ * end; otherwise the earliest record after it is.
+ */
+static void sched_hw_build(struct sched *s, struct sched_hostwait *out)
+{
+	struct sched_hwc c[SCHED_MAX_STREAMS], x;
+	int nc = 0, j;
+
+	SCHED_FOR_EACH_BIT(j, s->need_mask) {
+		const struct sched_stream *st = &s->st[j];
+		int slot = -1;
+
+		if (s->need[j] < st->tail)
+			slot = sched_ev_cover(s, j, s->need[j]);
+		if (slot >= 0 && s->ev_seq[slot] < st->tail) {
+			c[nc].how = SCHED_HW_EVENT;
+			c[nc].seq = s->ev_seq[slot];
+			c[nc].vc = sched_ev_clock(s, slot);
+			c[nc].event = slot;
+		} else {
+			c[nc].how = SCHED_HW_STREAM;
+			c[nc].seq = st->tail;
+			c[nc].vc = sched_clock(s, j);
+			c[nc].event = -1;
+		}
+		c[nc].j = j;
+		c[nc].key = sched_vc_sum(c[nc].vc, s->n);
+		nc++;
+	}
+	for (int i = 1; i < nc; i++) {
+		int k = i;
+
+		x = c[i];
+		while (k > 0 && c[k - 1].key < x.key) {
+			c[k] = c[k - 1];
+			k--;
+		}
+		c[k] = x;
+	}
+	memset(s->tmp, 0, (size_t)s->n * sizeof(uint64_t));
+	out->n = 0;
+	for (int i = 0; i < nc; i++) {
+		struct sched_hostwait_ent *e = &out->ent[out->n++];
+
+		j = c[i].j;
+		e->stream = j;
+		if (s->tmp[j] >= s->need[j]) {
+			e->how = SCHED_HW_IMPLIED;
+			e->seq = s->tmp[j];
+			e->event = -1;
+			s->stats.host_implied++;
+			continue;
+		}
+		e->how = c[i].how;
+		e->seq = c[i].seq;
+		e->event = c[i].event;
+		sched_vc_merge(s->tmp, c[i].vc, s->n);
+		s->stats.host_waits++;
+	}
+}
+
+int sched_sync_all(struct sched *s, struct sched_hostwait *out)
+{
+	int idle = 0;
+
+	if (!s || !out)
+		return -EINVAL;
+	sched_need_reset(s);
+	for (int j = 0; j < s->n; j++) {
+		if (s->st[j].tail > s->st[j].done)
+			sched_need_add(s, j, s->st[j].tail, s->st[j].fin, 0,
+				       SCHED_SRC_NONE);
+		else
+			idle++;
+	}
+	s->stats.host_idle += (uint64_t)idle;
+	sched_hw_build(s, out);
+	return 0;
+}
+
+/* Drop the needs known complete, then build the waits. */
+static void sched_hw_finish(struct sched *s, struct sched_hostwait *out)
+{
+	int j;
+
+	/* A barrier may have touched anything. */
+	sched_need_barrier(s);
+	SCHED_FOR_EACH_BIT(j, s->need_mask)
+		if (sched_is_done(s, j, s->need[j]))
+			s->need_mask &= ~(1ull << j);
+	sched_hw_build(s, out);
+}
+
+int sched_sync_for(struct sched *s, const struct sched_access *acc, int nacc,
+		   struct sched_hostwait *out)
+{
+	if (!s || !out || nacc < 0 || (nacc && !acc))
+		return -EINVAL;
+	for (int i = 0; i < nacc; i++)
+		if (!acc[i].alloc_id || (unsigned)acc[i].mode > SCHED_WRITE)
+			return -EINVAL;
+	sched_need_reset(s);
+	for (int i = 0; i < nacc; i++) {
+		const struct sched_astate *a = sched_map_find(&s->map,
+							      acc[i].alloc_id);
+
+		if (a)
+			sched_need_state(s, a, acc[i].mode != SCHED_READ);
+	}
+	sched_hw_finish(s, out);
+	return 0;
+}
+
+int sched_sync_for_read(struct sched *s, const uint64_t *alloc_ids, int n,
+			struct sched_hostwait *out)
+{
+	if (!s || !out || n < 0 || (n && !alloc_ids))
+		return -EINVAL;
+	for (int i = 0; i < n; i++)
+		if (!alloc_ids[i])
+			return -EINVAL;
+	sched_need_reset(s);
+	for (int i = 0; i < n; i++) {
+		const struct sched_astate *a = sched_map_find(&s->map,
+							      alloc_ids[i]);
+
+		if (a)
+			sched_need_state(s, a, 0);
+	}
+	sched_hw_finish(s, out);
+	return 0;
+}
+
+/*
+ * (j, seq) is complete; spread it to everything vc covers.  fin is its
+ * virtual finish, or 0 when not known: the virtual now moves past it, so
+ * that streams whose work is done no longer look busy to placement.
+ */
+static void sched_done(struct sched *s, int j, uint64_t seq, uint64_t fin)
+{
+	struct sched_stream *st = &s->st[j];
+
+	if (seq <= st->done)
+		return;
+	st->done = seq;
+	if (seq == st->tail)
+		fin = sched_max(fin, st->fin);
+	s->vnow = sched_max(s->vnow, fin);
+	if (s->bar_seq && s->bar_stream == j && s->bar_seq <= seq)
+		s->bar_seq = 0;
+}
+
+int sched_complete(struct sched *s, int stream, uint64_t seq)
+{
+	const uint64_t *vc = NULL;
+	uint64_t fin = 0;
+	int slot;
+
+	if (!s || stream < 0 || stream >= s->n ||
+	    seq > s->st[stream].tail)
+		return -EINVAL;
+	if (seq <= s->st[stream].done)
+		return 0;
+	if (seq == s->st[stream].tail) {
+		vc = sched_clock(s, stream);
+		fin = s->st[stream].fin;
+	} else {
+		/* A record at or before seq: a lower bound of its clock. */
+		slot = sched_ev_below(s, stream, seq);
+		if (slot >= 0) {
+			vc = sched_ev_clock(s, slot);
+			fin = s->ev_fin[slot];
+		}
+	}
+	if (vc) {
+		/* Copy: vc may be the stream's own clock. */
+		memcpy(s->tmp, vc, (size_t)s->n * sizeof(uint64_t));
+		for (int k = 0; k < s->n; k++)
+			if (k != stream)
+				sched_done(s, k, s->tmp[k], 0);
+	}
+	sched_done(s, stream, seq, fin);
+	return 0;
+}
+
+int sched_complete_hostwait(struct sched *s, const struct sched_hostwait *hw)
+{
+	int err;
+
+	if (!s || !hw)
+		return -EINVAL;
+	for (int i = 0; i < hw->n; i++) {
+		err = sched_complete(s, hw->ent[i].stream, hw->ent[i].seq);
+		if (err)
+			return err;
+	}
+	return 0;
+}
