@@ -98,10 +98,24 @@ unit: $(UNIT_BINS)
 e2e: all $(TEST_TARGETS)
 	@BUILD=$(BUILD) bash tests/e2e/run.sh
 
+# Every parser of outside bytes has a libFuzzer target; `make test` runs
+# each briefly (FUZZ_SECONDS), longer runs by hand (see tests/fuzz/*.sh).
+FUZZ_SECONDS ?= 15
+fuzz:
+	@sh tests/fuzz/build.sh >/dev/null
+	build/fuzz/fuzz-trace-line -dict=tests/fuzz/trace-line.dict \
+		-max_total_time=$(FUZZ_SECONDS) -print_final_stats=0 \
+		-artifact_prefix=build/fuzz/ build/fuzz/corpus-trace-line tests/fuzz/corpus 2>&1 | tail -n 2
+	@if [ -f tests/fuzz/build-proto.sh ]; then sh tests/fuzz/build-proto.sh >/dev/null && \
+		build/fuzz/fuzz-proto -max_total_time=$(FUZZ_SECONDS) -print_final_stats=0 \
+		-artifact_prefix=build/fuzz/ build/fuzz/corpus-proto $(wildcard tests/fuzz/corpus-proto) 2>&1 | tail -n 2; fi
+
 test: check-hooks
 	$(MAKE) all unit
 	$(MAKE) e2e
 	$(MAKE) SAN=1 unit e2e
+	@mkdir -p build/fuzz/corpus-trace-line build/fuzz/corpus-proto
+	$(MAKE) fuzz
 
 # The demo program links against the simulated driver's libcuda.so (same
 # soname as the real one): at run time the system's libcuda.so.1 is used when
@@ -125,6 +139,6 @@ install: all
 clean:
 	rm -rf build build-san
 
-.PHONY: all check-hooks unit e2e test demo install clean
+.PHONY: all check-hooks unit e2e fuzz test demo install clean
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -12,6 +12,14 @@ fi
 passed=0
 failed=0
 failed_names=""
+# The simulated driver's own self-test first: every other test stands on it.
+echo "== $BUILD/simcuda/selftest"
+if "$BUILD/simcuda/selftest"; then
+	passed=$((passed + 1))
+else
+	failed=$((failed + 1))
+	failed_names="$failed_names simcuda-selftest"
+fi
 for t in tests/e2e/t*.sh; do
 	[ -n "${E2E_ONLY:-}" ] && case $t in *$E2E_ONLY*) ;; *) continue ;; esac
 	echo "== $t"
