@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "demangle.h"
 #include "trace-merge.h"
 
 #define WARNINGS_KEPT	32
@@ -699,7 +700,9 @@ struct trace_merge {
 	struct gpurec *gpus;
 	size_t ngpus, capgpus;
 
-	char **names;		/* interned kernel names */
+	char **names;		/* interned kernel names, as the driver gave them */
+	char **dnames;		/* the same for display (demangled), or NULL */
+	size_t ndnames;		/* names demangled so far */
 	struct kstat *kstats;	/* parallel to names */
 	size_t nnames, capnames, capkstats;
 	struct pmap name_map;	/* hash -> candidates by probing */
@@ -748,8 +751,12 @@ void trace_merge_free(struct trace_merge *m)
 		return;
 	for (size_t i = 0; i < m->nprocs; i++)
 		free(m->procs[i].cmdline);
-	for (size_t i = 0; i < m->nnames; i++)
+	for (size_t i = 0; i < m->nnames; i++) {
 		free(m->names[i]);
+		if (m->dnames && i < m->ndnames)
+			free(m->dnames[i]);
+	}
+	free(m->dnames);
 	for (size_t i = 0; i < WARNINGS_KEPT && i < m->nwarnings; i++)
 		free(m->warnings[i]);
 	free(m->procs);
@@ -803,6 +810,29 @@ static int name_intern(struct trace_merge *m, const char *s, uint32_t *out)
 	memset(&m->kstats[m->nnames], 0, sizeof(m->kstats[0]));
 	*out = (uint32_t)m->nnames++;
 	return 0;
+}
+
+/*
+ * Names for people: demangled once, when all input is read
+ * (trace_merge_finish), since they are only displayed after that.
+ */
+static void names_demangle(struct trace_merge *m)
+{
+	if (m->dnames || !m->nnames)
+		return;
+	m->dnames = calloc(m->nnames, sizeof(*m->dnames));
+	if (!m->dnames)
+		return;	/* the driver's names will do */
+	for (size_t k = 0; k < m->nnames; k++)
+		m->dnames[k] = demangle_dup(m->names[k]);
+	m->ndnames = m->nnames;
+}
+
+static const char *display_name(const struct trace_merge *m, uint32_t i)
+{
+	if (i >= m->ndnames || !m->dnames[i])
+		return m->names[i];
+	return m->dnames[i];
 }
 
 /* Reading state of one file. */
@@ -1514,7 +1544,8 @@ static int summarize(struct trace_merge *m, double wall_s)
 		if (!m->kstats[i].count)
 			continue;
 		s->kernels[s->nkernels++] = (struct trace_kernel_stat){
-			m->names[i], m->kstats[i].count, m->kstats[i].timed,
+			display_name(m, (uint32_t)i), m->kstats[i].count,
+			m->kstats[i].timed,
 			m->kstats[i].total_ns,
 		};
 	}
@@ -1529,6 +1560,7 @@ int trace_merge_finish(struct trace_merge *m, double wall_s)
 {
 	int r;
 
+	names_demangle(m);
 	if (m->finished)
 		return 0;
 	m->base = 0;
@@ -1798,7 +1830,7 @@ static cJSON *event_json(const struct trace_merge *m, const struct mev *e)
 			cJSON_AddStringToObject(j, "name", "host function");
 		} else {
 			cJSON_AddStringToObject(j, "name",
-				e->name != NO_NAME ? m->names[e->name] : "?");
+				e->name != NO_NAME ? display_name(m, e->name) : "?");
 		}
 		break;
 	case TL_COPY:

@@ -13,7 +13,7 @@ set -eu
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-build/fuzz}
 mkdir -p "$OUT"
-SRCS="tests/fuzz/fuzz-trace-line.c src/cli/trace-merge.c"
+SRCS="tests/fuzz/fuzz-trace-line.c src/cli/trace-merge.c src/cli/demangle.c"
 FLAGS="-std=gnu11 -g -O1 -Wall -Wextra -D_GNU_SOURCE -Isrc"
 if [ "${1:-}" = standalone ]; then
 	${CC:-cc} $FLAGS -DFUZZ_STANDALONE -fsanitize=address,undefined \

@@ -6,7 +6,8 @@
 
 UNIT_TESTS += test-trace-merge
 
-TEST_TRACE_MERGE_CLI_SRCS = tests/unit/test-trace-merge.c src/cli/trace-merge.c
+TEST_TRACE_MERGE_CLI_SRCS = tests/unit/test-trace-merge.c src/cli/trace-merge.c \
+	src/cli/demangle.c
 TEST_TRACE_MERGE_PRELOAD_SRCS = src/preload/trace.c src/common/log.c
 TEST_TRACE_MERGE_CLI_OBJS = $(TEST_TRACE_MERGE_CLI_SRCS:%.c=$(BUILD)/obj/unit/test-trace-merge/cli/%.o)
 TEST_TRACE_MERGE_PRELOAD_OBJS = $(TEST_TRACE_MERGE_PRELOAD_SRCS:%.c=$(BUILD)/obj/unit/test-trace-merge/preload/%.o)
