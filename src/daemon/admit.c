@@ -1,0 +1,543 @@
+/*
+ * admit.c - admission and placement policy (see admit.h).
+ *
+ * Owns: the fit test, the busyness score, both placements, the queue order
+ * (aging, priority, FIFO), backfill and the head's reservation.
+ *
+ * Placement, after Hay, in two phases.  Filter: a GPU is a candidate for
+ * task t when
+ *
+ *	occupied(g) + need(t, g) <= capacity(g)
+ *	    occupied = max(committed, used), capacity = total - headroom x total
+ *	and (g has no task, or load(g) + busy(t) <= busy_max)
+ *	    load = max(util, busy_committed)
+ *	and exclusivity allows it (an exclusive task wants an empty GPU; a GPU
+ *	    holding one takes nothing else).
+ *
+ * `occupied` takes the larger of the preloads' commitments and NVML's used
+ * memory so that memory held by processes kmux does not manage still
+ * counts.  `load` takes the larger of the measured utilization and the
+ * predicted busyness of the tasks placed there, so a task admitted a moment
+ * ago counts before NVML has seen it, and a task running hotter than
+ * predicted counts as measured.  An empty GPU always passes the busyness
+ * test: otherwise a task predicted busier than busy_max could never run.
+ *
+ * Score: each candidate is ranked by its busyness after placement,
+ *
+ *	score = w_util x (load + busy(t))
+ *	      + w_mem  x (occupied + need) / total
+ *	      + w_tasks x ntasks
+ *
+ * lowest first, equal scores (within 1e-9) by GPU index.  The load term
+ * steers tasks away from busy GPUs (interference), the memory term keeps
+ * room for large tasks spread evenly, the task count breaks near-ties
+ * toward fewer co-runners (each one adds context switches and cache
+ * pressure the utilization average does not see yet).  A task wanting K
+ * GPUs takes the K best candidates, each of which must fit on its own.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "admit.h"
+
+#define MiB (UINT64_C(1) << 20)
+#define GiB (UINT64_C(1) << 30)
+#define SCORE_EPS 1e-9
+
+void admit_policy_default(struct admit_policy *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->placement = ADMIT_PLACE_BUSYNESS;
+	p->headroom = 0.05;
+	p->busy_max = 1.5;
+	p->w_util = 1.0;
+	p->w_mem = 0.5;
+	p->w_tasks = 0.1;
+	p->guess_frac = 0.25;
+	p->guess_min = GiB;
+	p->learned_margin = 1.10;
+	p->default_busy = 0.5;
+	p->util_tau_s = 10.0;
+	p->backfill = true;
+	p->age_us = UINT64_C(300) * 1000000;
+	p->backfill_bound_us = UINT64_C(120) * 1000000;
+}
+
+/* In [lo, hi] and not NaN. */
+static bool in_range(double x, double lo, double hi)
+{
+	return x >= lo && x <= hi;
+}
+
+int admit_policy_check(const struct admit_policy *p)
+{
+	if (p == NULL)
+		return -EINVAL;
+	if (p->placement != ADMIT_PLACE_BUSYNESS &&
+	    p->placement != ADMIT_PLACE_ROUND_ROBIN)
+		return -EINVAL;
+	if (!in_range(p->headroom, 0.0, 0.99) || !in_range(p->busy_max, 0.0, 1e6) ||
+	    p->busy_max <= 0.0)
+		return -EINVAL;
+	if (!in_range(p->w_util, 0.0, 1e6) || !in_range(p->w_mem, 0.0, 1e6) ||
+	    !in_range(p->w_tasks, 0.0, 1e6))
+		return -EINVAL;
+	/* A guess above the capacity would make unknown tasks unplaceable. */
+	if (!in_range(p->guess_frac, 0.0, 1.0 - p->headroom))
+		return -EINVAL;
+	if (!in_range(p->learned_margin, 1.0, 100.0) ||
+	    !in_range(p->default_busy, 0.0, 1.0) ||
+	    !in_range(p->util_tau_s, 0.0, 1e9))
+		return -EINVAL;
+	return 0;
+}
+
+static double clamp01(double x)
+{
+	if (!(x > 0.0))
+		return 0.0;	/* NaN too */
+	return x > 1.0 ? 1.0 : x;
+}
+
+/* x rounded up to a whole MiB, saturating. */
+static uint64_t round_mib(double x)
+{
+	uint64_t v;
+
+	if (!(x > 0.0))
+		return 0;
+	if (x >= 18446744073709549568.0)	/* largest double < 2^64 */
+		return UINT64_MAX;
+	v = (uint64_t)x;
+	if ((double)v < x)
+		v++;
+	if (v > UINT64_MAX - (MiB - 1))
+		return UINT64_MAX;
+	return (v + MiB - 1) & ~(MiB - 1);
+}
+
+int admit_task_init(struct admit_task *t, uint64_t id, uint32_t ngpus,
+		    uint64_t declared, const struct admit_profile *learned,
+		    const struct admit_policy *p, uint64_t now_us)
+{
+	bool have_profile = learned != NULL && learned->runs > 0;
+
+	if (t == NULL || p == NULL || ngpus < 1 || ngpus > ADMIT_MAX_GPUS)
+		return -EINVAL;
+	memset(t, 0, sizeof(*t));
+	t->id = id;
+	t->ngpus = ngpus;
+	t->wait_start_us = now_us;
+	t->busy = have_profile ? clamp01(learned->mean_busy) : p->default_busy;
+	if (declared > 0) {
+		t->mem = declared;
+		t->mem_source = ADMIT_MEM_DECLARED;
+	} else if (have_profile) {
+		t->mem = round_mib((double)learned->peak_mem * p->learned_margin);
+		t->mem_source = ADMIT_MEM_LEARNED;
+	} else {
+		t->mem = 0;
+		t->mem_source = ADMIT_MEM_GUESSED;
+	}
+	return 0;
+}
+
+uint64_t admit_capacity(const struct admit_gpu *g, const struct admit_policy *p)
+{
+	double reserve = (double)g->mem_total * p->headroom;
+	uint64_t r;
+
+	if (!(reserve > 0.0))
+		return g->mem_total;
+	r = reserve >= (double)g->mem_total ? g->mem_total : (uint64_t)reserve;
+	/* Round the reserve up: headroom is a floor, never a ceiling. */
+	if ((double)r < reserve && r < g->mem_total)
+		r++;
+	return g->mem_total - r;
+}
+
+uint64_t admit_need(const struct admit_task *t, const struct admit_gpu *g,
+		    const struct admit_policy *p)
+{
+	uint64_t guess;
+
+	if (t->mem_source != ADMIT_MEM_GUESSED)
+		return t->mem;
+	guess = round_mib((double)g->mem_total * p->guess_frac);
+	if (guess < p->guess_min)
+		guess = p->guess_min;
+	return t->mem > guess ? t->mem : guess;
+}
+
+static uint64_t occupied(const struct admit_gpu *g)
+{
+	return g->mem_committed > g->mem_used ? g->mem_committed : g->mem_used;
+}
+
+static double load(const struct admit_gpu *g)
+{
+	double u = g->util_valid ? clamp01(g->util) : 0.0;
+	double b = g->busy_committed > 0.0 ? g->busy_committed : 0.0;
+
+	return u > b ? u : b;
+}
+
+static double score(const struct admit_gpu *g, double busy, uint64_t need,
+		    const struct admit_policy *p)
+{
+	double mem = 1.0;
+
+	if (g->mem_total > 0)
+		mem = ((double)occupied(g) + (double)need) / (double)g->mem_total;
+	return p->w_util * (load(g) + busy) + p->w_mem * mem +
+	       p->w_tasks * (double)g->ntasks;
+}
+
+double admit_busyness(const struct admit_gpu *g, const struct admit_policy *p)
+{
+	return score(g, 0.0, 0, p);
+}
+
+static bool fits_mem(const struct admit_gpu *g, uint64_t need,
+		     const struct admit_policy *p)
+{
+	uint64_t cap = admit_capacity(g, p), occ = occupied(g);
+
+	return occ <= cap && need <= cap - occ;
+}
+
+static bool fits_exclusive(const struct admit_gpu *g, const struct admit_task *t)
+{
+	if (g->exclusive)
+		return false;
+	return !t->exclusive || g->ntasks == 0;
+}
+
+static bool fits_busy(const struct admit_gpu *g, const struct admit_task *t,
+		      const struct admit_policy *p)
+{
+	return g->ntasks == 0 || load(g) + t->busy <= p->busy_max + SCORE_EPS;
+}
+
+int admit_check(const struct admit_task *t, const struct admit_gpu *gpus,
+		size_t n, const struct admit_policy *p)
+{
+	size_t i, could = 0;
+
+	if (t == NULL || p == NULL || (gpus == NULL && n > 0) ||
+	    n > ADMIT_MAX_GPUS || t->ngpus < 1)
+		return -EINVAL;
+	if (t->ngpus > n)
+		return -ENODEV;
+	for (i = 0; i < n; i++)
+		if (admit_need(t, &gpus[i], p) <= admit_capacity(&gpus[i], p))
+			could++;
+	return could >= t->ngpus ? 0 : -ENOSPC;
+}
+
+struct cand {
+	uint32_t slot;
+	uint32_t index;
+	double score;		/* busyness placement */
+	uint64_t stamp;		/* round robin */
+	uint64_t need;
+};
+
+/* Does a rank before b?  Total order: GPU indices are distinct. */
+static bool cand_before(const struct cand *a, const struct cand *b,
+			enum admit_placement_kind kind)
+{
+	if (kind == ADMIT_PLACE_ROUND_ROBIN) {
+		if (a->stamp != b->stamp)
+			return a->stamp < b->stamp;
+	} else {
+		if (a->score < b->score - SCORE_EPS)
+			return true;
+		if (a->score > b->score + SCORE_EPS)
+			return false;
+	}
+	if (a->index != b->index)
+		return a->index < b->index;
+	return a->slot < b->slot;
+}
+
+/*
+ * Phase one and two for t, never using the slots in `avoid` (a bit per
+ * slot).  0, or -EAGAIN when fewer than t->ngpus GPUs qualify.
+ */
+static int place_avoiding(const struct admit_gpu *gpus, size_t n,
+			  const struct admit_task *t,
+			  const struct admit_policy *p, uint64_t avoid,
+			  struct admit_placement *out)
+{
+	struct cand c[ADMIT_MAX_GPUS], x;
+	size_t i, j, nc = 0;
+
+	for (i = 0; i < n; i++) {
+		const struct admit_gpu *g = &gpus[i];
+		uint64_t need = admit_need(t, g, p);
+
+		if (avoid & (UINT64_C(1) << i))
+			continue;
+		if (!fits_mem(g, need, p) || !fits_exclusive(g, t))
+			continue;
+		/* Round robin is the baseline that ignores busyness. */
+		if (p->placement == ADMIT_PLACE_BUSYNESS && !fits_busy(g, t, p))
+			continue;
+		x.slot = (uint32_t)i;
+		x.index = g->index;
+		x.score = score(g, t->busy, need, p);
+		x.stamp = g->last_placed;
+		x.need = need;
+		/* Insertion sort: at most 64 candidates. */
+		for (j = nc; j > 0 && cand_before(&x, &c[j - 1], p->placement); j--)
+			c[j] = c[j - 1];
+		c[j] = x;
+		nc++;
+	}
+	if (nc < t->ngpus)
+		return -EAGAIN;
+
+	memset(out, 0, sizeof(*out));
+	out->ngpus = t->ngpus;
+	out->quota = UINT64_MAX;
+	for (i = 0; i < t->ngpus; i++) {
+		out->slot[i] = c[i].slot;
+		/* One quota for all: the smallest need is safe everywhere. */
+		if (c[i].need < out->quota)
+			out->quota = c[i].need;
+		if (p->placement == ADMIT_PLACE_BUSYNESS)
+			out->score = c[i].score;
+	}
+	return 0;
+}
+
+int admit_place(const struct admit_gpu *gpus, size_t n,
+		const struct admit_task *t, const struct admit_policy *p,
+		struct admit_placement *out)
+{
+	int rc;
+
+	if (out == NULL)
+		return -EINVAL;
+	rc = admit_check(t, gpus, n, p);
+	if (rc < 0)
+		return rc;
+	return place_avoiding(gpus, n, t, p, 0, out);
+}
+
+/*
+ * The GPUs a blocked head waits for: among those that could ever hold it,
+ * the t->ngpus that are closest to fitting (for an exclusive task, first
+ * those with the fewest tasks), then the fewest tasks, then the lowest index.
+ * While reserved they take no new task, so they drain toward the head.
+ */
+static uint64_t reserve_for(const struct admit_gpu *gpus, size_t n,
+			    const struct admit_task *t,
+			    const struct admit_policy *p)
+{
+	struct rkey {
+		uint32_t slot;
+		uint32_t excl_tasks;	/* ntasks, counted for exclusive heads */
+		uint64_t shortfall;
+		uint32_t ntasks;
+		uint32_t index;
+	} k[ADMIT_MAX_GPUS], x;
+	size_t i, j, nk = 0;
+	uint64_t mask = 0;
+
+	for (i = 0; i < n; i++) {
+		const struct admit_gpu *g = &gpus[i];
+		uint64_t need = admit_need(t, g, p), cap = admit_capacity(g, p);
+		uint64_t occ = occupied(g);
+
+		if (need > cap)
+			continue;
+		x.slot = (uint32_t)i;
+		x.excl_tasks = t->exclusive ? g->ntasks : 0;
+		x.shortfall = occ > cap - need ? occ - (cap - need) : 0;
+		x.ntasks = g->ntasks;
+		x.index = g->index;
+		for (j = nk; j > 0; j--) {
+			const struct rkey *y = &k[j - 1];
+			bool before;
+
+			if (x.excl_tasks != y->excl_tasks)
+				before = x.excl_tasks < y->excl_tasks;
+			else if (x.shortfall != y->shortfall)
+				before = x.shortfall < y->shortfall;
+			else if (x.ntasks != y->ntasks)
+				before = x.ntasks < y->ntasks;
+			else
+				before = x.index < y->index ||
+					 (x.index == y->index && x.slot < y->slot);
+			if (!before)
+				break;
+			k[j] = k[j - 1];
+		}
+		k[j] = x;
+		nk++;
+	}
+	for (i = 0; i < nk && i < t->ngpus; i++)
+		mask |= UINT64_C(1) << k[i].slot;
+	return mask;
+}
+
+struct qkey {
+	size_t pos;
+	bool aged;
+	int32_t prio;
+	uint64_t wait_start;
+};
+
+static int qkey_cmp(const void *a_, const void *b_)
+{
+	const struct qkey *a = a_, *b = b_;
+
+	if (a->aged != b->aged)
+		return a->aged ? -1 : 1;
+	/* Among aged tasks priority no longer counts: oldest first. */
+	if (!a->aged && a->prio != b->prio)
+		return a->prio > b->prio ? -1 : 1;
+	if (a->wait_start != b->wait_start)
+		return a->wait_start < b->wait_start ? -1 : 1;
+	return a->pos < b->pos ? -1 : (a->pos > b->pos);
+}
+
+static uint64_t waited(const struct admit_task *t, uint64_t now)
+{
+	return now > t->wait_start_us ? now - t->wait_start_us : 0;
+}
+
+int admit_next(const struct admit_task *queue, size_t nqueue,
+	       const struct admit_gpu *gpus, size_t ngpus,
+	       const struct admit_policy *p, uint64_t now_us,
+	       struct admit_decision *out)
+{
+	struct qkey *keys;
+	const struct admit_task *head;
+	uint64_t avoid = 0;
+	size_t i;
+	int rc;
+
+	if (out == NULL || p == NULL || (queue == NULL && nqueue > 0) ||
+	    (gpus == NULL && ngpus > 0) || ngpus > ADMIT_MAX_GPUS)
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	if (nqueue == 0)
+		return -EAGAIN;
+
+	/* A task that can never run would block its place in line forever. */
+	for (i = 0; i < nqueue; i++) {
+		rc = admit_check(&queue[i], gpus, ngpus, p);
+		if (rc < 0) {
+			out->task = i;
+			return rc;
+		}
+	}
+
+	keys = malloc(nqueue * sizeof(*keys));
+	if (keys == NULL)
+		return -ENOMEM;
+	for (i = 0; i < nqueue; i++) {
+		keys[i].pos = i;
+		keys[i].aged = waited(&queue[i], now_us) >= p->age_us;
+		keys[i].prio = queue[i].prio;
+		keys[i].wait_start = queue[i].wait_start_us;
+	}
+	qsort(keys, nqueue, sizeof(*keys), qkey_cmp);
+
+	head = &queue[keys[0].pos];
+	rc = place_avoiding(gpus, ngpus, head, p, 0, &out->place);
+	if (rc == 0) {
+		out->task = keys[0].pos;
+		goto out;
+	}
+	if (!p->backfill)
+		goto out;
+
+	if (p->backfill_bound_us != UINT64_MAX &&
+	    waited(head, now_us) >= p->backfill_bound_us)
+		avoid = reserve_for(gpus, ngpus, head, p);
+
+	for (i = 1; i < nqueue; i++) {
+		rc = place_avoiding(gpus, ngpus, &queue[keys[i].pos], p, avoid,
+				    &out->place);
+		if (rc == 0) {
+			out->task = keys[i].pos;
+			out->backfilled = true;
+			goto out;
+		}
+	}
+	rc = -EAGAIN;
+out:
+	free(keys);
+	return rc;
+}
+
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+void admit_commit(struct admit_gpu *gpus, size_t n, const struct admit_task *t,
+		  const struct admit_placement *pl, uint64_t stamp)
+{
+	uint32_t i;
+
+	for (i = 0; i < pl->ngpus && i < ADMIT_MAX_GPUS; i++) {
+		struct admit_gpu *g;
+
+		if (pl->slot[i] >= n)
+			continue;
+		g = &gpus[pl->slot[i]];
+		g->mem_committed = sat_add(g->mem_committed, pl->quota);
+		g->busy_committed += t->busy;
+		g->ntasks++;
+		if (t->exclusive)
+			g->exclusive = true;
+		g->last_placed = stamp;
+	}
+}
+
+void admit_release(struct admit_gpu *gpus, size_t n, const struct admit_task *t,
+		   const struct admit_placement *pl)
+{
+	uint32_t i;
+
+	for (i = 0; i < pl->ngpus && i < ADMIT_MAX_GPUS; i++) {
+		struct admit_gpu *g;
+
+		if (pl->slot[i] >= n)
+			continue;
+		g = &gpus[pl->slot[i]];
+		g->mem_committed = g->mem_committed > pl->quota ?
+				   g->mem_committed - pl->quota : 0;
+		g->busy_committed -= t->busy;
+		if (g->ntasks > 0)
+			g->ntasks--;
+		/* Rounding must not leave a ghost of load on an empty GPU. */
+		if (g->ntasks == 0 || g->busy_committed < 0.0)
+			g->busy_committed = 0.0;
+		if (t->exclusive)
+			g->exclusive = false;
+	}
+}
+
+void admit_gpu_sample(struct admit_gpu *g, double util, uint64_t mem_used,
+		      double dt_s, const struct admit_policy *p)
+{
+	double x = clamp01(util), a;
+
+	g->mem_used = mem_used;
+	if (!g->util_valid) {
+		g->util = x;
+		g->util_valid = true;
+		return;
+	}
+	if (!(dt_s > 0.0))
+		return;		/* no time passed: nothing to weigh */
+	a = p->util_tau_s > 0.0 ? dt_s / (p->util_tau_s + dt_s) : 1.0;
+	g->util += a * (x - g->util);
+}

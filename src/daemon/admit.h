@@ -1,0 +1,225 @@
+/*
+ * admit.h - kmuxd's admission and placement policy: which queued task may
+ * start now, and on which GPUs.
+ *
+ * Owns: the GPU and task models the policy reasons about, the two-phase
+ * placement (filter GPUs that fit, then rank them by a busyness score, after
+ * Hay), a memory-safe round-robin placement to compare against, and the
+ * queue policy (FIFO with backfill, priorities with aging, and a bound on
+ * how long backfill may hold back the head of the queue).
+ *
+ * Pure policy: no I/O, no clock, no globals.  The daemon fills struct
+ * admit_gpu from the preloads' accounting and NVML samples, calls
+ * admit_next() whenever something changed (a task queued or ended, a sample
+ * arrived), and applies each decision with admit_commit().  The unit tests
+ * drive exactly the same functions with synthetic GPUs.
+ */
+#ifndef KMUX_ADMIT_H
+#define KMUX_ADMIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Same bound as the wire protocol's GPU masks. */
+#define ADMIT_MAX_GPUS 64
+
+/* Where a task's memory need came from: decides how far it is trusted. */
+enum admit_mem_source {
+	ADMIT_MEM_DECLARED = 0,	/* kmux run --mem: the user's word */
+	ADMIT_MEM_LEARNED = 1,	/* peak of earlier runs, plus a margin */
+	ADMIT_MEM_GUESSED = 2,	/* unknown: a conservative share of the GPU */
+};
+
+enum admit_placement_kind {
+	ADMIT_PLACE_BUSYNESS = 0,	/* filter + busyness score (default) */
+	ADMIT_PLACE_ROUND_ROBIN = 1,	/* memory-safe round robin, a baseline */
+};
+
+/* What the daemon knows about one GPU. */
+struct admit_gpu {
+	uint32_t index;		/* device index (NVML / CUDA ordinal), < 64 */
+	uint64_t mem_total;	/* bytes */
+	/*
+	 * Sum of the quotas of the kmux tasks placed here.  Authoritative:
+	 * each preload enforces its quota, so committed memory is a bound on
+	 * what kmux tasks can ever hold, whatever they have touched so far.
+	 */
+	uint64_t mem_committed;
+	/* NVML's used bytes: all processes, kmux's and anyone else's. */
+	uint64_t mem_used;
+	/* Exponentially weighted recent utilization, 0..1 (admit_gpu_sample). */
+	double util;
+	bool util_valid;	/* at least one sample taken */
+	/* Sum of the predicted busyness of the tasks placed here. */
+	double busy_committed;
+	uint32_t ntasks;	/* kmux tasks placed here */
+	bool exclusive;		/* holds a task that wants the GPU alone */
+	/* Stamp of the last placement here (admit_commit): round robin. */
+	uint64_t last_placed;
+};
+
+/* What earlier runs of the same command taught (kept in the database). */
+struct admit_profile {
+	uint64_t peak_mem;	/* bytes, the largest peak seen */
+	double mean_busy;	/* mean busyness, 0..1 */
+	uint32_t runs;		/* 0: nothing learned */
+};
+
+/* A task that wants to run. */
+struct admit_task {
+	uint64_t id;
+	/*
+	 * Bytes per GPU.  DECLARED and LEARNED: the need itself.  GUESSED:
+	 * what the task is known to need so far (0 at first, raised as the
+	 * preload reports allocations); the need is then at least the guess
+	 * of admit_need().
+	 */
+	uint64_t mem;
+	enum admit_mem_source mem_source;
+	double busy;		/* predicted busyness it adds to a GPU, 0..1 */
+	uint32_t ngpus;		/* GPUs wanted, each with `mem` free */
+	int32_t prio;		/* higher first; 0 normal */
+	bool exclusive;		/* wants GPUs with no other task */
+	uint64_t wait_start_us;	/* when it was queued (any monotonic µs) */
+};
+
+/*
+ * Tunables.  admit_policy_default() gives the defaults written after each
+ * field; docs/design-daemon.md explains the formulas they feed.
+ */
+struct admit_policy {
+	enum admit_placement_kind placement;	/* BUSYNESS */
+	/* Fraction of each GPU's memory never committed (fragmentation,
+	 * contexts, foreign processes appearing): 0.05. */
+	double headroom;
+	/* Predicted busyness a GPU may reach with the new task: 1.5.  More
+	 * than 1 on purpose: NVML's utilization is "a kernel was running",
+	 * not "the SMs were full", and co-running such tasks still pays. */
+	double busy_max;
+	/* Score weights: load, memory pressure, tasks present: 1.0, 0.5, 0.1. */
+	double w_util;
+	double w_mem;
+	double w_tasks;
+	/* An unknown task is assumed to need this share of a GPU: 0.25 ... */
+	double guess_frac;
+	/* ... and never less than this: 1 GiB. */
+	uint64_t guess_min;
+	/* A learned peak is multiplied by this: 1.10. */
+	double learned_margin;
+	/* Busyness of a task never seen before: 0.5. */
+	double default_busy;
+	/* Time constant of the utilization average, seconds: 10. */
+	double util_tau_s;
+	/* Start smaller tasks when the head does not fit: true. */
+	bool backfill;
+	/* A task waiting this long is ahead of every task that is not, whatever
+	 * the priorities: 300 s. */
+	uint64_t age_us;
+	/* Once the head has waited this long, backfill may no longer use the
+	 * GPUs reserved for it: 120 s.  UINT64_MAX: never (starvation!). */
+	uint64_t backfill_bound_us;
+};
+
+/* Where a task goes. */
+struct admit_placement {
+	uint32_t ngpus;
+	/* Positions in the caller's gpus[] array, best first. */
+	uint32_t slot[ADMIT_MAX_GPUS];
+	/* Bytes per GPU to commit and to hand the preload as its quota. */
+	uint64_t quota;
+	/* Score of the worst GPU chosen (lower is better); 0 for round robin. */
+	double score;
+};
+
+/* The queue's answer. */
+struct admit_decision {
+	size_t task;		/* position in the caller's queue[] */
+	struct admit_placement place;
+	bool backfilled;	/* started ahead of the head of the queue */
+};
+
+void admit_policy_default(struct admit_policy *p);
+
+/* -EINVAL if a tunable is out of range (headroom + guess_frac > 1, ...). */
+int admit_policy_check(const struct admit_policy *p);
+
+/*
+ * Fill *t for a new task.  declared > 0 wins; else a profile with runs > 0
+ * gives a learned need (peak x learned_margin, rounded up to a MiB) and
+ * busyness; else the need is guessed.  0, or -EINVAL (ngpus 0 or > 64).
+ */
+int admit_task_init(struct admit_task *t, uint64_t id, uint32_t ngpus,
+		    uint64_t declared, const struct admit_profile *learned,
+		    const struct admit_policy *p, uint64_t now_us);
+
+/* Bytes task t needs on GPU g: t->mem, or for a guess at least the guess. */
+uint64_t admit_need(const struct admit_task *t, const struct admit_gpu *g,
+		    const struct admit_policy *p);
+
+/* Bytes of g that may be committed at all: total less the headroom. */
+uint64_t admit_capacity(const struct admit_gpu *g, const struct admit_policy *p);
+
+/*
+ * The GPU's busyness score as it stands (what `kmux top` shows), the same
+ * formula placement ranks by, without a new task.  Lower is less busy.
+ */
+double admit_busyness(const struct admit_gpu *g, const struct admit_policy *p);
+
+/*
+ * Could t ever run on these GPUs, were they empty?  0, -ENODEV if it wants
+ * more GPUs than there are, -ENOSPC if fewer than t->ngpus GPUs could hold
+ * its memory even empty.  kmuxd calls this at submission for a clear error.
+ */
+int admit_check(const struct admit_task *t, const struct admit_gpu *gpus,
+		size_t n, const struct admit_policy *p);
+
+/*
+ * Place t now.  0 and *out; -EAGAIN if it does not fit now but could later;
+ * -ENODEV / -ENOSPC as admit_check(); -EINVAL on bad arguments (n > 64,
+ * t->ngpus 0).  Deterministic: equal scores go to the lower GPU index.
+ */
+int admit_place(const struct admit_gpu *gpus, size_t n,
+		const struct admit_task *t, const struct admit_policy *p,
+		struct admit_placement *out);
+
+/*
+ * Pick the next task of queue[] to start now, and where.  Call again after
+ * each admit_commit() until it says -EAGAIN.  Returns:
+ *   0          start queue[out->task] on out->place;
+ *   -EAGAIN    nothing can start now (or the queue is empty);
+ *   -ENODEV, -ENOSPC
+ *              queue[out->task] can never run on these GPUs: fail it
+ *              (admit_check()), remove it, call again;
+ *   -EINVAL    bad arguments; -ENOMEM.
+ * Order: tasks waiting at least age_us first (oldest first), then by
+ * priority, then FIFO.  If the first (the head) cannot start, later tasks
+ * that fit may start (backfill) unless the head has waited backfill_bound_us:
+ * from then on the GPUs reserved for the head take no new task, so the head
+ * waits at most for the tasks already running there.
+ */
+int admit_next(const struct admit_task *queue, size_t nqueue,
+	       const struct admit_gpu *gpus, size_t ngpus,
+	       const struct admit_policy *p, uint64_t now_us,
+	       struct admit_decision *out);
+
+/*
+ * Apply a placement to the GPU states: commit its quota and busyness, count
+ * the task, stamp the GPUs (round robin) with stamp.  And the reverse when
+ * the task ends (saturating at zero).
+ */
+void admit_commit(struct admit_gpu *gpus, size_t n, const struct admit_task *t,
+		  const struct admit_placement *pl, uint64_t stamp);
+void admit_release(struct admit_gpu *gpus, size_t n, const struct admit_task *t,
+		   const struct admit_placement *pl);
+
+/*
+ * Fold a utilization sample (0..1, clamped) taken dt_s seconds after the
+ * previous one into g->util: an exponential moving average with time
+ * constant util_tau_s, weight dt / (tau + dt) (no libm needed).  The first
+ * sample is taken as is.  mem_used is NVML's used bytes.
+ */
+void admit_gpu_sample(struct admit_gpu *g, double util, uint64_t mem_used,
+		      double dt_s, const struct admit_policy *p);
+
+#endif

@@ -1,0 +1,962 @@
+/*
+ * test-admit.c - unit tests of kmuxd's admission and placement policy on
+ * synthetic GPU states.
+ *
+ * Case by case: the memory fit with headroom and foreign memory, the
+ * busyness threshold, the score's three terms, multi-GPU placement, 1..16
+ * GPUs, declared / learned / guessed needs, exclusivity, deterministic
+ * ties, round robin, backfill, the head's reservation, priorities.  Then
+ * small discrete-time simulations show that a big task is starved by a
+ * stream of small ones without the backfill bound and is not with it, and
+ * likewise for priorities and aging.  Last, random states are checked
+ * against a brute-force reading of the rules.
+ *
+ * KMUX_TEST_SEED=<n> replays the random tests with another seed.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <math.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "admit.h"
+
+#define MiB (UINT64_C(1) << 20)
+#define GiB (UINT64_C(1) << 30)
+#define SEC UINT64_C(1000000)
+
+static uint64_t seed = 0x61646d6974u;	/* "admit" */
+
+static uint64_t rnd(void)
+{
+	seed ^= seed >> 12;
+	seed ^= seed << 25;
+	seed ^= seed >> 27;
+	return seed * 0x2545f4914f6cdd1dull;
+}
+
+static struct admit_policy pol;
+
+static int setup(void **state)
+{
+	(void)state;
+	admit_policy_default(&pol);
+	return 0;
+}
+
+static struct admit_gpu gpu(uint32_t index, uint64_t total_gib)
+{
+	struct admit_gpu g = { .index = index, .mem_total = total_gib * GiB };
+
+	return g;
+}
+
+static struct admit_task task(uint64_t id, uint64_t mem, uint32_t ngpus)
+{
+	struct admit_task t = {
+		.id = id, .mem = mem, .mem_source = ADMIT_MEM_DECLARED,
+		.busy = 0.1, .ngpus = ngpus,
+	};
+
+	return t;
+}
+
+static void test_policy(void **state)
+{
+	struct admit_policy p;
+
+	(void)state;
+	admit_policy_default(&p);
+	assert_int_equal(admit_policy_check(&p), 0);
+	p.headroom = -0.1;
+	assert_int_equal(admit_policy_check(&p), -EINVAL);
+	admit_policy_default(&p);
+	p.guess_frac = 0.96;	/* above 1 - headroom */
+	assert_int_equal(admit_policy_check(&p), -EINVAL);
+	admit_policy_default(&p);
+	p.busy_max = 0;
+	assert_int_equal(admit_policy_check(&p), -EINVAL);
+	admit_policy_default(&p);
+	p.w_mem = NAN;	/* NaN */
+	assert_int_equal(admit_policy_check(&p), -EINVAL);
+	admit_policy_default(&p);
+	p.learned_margin = 0.9;
+	assert_int_equal(admit_policy_check(&p), -EINVAL);
+	admit_policy_default(&p);
+	p.placement = 7;
+	assert_int_equal(admit_policy_check(&p), -EINVAL);
+	assert_int_equal(admit_policy_check(NULL), -EINVAL);
+}
+
+/* ------------------------------------------------------------------------
+ * The filter.
+ */
+static void test_fit_with_headroom(void **state)
+{
+	struct admit_gpu g = gpu(0, 100);
+	struct admit_placement pl;
+	struct admit_task t;
+	uint64_t cap;
+
+	(void)state;
+	cap = admit_capacity(&g, &pol);
+	assert_int_equal(cap, 95 * GiB);
+
+	t = task(1, cap, 1);
+	assert_int_equal(admit_place(&g, 1, &t, &pol, &pl), 0);
+	assert_int_equal(pl.ngpus, 1);
+	assert_int_equal(pl.slot[0], 0);
+	assert_int_equal(pl.quota, cap);
+	/* One byte more can never fit on this GPU. */
+	t.mem = cap + 1;
+	assert_int_equal(admit_place(&g, 1, &t, &pol, &pl), -ENOSPC);
+
+	/* Committed memory (the preloads' accounting) counts... */
+	g.mem_committed = 10 * GiB;
+	t.mem = 85 * GiB;
+	assert_int_equal(admit_place(&g, 1, &t, &pol, &pl), 0);
+	t.mem = 85 * GiB + 1;
+	assert_int_equal(admit_place(&g, 1, &t, &pol, &pl), -EAGAIN);
+	/* ... and so does NVML's used memory when it is larger (memory
+	 * held by processes kmux does not manage). */
+	g.mem_used = 20 * GiB;
+	t.mem = 75 * GiB;
+	assert_int_equal(admit_place(&g, 1, &t, &pol, &pl), 0);
+	t.mem = 75 * GiB + 1;
+	assert_int_equal(admit_place(&g, 1, &t, &pol, &pl), -EAGAIN);
+	/* Over capacity already (foreign process): nothing fits. */
+	g.mem_used = 99 * GiB;
+	t.mem = 1;
+	assert_int_equal(admit_place(&g, 1, &t, &pol, &pl), -EAGAIN);
+
+	/* No headroom: the whole GPU; an odd size rounds the reserve up. */
+	pol.headroom = 0;
+	g = gpu(0, 80);
+	assert_int_equal(admit_capacity(&g, &pol), 80 * GiB);
+	pol.headroom = 0.1;
+	g.mem_total = 1001;
+	assert_int_equal(admit_capacity(&g, &pol), 900);
+	g.mem_total = 0;
+	assert_int_equal(admit_capacity(&g, &pol), 0);
+}
+
+static void test_busyness_threshold(void **state)
+{
+	struct admit_gpu g = gpu(0, 80);
+	struct admit_placement pl;
+	struct admit_task t = task(1, GiB, 1);
+
+	(void)state;
+	/* One task there, predicted 1.2 busy: + 0.5 > 1.5. */
+	g.ntasks = 1;
+	g.busy_committed = 1.2;
+	t.busy = 0.5;
+	assert_int_equal(admit_place(&g, 1, &t, &pol, &pl), -EAGAIN);
+	t.busy = 0.3;	/* exactly at the threshold: allowed */
+	assert_int_equal(admit_place(&g, 1, &t, &pol, &pl), 0);
+	/* Measured utilization counts when higher than predicted. */
+	g.busy_committed = 0.2;
+	g.util = 1.0;
+	g.util_valid = true;
+	t.busy = 0.6;
+	assert_int_equal(admit_place(&g, 1, &t, &pol, &pl), -EAGAIN);
+	/* An idle-by-kmux GPU always passes, whatever foreign load it has:
+	 * otherwise a task predicted very busy could never run. */
+	g.ntasks = 0;
+	g.busy_committed = 0;
+	t.busy = 1.0;
+	pol.busy_max = 0.5;
+	assert_int_equal(admit_place(&g, 1, &t, &pol, &pl), 0);
+	/* Round robin ignores busyness (memory still counts). */
+	pol.busy_max = 1.5;
+	g.ntasks = 3;
+	g.busy_committed = 3.0;
+	pol.placement = ADMIT_PLACE_ROUND_ROBIN;
+	assert_int_equal(admit_place(&g, 1, &t, &pol, &pl), 0);
+	g.mem_committed = 80 * GiB;
+	assert_int_equal(admit_place(&g, 1, &t, &pol, &pl), -EAGAIN);
+}
+
+/* ------------------------------------------------------------------------
+ * The score.
+ */
+static uint32_t place_one(struct admit_gpu *g, size_t n, struct admit_task *t)
+{
+	struct admit_placement pl;
+
+	assert_int_equal(admit_place(g, n, t, &pol, &pl), 0);
+	return g[pl.slot[0]].index;
+}
+
+static void test_picks_less_busy(void **state)
+{
+	struct admit_gpu g[2] = { gpu(0, 80), gpu(1, 80) };
+	struct admit_task t = task(1, GiB, 1);
+
+	(void)state;
+	/* Utilization, both ways round. */
+	g[0].util = 0.8;
+	g[1].util = 0.2;
+	g[0].util_valid = g[1].util_valid = true;
+	assert_int_equal(place_one(g, 2, &t), 1);
+	g[0].util = 0.2;
+	g[1].util = 0.8;
+	assert_int_equal(place_one(g, 2, &t), 0);
+
+	/* Predicted busyness of tasks placed a moment ago (NVML has not seen
+	 * them yet) counts like utilization. */
+	g[0].util = g[1].util = 0.1;
+	g[0].ntasks = g[1].ntasks = 1;
+	g[0].busy_committed = 0.9;
+	g[1].busy_committed = 0.3;
+	assert_int_equal(place_one(g, 2, &t), 1);
+
+	/* Memory pressure, at equal load. */
+	g[0].busy_committed = g[1].busy_committed = 0.3;
+	g[0].mem_committed = 10 * GiB;
+	g[1].mem_committed = 50 * GiB;
+	assert_int_equal(place_one(g, 2, &t), 0);
+	/* Heterogeneous GPUs: the same bytes weigh less on the larger. */
+	g[0] = gpu(0, 40);
+	g[1] = gpu(1, 141);
+	g[0].mem_committed = g[1].mem_committed = 20 * GiB;
+	assert_int_equal(place_one(g, 2, &t), 1);
+
+	/* Tasks present, at equal load and memory. */
+	g[0] = gpu(0, 80);
+	g[1] = gpu(1, 80);
+	g[0].util = g[1].util = 0.9;
+	g[0].util_valid = g[1].util_valid = true;
+	g[0].ntasks = 3;
+	g[1].ntasks = 1;
+	assert_int_equal(place_one(g, 2, &t), 1);
+
+	/* The score is the documented formula. */
+	g[0] = gpu(0, 100);
+	g[0].util = 0.4;
+	g[0].util_valid = true;
+	g[0].mem_committed = 25 * GiB;
+	g[0].ntasks = 2;
+	g[0].busy_committed = 0.3;
+	assert_true(admit_busyness(&g[0], &pol) > 1.0 * 0.4 + 0.5 * 0.25 + 0.1 * 2 - 1e-12);
+	assert_true(admit_busyness(&g[0], &pol) < 1.0 * 0.4 + 0.5 * 0.25 + 0.1 * 2 + 1e-12);
+	{
+		struct admit_placement pl;
+
+		t = task(1, 25 * GiB, 1);
+		t.busy = 0.2;
+		assert_int_equal(admit_place(g, 1, &t, &pol, &pl), 0);
+		assert_true(pl.score > 0.6 + 0.25 + 0.2 - 1e-12);
+		assert_true(pl.score < 0.6 + 0.25 + 0.2 + 1e-12);
+	}
+}
+
+/* Equal GPUs: the lowest index wins, wherever it sits in the array. */
+static void test_ties_deterministic(void **state)
+{
+	static const uint32_t order[][4] = {
+		{ 0, 1, 2, 3 }, { 3, 1, 0, 2 }, { 2, 3, 1, 0 }, { 1, 0, 3, 2 },
+	};
+	struct admit_gpu g[4];
+	struct admit_placement pl;
+	struct admit_task t = task(1, GiB, 2);
+	size_t k, i;
+
+	(void)state;
+	for (k = 0; k < 4; k++) {
+		for (i = 0; i < 4; i++)
+			g[i] = gpu(order[k][i], 80);
+		for (int rep = 0; rep < 3; rep++) {
+			assert_int_equal(admit_place(g, 4, &t, &pol, &pl), 0);
+			assert_int_equal(g[pl.slot[0]].index, 0);
+			assert_int_equal(g[pl.slot[1]].index, 1);
+		}
+	}
+	/* Scores that differ only by rounding are ties too. */
+	g[0] = gpu(5, 80);
+	g[1] = gpu(4, 80);
+	g[0].util = 0.3;
+	g[1].util = 0.1 + 0.2;	/* 0.30000000000000004 */
+	g[0].util_valid = g[1].util_valid = true;
+	t.ngpus = 1;
+	assert_int_equal(place_one(g, 2, &t), 4);
+}
+
+/* ------------------------------------------------------------------------
+ * Multi-GPU, and any number of GPUs.
+ */
+static void test_multi_gpu(void **state)
+{
+	struct admit_gpu g[4] = { gpu(0, 80), gpu(1, 80), gpu(2, 80), gpu(3, 80) };
+	struct admit_placement pl;
+	struct admit_task t = task(1, 30 * GiB, 2);
+
+	(void)state;
+	for (int i = 0; i < 4; i++) {
+		g[i].util_valid = true;
+		g[i].util = 0.1 * (4 - i);	/* 0.4 0.3 0.2 0.1 */
+	}
+	assert_int_equal(admit_place(g, 4, &t, &pol, &pl), 0);
+	assert_int_equal(pl.ngpus, 2);
+	assert_int_equal(pl.slot[0], 3);	/* best first */
+	assert_int_equal(pl.slot[1], 2);
+	assert_int_equal(pl.quota, 30 * GiB);
+
+	/* Each of the K GPUs must fit on its own: two are too full. */
+	g[3].mem_committed = 60 * GiB;
+	g[2].mem_committed = 60 * GiB;
+	assert_int_equal(admit_place(g, 4, &t, &pol, &pl), 0);
+	assert_int_equal(pl.slot[0], 1);
+	assert_int_equal(pl.slot[1], 0);
+	t.ngpus = 3;
+	assert_int_equal(admit_place(g, 4, &t, &pol, &pl), -EAGAIN);
+	t.ngpus = 4;
+	assert_int_equal(admit_place(g, 4, &t, &pol, &pl), -EAGAIN);
+	/* More GPUs than the node has, or more memory than any GPU has. */
+	t.ngpus = 5;
+	assert_int_equal(admit_place(g, 4, &t, &pol, &pl), -ENODEV);
+	assert_int_equal(admit_check(&t, g, 4, &pol), -ENODEV);
+	t.ngpus = 2;
+	t.mem = 77 * GiB;
+	assert_int_equal(admit_place(g, 4, &t, &pol, &pl), -ENOSPC);
+	/* Mixed sizes: only one GPU is large enough for a 2-GPU task. */
+	g[0] = gpu(0, 141);
+	g[1] = gpu(1, 80);
+	t.mem = 100 * GiB;
+	assert_int_equal(admit_check(&t, g, 2, &pol), -ENOSPC);
+	t.ngpus = 1;
+	assert_int_equal(admit_check(&t, g, 2, &pol), 0);
+	t.ngpus = 0;
+	assert_int_equal(admit_place(g, 2, &t, &pol, &pl), -EINVAL);
+	assert_int_equal(admit_place(g, 65, &t, &pol, &pl), -EINVAL);
+}
+
+static void test_any_number_of_gpus(void **state)
+{
+	struct admit_gpu g[16];
+	struct admit_placement pl;
+	struct admit_task t;
+	size_t n, i;
+	int placed;
+
+	(void)state;
+	pol.headroom = 0;
+	pol.busy_max = 100;	/* memory is what limits here */
+	for (n = 1; n <= 16; n++) {
+		for (i = 0; i < n; i++)
+			g[i] = gpu((uint32_t)i, 80);
+		/* n tasks of one GPU spread one per GPU. */
+		t = task(1, 10 * GiB, 1);
+		for (i = 0; i < n; i++) {
+			assert_int_equal(admit_place(g, n, &t, &pol, &pl), 0);
+			admit_commit(g, n, &t, &pl, i + 1);
+		}
+		for (i = 0; i < n; i++)
+			assert_int_equal(g[i].ntasks, 1);
+		/* Then fill: 8 per GPU, never beyond capacity. */
+		placed = (int)n;
+		while (admit_place(g, n, &t, &pol, &pl) == 0) {
+			admit_commit(g, n, &t, &pl, 0);
+			placed++;
+			assert_true(placed <= 8 * (int)n);
+		}
+		assert_int_equal(placed, 8 * (int)n);
+		for (i = 0; i < n; i++)
+			assert_true(g[i].mem_committed <= g[i].mem_total);
+		/* An n-GPU task on the empty node takes every GPU. */
+		for (i = 0; i < n; i++)
+			g[i] = gpu((uint32_t)i, 80);
+		t = task(2, 80 * GiB, (uint32_t)n);
+		assert_int_equal(admit_place(g, n, &t, &pol, &pl), 0);
+		{
+			uint64_t seen = 0;
+
+			for (i = 0; i < n; i++)
+				seen |= UINT64_C(1) << pl.slot[i];
+			assert_int_equal(seen, (UINT64_C(1) << n) - 1);
+		}
+		t.ngpus = (uint32_t)n + 1;
+		assert_int_equal(admit_place(g, n, &t, &pol, &pl), -ENODEV);
+	}
+	/* The protocol's limit: 64 GPUs works, 65 is refused. */
+	{
+		static struct admit_gpu big[ADMIT_MAX_GPUS];
+
+		for (i = 0; i < ADMIT_MAX_GPUS; i++)
+			big[i] = gpu((uint32_t)i, 16);
+		t = task(3, GiB, ADMIT_MAX_GPUS);
+		assert_int_equal(admit_place(big, ADMIT_MAX_GPUS, &t, &pol, &pl), 0);
+		assert_int_equal(pl.ngpus, ADMIT_MAX_GPUS);
+	}
+}
+
+/* ------------------------------------------------------------------------
+ * Task needs.
+ */
+static void test_learned_vs_guessed(void **state)
+{
+	struct admit_profile prof = { .peak_mem = 2 * GiB, .mean_busy = 0.35,
+				      .runs = 3 };
+	struct admit_gpu g = gpu(0, 80), small = gpu(1, 2);
+	struct admit_placement pl;
+	struct admit_task t;
+
+	(void)state;
+	/* Declared wins over anything learned. */
+	assert_int_equal(admit_task_init(&t, 1, 1, 5 * GiB, &prof, &pol, 77), 0);
+	assert_int_equal(t.mem_source, ADMIT_MEM_DECLARED);
+	assert_int_equal(t.mem, 5 * GiB);
+	assert_true(t.busy == 0.35);
+	assert_int_equal(t.wait_start_us, 77);
+	assert_int_equal(admit_need(&t, &g, &pol), 5 * GiB);
+
+	/* Learned: the peak plus 10 %, rounded up to a MiB. */
+	assert_int_equal(admit_task_init(&t, 2, 1, 0, &prof, &pol, 0), 0);
+	assert_int_equal(t.mem_source, ADMIT_MEM_LEARNED);
+	assert_int_equal(t.mem, 2253 * MiB);	/* 2252.8 MiB */
+	assert_int_equal(admit_need(&t, &g, &pol), 2253 * MiB);
+
+	/* Guessed: a quarter of the GPU, at least 1 GiB, the default busyness. */
+	assert_int_equal(admit_task_init(&t, 3, 1, 0, NULL, &pol, 0), 0);
+	assert_int_equal(t.mem_source, ADMIT_MEM_GUESSED);
+	assert_true(t.busy == pol.default_busy);
+	assert_int_equal(admit_need(&t, &g, &pol), 20 * GiB);
+	assert_int_equal(admit_need(&t, &small, &pol), GiB);
+	/* A profile without runs is no profile. */
+	prof.runs = 0;
+	assert_int_equal(admit_task_init(&t, 3, 1, 0, &prof, &pol, 0), 0);
+	assert_int_equal(t.mem_source, ADMIT_MEM_GUESSED);
+	/* Corrected as it allocates: above the guess, the real need counts. */
+	t.mem = 30 * GiB;
+	assert_int_equal(admit_need(&t, &g, &pol), 30 * GiB);
+
+	/* Where 16 GiB are left, the learned task fits, the unknown does not. */
+	g.mem_committed = 60 * GiB;	/* capacity 76 */
+	prof.runs = 3;
+	assert_int_equal(admit_task_init(&t, 4, 1, 0, &prof, &pol, 0), 0);
+	assert_int_equal(admit_place(&g, 1, &t, &pol, &pl), 0);
+	assert_int_equal(admit_task_init(&t, 5, 1, 0, NULL, &pol, 0), 0);
+	assert_int_equal(admit_place(&g, 1, &t, &pol, &pl), -EAGAIN);
+	/* Its quota is the guess. */
+	g.mem_committed = 0;
+	assert_int_equal(admit_place(&g, 1, &t, &pol, &pl), 0);
+	assert_int_equal(pl.quota, 20 * GiB);
+
+	assert_int_equal(admit_task_init(&t, 6, 0, 0, NULL, &pol, 0), -EINVAL);
+	assert_int_equal(admit_task_init(&t, 6, 65, 0, NULL, &pol, 0), -EINVAL);
+	/* Learned busyness is clamped to 0..1. */
+	prof.mean_busy = 7;
+	assert_int_equal(admit_task_init(&t, 7, 1, 0, &prof, &pol, 0), 0);
+	assert_true(t.busy == 1.0);
+}
+
+/* ------------------------------------------------------------------------
+ * Exclusivity, round robin, commit and release, samples.
+ */
+static void test_exclusive(void **state)
+{
+	struct admit_gpu g[2] = { gpu(0, 80), gpu(1, 80) };
+	struct admit_placement pl, plx;
+	struct admit_task t = task(1, GiB, 1), x = task(2, GiB, 1);
+
+	(void)state;
+	x.exclusive = true;
+	admit_place(g, 2, &t, &pol, &pl);
+	admit_commit(g, 2, &t, &pl, 1);
+	/* The exclusive task takes the empty GPU even if it scores worse. */
+	g[1].util = 0.9;
+	g[1].util_valid = true;
+	assert_int_equal(admit_place(g, 2, &x, &pol, &plx), 0);
+	assert_int_equal(plx.slot[0], 1);
+	admit_commit(g, 2, &x, &plx, 2);
+	assert_true(g[1].exclusive);
+	/* Nothing else joins it; with both GPUs taken an exclusive waits. */
+	assert_int_equal(admit_place(g, 2, &t, &pol, &pl), 0);
+	assert_int_equal(pl.slot[0], 0);
+	assert_int_equal(admit_place(g, 2, &x, &pol, &pl), -EAGAIN);
+	admit_release(g, 2, &x, &plx);
+	assert_false(g[1].exclusive);
+	assert_int_equal(g[1].ntasks, 0);
+}
+
+static void test_round_robin(void **state)
+{
+	struct admit_gpu g[3] = { gpu(0, 80), gpu(1, 80), gpu(2, 80) };
+	struct admit_placement pl;
+	struct admit_task t = task(1, 10 * GiB, 1);
+	static const uint32_t want[] = { 0, 1, 2, 0, 1, 2, 0, 2, 0, 2 };
+	uint64_t stamp = 0;
+
+	(void)state;
+	pol.placement = ADMIT_PLACE_ROUND_ROBIN;
+	/* GPU 0 is far busier: round robin does not care. */
+	g[0].util = 1.0;
+	g[0].util_valid = true;
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		if (i == 7)	/* GPU 1 fills up (foreign memory) */
+			g[1].mem_used = 79 * GiB;
+		assert_int_equal(admit_place(g, 3, &t, &pol, &pl), 0);
+		assert_int_equal(pl.slot[0], want[i]);
+		assert_true(pl.score == 0);
+		admit_commit(g, 3, &t, &pl, ++stamp);
+	}
+}
+
+static void test_commit_release(void **state)
+{
+	struct admit_gpu g[3] = { gpu(0, 80), gpu(1, 80), gpu(2, 80) };
+	struct admit_placement pl;
+	struct admit_task t = task(1, 7 * GiB, 2);
+
+	(void)state;
+	t.busy = 0.3;
+	assert_int_equal(admit_place(g, 3, &t, &pol, &pl), 0);
+	admit_commit(g, 3, &t, &pl, 42);
+	for (uint32_t i = 0; i < 2; i++) {
+		const struct admit_gpu *x = &g[pl.slot[i]];
+
+		assert_int_equal(x->mem_committed, 7 * GiB);
+		assert_int_equal(x->ntasks, 1);
+		assert_true(x->busy_committed == 0.3);
+		assert_int_equal(x->last_placed, 42);
+	}
+	admit_release(g, 3, &t, &pl);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(g[i].mem_committed, 0);
+		assert_int_equal(g[i].ntasks, 0);
+		assert_true(g[i].busy_committed == 0);
+	}
+	/* Releasing again saturates rather than wrapping. */
+	admit_release(g, 3, &t, &pl);
+	assert_int_equal(g[pl.slot[0]].mem_committed, 0);
+	assert_int_equal(g[pl.slot[0]].ntasks, 0);
+}
+
+static void test_util_sample(void **state)
+{
+	struct admit_gpu g = gpu(0, 80);
+
+	(void)state;
+	admit_gpu_sample(&g, 0.8, 5 * GiB, 1.0, &pol);
+	assert_true(g.util_valid);
+	assert_true(g.util == 0.8);	/* first sample as is */
+	assert_int_equal(g.mem_used, 5 * GiB);
+	/* tau 10 s, dt 10 s: halfway to the new sample. */
+	admit_gpu_sample(&g, 0.0, 0, 10.0, &pol);
+	assert_true(g.util > 0.4 - 1e-12 && g.util < 0.4 + 1e-12);
+	/* A short dt moves it a little; dt 0 not at all; out of range clamps. */
+	admit_gpu_sample(&g, 1.0, 0, 1.0, &pol);
+	assert_true(g.util > 0.45 && g.util < 0.46);	/* 0.4 + 0.6/11 */
+	double u = g.util;
+	admit_gpu_sample(&g, 1.0, 0, 0.0, &pol);
+	assert_true(g.util == u);
+	for (int i = 0; i < 200; i++)
+		admit_gpu_sample(&g, 7.0, 0, 1.0, &pol);
+	assert_true(g.util > 0.999 && g.util <= 1.0);
+	admit_gpu_sample(&g, NAN, 0, 1000.0, &pol);
+	assert_true(g.util >= 0.0 && g.util < 0.01);
+}
+
+/* ------------------------------------------------------------------------
+ * The queue.
+ */
+static void test_fifo_and_backfill(void **state)
+{
+	struct admit_gpu g = gpu(0, 80);
+	struct admit_task q[3] = { 0 };
+	struct admit_decision d;
+
+	(void)state;
+	pol.headroom = 0;
+	assert_int_equal(admit_next(q, 0, &g, 1, &pol, 0, &d), -EAGAIN);
+	/* Both fit: FIFO, the first queued goes first. */
+	q[0] = task(1, 10 * GiB, 1);
+	q[1] = task(2, 10 * GiB, 1);
+	q[0].wait_start_us = 5;
+	q[1].wait_start_us = 3;
+	assert_int_equal(admit_next(q, 2, &g, 1, &pol, 10, &d), 0);
+	assert_int_equal(d.task, 1);
+	assert_false(d.backfilled);
+	/* Same time: queue order. */
+	q[1].wait_start_us = 5;
+	assert_int_equal(admit_next(q, 2, &g, 1, &pol, 10, &d), 0);
+	assert_int_equal(d.task, 0);
+
+	/* The head does not fit: a smaller task behind it starts. */
+	g.mem_committed = 50 * GiB;
+	q[0] = task(1, 40 * GiB, 1);
+	q[1] = task(2, 35 * GiB, 1);
+	q[2] = task(3, 20 * GiB, 1);
+	for (int i = 0; i < 3; i++)
+		q[i].wait_start_us = (uint64_t)i;
+	assert_int_equal(admit_next(q, 3, &g, 1, &pol, 10, &d), 0);
+	assert_int_equal(d.task, 2);
+	assert_true(d.backfilled);
+	assert_int_equal(d.place.quota, 20 * GiB);
+	/* Without backfill, nothing. */
+	pol.backfill = false;
+	assert_int_equal(admit_next(q, 3, &g, 1, &pol, 10, &d), -EAGAIN);
+	pol.backfill = true;
+	/* Nothing fits at all. */
+	g.mem_committed = 79 * GiB;
+	assert_int_equal(admit_next(q, 3, &g, 1, &pol, 10, &d), -EAGAIN);
+}
+
+static void test_never_fits_reported(void **state)
+{
+	struct admit_gpu g[2] = { gpu(0, 80), gpu(1, 80) };
+	struct admit_task q[3] = { task(1, GiB, 1), task(2, 90 * GiB, 1),
+				   task(3, GiB, 3) };
+	struct admit_decision d;
+
+	(void)state;
+	assert_int_equal(admit_next(q, 3, g, 2, &pol, 0, &d), -ENOSPC);
+	assert_int_equal(d.task, 1);
+	assert_int_equal(admit_next(q + 2, 1, g, 2, &pol, 0, &d), -ENODEV);
+	assert_int_equal(d.task, 0);
+	assert_int_equal(admit_next(q, 1, g, 2, &pol, 0, &d), 0);
+	assert_int_equal(admit_next(q, 1, g, 65, &pol, 0, &d), -EINVAL);
+	assert_int_equal(admit_next(NULL, 1, g, 2, &pol, 0, &d), -EINVAL);
+}
+
+/* Once the head has waited the bound, its GPUs take no backfill. */
+static void test_backfill_bound_reserves(void **state)
+{
+	struct admit_gpu g[2] = { gpu(0, 80), gpu(1, 80) };
+	struct admit_task q[2];
+	struct admit_decision d;
+	uint64_t bound = pol.backfill_bound_us;
+
+	(void)state;
+	pol.headroom = 0;
+	g[0].mem_committed = 50 * GiB;	/* shortfall 10 for the head */
+	g[1].mem_committed = 70 * GiB;	/* shortfall 30 */
+	g[0].ntasks = g[1].ntasks = 1;
+	q[0] = task(1, 40 * GiB, 1);
+	q[1] = task(2, 5 * GiB, 1);
+	q[0].wait_start_us = 0;
+	q[1].wait_start_us = 1;
+
+	/* Before the bound: backfill anywhere, here the emptier GPU 0. */
+	assert_int_equal(admit_next(q, 2, g, 2, &pol, bound - 1, &d), 0);
+	assert_int_equal(d.task, 1);
+	assert_int_equal(d.place.slot[0], 0);
+	/* After: GPU 0, closest to fitting the head, is reserved. */
+	assert_int_equal(admit_next(q, 2, g, 2, &pol, bound, &d), 0);
+	assert_int_equal(d.task, 1);
+	assert_int_equal(d.place.slot[0], 1);
+	/* With one GPU there is nowhere to backfill. */
+	assert_int_equal(admit_next(q, 2, g, 1, &pol, bound, &d), -EAGAIN);
+	/* UINT64_MAX turns the bound off. */
+	pol.backfill_bound_us = UINT64_MAX;
+	assert_int_equal(admit_next(q, 2, g, 1, &pol, UINT64_MAX, &d), 0);
+	assert_int_equal(d.task, 1);
+}
+
+/*
+ * A discrete-time simulation, 1 s steps: tasks arrive, admit_next() starts
+ * what it can, tasks end after their duration and release their GPU.
+ */
+struct sim_task {
+	struct admit_task t;
+	uint64_t arrive, dur;	/* seconds */
+	int64_t start;		/* -1: not yet */
+	struct admit_placement pl;
+	bool done;
+};
+
+struct sim {
+	struct admit_gpu g[4];
+	size_t ngpus;
+	struct sim_task *tasks;
+	size_t ntasks;
+	uint64_t stamp;
+};
+
+static void sim_run(struct sim *s, uint64_t horizon)
+{
+	struct admit_task *q = calloc(s->ntasks, sizeof(*q));
+	size_t *qi = calloc(s->ntasks, sizeof(*qi));
+	uint64_t now;
+
+	assert_non_null(q);
+	assert_non_null(qi);
+	for (now = 0; now < horizon; now++) {
+		size_t i, nq;
+		struct admit_decision d;
+
+		for (i = 0; i < s->ntasks; i++) {
+			struct sim_task *x = &s->tasks[i];
+
+			if (x->start >= 0 && !x->done &&
+			    (uint64_t)x->start + x->dur <= now) {
+				admit_release(s->g, s->ngpus, &x->t, &x->pl);
+				x->done = true;
+			}
+		}
+		for (;;) {
+			nq = 0;
+			for (i = 0; i < s->ntasks; i++) {
+				if (s->tasks[i].start < 0 && s->tasks[i].arrive <= now) {
+					q[nq] = s->tasks[i].t;
+					q[nq].wait_start_us = s->tasks[i].arrive * SEC;
+					qi[nq++] = i;
+				}
+			}
+			if (admit_next(q, nq, s->g, s->ngpus, &pol, now * SEC, &d) != 0)
+				break;
+			struct sim_task *x = &s->tasks[qi[d.task]];
+
+			x->start = (int64_t)now;
+			x->pl = d.place;
+			admit_commit(s->g, s->ngpus, &x->t, &x->pl, ++s->stamp);
+			/* Memory is never overcommitted. */
+			for (i = 0; i < s->ngpus; i++)
+				assert_true(s->g[i].mem_committed <= s->g[i].mem_total);
+		}
+	}
+	free(q);
+	free(qi);
+}
+
+/*
+ * One 80 GiB GPU.  A 60 GiB task arrives at t=5 behind a stream of 20 GiB
+ * tasks (one every 4 s, 10 s each: two or three always running, 40-60 GiB).
+ * Backfill alone never leaves it 60 GiB; with the bound it starts once the
+ * small tasks already running have ended.
+ */
+static int64_t starvation_run(uint64_t bound_s)
+{
+	struct sim s = { .ngpus = 1 };
+	size_t n = 200, i;
+	int64_t start;
+
+	pol.headroom = 0;
+	pol.busy_max = 100;
+	pol.age_us = UINT64_MAX;	/* isolate the backfill bound */
+	pol.backfill_bound_us = bound_s == UINT64_MAX ? UINT64_MAX : bound_s * SEC;
+	s.g[0] = gpu(0, 80);
+	s.tasks = calloc(n, sizeof(*s.tasks));
+	assert_non_null(s.tasks);
+	s.ntasks = n;
+	s.tasks[0].t = task(1000, 60 * GiB, 1);
+	s.tasks[0].arrive = 5;	/* two small tasks (40 GiB) running */
+	s.tasks[0].dur = 10;
+	for (i = 1; i < n; i++) {
+		s.tasks[i].t = task(i, 20 * GiB, 1);
+		s.tasks[i].arrive = (i - 1) * 4;
+		s.tasks[i].dur = 10;
+	}
+	for (i = 0; i < n; i++)
+		s.tasks[i].start = -1;
+	sim_run(&s, 4 * n + 100);
+	start = s.tasks[0].start;
+	/* Every small task still ran eventually. */
+	for (i = 1; i < n; i++)
+		assert_true(s.tasks[i].start >= 0);
+	free(s.tasks);
+	return start;
+}
+
+static void test_backfill_bound_prevents_starvation(void **state)
+{
+	int64_t start;
+
+	(void)state;
+	/* Control: without the bound the big task waits for the stream to
+	 * dry up (the last small task arrives at 796 s). */
+	start = starvation_run(UINT64_MAX);
+	assert_true(start > 790);
+	/* With a 30 s bound: at most 30 s + one small task's 10 s. */
+	start = starvation_run(30);
+	assert_true(start >= 0);
+	assert_true(start <= 5 + 30 + 10);
+	/* A bound of 0: reserved at once, like strict FIFO for the head. */
+	start = starvation_run(0);
+	assert_true(start <= 5 + 10);
+}
+
+/*
+ * Priorities: a stream of high-priority tasks would keep a low-priority one
+ * out forever (here they occupy the only GPU back to back); aging puts it
+ * first after age_us.
+ */
+static int64_t priority_run(uint64_t age_s)
+{
+	struct sim s = { .ngpus = 1 };
+	size_t n = 100, i;
+	int64_t start;
+
+	pol.headroom = 0;
+	pol.busy_max = 100;
+	pol.age_us = age_s == UINT64_MAX ? UINT64_MAX : age_s * SEC;
+	s.g[0] = gpu(0, 80);
+	s.tasks = calloc(n, sizeof(*s.tasks));
+	assert_non_null(s.tasks);
+	s.ntasks = n;
+	s.tasks[0].t = task(1000, 50 * GiB, 1);
+	s.tasks[0].t.prio = -10;
+	s.tasks[0].arrive = 0;
+	s.tasks[0].dur = 5;
+	for (i = 1; i < n; i++) {
+		s.tasks[i].t = task(i, 50 * GiB, 1);
+		s.tasks[i].t.prio = 10;
+		s.tasks[i].arrive = 0;	/* all queued at once */
+		s.tasks[i].dur = 5;
+	}
+	for (i = 0; i < n; i++)
+		s.tasks[i].start = -1;
+	sim_run(&s, 5 * n + 10);
+	start = s.tasks[0].start;
+	free(s.tasks);
+	return start;
+}
+
+static void test_aging_beats_priority(void **state)
+{
+	int64_t start;
+
+	(void)state;
+	start = priority_run(UINT64_MAX);
+	assert_int_equal(start, 5 * 99);	/* last */
+	start = priority_run(60);
+	assert_true(start >= 60 && start <= 60 + 5);
+}
+
+/* ------------------------------------------------------------------------
+ * Random states against a brute-force reading of the rules.
+ */
+static bool brute_fits(const struct admit_gpu *g, const struct admit_task *t)
+{
+	uint64_t need = admit_need(t, g, &pol), cap = admit_capacity(g, &pol);
+	uint64_t occ = g->mem_committed > g->mem_used ? g->mem_committed : g->mem_used;
+	double ld = g->util_valid ? g->util : 0;
+
+	if (g->busy_committed > ld)
+		ld = g->busy_committed;
+	if (occ + need > cap || occ > cap)
+		return false;
+	if (g->exclusive || (t->exclusive && g->ntasks > 0))
+		return false;
+	if (pol.placement == ADMIT_PLACE_BUSYNESS && g->ntasks > 0 &&
+	    ld + t->busy > pol.busy_max + 1e-9)
+		return false;
+	return true;
+}
+
+static void test_random_states(void **state)
+{
+	struct admit_gpu g[16];
+	struct admit_placement pl;
+	struct admit_task t;
+	int iter;
+
+	(void)state;
+	for (iter = 0; iter < 20000; iter++) {
+		size_t n = 1 + rnd() % 16, i, nfit = 0;
+		int rc;
+
+		pol.placement = rnd() % 4 ? ADMIT_PLACE_BUSYNESS :
+					    ADMIT_PLACE_ROUND_ROBIN;
+		/* Distinct indices: the first n of a shuffled 0..63. */
+		uint32_t perm[ADMIT_MAX_GPUS];
+		for (i = 0; i < ADMIT_MAX_GPUS; i++)
+			perm[i] = (uint32_t)i;
+		for (i = ADMIT_MAX_GPUS - 1; i > 0; i--) {
+			size_t j = rnd() % (i + 1);
+			uint32_t x = perm[i];
+
+			perm[i] = perm[j];
+			perm[j] = x;
+		}
+		for (i = 0; i < n; i++) {
+			g[i] = gpu(perm[i], 16 + rnd() % 128);
+			g[i].mem_committed = rnd() % (g[i].mem_total + 1);
+			g[i].mem_used = rnd() % (g[i].mem_total + 1);
+			g[i].util_valid = rnd() % 2;
+			g[i].util = (double)(rnd() % 1001) / 1000;
+			g[i].ntasks = (uint32_t)(rnd() % 4);
+			g[i].busy_committed = g[i].ntasks * (double)(rnd() % 100) / 100;
+			g[i].exclusive = g[i].ntasks == 1 && rnd() % 8 == 0;
+			g[i].last_placed = rnd() % 8;
+		}
+		t = task(1, (rnd() % 64) * GiB, (uint32_t)(1 + rnd() % 4));
+		t.busy = (double)(rnd() % 100) / 100;
+		t.exclusive = rnd() % 8 == 0;
+		if (rnd() % 4 == 0)
+			t.mem_source = ADMIT_MEM_GUESSED;
+
+		for (i = 0; i < n; i++)
+			nfit += brute_fits(&g[i], &t);
+		rc = admit_place(g, n, &t, &pol, &pl);
+		if (rc == -ENODEV) {
+			assert_true(t.ngpus > n);
+			continue;
+		}
+		if (rc == -ENOSPC)
+			continue;	/* checked by admit_check's own tests */
+		if (rc == -EAGAIN) {
+			assert_true(nfit < t.ngpus);
+			continue;
+		}
+		assert_int_equal(rc, 0);
+		assert_true(nfit >= t.ngpus);
+		uint64_t chosen = 0;
+		for (i = 0; i < pl.ngpus; i++) {
+			assert_true(pl.slot[i] < n);
+			assert_false(chosen & (UINT64_C(1) << pl.slot[i]));
+			chosen |= UINT64_C(1) << pl.slot[i];
+			assert_true(brute_fits(&g[pl.slot[i]], &t));
+			assert_true(pl.quota <= admit_need(&t, &g[pl.slot[i]], &pol));
+		}
+		/* No GPU left out is strictly better than one taken. */
+		if (pol.placement == ADMIT_PLACE_BUSYNESS) {
+			for (i = 0; i < n; i++) {
+				struct admit_task one = t;
+				struct admit_placement p1;
+
+				if ((chosen & (UINT64_C(1) << i)) || !brute_fits(&g[i], &t))
+					continue;
+				one.ngpus = 1;
+				assert_int_equal(admit_place(&g[i], 1, &one, &pol, &p1), 0);
+				assert_true(p1.score >= pl.score - 1e-9);
+			}
+		}
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_policy, setup),
+		cmocka_unit_test_setup(test_fit_with_headroom, setup),
+		cmocka_unit_test_setup(test_busyness_threshold, setup),
+		cmocka_unit_test_setup(test_picks_less_busy, setup),
+		cmocka_unit_test_setup(test_ties_deterministic, setup),
+		cmocka_unit_test_setup(test_multi_gpu, setup),
+		cmocka_unit_test_setup(test_any_number_of_gpus, setup),
+		cmocka_unit_test_setup(test_learned_vs_guessed, setup),
+		cmocka_unit_test_setup(test_exclusive, setup),
+		cmocka_unit_test_setup(test_round_robin, setup),
+		cmocka_unit_test_setup(test_commit_release, setup),
+		cmocka_unit_test_setup(test_util_sample, setup),
+		cmocka_unit_test_setup(test_fifo_and_backfill, setup),
+		cmocka_unit_test_setup(test_never_fits_reported, setup),
+		cmocka_unit_test_setup(test_backfill_bound_reserves, setup),
+		cmocka_unit_test_setup(test_backfill_bound_prevents_starvation, setup),
+		cmocka_unit_test_setup(test_aging_beats_priority, setup),
+		cmocka_unit_test_setup(test_random_states, setup),
+	};
+	const char *s = getenv("KMUX_TEST_SEED");
+
+	if (s != NULL)
+		seed = strtoull(s, NULL, 0) | 1;
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
