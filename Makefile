@@ -102,19 +102,22 @@ e2e: all $(TEST_TARGETS)
 # each briefly (FUZZ_SECONDS), longer runs by hand (see tests/fuzz/*.sh).
 FUZZ_SECONDS ?= 15
 fuzz:
+	@mkdir -p build/fuzz/corpus-trace-line
 	@sh tests/fuzz/build.sh >/dev/null
-	build/fuzz/fuzz-trace-line -dict=tests/fuzz/trace-line.dict \
-		-max_total_time=$(FUZZ_SECONDS) -print_final_stats=0 \
-		-artifact_prefix=build/fuzz/ build/fuzz/corpus-trace-line tests/fuzz/corpus 2>&1 | tail -n 2
-	@if [ -f tests/fuzz/build-proto.sh ]; then sh tests/fuzz/build-proto.sh >/dev/null && \
-		build/fuzz/fuzz-proto -max_total_time=$(FUZZ_SECONDS) -print_final_stats=0 \
-		-artifact_prefix=build/fuzz/ build/fuzz/corpus-proto $(wildcard tests/fuzz/corpus-proto) 2>&1 | tail -n 2; fi
+	@build/fuzz/fuzz-trace-line -dict=tests/fuzz/trace-line.dict \
+		-max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+		-artifact_prefix=build/fuzz/ build/fuzz/corpus-trace-line \
+		tests/fuzz/corpus >build/fuzz/trace-line.log 2>&1 || \
+		{ tail -n 30 build/fuzz/trace-line.log; exit 1; }
+	@echo "fuzz: trace-line: $$(grep -m1 'stat::number_of_executed_units' build/fuzz/trace-line.log | awk '{print $$2}') inputs in $(FUZZ_SECONDS) s, no findings"
+	@bash tests/fuzz/build-proto.sh -t $(FUZZ_SECONDS) >build/fuzz/proto.log 2>&1 || \
+		{ tail -n 30 build/fuzz/proto.log; exit 1; }
+	@echo "fuzz: proto: $$(grep -m1 'stat::number_of_executed_units' build/fuzz/proto.log | awk '{print $$2}') inputs in $(FUZZ_SECONDS) s, no findings"
 
 test: check-hooks
 	$(MAKE) all unit
 	$(MAKE) e2e
 	$(MAKE) SAN=1 unit e2e
-	@mkdir -p build/fuzz/corpus-trace-line build/fuzz/corpus-proto
 	$(MAKE) fuzz
 
 # The demo program links against the simulated driver's libcuda.so (same
