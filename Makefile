@@ -133,11 +133,13 @@ demo: all $(TEST_TARGETS) $(BUILD)/examples/demo
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/kmux \
-		$(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/share/man/man1
+		$(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/share/man/man1 \
+		$(DESTDIR)$(PREFIX)/share/man/man7
 	install -m 0755 $(BUILD)/kmux $(DESTDIR)$(PREFIX)/bin/kmux
 	install -m 0755 $(BUILD)/libkmux.so $(DESTDIR)$(PREFIX)/lib/kmux/libkmux.so
-	install -m 0644 include/kmux.h $(DESTDIR)$(PREFIX)/include/kmux.h
+	$(if $(wildcard include/kmux.h),install -m 0644 include/kmux.h $(DESTDIR)$(PREFIX)/include/kmux.h)
 	install -m 0644 docs/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 0644 docs/*.7 $(DESTDIR)$(PREFIX)/share/man/man7/
 
 clean:
 	rm -rf build build-san

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# `make install PREFIX=...` lays out bin/kmux, lib/kmux/libkmux.so and the
+# man pages, and the installed kmux finds its installed preload by itself.
+. "$(dirname "$0")/lib.sh"
+
+prefix=$TMP/prefix
+make -s -C "$ROOT" install BUILD="$(basename "$BUILD")" PREFIX="$prefix" >"$TMP/install.log" 2>&1
+check "make install succeeds" [ $? -eq 0 ]
+check "bin/kmux installed" [ -x "$prefix/bin/kmux" ]
+check "lib/kmux/libkmux.so installed" [ -f "$prefix/lib/kmux/libkmux.so" ]
+check "man pages installed" [ -f "$prefix/share/man/man1/kmux-trace.1" ] && [ -f "$prefix/share/man/man7/libkmux.7" ]
+unset KMUX_LIBRARY
+"$prefix/bin/kmux" trace -q -o "$TMP/t.json" -- "$PROGS/drv-basic" 1 >/dev/null 2>&1
+check "the installed kmux traces with the installed preload" json_check "$TMP/t.json" "len(kernels) == 3"
+finish
