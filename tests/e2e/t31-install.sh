@@ -4,7 +4,8 @@
 . "$(dirname "$0")/lib.sh"
 
 prefix=$TMP/prefix
-make -s -C "$ROOT" install BUILD="$(basename "$BUILD")" PREFIX="$prefix" >"$TMP/install.log" 2>&1
+san=; [ "$(basename "$BUILD")" = build-san ] && san=SAN=1
+make -s -C "$ROOT" install $san PREFIX="$prefix" >"$TMP/install.log" 2>&1
 check "make install succeeds" [ $? -eq 0 ]
 check "bin/kmux installed" [ -x "$prefix/bin/kmux" ]
 check "lib/kmux/libkmux.so installed" [ -f "$prefix/lib/kmux/libkmux.so" ]
