@@ -1,0 +1,465 @@
+#!/usr/bin/env bash
+# streams.sh - issue 3's measurement: kmux's stream scheduler against the
+# default stream and against hand-written streams, on the bench/apps suite.
+#
+# Run on the GPU machine from the repo root (build/ from `make` and
+# `bash bench/gpu/prepare.sh` carried, as for bench/gpu/run-all.sh):
+#
+#     bash bench/streams.sh
+#
+# 1. Builds bench/apps/*.cu with the machine's nvcc (-arch=sm_90 -O2) into a
+#    scratch folder under /tmp (removed at exit).
+# 2. kmux verify --streams 8 on every app and on each PyTorch program (the
+#    plain version; exit 0 = identical device-to-host results).
+# 3. Rounds: each round runs every app once in every mode, the modes in a
+#    rotated order (round r starts at mode r), each run a fresh process:
+#      plain        APP plain            (default stream, program order)
+#      kmuxN        kmux run --streams N -- APP plain, N in 2 4 8 16
+#                   (or KMUX_STREAMS=N LD_PRELOAD=build/libkmux.so APP plain
+#                   when `kmux run` is not available; KMUX_STREAMS_LAUNCH)
+#      expert       APP expert           (hand-written streams and events)
+#    The two PyTorch programs run in one process per mode
+#    (bench/apps/py/torch_suite.py) to pay PyTorch's start-up once.
+#    KMUX_LOG=info is set for the kmux runs so the preload can report
+#    "kmux: streams: issued W waits, pruned P" (n/a when it does not).
+# 4. Report: per app the median time of each mode, best N, speedup over
+#    plain, kmux/expert, verify, flags (slower than plain > 2%, behind expert
+#    > 5%, wrong results), the geometric means, issue 3's targets, issued vs
+#    pruned waits, a plot.
+#
+# Time budget: KMUX_STREAMS_BUDGET_S (default 530 s, under the device's 600 s
+# command limit).  Verify may use up to a quarter of it; rounds continue up
+# to KMUX_STREAMS_REPS (5) while the next round fits, the CUDA apps first:
+# the PyTorch round is skipped when it would leave too little time for the
+# remaining CUDA rounds.  The table says how many repeats each app got.
+#
+# Output under $OUT (default ./out; 4 files, no subfolders):
+#   streams.log  everything: the commands, every run's stdout and stderr tail
+#   streams.csv  raw rows app,mode,rep,key,value
+#   streams.md   the table, date, GPU/driver, versions, exact commands
+#   streams.png  the plot (when matplotlib imports on the machine)
+#
+# Knobs (environment): KMUX_STREAMS_REPS (5), KMUX_STREAMS_NS ("2 4 8 16"),
+# KMUX_STREAMS_VERIFY_N (8), KMUX_STREAMS_APPS (the CUDA apps; empty:
+# none), KMUX_STREAMS_PY_APPS (googlenet,ensemble; empty: none),
+# KMUX_STREAMS_APP_ARGS ("--reps 7 --warmup 3"), KMUX_STREAMS_PY_ARGS
+# ("--reps 5 --warmup 3"), KMUX_STREAMS_LAUNCH (auto|run|preload),
+# KMUX_STREAMS_LOG (info), KMUX_STREAMS_BUDGET_S (530), and lib.sh's OUT,
+# NVCC, NVCCFLAGS, PYTHON, KMUX_BIN, KMUX_LIB, KMUX_DEVLIBS.
+# Never changes GPU settings.  Exit status 0 when no run failed.
+set -u
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
+export OUT=${OUT:-./out}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+START=$(date +%s)
+BUDGET=${KMUX_STREAMS_BUDGET_S:-530}
+export KMUX_BENCH_DEADLINE=$((START + BUDGET))
+# shellcheck source=bench/gpu/lib.sh
+. bench/gpu/lib.sh	# ROOT, WORK (scratch, removed at exit), NVCC, PY, kmux helpers
+
+APPS_DIR=$ROOT/bench/apps
+LOG=$OUT/streams.log
+CSV=$OUT/streams.csv
+MD=$OUT/streams.md
+PNG=$OUT/streams.png
+: >"$LOG"
+echo "app,mode,rep,key,value" >"$CSV"
+rm -f "$MD" "$PNG"
+CMDS=$WORK/streams.cmds
+BUILD_LOG=$WORK/streams.build.log
+: >"$CMDS"
+: >"$BUILD_LOG"
+
+REPS=${KMUX_STREAMS_REPS:-5}
+read -r -a NS <<<"${KMUX_STREAMS_NS:-2 4 8 16}"
+VERIFY_N=${KMUX_STREAMS_VERIFY_N:-8}
+read -r -a CUDA_APPS <<<"${KMUX_STREAMS_APPS-gemm_batch image_pipeline reductions stencil_dag mha mixed_pairs chain host_sync phase_buffers}"
+PY_APPS=${KMUX_STREAMS_PY_APPS-googlenet,ensemble}
+read -r -a APP_ARGS <<<"${KMUX_STREAMS_APP_ARGS:---reps 7 --warmup 3}"
+read -r -a PY_ARGS <<<"${KMUX_STREAMS_PY_ARGS:---reps 5 --warmup 3}"
+LAUNCH=${KMUX_STREAMS_LAUNCH:-auto}
+KLOG=${KMUX_STREAMS_LOG:-info}
+RESERVE=20	# seconds kept for the report
+FAILS=0
+B=$WORK/bin
+SUITE=$APPS_DIR/py/torch_suite.py
+
+# ------------------------------------------------------------------ helpers
+
+# csv APP MODE REP KEY VALUE (commas and quotes in VALUE would break the CSV)
+csv() { printf '%s,%s,%s,%s,%s\n' "$1" "$2" "$3" "$4" "${5//[,\"]/;}" >>"$CSV"; }
+
+# kmux_prefix N: prints the words that run a command under kmux with N
+# streams, one per line (empty when kmux cannot run here)
+kmux_prefix() {
+	case $KMODE in
+	run) printf '%s\n' env "LD_LIBRARY_PATH=$KMUX_DEVLIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+		"KMUX_LOG=$KLOG" "$KMUX_BIN" run --streams "$1" -- ;;
+	preload) printf '%s\n' env "KMUX_LOG=$KLOG" "KMUX_STREAMS=$1" \
+		"LD_PRELOAD=$KMUX_LIB${LD_PRELOAD:+:$LD_PRELOAD}" ;;
+	esac
+}
+
+# human MODE CMD...: the command as a person would type it (for streams.md)
+human() {
+	local mode=$1
+	shift
+	case $mode in
+	kmux*)
+		local n=${mode#kmux}
+		if [ "$KMODE" = run ]; then
+			echo "KMUX_LOG=$KLOG LD_LIBRARY_PATH=build/devlibs build/kmux run --streams $n -- $*"
+		else
+			echo "KMUX_LOG=$KLOG KMUX_STREAMS=$n LD_PRELOAD=build/libkmux.so $*"
+		fi ;;
+	*) echo "$*" ;;
+	esac
+}
+
+# parse_run GROUP MODE REP STDOUT STDERR RC SECS: RESULT/CHECK/CHECKSUM and
+# the preload's wait counts -> $CSV; echoes a one-line summary
+parse_run() {
+	local group=$1 mode=$2 rep=$3 so=$4 se=$5 rc=$6 secs=$7
+	local line app="" k v issued pruned apps=() summary="" rc_app
+	local -A checked=()
+	while IFS= read -r line; do
+		case $line in
+		"RESULT "*)
+			app=$(printf '%s\n' "$line" | tr ' ' '\n' | sed -n 's/^app=//p')
+			[ -n "$app" ] || continue
+			apps+=("$app")
+			for k in ms wall_ms; do
+				v=$(printf '%s\n' "$line" | tr ' ' '\n' | sed -n "s/^$k=//p")
+				[ -n "$v" ] && csv "$app" "$mode" "$rep" "$k" "$v"
+			done
+			csv "$app" "$mode" "$rep" secs "$secs"
+			summary+="$app $(printf '%s\n' "$line" | tr ' ' '\n' | grep '^ms=') " ;;
+		"CHECK ok"*)
+			[ -n "$app" ] && { csv "$app" "$mode" "$rep" check ok; checked[$app]=ok; } ;;
+		"CHECK FAIL"*)
+			v=$(printf '%s\n' "$line" | tr ' ' '\n' | sed -n 's/^app=//p')
+			v=${v:-$app}
+			[ -n "$v" ] && { csv "$v" "$mode" "$rep" check FAIL; checked[$v]=FAIL; }
+			summary+="CHECK FAIL($v) " ;;
+		"CHECKSUM "*)
+			v=$(printf '%s\n' "$line" | tr ' ' '\n' | sed -n 's/^app=//p')
+			k=$(printf '%s\n' "$line" | tr ' ' '\n' | sed -n 's/^value=//p')
+			[ -n "$v" ] && [ -n "$k" ] && csv "$v" "$mode" "$rep" checksum "$k" ;;
+		esac
+	done <"$so"
+	# exit status per program: in the one PyTorch process, exit 1 means that
+	# some program's CHECK failed, not necessarily this one's
+	for app in "${apps[@]}"; do
+		rc_app=$rc
+		[ "$group" = torch ] && [ "$rc" = 1 ] && [ "${checked[$app]:-}" = ok ] && rc_app=0
+		csv "$app" "$mode" "$rep" rc "$rc_app"
+		[ -n "${checked[$app]:-}" ] || csv "$app" "$mode" "$rep" check none
+	done
+	# a run that printed no RESULT still counts (as a failure) for its group
+	if [ ${#apps[@]} = 0 ]; then
+		if [ "$group" = torch ]; then
+			IFS=, read -r -a apps <<<"$PY_APPS"
+		else
+			apps=("$group")
+		fi
+		for app in "${apps[@]}"; do
+			csv "$app" "$mode" "$rep" rc "${rc/#0/noresult}"
+			csv "$app" "$mode" "$rep" check none
+		done
+	fi
+	# "kmux: streams: issued W waits, pruned P" (summed over the processes
+	# and contexts that printed one); tolerant of small format changes
+	read -r issued pruned < <(cat "$so" "$se" | grep -iE 'issued[^0-9]*[0-9]+[^0-9]+pruned[^0-9]*[0-9]+' |
+		sed -E 's/.*issued[^0-9]*([0-9]+)[^0-9]+pruned[^0-9]*([0-9]+).*/\1 \2/I' |
+		awk '{i += $1; p += $2; n++} END {if (n) print i, p; else print "", ""}')
+	if [ -n "${issued:-}" ]; then
+		for app in "${apps[@]}"; do
+			csv "$app" "$mode" "$rep" issued "$issued"
+			csv "$app" "$mode" "$rep" pruned "$pruned"
+		done
+		summary+="waits $issued/$pruned "
+	fi
+	echo "$summary"
+}
+
+# one_run GROUP MODE REP TIMEOUT CMD... (CMD: the plain command for kmuxN)
+one_run() {
+	local group=$1 mode=$2 rep=$3 tmo=$4
+	shift 4
+	local so=$WORK/run/$group.$mode.$rep.out se=$WORK/run/$group.$mode.$rep.err
+	local rc t0 secs left summary pre=()
+	if [[ $mode == kmux* ]]; then
+		mapfile -t pre < <(kmux_prefix "${mode#kmux}")
+	fi
+	left=$(time_left)
+	[ "$left" -lt "$tmo" ] && tmo=$((left > 10 ? left : 10))
+	[ "$rep" = 1 ] && human "$mode" "$@" | shorten_cmds >>"$CMDS"
+	t0=$(date +%s.%N)
+	timeout -k 10 "$tmo" "${pre[@]}" "$@" >"$so" 2>"$se" </dev/null
+	rc=$?
+	secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b - a}')
+	grep -q 'cannot be preloaded' "$se" && rc=${rc/#0/preload-failed}
+	summary=$(parse_run "$group" "$mode" "$rep" "$so" "$se" "$rc" "$secs")
+	{
+		echo "----- $group/$mode rep $rep: exit $rc, ${secs}s: $(human "$mode" "$@" | shorten_cmds)"
+		cat "$so"
+		echo "--- stderr (last 30 lines):"
+		tail -n 30 "$se"
+	} >>"$LOG"
+	if [ "$rc" != 0 ] || ! grep -q '^CHECK ok' "$so" || grep -q '^CHECK FAIL' "$so"; then
+		FAILS=$((FAILS + 1))
+		log "  $group/$mode rep $rep: FAILED (exit $rc, ${secs}s): $summary$(grep -v '^ *$' "$se" | tail -n 1 | cut -c1-150)"
+		return 1
+	fi
+	log "  $group/$mode rep $rep: ${secs}s: $summary"
+	return 0
+}
+
+# verify_one NAME APPS TIMEOUT CMD...: kmux verify --streams VERIFY_N -- CMD;
+# the result is recorded for each app in the comma-separated APPS
+verify_one() {
+	local name=$1 vapps=$2 tmo=$3 app
+	shift 3
+	local so=$WORK/run/verify.$name.out rc res t0 secs
+	echo "KMUX_LOG=$KLOG LD_LIBRARY_PATH=build/devlibs build/kmux verify --streams $VERIFY_N -- $*" |
+		shorten_cmds >>"$CMDS"
+	t0=$SECONDS
+	timeout -k 10 "$tmo" env "LD_LIBRARY_PATH=$KMUX_DEVLIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+		"KMUX_LOG=$KLOG" "$KMUX_BIN" verify --streams "$VERIFY_N" -- "$@" >"$so" 2>&1 </dev/null
+	rc=$?
+	secs=$((SECONDS - t0))
+	case $rc in
+	0) res=identical ;;
+	124 | 137) res=timeout ;;
+	*)
+		if grep -qiE 'diverg|differ|mismatch|not identical' "$so"; then
+			res=DIFFERS
+		else
+			res="failed(exit $rc)"
+		fi ;;
+	esac
+	{
+		echo "----- verify $name: exit $rc, ${secs}s: kmux verify --streams $VERIFY_N -- $*"
+		tail -n 60 "$so"
+	} >>"$LOG"
+	for app in ${vapps//,/ }; do csv "$app" verify 1 result "$res"; done
+	log "  verify $name: $res (${secs}s)$([ "$res" = identical ] || echo ": $(grep -v '^ *$' "$so" | tail -n 1 | cut -c1-150)")"
+	[ "$res" = identical ] || FAILS=$((FAILS + 1))
+}
+
+# ------------------------------------------------------------------ set-up
+
+main() {
+	local app mode rep i
+	log "streams: start in $ROOT; budget ${BUDGET}s; OUT=$OUT; scratch $WORK"
+	log "streams: GPU $(gpu_line)"
+	log "streams: $(uname -srm), $(nproc) CPUs; nvcc: ${NVCC:-none}; python: $(command -v "$PY")"
+	log "streams: $(kmux_ident)"
+	log "streams: CUDA_DEVICE_MAX_CONNECTIONS=${CUDA_DEVICE_MAX_CONNECTIONS:-unset (8)}"
+	check_stacks
+	check_kmux
+
+	# How kmux runs a program: `kmux run --streams N` if it works, else the
+	# bare preload with KMUX_STREAMS=N.
+	KMODE=none
+	if [ "$LAUNCH" != preload ] && [ "$HAVE_CLI" = 1 ]; then
+		if kmux_cli run --streams 2 -- /bin/true >"$WORK/probe-run.out" 2>&1 </dev/null; then
+			KMODE=run
+		else
+			log "streams: 'kmux run --streams 2 -- /bin/true' failed: $(head -c 300 "$WORK/probe-run.out")"
+		fi
+	fi
+	if [ "$KMODE" = none ] && [ "$LAUNCH" != run ] && [ "$HAVE_PRELOAD" = 1 ]; then
+		KMODE=preload
+	fi
+	HAVE_VERIFY=0
+	if [ "$HAVE_CLI" = 1 ] &&
+		kmux_cli verify --help >"$WORK/probe-verify.out" 2>&1 </dev/null &&
+		! grep -qi 'unknown' "$WORK/probe-verify.out"; then
+		HAVE_VERIFY=1
+	else
+		log "streams: no 'kmux verify' here: verify n/a ($(head -c 200 "$WORK/probe-verify.out" 2>/dev/null))"
+	fi
+	log "streams: kmux runs through: $KMODE; verify: $([ $HAVE_VERIFY = 1 ] && echo yes || echo n/a)"
+	MODES=(plain)
+	if [ "$KMODE" != none ]; then
+		for n in "${NS[@]}"; do MODES+=("kmux$n"); done
+	else
+		log "streams: kmux modes SKIP (neither 'kmux run' nor the preload can run here)"
+	fi
+	MODES+=(expert)
+
+	# ---------------------------------------------------------- build
+	local built=()
+	if [ "$HAVE_NVCC" = 1 ]; then
+		log "build: $NVCC $NVCCFLAGS (${#CUDA_APPS[@]} apps, in parallel)"
+		local pids=()
+		for app in "${CUDA_APPS[@]}"; do
+			# shellcheck disable=SC2086  # NVCCFLAGS is a word list
+			nv "$B/$app" $NVCCFLAGS "$APPS_DIR/$app.cu" &
+			pids+=($!)
+		done
+		# by pid: a bare `wait` would also wait for the log's tee
+		wait "${pids[@]}"
+		[ -s "$BUILD_LOG" ] && cat "$BUILD_LOG" >>"$LOG"
+		for app in "${CUDA_APPS[@]}"; do
+			if [ -x "$B/$app" ]; then
+				built+=("$app")
+			else
+				log "build: $app FAILED (see streams.log)"
+				FAILS=$((FAILS + 1))
+			fi
+		done
+		log "build: ${#built[@]} of ${#CUDA_APPS[@]} apps built ($(time_left)s left)"
+	else
+		log "build: $WHY_NVCC: CUDA apps SKIP"
+	fi
+	local torch_on=0
+	if [ -n "$PY_APPS" ]; then
+		if [ "$HAVE_TORCH" = 1 ]; then torch_on=1; else log "torch programs: SKIP ($WHY_TORCH)"; fi
+	fi
+
+	# ---------------------------------------------------------- verify
+	if [ "$HAVE_VERIFY" = 1 ]; then
+		local vend=$(($(date +%s) + BUDGET / 4))
+		log "verify: kmux verify --streams $VERIFY_N on every app (until $((vend - $(date +%s)))s from now)"
+		for app in "${built[@]}"; do
+			if [ "$(date +%s)" -ge "$vend" ]; then
+				csv "$app" verify 1 result "skipped(time)"
+				log "  verify $app: skipped (time budget)"
+				continue
+			fi
+			verify_one "$app" "$app" 90 "$B/$app" plain --reps 2 --warmup 1
+		done
+		if [ "$torch_on" = 1 ]; then
+			IFS=, read -r -a vapps <<<"$PY_APPS"
+			for app in "${vapps[@]}"; do
+				if [ "$(date +%s)" -ge "$((vend + 30))" ]; then
+					csv "$app" verify 1 result "skipped(time)"
+					log "  verify $app: skipped (time budget)"
+					continue
+				fi
+				# one program per verify, few iterations: verify compares copies, not time
+				verify_one "$app" "$app" 180 "$PY" "$SUITE" plain --apps "$app" \
+					--reps 1 --warmup 1 --googlenet-iters 2 --ensemble-iters 2
+			done
+		fi
+	else
+		for app in "${built[@]}"; do csv "$app" verify 1 result n/a; done
+		if [ "$torch_on" = 1 ]; then
+			IFS=, read -r -a vapps <<<"$PY_APPS"
+			for app in "${vapps[@]}"; do csv "$app" verify 1 result n/a; done
+		fi
+	fi
+
+	# ---------------------------------------------------------- rounds
+	local nm=${#MODES[@]}
+	local t0 est_cuda=0 est_torch=$((nm * 15)) cuda_done=0 torch_done=0
+	local -A broken=()
+	log "rounds: up to $REPS; modes: ${MODES[*]}; apps: ${built[*]} $([ $torch_on = 1 ] && echo "+ torch ($PY_APPS)"); $(time_left)s left"
+	for rep in $(seq 1 "$REPS"); do
+		# this round's mode order: rotated by the round number
+		local order=()
+		for i in $(seq 0 $((nm - 1))); do order+=("${MODES[$(((i + rep - 1) % nm))]}"); done
+		# CUDA apps: run the round if it fits
+		if [ ${#built[@]} -gt 0 ]; then
+			if [ "$rep" -gt 1 ] && ! have_time $((est_cuda + RESERVE)); then
+				log "rounds: time budget: CUDA apps stop after $cuda_done rounds"
+			else
+				log "round $rep: CUDA apps ($(time_left)s left)"
+				t0=$(date +%s)
+				for app in "${built[@]}"; do
+					[ -n "${broken[$app]:-}" ] && continue
+					for mode in "${order[@]}"; do
+						have_time "$RESERVE" || break 3
+						local variant=plain
+						[ "$mode" = expert ] && variant=expert
+						if ! one_run "$app" "$mode" "$rep" 60 "$B/$app" "$variant" "${APP_ARGS[@]}" &&
+							[ "$mode" = plain ] && [ "$rep" = 1 ]; then
+							broken[$app]=1
+							log "  $app: the plain program fails; no more runs of it"
+							break
+						fi
+					done
+				done
+				est_cuda=$(($(date +%s) - t0))
+				cuda_done=$rep
+			fi
+		fi
+		# PyTorch: only if the remaining CUDA rounds still fit afterwards
+		if [ "$torch_on" = 1 ]; then
+			local need=$((est_torch + RESERVE))
+			[ ${#built[@]} -gt 0 ] && [ "$cuda_done" = "$rep" ] && need=$((need + (REPS - rep) * est_cuda))
+			if ! have_time "$need"; then
+				log "rounds: time budget: PyTorch round $rep skipped (needs ~${need}s, $(time_left)s left)"
+			else
+				log "round $rep: PyTorch programs ($(time_left)s left)"
+				t0=$(date +%s)
+				for mode in "${order[@]}"; do
+					have_time "$RESERVE" || break 2
+					local variant=plain
+					[ "$mode" = expert ] && variant=expert
+					one_run torch "$mode" "$rep" 240 "$PY" "$SUITE" "$variant" --apps "$PY_APPS" \
+						"${PY_ARGS[@]}"
+				done
+				est_torch=$(($(date +%s) - t0))
+				torch_done=$rep
+			fi
+		fi
+		have_time "$RESERVE" || { log "rounds: time budget: stop after round $rep"; break; }
+	done
+	log "rounds: CUDA apps $cuda_done rounds, PyTorch $torch_done rounds; $(time_left)s left"
+
+	# ---------------------------------------------------------- report
+	report
+	log "streams: done ($(time_left)s of budget left); $FAILS failed runs; files:"
+	# shellcheck disable=SC2012  # a listing for people
+	ls -la "$OUT" | sed 's/^/    /'
+	[ "$FAILS" = 0 ]
+}
+
+report() {
+	local nvv how
+	nvv=$([ "$HAVE_NVCC" = 1 ] && "$NVCC" --version | tail -n 1)
+	case $KMODE in
+	run) how="kmux run --streams N -- APP plain" ;;
+	preload) how="KMUX_STREAMS=N LD_PRELOAD=build/libkmux.so APP plain" ;;
+	*) how="kmux could not run here: kmux columns n/a" ;;
+	esac
+	{
+		echo "# kmux stream scheduling: bench/apps suite (issue 3)"
+		echo
+		echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+		echo "- GPU, driver: $(gpu_line)"
+		echo "- host: $(uname -srm), $(nproc) CPUs; nvcc: ${nvv:-none}; NVCCFLAGS: $NVCCFLAGS"
+		echo "- python stack: ${STACK_VERSIONS:-?}"
+		echo "- kmux: $(kmux_ident)"
+		echo "- kmux runs through: $KMODE ($how); KMUX_LOG=$KLOG on kmux runs"
+		echo "- CUDA_DEVICE_MAX_CONNECTIONS: ${CUDA_DEVICE_MAX_CONNECTIONS:-unset (driver default 8; kmux bounds its pool by it, so N=16 may act as 8)}"
+		echo "- repeats: up to $REPS rounds, modes interleaved and rotated per round, each run a fresh process;"
+		echo "  CUDA app arguments: ${APP_ARGS[*]}; PyTorch: ${PY_ARGS[*]} (one process for $PY_APPS)"
+		echo "- verify: kmux verify --streams $VERIFY_N on the plain version"
+		echo "- failed runs: $FAILS (see streams.log)"
+		echo
+	} >"$MD"
+	log "report:"
+	"$PY" "$APPS_DIR/streams_report.py" "$CSV" --md "$MD" --png "$PNG" \
+		--ns "${NS[*]}" --py-apps "$PY_APPS" | tee -a "$LOG"
+	{
+		echo "Raw rows: streams.csv; every run's output: streams.log."
+		echo
+		echo "## Commands"
+		echo
+		echo '```'
+		echo "bash bench/streams.sh"
+		echo "# scratch dir: W=$WORK (removed at exit)"
+		echo "# build:"
+		grep -h '^\$ ' "$LOG" | sed 's/^\$ //' | shorten_cmds
+		echo "# verify and runs (each run repeated per round, modes interleaved):"
+		shorten_cmds <"$CMDS"
+		echo '```'
+	} >>"$MD"
+}
+
+main 2> >(tee -a "$LOG" >&2)
