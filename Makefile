@@ -17,7 +17,7 @@ NVCC ?= $(CUDA_HOME)/bin/nvcc
 PYTHON ?= python3
 
 ifeq ($(wildcard $(CUDA_HOME)/include/cuda.h),)
-$(error kmux: cannot find $(CUDA_HOME)/include/cuda.h: install the CUDA toolkit headers (Debian: nvidia-cuda-toolkit-headers / the CUDA toolkit) or set CUDA_HOME)
+$(error kmux: cannot find $(CUDA_HOME)/include/cuda.h: install the CUDA toolkit headers (the CUDA toolkit, or Debian non-free nvidia-cuda-dev with CUDA_HOME=/usr) or set CUDA_HOME)
 endif
 
 ifeq ($(SAN),1)
@@ -44,10 +44,13 @@ PRELOAD_COMMON = src/common/log.c
 PRELOAD_SRCS = $(sort $(wildcard src/preload/*.c)) $(PRELOAD_COMMON)
 PRELOAD_OBJS = $(PRELOAD_SRCS:%.c=$(BUILD)/obj/preload/%.o)
 
-# --- kmux: the CLI ------------------------------------------------------------
-CLI_SRCS = $(sort $(wildcard src/cli/*.c) $(wildcard src/common/*.c))
+# --- kmux: the CLI, and kmuxd inside it --------------------------------------
+# One binary, as tmux: `kmux daemon` is the daemon (src/daemon/), started by
+# hand, by systemd (contrib/kmuxd.service) or by the first `kmux submit`.
+CLI_SRCS = $(sort $(wildcard src/cli/*.c) $(wildcard src/common/*.c) \
+		  $(wildcard src/daemon/*.c))
 CLI_OBJS = $(CLI_SRCS:%.c=$(BUILD)/obj/cli/%.o)
-CLI_LIBS = -lcjson -lpthread
+CLI_LIBS = -lcjson -lpthread -levent -lsqlite3 -lncurses -ldl
 
 all: $(BUILD)/libkmux.so $(BUILD)/kmux
 

@@ -28,6 +28,15 @@ struct cmd_entry {
 };
 
 extern const struct cmd_entry cmd_trace_entry;
+extern const struct cmd_entry cmd_run_entry;
+extern const struct cmd_entry cmd_verify_entry;
+extern const struct cmd_entry cmd_daemon_entry;
+extern const struct cmd_entry cmd_submit_entry;
+extern const struct cmd_entry cmd_ps_entry;
+extern const struct cmd_entry cmd_wait_entry;
+extern const struct cmd_entry cmd_cancel_entry;
+extern const struct cmd_entry cmd_logs_entry;
+extern const struct cmd_entry cmd_top_entry;
 
 /* NULL-terminated. */
 extern const struct cmd_entry *const cmd_table[];

@@ -21,7 +21,16 @@
 #endif
 
 const struct cmd_entry *const cmd_table[] = {
+	&cmd_run_entry,
 	&cmd_trace_entry,
+	&cmd_verify_entry,
+	&cmd_submit_entry,
+	&cmd_ps_entry,
+	&cmd_wait_entry,
+	&cmd_cancel_entry,
+	&cmd_logs_entry,
+	&cmd_top_entry,
+	&cmd_daemon_entry,
 	NULL,
 };
 

@@ -303,6 +303,7 @@ static struct kernel_info *kp_learn(const void *f)
 	ki->func = f;
 	ki->nparams = n;
 	ki->param_bytes = pb;
+	atomic_init(&ki->sched_class, KPARAMS_CLASS_UNKNOWN);
 	return ki;
 }
 

@@ -11,6 +11,7 @@
 #ifndef KMUX_KPARAMS_H
 #define KMUX_KPARAMS_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "cuda-internal.h"
@@ -26,7 +27,17 @@ struct kernel_info {
 	uint32_t param_bytes;	/* end of the last parameter */
 	uint32_t *offset;	/* nparams entries */
 	uint32_t *size;		/* nparams entries */
+	/*
+	 * The one field that changes after publication: the stream
+	 * scheduler's cached KMUX_BARRIER_KERNELS verdict (KPARAMS_CLASS_*),
+	 * so the regex runs once per kernel, not per launch.
+	 */
+	atomic_int sched_class;
 };
+
+#define KPARAMS_CLASS_UNKNOWN	0
+#define KPARAMS_CLASS_PLAIN	1
+#define KPARAMS_CLASS_BARRIER	2
 
 /*
  * The driver entry points kparams needs, passed in so the module is testable

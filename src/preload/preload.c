@@ -4,8 +4,16 @@
  *
  * Runs as a constructor in every process that carries the preload, CUDA or
  * not, so it does as little as possible: no libcuda, no files unless tracing
- * was asked for.  The environment is read here and nowhere else (the launch
- * path must never call getenv).
+ * or verification was asked for.  The environment is read here and nowhere
+ * else (the launch path must never call getenv):
+ *
+ *   KMUX_LOG                    error | warn | info | debug (default: errors)
+ *   KMUX_TRACE_DIR, KMUX_TRACE_TIMING     trace.h
+ *   KMUX_STREAMS, CUDA_DEVICE_MAX_CONNECTIONS, KMUX_BARRIER_KERNELS
+ *                               streams.h (a bad value: a warning, and the
+ *                               program runs unscheduled)
+ *   KMUX_DEBUG_STREAMS_FAIL     streams.h (test knob: injected failures)
+ *   KMUX_VERIFY_LOG             verify.h
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -14,6 +22,8 @@
 #include "alloc-table.h"
 #include "log.h"
 #include "preload.h"
+#include "streams.h"
+#include "verify.h"
 
 int kmux_tracking;
 struct kmux_config kmux_config;
@@ -44,6 +54,8 @@ static void preload_atfork_child(void)
 {
 	alloc_table_atfork_child();
 	trace_atfork_child();
+	streams_atfork_child();
+	verify_atfork_child();
 }
 
 __attribute__((constructor)) static void preload_init(void)
@@ -62,6 +74,16 @@ __attribute__((constructor)) static void preload_init(void)
 			       kmux_config.trace_timing) == 0)
 			kmux_tracking = 1;
 	}
+	kmux_config.streams = getenv("KMUX_STREAMS");
+	streams_debug_fail(getenv("KMUX_DEBUG_STREAMS_FAIL"));
+	if (streams_init(kmux_config.streams,
+			 getenv("CUDA_DEVICE_MAX_CONNECTIONS"),
+			 getenv("KMUX_BARRIER_KERNELS")) == 0 && kmux_streams)
+		kmux_tracking = 1;
+	kmux_config.verify_log = getenv("KMUX_VERIFY_LOG");
+	if (kmux_config.verify_log && *kmux_config.verify_log &&
+	    verify_init(kmux_config.verify_log) == 0)
+		kmux_tracking = 1;
 	pthread_atfork(preload_atfork_prepare, preload_atfork_parent,
 		       preload_atfork_child);
 }

@@ -13,10 +13,12 @@
 #include "trace.h"
 
 /*
- * Non-zero when wrappers must look at each operation (tracing now; the
- * stream scheduler and memory manager later).  Written once by the
- * constructor before main(), read without synchronization afterwards: when
- * zero, every wrapper is a straight call through the real table.
+ * Non-zero when wrappers must look at each operation: tracing
+ * (KMUX_TRACE_DIR), the stream scheduler (KMUX_STREAMS, see streams.h) or
+ * `kmux verify`'s recorder (KMUX_VERIFY_LOG, see verify.h).  Written once
+ * by the constructor before main(), read without synchronization
+ * afterwards: when zero, every wrapper is a straight call through the real
+ * table.
  */
 extern int kmux_tracking;
 
@@ -24,6 +26,8 @@ extern int kmux_tracking;
 struct kmux_config {
 	const char *trace_dir;	/* KMUX_TRACE_DIR */
 	int trace_timing;	/* KMUX_TRACE_TIMING */
+	const char *streams;	/* KMUX_STREAMS */
+	const char *verify_log;	/* KMUX_VERIFY_LOG */
 };
 extern struct kmux_config kmux_config;
 

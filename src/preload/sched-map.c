@@ -173,3 +173,29 @@ int sched_map_check(const struct sched_map *m)
 		return -EUCLEAN;
 	return 0;
 }
+
+int sched_rename(struct sched *s, uint64_t from, uint64_t to)
+{
+	struct sched_astate *a, keep;
+	int err;
+
+	if (!s || !from || !to)
+		return -EINVAL;
+	a = sched_map_find(&s->map, from);
+	if (!a)
+		return -ENOENT;
+	if (from == to)
+		return 0;
+	if (sched_map_find(&s->map, to))
+		return -EEXIST;
+	/* Room first, so that a failure leaves everything as it was. */
+	err = sched_map_reserve(s, 1);
+	if (err)
+		return err;
+	keep = *sched_map_find(&s->map, from);
+	sched_map_delete(&s->map, from);
+	a = sched_map_get(&s->map, to);
+	keep.id = to;
+	*a = keep;
+	return 0;
+}

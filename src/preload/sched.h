@@ -263,6 +263,17 @@ int sched_complete_hostwait(struct sched *s, const struct sched_hostwait *hw);
 int sched_forget(struct sched *s, uint64_t alloc_id);
 
 /*
+ * The allocation known as `from` is now known as `to` (its state moves).
+ * For stream-ordered allocation: the wrapper submits the allocation as an
+ * operation writing a placeholder id, then learns the real id from the
+ * address the driver returned.  0, -ENOENT (no state for `from`: nothing to
+ * move), -EEXIST (`to` has state), -EINVAL, -ENOMEM or -ENOSPC (the state of
+ * `from` is then kept: the caller makes the operation complete and forgets
+ * `from`).
+ */
+int sched_rename(struct sched *s, uint64_t from, uint64_t to);
+
+/*
  * A record of this slot that a decision asked for did not happen, or a wait
  * on it failed.  The slot is never named again until it is recorded anew.
  * Before going on, the caller makes the work the slot stood for complete

@@ -46,7 +46,8 @@
  *	event_query.
  *   {"type":"alloc"|"free","tid":T,"t":NS,"id":N,"base":"0x..","size":N,
  *    "kind":"device"|"managed"|"host"|"vmm","dev":N}
- *   {"type":"exit","t":NS,"timing_dropped":N}
+ *   {"type":"exit","t":NS,"timing_dropped":N[,"streams":N,"sched_ops":N,
+ *    "sched_barriers":N,"bridged":N,"waits_issued":N,"waits_pruned":N]}
  *	normal process exit; timing_dropped counts timed launches whose GPU
  *	time could not be resolved.
  *
@@ -209,6 +210,7 @@ struct tbuf {
 
 int trace_enabled;
 int trace_timing;
+int (*trace_exit_fields)(char *buf, size_t len);
 
 static char trace_dir[PATH_MAX];
 static char trace_path[PATH_MAX + 64];	/* dir + "/kmux-trace.<pid>.jsonl" */
@@ -1690,7 +1692,7 @@ void trace_flush_all(void)
  */
 static void trace_finish(void)
 {
-	char line[128];
+	char line[384];
 	uint64_t dropped;
 	int n, opened;
 
@@ -1720,8 +1722,11 @@ static void trace_finish(void)
 		return;
 	dropped = atomic_load(&trace_timing_dropped);
 	n = snprintf(line, sizeof(line),
-		     "{\"type\":\"exit\",\"t\":%lld,\"timing_dropped\":%llu}\n",
+		     "{\"type\":\"exit\",\"t\":%lld,\"timing_dropped\":%llu",
 		     (long long)rel(trace_now()), (unsigned long long)dropped);
+	if (trace_exit_fields)
+		n += trace_exit_fields(line + n, sizeof(line) - (size_t)n - 3);
+	n += snprintf(line + n, sizeof(line) - (size_t)n, "}\n");
 	file_write(line, (size_t)n);
 }
 

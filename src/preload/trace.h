@@ -14,6 +14,7 @@
 #ifndef KMUX_TRACE_H
 #define KMUX_TRACE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "cuda-internal.h"
@@ -114,6 +115,13 @@ void trace_alloc(const struct alloc *a, int is_free, uint64_t t);
  * up again on their next timed launch).
  */
 void trace_resolve_timing(int wait);
+
+/*
+ * Set (before exit) by a part that has counts to add to the process's
+ * "exit" line: writes ',"key":value' pairs into buf, at most len bytes,
+ * and returns how many (the stream scheduler's waits issued and pruned).
+ */
+extern int (*trace_exit_fields)(char *buf, size_t len);
 
 /* Write out every buffered event (process exit, fork). */
 void trace_flush_all(void);

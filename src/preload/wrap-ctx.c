@@ -1,12 +1,25 @@
 /*
  * wrap-ctx.c - driver start-up, devices and contexts.
  *
- * Pass-through today except where a context goes away: --timing events live
- * in a context, so they are resolved before it is destroyed or reset.  The
- * device queries are wrapped so that task placement can later present a
- * task with the GPUs it was given.
+ * Pass-through except where a context goes away: --timing events live in a
+ * context, so they are resolved before it is destroyed or reset; the stream
+ * scheduler's pool of that context is drained and dropped; `kmux verify`
+ * gives up on copies into its memory.  The device queries are wrapped so
+ * that task placement can later present a task with the GPUs it was given.
  */
 #include "preload.h"
+#include "streams.h"
+#include "verify.h"
+
+/* A context is about to go away (destroy, last release or reset). */
+static void ctx_going(CUcontext ctx)
+{
+	trace_resolve_timing(1);
+	if (ctx && kmux_streams)
+		streams_ctx_gone(ctx);
+	if (ctx && kmux_verify)
+		verify_ctx_gone(ctx);
+}
 
 KMUX_EXPORT CUresult CUDAAPI cuInit(unsigned flags)
 {
@@ -87,24 +100,35 @@ KMUX_EXPORT CUresult CUDAAPI cuCtxDestroy_v2(CUcontext ctx)
 	if (NO_DRIVER(cuCtxDestroy_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	if (kmux_tracking)
-		trace_resolve_timing(1);
+		ctx_going(ctx);
 	return REAL(cuCtxDestroy_v2)(ctx);
 }
 
 KMUX_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *ctx,
 						      CUdevice dev)
 {
+	CUresult r;
+
 	if (NO_DRIVER(cuDevicePrimaryCtxRetain))
 		return CUDA_ERROR_NOT_INITIALIZED;
-	return REAL(cuDevicePrimaryCtxRetain)(ctx, dev);
+	r = REAL(cuDevicePrimaryCtxRetain)(ctx, dev);
+	if (unlikely(kmux_tracking) && r == CUDA_SUCCESS)
+		streams_primary_retained(dev, *ctx);
+	return r;
 }
 
 KMUX_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 {
 	if (NO_DRIVER(cuDevicePrimaryCtxRelease_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
-	if (kmux_tracking)
+	if (kmux_tracking) {
+		/* Maybe not the last release: an "off" context stays off. */
 		trace_resolve_timing(1);
+		if (kmux_streams)
+			streams_primary_gone(dev, 0);
+		if (kmux_verify && streams_primary_ctx(dev))
+			verify_ctx_gone(streams_primary_ctx(dev));
+	}
 	return REAL(cuDevicePrimaryCtxRelease_v2)(dev);
 }
 
@@ -112,7 +136,12 @@ KMUX_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxReset_v2(CUdevice dev)
 {
 	if (NO_DRIVER(cuDevicePrimaryCtxReset_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
-	if (kmux_tracking)
+	if (kmux_tracking) {
 		trace_resolve_timing(1);
+		if (kmux_streams)
+			streams_primary_gone(dev, 1);
+		if (kmux_verify && streams_primary_ctx(dev))
+			verify_ctx_gone(streams_primary_ctx(dev));
+	}
 	return REAL(cuDevicePrimaryCtxReset_v2)(dev);
 }

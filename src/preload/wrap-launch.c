@@ -1,23 +1,53 @@
 /*
- * wrap-launch.c - kernel launches, graph launches and host functions.
+ * wrap-launch.c - kernel launches, graph launches, host functions and
+ * stream callbacks.
  *
  * With nothing switched on, each wrapper is one predictable branch and a
- * call through the real table: no lock, no syscall, no getenv.  When tracking,
- * the tracker decodes the parameters into the allocations they point into and
- * the launch is recorded.
+ * call through the real table: no lock, no syscall, no getenv.  When
+ * tracking, the tracker decodes the parameters into the allocations they
+ * point into and the launch is recorded; under KMUX_STREAMS a launch on a
+ * default stream goes to the stream scheduler with those allocations as its
+ * accesses.  A launch kmux cannot see through (parameters it could not
+ * decode, pointers into managed, host-mapped or VMM memory, a kernel named
+ * by KMUX_BARRIER_KERNELS, a graph, host code) is a barrier.
  */
 #include "kparams.h"
 #include "preload.h"
+#include "streams.h"
+#include "verify.h"
 
 #define LAUNCH_MAX_ACCESS 64
+
+enum launch_kind {
+	LAUNCH_KERNEL,
+	LAUNCH_KERNEL_EX,
+	LAUNCH_COOP,
+	LAUNCH_GRAPH,
+	LAUNCH_HOST_FUNC,
+	LAUNCH_CALLBACK,
+};
 
 struct launch_op {
 	struct trace_launch tl;
 	struct access acc[LAUNCH_MAX_ACCESS];
 	void *token;
-	CUstream stream;	/* normalized handle, safe to pass to the driver */
+	CUstream stream;	/* where it went, an explicit handle */
+
+	/* The call, so that it can be made on another stream. */
+	enum launch_kind kind;
+	int per_thread;
+	CUstream orig;		/* the program's stream argument */
+	CUfunction f;
+	void **params, **extra;
+	const CUlaunchConfig *config;
+	CUgraphExec graph;
+	CUhostFn host_fn;
+	CUstreamCallback callback;
+	unsigned callback_flags;
+	void *data;
 };
 
+/* Decode and describe the launch; nothing is issued yet. */
 static void launch_op_begin(struct launch_op *op, enum trace_api api,
 			    const void *f, const unsigned grid[3],
 			    const unsigned block[3], unsigned shmem, CUstream s,
@@ -30,6 +60,12 @@ static void launch_op_begin(struct launch_op *op, enum trace_api api,
 		tl->grid[i] = grid ? grid[i] : 0;
 		tl->block[i] = block ? block[i] : 0;
 	}
+	op->orig = s;
+	op->per_thread = per_thread;
+	op->f = (CUfunction)f;
+	op->params = params;
+	op->extra = extra;
+	op->token = NULL;
 	tl->stream = stream_norm(s, per_thread);
 	op->stream = (CUstream)(uintptr_t)tl->stream;
 	if (f) {
@@ -42,11 +78,168 @@ static void launch_op_begin(struct launch_op *op, enum trace_api api,
 	}
 	tl->acc = op->acc;
 	tl->t_begin = trace_now();
-	op->token = trace_launch_begin(op->stream);
 }
 
-static CUresult launch_op_end(struct launch_op *op, CUresult r)
+/* The real call on stream s, or as the program made it (s NULL). */
+static CUresult launch_real(struct launch_op *op, CUstream s)
 {
+	const unsigned *g = op->tl.grid, *b = op->tl.block;
+	CUstream to = s ? s : op->orig;
+	int pt = s ? 0 : op->per_thread;
+	CUlaunchConfig cfg;
+
+	switch (op->kind) {
+	case LAUNCH_KERNEL:
+		if (pt)
+			return REAL(cuLaunchKernel_ptsz)(op->f, g[0], g[1],
+					g[2], b[0], b[1], b[2], op->tl.shmem,
+					to, op->params, op->extra);
+		return REAL(cuLaunchKernel)(op->f, g[0], g[1], g[2], b[0],
+					    b[1], b[2], op->tl.shmem, to,
+					    op->params, op->extra);
+	case LAUNCH_KERNEL_EX:
+		cfg = *op->config;
+		cfg.hStream = to;
+		if (pt)
+			return REAL(cuLaunchKernelEx_ptsz)(&cfg, op->f,
+							   op->params,
+							   op->extra);
+		return REAL(cuLaunchKernelEx)(&cfg, op->f, op->params,
+					      op->extra);
+	case LAUNCH_COOP:
+		if (pt)
+			return REAL(cuLaunchCooperativeKernel_ptsz)(op->f, g[0],
+					g[1], g[2], b[0], b[1], b[2],
+					op->tl.shmem, to, op->params);
+		return REAL(cuLaunchCooperativeKernel)(op->f, g[0], g[1], g[2],
+				b[0], b[1], b[2], op->tl.shmem, to,
+				op->params);
+	case LAUNCH_GRAPH:
+		if (pt)
+			return REAL(cuGraphLaunch_ptsz)(op->graph, to);
+		return REAL(cuGraphLaunch)(op->graph, to);
+	case LAUNCH_HOST_FUNC:
+		if (pt)
+			return REAL(cuLaunchHostFunc_ptsz)(to, op->host_fn,
+							   op->data);
+		return REAL(cuLaunchHostFunc)(to, op->host_fn, op->data);
+	case LAUNCH_CALLBACK:
+		if (pt)
+			return REAL(cuStreamAddCallback_ptsz)(to, op->callback,
+					op->data, op->callback_flags);
+		return REAL(cuStreamAddCallback)(to, op->callback, op->data,
+						 op->callback_flags);
+	}
+	return CUDA_ERROR_INVALID_VALUE;
+}
+
+/*
+ * streams_issue_fn: the launch on stream s (a pool stream, or NULL: as the
+ * program asked), with --timing's start event on that same stream.
+ */
+static CUresult launch_issue(void *arg, CUstream s)
+{
+	struct launch_op *op = arg;
+
+	if (s) {
+		op->stream = s;
+		op->tl.stream = (uint64_t)(uintptr_t)s;
+	}
+	op->token = trace_launch_begin(op->stream);
+	return launch_real(op, s);
+}
+
+#if CUDA_VERSION >= 12030
+#define LAUNCH_ATTR_COMPLETION_EVENT CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT
+#else
+#define LAUNCH_ATTR_COMPLETION_EVENT CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT
+#endif
+
+/*
+ * Launch attributes that record events or tie the launch to its stream's
+ * previous kernel: only the program's own stream keeps their meaning.
+ */
+static int launch_ex_bound_to_stream(const CUlaunchConfig *c)
+{
+	for (unsigned i = 0; c->attrs && i < c->numAttrs; i++) {
+		CUlaunchAttributeID id = c->attrs[i].id;
+
+		if (id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT ||
+		    id == LAUNCH_ATTR_COMPLETION_EVENT ||
+		    id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)
+			return 1;
+	}
+	return 0;
+}
+
+/* Whether kmux cannot see all the kernel reaches. */
+static int launch_is_barrier(const struct launch_op *op)
+{
+	const struct trace_launch *tl = &op->tl;
+
+	if (!tl->ki || tl->ki->nparams < 0)
+		return 1;
+	if (tl->kflags & (KPARAMS_UNKNOWN_LAYOUT | KPARAMS_EXTRA_OPAQUE |
+			  KPARAMS_TRUNCATED))
+		return 1;
+	for (int i = 0; i < tl->nacc; i++)
+		if (op->acc[i].kind != ALLOC_DEVICE)
+			return 1;	/* managed, host-mapped, VMM */
+	return streams_barrier_kernel(tl->ki);
+}
+
+/* 1 and *r when the scheduler ran it; 0: pass it through. */
+static int launch_sched(struct launch_op *op, CUresult *r)
+{
+	struct sched_access acc[LAUNCH_MAX_ACCESS];
+	struct streams_req rq = {
+		.orig = streams_default_handle(op->orig, op->per_thread),
+		.issue = launch_issue,
+		.arg = op,
+	};
+	const unsigned *g = op->tl.grid;
+
+	switch (op->kind) {
+	case LAUNCH_GRAPH:
+	case LAUNCH_HOST_FUNC:
+	case LAUNCH_CALLBACK:
+		rq.flags = SCHED_BARRIER;
+		break;
+	case LAUNCH_KERNEL_EX:
+		if (launch_ex_bound_to_stream(op->config)) {
+			rq.flags = STREAMS_BRIDGE;
+			break;
+		}
+		/* fall through */
+	case LAUNCH_KERNEL:
+	case LAUNCH_COOP:
+		rq.blocks = (uint64_t)g[0] * g[1] * g[2];
+		if (launch_is_barrier(op)) {
+			rq.flags = SCHED_BARRIER;
+			break;
+		}
+		/* Read-write: nothing proves a parameter read-only. */
+		for (int i = 0; i < op->tl.nacc; i++)
+			acc[i] = (struct sched_access){
+				.alloc_id = op->acc[i].alloc_id,
+				.mode = SCHED_RW,
+			};
+		rq.acc = acc;
+		rq.nacc = op->tl.nacc;
+		break;
+	}
+	return streams_run(&rq, r);
+}
+
+static CUresult launch_go(struct launch_op *op)
+{
+	CUresult r;
+
+	if (kmux_verify && op->tl.ki)
+		verify_kernel(op->tl.ki->name);
+	if (!(kmux_streams && streams_is_default(op->orig) &&
+	      launch_sched(op, &r)))
+		r = launch_issue(op, NULL);
 	op->tl.t_end = trace_now();
 	op->tl.result = r;
 	trace_launch_end(op->token, op->stream, &op->tl);
@@ -60,17 +253,11 @@ static CUresult launch_kernel(int per_thread, CUfunction f, unsigned gx,
 {
 	const unsigned grid[3] = { gx, gy, gz }, block[3] = { bx, by, bz };
 	struct launch_op op;
-	CUresult r;
 
 	launch_op_begin(&op, TRACE_API_LAUNCH, f, grid, block, shmem, s,
 			per_thread, params, extra);
-	if (per_thread)
-		r = REAL(cuLaunchKernel_ptsz)(f, gx, gy, gz, bx, by, bz, shmem,
-					      s, params, extra);
-	else
-		r = REAL(cuLaunchKernel)(f, gx, gy, gz, bx, by, bz, shmem, s,
-					 params, extra);
-	return launch_op_end(&op, r);
+	op.kind = LAUNCH_KERNEL;
+	return launch_go(&op);
 }
 
 KMUX_EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned gx,
@@ -105,7 +292,6 @@ static CUresult launch_kernel_ex(int per_thread, const CUlaunchConfig *c,
 				 CUfunction f, void **params, void **extra)
 {
 	struct launch_op op;
-	CUresult r;
 	unsigned grid[3], block[3];
 
 	if (!c) {
@@ -118,11 +304,9 @@ static CUresult launch_kernel_ex(int per_thread, const CUlaunchConfig *c,
 	launch_op_begin(&op, TRACE_API_LAUNCH_EX, f, grid, block,
 			c->sharedMemBytes, c->hStream, per_thread, params,
 			extra);
-	if (per_thread)
-		r = REAL(cuLaunchKernelEx_ptsz)(c, f, params, extra);
-	else
-		r = REAL(cuLaunchKernelEx)(c, f, params, extra);
-	return launch_op_end(&op, r);
+	op.kind = LAUNCH_KERNEL_EX;
+	op.config = c;
+	return launch_go(&op);
 }
 
 KMUX_EXPORT CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *c,
@@ -152,17 +336,11 @@ static CUresult launch_coop(int per_thread, CUfunction f, unsigned gx,
 {
 	const unsigned grid[3] = { gx, gy, gz }, block[3] = { bx, by, bz };
 	struct launch_op op;
-	CUresult r;
 
 	launch_op_begin(&op, TRACE_API_LAUNCH_COOP, f, grid, block, shmem, s,
 			per_thread, params, NULL);
-	if (per_thread)
-		r = REAL(cuLaunchCooperativeKernel_ptsz)(f, gx, gy, gz, bx, by,
-							 bz, shmem, s, params);
-	else
-		r = REAL(cuLaunchCooperativeKernel)(f, gx, gy, gz, bx, by, bz,
-						    shmem, s, params);
-	return launch_op_end(&op, r);
+	op.kind = LAUNCH_COOP;
+	return launch_go(&op);
 }
 
 KMUX_EXPORT CUresult CUDAAPI cuLaunchCooperativeKernel(CUfunction f,
@@ -192,56 +370,104 @@ KMUX_EXPORT CUresult CUDAAPI cuLaunchCooperativeKernel_ptsz(CUfunction f,
 	return launch_coop(1, f, gx, gy, gz, bx, by, bz, shmem, s, params);
 }
 
-KMUX_EXPORT CUresult CUDAAPI cuGraphLaunch(CUgraphExec g, CUstream s)
+static CUresult launch_graph(int per_thread, CUgraphExec g, CUstream s)
 {
 	struct launch_op op;
 
+	launch_op_begin(&op, TRACE_API_GRAPH, NULL, NULL, NULL, 0, s,
+			per_thread, NULL, NULL);
+	op.kind = LAUNCH_GRAPH;
+	op.graph = g;
+	return launch_go(&op);
+}
+
+KMUX_EXPORT CUresult CUDAAPI cuGraphLaunch(CUgraphExec g, CUstream s)
+{
 	if (NO_DRIVER(cuGraphLaunch))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	if (likely(!kmux_tracking))
 		return REAL(cuGraphLaunch)(g, s);
-	launch_op_begin(&op, TRACE_API_GRAPH, NULL, NULL, NULL, 0, s, 0, NULL,
-			NULL);
-	return launch_op_end(&op, REAL(cuGraphLaunch)(g, s));
+	return launch_graph(0, g, s);
 }
 
 KMUX_EXPORT CUresult CUDAAPI cuGraphLaunch_ptsz(CUgraphExec g, CUstream s)
 {
-	struct launch_op op;
-
 	if (NO_DRIVER(cuGraphLaunch_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	if (likely(!kmux_tracking))
 		return REAL(cuGraphLaunch_ptsz)(g, s);
-	launch_op_begin(&op, TRACE_API_GRAPH, NULL, NULL, NULL, 0, s, 1, NULL,
-			NULL);
-	return launch_op_end(&op, REAL(cuGraphLaunch_ptsz)(g, s));
+	return launch_graph(1, g, s);
+}
+
+static CUresult launch_host_func(int per_thread, CUstream s, CUhostFn fn,
+				 void *data)
+{
+	struct launch_op op;
+
+	launch_op_begin(&op, TRACE_API_HOST_FUNC, NULL, NULL, NULL, 0, s,
+			per_thread, NULL, NULL);
+	op.kind = LAUNCH_HOST_FUNC;
+	op.host_fn = fn;
+	op.data = data;
+	return launch_go(&op);
 }
 
 KMUX_EXPORT CUresult CUDAAPI cuLaunchHostFunc(CUstream s, CUhostFn fn,
 					      void *data)
 {
-	struct launch_op op;
-
 	if (NO_DRIVER(cuLaunchHostFunc))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	if (likely(!kmux_tracking))
 		return REAL(cuLaunchHostFunc)(s, fn, data);
-	launch_op_begin(&op, TRACE_API_HOST_FUNC, NULL, NULL, NULL, 0, s, 0,
-			NULL, NULL);
-	return launch_op_end(&op, REAL(cuLaunchHostFunc)(s, fn, data));
+	return launch_host_func(0, s, fn, data);
 }
 
 KMUX_EXPORT CUresult CUDAAPI cuLaunchHostFunc_ptsz(CUstream s, CUhostFn fn,
 						   void *data)
 {
-	struct launch_op op;
-
 	if (NO_DRIVER(cuLaunchHostFunc_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	if (likely(!kmux_tracking))
 		return REAL(cuLaunchHostFunc_ptsz)(s, fn, data);
-	launch_op_begin(&op, TRACE_API_HOST_FUNC, NULL, NULL, NULL, 0, s, 1,
-			NULL, NULL);
-	return launch_op_end(&op, REAL(cuLaunchHostFunc_ptsz)(s, fn, data));
+	return launch_host_func(1, s, fn, data);
+}
+
+/*
+ * cuStreamAddCallback: host code like cuLaunchHostFunc (recorded as one in
+ * the trace).  Wrapped so that a callback on a default stream keeps its
+ * place among scheduled work.
+ */
+static CUresult launch_callback(int per_thread, CUstream s,
+				CUstreamCallback cb, void *data,
+				unsigned flags)
+{
+	struct launch_op op;
+
+	launch_op_begin(&op, TRACE_API_HOST_FUNC, NULL, NULL, NULL, 0, s,
+			per_thread, NULL, NULL);
+	op.kind = LAUNCH_CALLBACK;
+	op.callback = cb;
+	op.callback_flags = flags;
+	op.data = data;
+	return launch_go(&op);
+}
+
+KMUX_EXPORT CUresult CUDAAPI cuStreamAddCallback(CUstream s,
+		CUstreamCallback cb, void *data, unsigned flags)
+{
+	if (NO_DRIVER(cuStreamAddCallback))
+		return CUDA_ERROR_NOT_INITIALIZED;
+	if (likely(!kmux_tracking))
+		return REAL(cuStreamAddCallback)(s, cb, data, flags);
+	return launch_callback(0, s, cb, data, flags);
+}
+
+KMUX_EXPORT CUresult CUDAAPI cuStreamAddCallback_ptsz(CUstream s,
+		CUstreamCallback cb, void *data, unsigned flags)
+{
+	if (NO_DRIVER(cuStreamAddCallback_ptsz))
+		return CUDA_ERROR_NOT_INITIALIZED;
+	if (likely(!kmux_tracking))
+		return REAL(cuStreamAddCallback_ptsz)(s, cb, data, flags);
+	return launch_callback(1, s, cb, data, flags);
 }

@@ -5,12 +5,20 @@
  * The map is kept whether or not tracing is on: it costs nothing on the
  * launch path and later parts (quotas, the memory manager) rely on it being
  * complete from the first allocation.
+ *
+ * Under KMUX_STREAMS: a synchronous free first waits for the scheduled work
+ * that uses the allocation (and only that), then the scheduler forgets it;
+ * stream-ordered allocations and frees on a default stream are scheduled
+ * operations writing the allocation, so its users follow the allocation
+ * and the free follows its users.
  */
 #include <errno.h>
 
 #include "alloc-table.h"
 #include "log.h"
 #include "preload.h"
+#include "streams.h"
+#include "verify.h"
 
 static int current_device(void)
 {
@@ -21,14 +29,17 @@ static int current_device(void)
 	return -1;
 }
 
-static void mem_track(uint64_t base, uint64_t size, enum alloc_kind kind)
+static void mem_untrack(uint64_t base);
+
+/* Returns the new allocation's id, 0 when it could not be tracked. */
+static uint64_t mem_track(uint64_t base, uint64_t size, enum alloc_kind kind)
 {
 	struct alloc_table *t = alloc_table_global();
 	struct alloc a = { .base = base, .size = size, .kind = kind };
 	int err;
 
 	if (!t || !size)
-		return;
+		return 0;
 	a.device = kind == ALLOC_HOST_MAPPED ? -1 : current_device();
 	err = alloc_table_insert(t, base, size, kind, a.device, &a.id);
 	if (err) {
@@ -38,13 +49,40 @@ static void mem_track(uint64_t base, uint64_t size, enum alloc_kind kind)
 			  (unsigned long long)base, (unsigned long long)size,
 			  err);
 		if (err != -EEXIST)
-			return;
+			return 0;
 		alloc_table_remove(t, base, NULL);
 		if (alloc_table_insert(t, base, size, kind, a.device, &a.id))
-			return;
+			return 0;
 	}
 	if (kmux_tracking)
 		trace_alloc(&a, 0, trace_now());
+	return a.id;
+}
+
+/*
+ * The allocation that starts at base (0: none).  A synchronous free under
+ * the stream scheduler first waits for the scheduled work that uses it;
+ * pending `kmux verify` copies into it are given up.
+ */
+static uint64_t mem_before_free(uint64_t base)
+{
+	struct alloc_table *t = alloc_table_global();
+	struct alloc a;
+
+	if (!t || !base || alloc_table_find(t, base, &a) || a.base != base)
+		return 0;
+	if (kmux_streams)
+		streams_before_free(a.id);
+	if (kmux_verify && a.kind == ALLOC_HOST_MAPPED)
+		verify_host_gone(a.base, a.size);
+	return a.id;
+}
+
+static void mem_after_free(uint64_t base, uint64_t id)
+{
+	mem_untrack(base);
+	if (kmux_streams)
+		streams_forget(id);
 }
 
 static void mem_untrack(uint64_t base)
@@ -96,96 +134,177 @@ KMUX_EXPORT CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr *dptr, size_t size,
 	return r;
 }
 
+/* A stream-ordered allocation or free, for the scheduler's issue. */
+struct async_args {
+	int which;		/* ASYNC_* */
+	int per_thread;
+	CUdeviceptr *dptr;	/* allocations */
+	CUdeviceptr ptr;	/* frees */
+	size_t size;
+	CUmemoryPool pool;	/* ASYNC_ALLOC_POOL */
+	CUstream s;		/* the program's */
+};
+
+enum { ASYNC_ALLOC, ASYNC_ALLOC_POOL, ASYNC_FREE };
+
+static CUresult async_issue(void *arg, CUstream to)
+{
+	const struct async_args *a = arg;
+	CUstream s = to ? to : a->s;
+	int pt = to ? 0 : a->per_thread;
+
+	switch (a->which) {
+	case ASYNC_ALLOC:
+		return pt ? REAL(cuMemAllocAsync_ptsz)(a->dptr, a->size, s)
+			  : REAL(cuMemAllocAsync)(a->dptr, a->size, s);
+	case ASYNC_ALLOC_POOL:
+		return pt ? REAL(cuMemAllocFromPoolAsync_ptsz)(a->dptr,
+						a->size, a->pool, s)
+			  : REAL(cuMemAllocFromPoolAsync)(a->dptr, a->size,
+							  a->pool, s);
+	default:
+		return pt ? REAL(cuMemFreeAsync_ptsz)(a->ptr, s)
+			  : REAL(cuMemFreeAsync)(a->ptr, s);
+	}
+}
+
+/*
+ * On a default stream under the scheduler, the allocation is an operation
+ * writing a placeholder, renamed to the real id once the address is known.
+ */
+static CUresult alloc_async(struct async_args *a)
+{
+	uint64_t ph, id;
+	struct sched_access acc;
+	struct streams_req rq = {
+		.acc = &acc, .nacc = 1,
+		.orig = streams_default_handle(a->s, a->per_thread),
+		.issue = async_issue, .arg = a,
+	};
+	CUresult r;
+
+	if (likely(!kmux_streams) || !streams_is_default(a->s)) {
+		r = async_issue(a, NULL);
+		if (r == CUDA_SUCCESS)
+			mem_track(*a->dptr, a->size, ALLOC_DEVICE);
+		return r;
+	}
+	ph = streams_placeholder();
+	acc = (struct sched_access){ .alloc_id = ph, .mode = SCHED_WRITE };
+	if (!streams_run(&rq, &r))
+		r = async_issue(a, NULL);
+	id = r == CUDA_SUCCESS ? mem_track(*a->dptr, a->size, ALLOC_DEVICE)
+			       : 0;
+	streams_rename(ph, id);
+	return r;
+}
+
 KMUX_EXPORT CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr *dptr, size_t size,
 					     CUstream s)
 {
-	CUresult r;
-
 	if (NO_DRIVER(cuMemAllocAsync))
 		return CUDA_ERROR_NOT_INITIALIZED;
-	r = REAL(cuMemAllocAsync)(dptr, size, s);
-	if (r == CUDA_SUCCESS)
-		mem_track(*dptr, size, ALLOC_DEVICE);
-	return r;
+	return alloc_async(&(struct async_args){ .which = ASYNC_ALLOC,
+			   .dptr = dptr, .size = size, .s = s });
 }
 
 KMUX_EXPORT CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr *dptr,
 						  size_t size, CUstream s)
 {
-	CUresult r;
-
 	if (NO_DRIVER(cuMemAllocAsync_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
-	r = REAL(cuMemAllocAsync_ptsz)(dptr, size, s);
-	if (r == CUDA_SUCCESS)
-		mem_track(*dptr, size, ALLOC_DEVICE);
-	return r;
+	return alloc_async(&(struct async_args){ .which = ASYNC_ALLOC,
+			   .per_thread = 1, .dptr = dptr, .size = size,
+			   .s = s });
 }
 
 KMUX_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync(CUdeviceptr *dptr,
 		size_t size, CUmemoryPool pool, CUstream s)
 {
-	CUresult r;
-
 	if (NO_DRIVER(cuMemAllocFromPoolAsync))
 		return CUDA_ERROR_NOT_INITIALIZED;
-	r = REAL(cuMemAllocFromPoolAsync)(dptr, size, pool, s);
-	if (r == CUDA_SUCCESS)
-		mem_track(*dptr, size, ALLOC_DEVICE);
-	return r;
+	return alloc_async(&(struct async_args){ .which = ASYNC_ALLOC_POOL,
+			   .dptr = dptr, .size = size, .pool = pool, .s = s });
 }
 
 KMUX_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr,
 		size_t size, CUmemoryPool pool, CUstream s)
 {
-	CUresult r;
-
 	if (NO_DRIVER(cuMemAllocFromPoolAsync_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
-	r = REAL(cuMemAllocFromPoolAsync_ptsz)(dptr, size, pool, s);
-	if (r == CUDA_SUCCESS)
-		mem_track(*dptr, size, ALLOC_DEVICE);
-	return r;
+	return alloc_async(&(struct async_args){ .which = ASYNC_ALLOC_POOL,
+			   .per_thread = 1, .dptr = dptr, .size = size,
+			   .pool = pool, .s = s });
 }
 
 KMUX_EXPORT CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr)
 {
+	uint64_t id = 0;
 	CUresult r;
 
 	if (NO_DRIVER(cuMemFree_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	if (unlikely(kmux_tracking))
+		id = mem_before_free(dptr);
 	r = REAL(cuMemFree_v2)(dptr);
 	if (r == CUDA_SUCCESS)
-		mem_untrack(dptr);
+		mem_after_free(dptr, id);
 	return r;
 }
 
 /*
  * Stream-ordered frees: the range leaves the map at the call, because the
  * pool may hand the same address to the next cuMemAllocAsync right away.
+ * On a default stream under the scheduler the free is an operation writing
+ * the allocation: it follows every user.  The driver orders a later reuse
+ * of the memory on another stream itself.
  */
-KMUX_EXPORT CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream s)
+static CUresult free_async(struct async_args *a)
 {
+	struct alloc_table *t = alloc_table_global();
+	struct sched_access acc;
+	struct streams_req rq = {
+		.orig = streams_default_handle(a->s, a->per_thread),
+		.issue = async_issue, .arg = a,
+	};
+	struct alloc al;
 	CUresult r;
 
+	if (likely(!kmux_streams) || !streams_is_default(a->s) || !t) {
+		r = async_issue(a, NULL);
+		if (r == CUDA_SUCCESS)
+			mem_untrack(a->ptr);
+		return r;
+	}
+	if (alloc_table_find(t, a->ptr, &al) == 0 && al.base == a->ptr) {
+		acc = (struct sched_access){ al.id, SCHED_WRITE };
+		rq.acc = &acc;
+		rq.nacc = 1;
+	} else {
+		al.id = 0;
+		rq.flags = SCHED_BARRIER;	/* memory kmux never saw */
+	}
+	if (!streams_run(&rq, &r))
+		r = async_issue(a, NULL);
+	if (r == CUDA_SUCCESS)
+		mem_after_free(a->ptr, al.id);
+	return r;
+}
+
+KMUX_EXPORT CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream s)
+{
 	if (NO_DRIVER(cuMemFreeAsync))
 		return CUDA_ERROR_NOT_INITIALIZED;
-	r = REAL(cuMemFreeAsync)(dptr, s);
-	if (r == CUDA_SUCCESS)
-		mem_untrack(dptr);
-	return r;
+	return free_async(&(struct async_args){ .which = ASYNC_FREE,
+			  .ptr = dptr, .s = s });
 }
 
 KMUX_EXPORT CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream s)
 {
-	CUresult r;
-
 	if (NO_DRIVER(cuMemFreeAsync_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
-	r = REAL(cuMemFreeAsync_ptsz)(dptr, s);
-	if (r == CUDA_SUCCESS)
-		mem_untrack(dptr);
-	return r;
+	return free_async(&(struct async_args){ .which = ASYNC_FREE,
+			  .per_thread = 1, .ptr = dptr, .s = s });
 }
 
 /* Host memory the device can reach: its device address is its host address. */
@@ -216,13 +335,16 @@ KMUX_EXPORT CUresult CUDAAPI cuMemHostAlloc(void **pp, size_t size,
 
 KMUX_EXPORT CUresult CUDAAPI cuMemFreeHost(void *p)
 {
+	uint64_t id = 0;
 	CUresult r;
 
 	if (NO_DRIVER(cuMemFreeHost))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	if (unlikely(kmux_tracking))
+		id = mem_before_free((uint64_t)(uintptr_t)p);
 	r = REAL(cuMemFreeHost)(p);
 	if (r == CUDA_SUCCESS)
-		mem_untrack((uint64_t)(uintptr_t)p);
+		mem_after_free((uint64_t)(uintptr_t)p, id);
 	return r;
 }
 
@@ -241,13 +363,16 @@ KMUX_EXPORT CUresult CUDAAPI cuMemHostRegister_v2(void *p, size_t size,
 
 KMUX_EXPORT CUresult CUDAAPI cuMemHostUnregister(void *p)
 {
+	uint64_t id = 0;
 	CUresult r;
 
 	if (NO_DRIVER(cuMemHostUnregister))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	if (unlikely(kmux_tracking))
+		id = mem_before_free((uint64_t)(uintptr_t)p);
 	r = REAL(cuMemHostUnregister)(p);
 	if (r == CUDA_SUCCESS)
-		mem_untrack((uint64_t)(uintptr_t)p);
+		mem_after_free((uint64_t)(uintptr_t)p, id);
 	return r;
 }
 
@@ -302,13 +427,16 @@ KMUX_EXPORT CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size,
 
 KMUX_EXPORT CUresult CUDAAPI cuMemUnmap(CUdeviceptr ptr, size_t size)
 {
+	uint64_t id = 0;
 	CUresult r;
 
 	if (NO_DRIVER(cuMemUnmap))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	if (unlikely(kmux_tracking))
+		id = mem_before_free(ptr);
 	r = REAL(cuMemUnmap)(ptr, size);
 	if (r == CUDA_SUCCESS)
-		mem_untrack(ptr);
+		mem_after_free(ptr, id);
 	return r;
 }
 

@@ -1,0 +1,73 @@
+/*
+ * run-env.c - the --streams argument and the scheduling environment
+ * shared by `kmux run` and `kmux verify` (see run-env.h).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "run-env.h"
+
+int run_parse_streams(const char *arg, int *n)
+{
+	char *end;
+	long v;
+
+	/* No sign, no blanks, no "4x": a typo must not become a number. */
+	if (!arg || *arg < '0' || *arg > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtol(arg, &end, 10);
+	if (errno || *end || v < 1 || v > RUN_STREAMS_MAX)
+		return -EINVAL;
+	*n = (int)v;
+	return 0;
+}
+
+void run_env_init(struct run_env *e)
+{
+	memset(e, 0, sizeof(*e));
+}
+
+static void run_env_push(struct run_env *e, const char *entry)
+{
+	if (e->n < RUN_ENV_MAX)
+		e->env[e->n++] = entry;
+	e->env[e->n] = NULL;
+}
+
+void run_env_streams(struct run_env *e, int n)
+{
+	const char *cdmc = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+	int want;
+
+	if (n <= 0) {
+		run_env_push(e, "KMUX_STREAMS");
+		return;
+	}
+	snprintf(e->streams, sizeof(e->streams), "KMUX_STREAMS=%d", n);
+	run_env_push(e, e->streams);
+	if (n > RUN_DEFAULT_CONNECTIONS && (!cdmc || !*cdmc)) {
+		want = n < RUN_MAX_CONNECTIONS ? n : RUN_MAX_CONNECTIONS;
+		snprintf(e->connections, sizeof(e->connections),
+			 "CUDA_DEVICE_MAX_CONNECTIONS=%d", want);
+		run_env_push(e, e->connections);
+	}
+}
+
+int run_env_set(struct run_env *e, const char *name, const char *value)
+{
+	char *slot;
+	int len;
+
+	if (e->nextra >= 2 || e->n >= RUN_ENV_MAX)
+		return -ENOSPC;
+	slot = e->extra[e->nextra];
+	len = snprintf(slot, sizeof(e->extra[0]), "%s=%s", name, value);
+	if (len < 0 || (size_t)len >= sizeof(e->extra[0]))
+		return -ENAMETOOLONG;
+	e->nextra++;
+	run_env_push(e, slot);
+	return 0;
+}

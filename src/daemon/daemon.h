@@ -1,0 +1,208 @@
+/*
+ * daemon.h - kmuxd's internal state, shared by its files:
+ *
+ *	server.c         start-up, socket and locks, signals, the tick
+ *	server-client.c  connections: framing, HELLO, requests, replies
+ *	job.c            jobs: queue, admission, start, reaping, signals,
+ *	                 recovery
+ *	job-request.c    what clients ask: submit, ps, top, wait, cancel,
+ *	                 logs, and the preload's messages
+ *	nvml.c           the GPUs
+ *
+ * One thread, one libevent loop: nothing here is locked.
+ */
+#ifndef KMUX_DAEMON_H
+#define KMUX_DAEMON_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/queue.h>
+#include <sys/types.h>
+
+#include "admit.h"
+#include "paths.h"
+#include "proto.h"
+
+struct event;
+struct event_base;
+struct evconnlistener;
+struct bufferevent;
+struct db;
+struct nvml;
+struct server;
+
+/* One client connection: the CLI, or later a preload. */
+struct conn {
+	TAILQ_ENTRY(conn) entry;
+	struct server *srv;
+	struct bufferevent *bev;
+	uint64_t id;		/* for the log */
+	uid_t uid;		/* SO_PEERCRED */
+	gid_t gid;
+	pid_t pid;
+	bool hello;		/* HELLO seen: other requests allowed */
+	uint16_t role;
+	bool closing;		/* no more requests; freed once flushed */
+	bool free_scheduled;
+};
+
+/* A queued or running job (ended jobs live in the database only). */
+struct job {
+	TAILQ_ENTRY(job) entry;
+	int64_t id;
+	uint32_t uid;
+	uint32_t state;		/* PROTO_JOB_QUEUED or _RUNNING */
+	uint32_t flags;		/* PROTO_JOB_F_* | DB_JOB_F_* */
+	uint64_t submit_us;
+	uint64_t start_us;
+	uint64_t profile_key;
+	uint64_t mem_peak;
+	struct admit_task task;
+	struct admit_placement place;	/* valid while running */
+	bool placed;		/* place committed to the GPUs */
+	pid_t pid;		/* 0: not known (yet) */
+	uint64_t pid_start;
+	bool child;		/* ours: SIGCHLD reaps it; else /proc polls */
+	bool cancelling;
+	struct event *kill_timer;	/* SIGKILL after the grace period */
+	struct conn *owner;	/* RUN: the client that runs it */
+	uint32_t owner_seq;
+	bool told_queued;	/* RUN: QUEUED sent (once) */
+};
+
+/* A client blocked in WAIT. */
+struct waiter {
+	TAILQ_ENTRY(waiter) entry;
+	struct conn *conn;
+	uint32_t seq;
+	int64_t job;
+};
+
+/* A client reading a log (LOGS), until EOF. */
+struct follower {
+	TAILQ_ENTRY(follower) entry;
+	struct conn *conn;
+	uint32_t seq;
+	int64_t job;
+	int fd;
+	uint64_t offset;
+	bool follow;		/* to the end of the job, not of the file */
+};
+
+TAILQ_HEAD(conn_list, conn);
+TAILQ_HEAD(job_list, job);
+TAILQ_HEAD(waiter_list, waiter);
+TAILQ_HEAD(follower_list, follower);
+
+struct server {
+	struct event_base *base;
+	struct evconnlistener *listener;
+	struct db *db;
+	struct nvml *nvml;
+	char nvml_why[256];	/* why there are no GPUs, if so */
+	struct kmux_paths paths;
+	char db_path[PATH_MAX + 16];
+	char log_dir[PATH_MAX + 16];
+	bool system;
+	uid_t uid;		/* the daemon's own */
+	double kill_grace_s;
+
+	/* The preload for the jobs; "" when it was not found. */
+	char library[PATH_MAX];
+
+	struct db_recovery_counts {
+		size_t queued, running_kept, lost;
+	} recovered;		/* what start-up found, for the log */
+
+	struct admit_policy policy;
+	struct admit_gpu gpus[ADMIT_MAX_GPUS];
+	size_t ngpus;
+	uint64_t stamp;		/* placements so far (round robin) */
+	uint64_t last_sample_us;
+
+	struct job_list queued;	/* submission order */
+	struct job_list running;
+	struct conn_list conns;
+	uint64_t next_conn_id;
+	struct waiter_list waiters;
+	struct follower_list followers;
+
+	struct event *ev_sigchld, *ev_sigterm, *ev_sigint;
+	struct event *ev_tick;		/* sampling, orphans, aging */
+	struct event *ev_schedule;	/* admission, run from the loop */
+	struct event *ev_follow;	/* feeds the log followers */
+	int lock_fd;			/* <socket>.lock, held for life */
+	int state_lock_fd;		/* <state>/lock, likewise */
+	bool socket_bound;
+	bool replaced_stale;	/* a dead daemon's socket was there */
+	bool db_stalled;	/* a start could not be recorded (full disk) */
+	bool stopping;		/* shutting down: jobs stay as they are */
+
+	/* One scratch frame, for every reply (PROTO_MAX_MSG). */
+	struct proto_buf out;
+	uint8_t *readbuf;		/* LOG_DATA chunks */
+};
+
+/* Bytes of log per LOG_DATA frame. */
+#define SERVER_LOG_CHUNK (512u * 1024)
+/* Stop feeding a reader whose unsent output is above this. */
+#define SERVER_OUT_HIGH (4u * 1024 * 1024)
+#define SERVER_TICK_MS 500
+#define SERVER_FOLLOW_MS 100
+/* A job list shows at most this much of a command line. */
+#define SERVER_CMD_SHOWN 200
+
+uint64_t server_now_us(void);
+/* Run admission soon, from the loop (never re-entered). */
+void server_kick(struct server *srv);
+
+/* server-client.c */
+void server_client_accept(struct server *srv, int fd);
+void server_client_close(struct conn *c);
+void server_client_free_all(struct server *srv);
+/* Encode m (seq included) and queue it on c; false if c is closing. */
+bool server_client_send(struct conn *c, const struct proto_msg *m);
+void server_client_error(struct conn *c, uint32_t seq, int err,
+			 const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+size_t server_client_pending(const struct conn *c);
+/* May c see and act on jobs of uid? */
+bool server_client_may(const struct conn *c, uint32_t uid);
+
+/* job.c */
+void job_task_init(struct server *srv, struct job *j, uint32_t ngpus,
+		   uint64_t mem_request, int32_t prio);
+/* j ended (or never will start): record, release, notify; frees j. */
+void job_finish(struct server *srv, struct job *j, uint32_t state,
+		int32_t code, int32_t sig);
+/* Same pid, same start time, not a zombie. */
+bool job_proc_alive(int32_t pid, uint64_t pid_start, void *arg);
+/* sig to j's process group, SIGKILL after the grace period; -errno. */
+int job_signal(struct server *srv, struct job *j, int sig);
+int job_recover(struct server *srv, char *err, size_t errlen);
+void job_schedule(struct server *srv);
+void job_reap(struct server *srv);
+void job_poll(struct server *srv);
+void job_sample(struct server *srv);
+void job_free_all(struct server *srv);
+struct job *job_find(struct server *srv, int64_t id);
+
+/* job-request.c */
+void job_submit(struct conn *c, const struct proto_msg *m);
+void job_ps(struct conn *c, const struct proto_msg *m);
+void job_top(struct conn *c, const struct proto_msg *m);
+void job_wait(struct conn *c, const struct proto_msg *m);
+void job_cancel(struct conn *c, const struct proto_msg *m);
+void job_logs(struct conn *c, const struct proto_msg *m);
+void job_register(struct conn *c, const struct proto_msg *m);
+void job_finished(struct conn *c, const struct proto_msg *m);
+void job_alloc_update(struct conn *c, const struct proto_msg *m);
+/*
+ * c is being freed: drop its waiters and readers, end the jobs it ran.
+ * Called from the loop only, never inside another job walk.
+ */
+void job_conn_gone(struct conn *c);
+void job_feed_followers(struct server *srv);
+
+#endif

@@ -1,0 +1,622 @@
+/*
+ * job-request.c - owns what clients ask of kmuxd's jobs: submit (with the
+ * "can it ever fit" check and its log file), ps and top (job and GPU
+ * lists), wait, cancel, logs (LOG_DATA to readers, following a running
+ * job), the preload's and `kmux run`'s messages (REGISTER, FINISHED,
+ * ALLOC_UPDATE), and what a closing connection leaves behind.
+ *
+ * Permission: in system mode a client acts on its own jobs only (root on
+ * all), by the uid SO_PEERCRED gave its connection.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "daemon.h"
+#include "db.h"
+#include "log.h"
+#include "size.h"
+
+#define ERRLEN 512
+
+/* --- submission ----------------------------------------------------------- */
+
+/* A log file for a new job, created now so that `kmux logs` finds it. */
+static int log_create(struct server *srv, char *path, size_t len)
+{
+	int fd;
+
+	if ((size_t)snprintf(path, len, "%s/job-XXXXXX.log", srv->log_dir) >=
+	    len)
+		return -ENAMETOOLONG;
+	fd = mkostemps(path, 4, O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	return 0;
+}
+
+/* Can t ever run here?  0, or an ERROR sent to c. */
+static int job_check_fit(struct conn *c, uint32_t seq,
+			 const struct proto_job_req *r)
+{
+	struct server *srv = c->srv;
+	char need[SIZE_FORMAT_MAX], cap[SIZE_FORMAT_MAX];
+	uint64_t best = 0;
+	struct admit_task t;
+	int e;
+
+	if (srv->ngpus == 0) {
+		server_client_error(c, seq, ENODEV, "this node has no GPUs "
+				    "kmux can use: %s", srv->nvml_why);
+		return -ENODEV;
+	}
+	admit_task_init(&t, 0, r->ngpus, r->mem, NULL, &srv->policy, 0);
+	e = admit_check(&t, srv->gpus, srv->ngpus, &srv->policy);
+	if (e == -ENODEV) {
+		server_client_error(c, seq, ENODEV, "%u GPUs asked for, but "
+				    "this node has %zu", r->ngpus, srv->ngpus);
+		return e;
+	}
+	if (e == -ENOSPC) {
+		for (size_t i = 0; i < srv->ngpus; i++)
+			if (admit_capacity(&srv->gpus[i], &srv->policy) > best)
+				best = admit_capacity(&srv->gpus[i],
+						      &srv->policy);
+		size_format(r->mem, need, sizeof(need));
+		size_format(best, cap, sizeof(cap));
+		/* E2BIG, not ENOSPC: that one means a full disk. */
+		server_client_error(c, seq, E2BIG, "%s per GPU asked for, but "
+				    "no GPU of this node can give more than %s",
+				    need, cap);
+		return e;
+	}
+	return e;
+}
+
+void job_submit(struct conn *c, const struct proto_msg *m)
+{
+	const struct proto_job_req *r = &m->u.job;
+	struct server *srv = c->srv;
+	char log_path[PATH_MAX], err[ERRLEN];
+	struct db_job dj;
+	struct job *j;
+	bool run = m->type == PROTO_RUN;
+	int e;
+
+	if (srv->system && srv->uid != 0 && c->uid != srv->uid) {
+		server_client_error(c, m->seq, EPERM, "this kmuxd runs as uid "
+				    "%u and cannot run jobs for uid %u",
+				    (unsigned)srv->uid, (unsigned)c->uid);
+		return;
+	}
+	if (job_check_fit(c, m->seq, r))
+		return;
+	log_path[0] = '\0';
+	if (!run && (e = log_create(srv, log_path, sizeof(log_path)))) {
+		server_client_error(c, m->seq, -e, "cannot create a log file "
+				    "in %s: %s", srv->log_dir, strerror(-e));
+		return;
+	}
+	memset(&dj, 0, sizeof(dj));
+	dj.name = (char *)(r->name ? r->name : "");
+	dj.uid = c->uid;
+	dj.argc = r->argv.count;
+	dj.argv = (char *)r->argv.block;
+	dj.argv_len = r->argv.bytes;
+	dj.envc = r->env.count;
+	dj.env = (char *)r->env.block;
+	dj.env_len = r->env.bytes;
+	dj.cwd = (char *)r->cwd;
+	dj.flags = r->flags | (run ? DB_JOB_F_FOREGROUND : 0);
+	dj.prio = r->prio;
+	dj.ngpus = r->ngpus;
+	dj.mem_request = r->mem;
+	dj.submit_us = server_now_us();
+	dj.log_path = run ? NULL : log_path;
+	e = db_job_insert(srv->db, &dj, err, sizeof(err));
+	if (e) {
+		if (!run)
+			unlink(log_path);
+		server_client_error(c, m->seq, -e, "cannot queue the job: %s",
+				    err);
+		return;
+	}
+	j = calloc(1, sizeof(*j));
+	if (!j) {
+		/* Queued in the database: the next daemon start runs it. */
+		server_client_error(c, m->seq, ENOMEM, "out of memory");
+		return;
+	}
+	j->id = dj.id;
+	j->uid = c->uid;
+	j->state = PROTO_JOB_QUEUED;
+	j->flags = dj.flags;
+	j->submit_us = dj.submit_us;
+	j->profile_key = dj.profile_key;
+	job_task_init(srv, j, r->ngpus, r->mem, r->prio);
+	if (run) {
+		j->owner = c;
+		j->owner_seq = m->seq;
+	}
+	TAILQ_INSERT_TAIL(&srv->queued, j, entry);
+	log_info("daemon: job %lld queued (uid %u, %u GPU(s))",
+		 (long long)j->id, (unsigned)c->uid, r->ngpus);
+	server_client_send(c, &(struct proto_msg){
+		.type = PROTO_OK, .seq = m->seq,
+		.u.ok.id = (uint64_t)j->id });
+	server_kick(srv);
+}
+
+/* "prog arg1 arg2", cut at SERVER_CMD_SHOWN bytes, into buf. */
+static void cmd_line(const struct db_job *dj, char *buf, size_t len)
+{
+	size_t off = 0, k = 0;
+
+	buf[0] = '\0';
+	for (uint32_t i = 0; i < dj->argc && k < dj->argv_len; i++) {
+		const char *s = dj->argv + k;
+
+		if (off + 1 < len)
+			off += (size_t)snprintf(buf + off, len - off, "%s%s",
+						i ? " " : "", s);
+		k += strlen(s) + 1;
+	}
+	if (off >= len)
+		off = len - 1;
+	buf[off] = '\0';
+}
+
+/* Send jobs v[0..n) as one JOB_LIST, dropping the oldest if too large. */
+static void send_job_list(struct conn *c, uint32_t seq, struct db_job *v,
+			  size_t n)
+{
+	struct proto_job_rec *recs = calloc(n ? n : 1, sizeof(*recs));
+	char (*cmds)[SERVER_CMD_SHOWN + 1] = calloc(n ? n : 1, sizeof(*cmds));
+	struct proto_msg m = { .type = PROTO_JOB_LIST, .seq = seq };
+	struct proto_buf *out = &c->srv->out;
+	size_t first = 0;
+
+	if (!recs || !cmds) {
+		server_client_error(c, seq, ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct proto_job_rec *r = &recs[i];
+		struct db_job *d = &v[i];
+
+		cmd_line(d, cmds[i], sizeof(cmds[i]));
+		r->id = (uint64_t)d->id;
+		r->gpus = d->gpus;
+		r->mem_request = d->mem_request;
+		r->mem_peak = d->mem_peak;
+		r->submit_us = d->submit_us;
+		r->start_us = d->start_us;
+		r->end_us = d->end_us;
+		r->uid = d->uid;
+		r->pid = d->pid > 0 ? (uint32_t)d->pid : 0;
+		r->state = d->state;
+		r->exit_code = d->exit_code;
+		r->signal = d->signal;
+		r->ngpus = d->ngpus;
+		r->name = d->name;
+		r->cmd = cmds[i];
+	}
+	/* Newest first to keep: the oldest ended jobs matter least. */
+	for (;;) {
+		m.u.jobs.count = (uint32_t)(n - first);
+		m.u.jobs.vec = recs + first;
+		out->len = 0;
+		if (proto_encode(out, &m) != -EMSGSIZE)
+			break;
+		first += (n - first + 1) / 2;
+	}
+	server_client_send(c, &m);
+out:
+	free(recs);
+	free(cmds);
+}
+
+static int64_t conn_uid_filter(const struct conn *c)
+{
+	return c->srv->system && c->uid != 0 ? (int64_t)c->uid : -1;
+}
+
+void job_ps(struct conn *c, const struct proto_msg *m)
+{
+	struct db_filter f = { conn_uid_filter(c), m->u.ps.states };
+	struct db_job *v = NULL;
+	char err[ERRLEN];
+	size_t n = 0;
+	int e;
+
+	e = db_job_list(c->srv->db, &f, &v, &n, err, sizeof(err));
+	if (e) {
+		server_client_error(c, m->seq, -e, "%s", err);
+		return;
+	}
+	send_job_list(c, m->seq, v, n);
+	db_job_list_free(v, n);
+}
+
+void job_top(struct conn *c, const struct proto_msg *m)
+{
+	struct server *srv = c->srv;
+	struct proto_msg g = { .type = PROTO_GPU_LIST, .seq = m->seq };
+	struct proto_msg ps = { .type = PROTO_PS, .seq = m->seq };
+
+	g.u.gpus.count = (uint32_t)srv->ngpus;
+	for (size_t i = 0; i < srv->ngpus; i++) {
+		const struct admit_gpu *a = &srv->gpus[i];
+		struct proto_gpu_rec *r = &g.u.gpus.gpu[i];
+		double busy = admit_busyness(a, &srv->policy) * 1000.0;
+
+		r->index = a->index;
+		r->ntasks = a->ntasks;
+		r->mem_total = a->mem_total;
+		r->mem_committed = a->mem_committed;
+		r->mem_used = a->mem_used;
+		r->util_pm = a->util_valid ?
+			     (uint32_t)(a->util * 1000.0 + 0.5) : 0;
+		if (r->util_pm > 1000)
+			r->util_pm = 1000;
+		r->busy_pm = busy <= 0 ? 0 : busy > 4e9 ? 4000000000u :
+			     (uint32_t)(busy + 0.5);
+	}
+	if (!server_client_send(c, &g))
+		return;
+	ps.u.ps.states = (1u << PROTO_JOB_QUEUED) | (1u << PROTO_JOB_RUNNING);
+	job_ps(c, &ps);
+}
+
+/*
+ * The job a request names, if c may see it: a live one (*live) or its row
+ * (*dj, to release).  -1 after an ERROR was sent.
+ */
+static int job_lookup(struct conn *c, uint32_t seq, uint64_t id,
+		      struct job **live, struct db_job *dj)
+{
+	char err[ERRLEN];
+	int e;
+
+	*live = job_find(c->srv, (int64_t)id);
+	if (*live) {
+		if (server_client_may(c, (*live)->uid))
+			return 0;
+		server_client_error(c, seq, EPERM, "job %llu belongs to "
+				    "another user", (unsigned long long)id);
+		return -1;
+	}
+	e = db_job_get(c->srv->db, (int64_t)id, dj, err, sizeof(err));
+	if (e == -ENOENT) {
+		server_client_error(c, seq, ENOENT, "no job %llu",
+				    (unsigned long long)id);
+		return -1;
+	}
+	if (e) {
+		server_client_error(c, seq, -e, "%s", err);
+		return -1;
+	}
+	if (!server_client_may(c, dj->uid)) {
+		db_job_release(dj);
+		server_client_error(c, seq, EPERM, "job %llu belongs to "
+				    "another user", (unsigned long long)id);
+		return -1;
+	}
+	return 0;
+}
+
+void job_wait(struct conn *c, const struct proto_msg *m)
+{
+	struct db_job dj = { 0 };
+	struct waiter *w;
+	struct job *j;
+
+	if (job_lookup(c, m->seq, m->u.wait.job, &j, &dj))
+		return;
+	if (!j) {
+		server_client_send(c, &(struct proto_msg){
+			.type = PROTO_EXITED, .seq = m->seq,
+			.u.exited = { (uint64_t)dj.id, dj.state, dj.exit_code,
+				      dj.signal } });
+		db_job_release(&dj);
+		return;
+	}
+	w = calloc(1, sizeof(*w));
+	if (!w) {
+		server_client_error(c, m->seq, ENOMEM, "out of memory");
+		return;
+	}
+	w->conn = c;
+	w->seq = m->seq;
+	w->job = j->id;
+	TAILQ_INSERT_TAIL(&c->srv->waiters, w, entry);
+}
+
+void job_cancel(struct conn *c, const struct proto_msg *m)
+{
+	struct server *srv = c->srv;
+	struct db_job dj = { 0 };
+	struct job *j;
+	int sig = m->u.cancel.signal ? m->u.cancel.signal : SIGTERM, e;
+
+	if (job_lookup(c, m->seq, m->u.cancel.job, &j, &dj))
+		return;
+	if (!j) {
+		server_client_error(c, m->seq, EALREADY, "job %lld has already "
+				    "ended (%s)", (long long)dj.id,
+				    proto_job_state_name(dj.state));
+		db_job_release(&dj);
+		return;
+	}
+	if (j->state == PROTO_JOB_QUEUED) {
+		log_info("daemon: job %lld cancelled while queued",
+			 (long long)j->id);
+		server_client_send(c, &(struct proto_msg){
+			.type = PROTO_OK, .seq = m->seq,
+			.u.ok.id = (uint64_t)j->id });
+		job_finish(srv, j, PROTO_JOB_CANCELLED, PROTO_EXIT_UNKNOWN, 0);
+		return;
+	}
+	if (j->pid <= 0) {
+		server_client_error(c, m->seq, ESRCH, "job %lld is run by its "
+				    "`kmux run` client: interrupt that",
+				    (long long)j->id);
+		return;
+	}
+	e = job_signal(srv, j, sig);
+	if (e == -ESRCH) {
+		/* Gone already: the poll would find it; record it now. */
+		server_client_send(c, &(struct proto_msg){
+			.type = PROTO_OK, .seq = m->seq,
+			.u.ok.id = (uint64_t)j->id });
+		job_finish(srv, j, PROTO_JOB_CANCELLED, PROTO_EXIT_UNKNOWN, 0);
+		return;
+	}
+	if (e) {
+		server_client_error(c, m->seq, -e, "cannot signal job %lld: %s",
+				    (long long)j->id, strerror(-e));
+		return;
+	}
+	log_info("daemon: job %lld: signal %d (cancel)", (long long)j->id, sig);
+	server_client_send(c, &(struct proto_msg){
+		.type = PROTO_OK, .seq = m->seq, .u.ok.id = (uint64_t)j->id });
+}
+
+/* --- logs ----------------------------------------------------------------- */
+
+static void follower_drop(struct server *srv, struct follower *f)
+{
+	TAILQ_REMOVE(&srv->followers, f, entry);
+	close(f->fd);
+	free(f);
+	if (TAILQ_EMPTY(&srv->followers))
+		event_del(srv->ev_follow);
+}
+
+/* Send f what its log has beyond f->offset; EOF once there is no more. */
+static void follower_feed(struct server *srv, struct follower *f)
+{
+	struct proto_msg m = { .type = PROTO_LOG_DATA, .seq = f->seq };
+	ssize_t n;
+
+	m.u.log.job = (uint64_t)f->job;
+	while (server_client_pending(f->conn) < SERVER_OUT_HIGH) {
+		n = pread(f->fd, srv->readbuf, SERVER_LOG_CHUNK,
+			  (off_t)f->offset);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			server_client_error(f->conn, f->seq, errno,
+					    "reading the log: %s",
+					    strerror(errno));
+			follower_drop(srv, f);
+			return;
+		}
+		if (n == 0) {
+			if (f->follow && job_find(srv, f->job))
+				return;		/* more to come */
+			m.u.log.offset = f->offset;
+			m.u.log.flags = PROTO_LOG_F_EOF;
+			m.u.log.length = 0;
+			m.u.log.data = srv->readbuf;
+			server_client_send(f->conn, &m);
+			follower_drop(srv, f);
+			return;
+		}
+		m.u.log.offset = f->offset;
+		m.u.log.flags = 0;
+		m.u.log.length = (uint32_t)n;
+		m.u.log.data = srv->readbuf;
+		if (!server_client_send(f->conn, &m)) {
+			follower_drop(srv, f);
+			return;
+		}
+		f->offset += (uint64_t)n;
+	}
+}
+
+void job_feed_followers(struct server *srv)
+{
+	struct follower *f, *next;
+
+	for (f = TAILQ_FIRST(&srv->followers); f; f = next) {
+		next = TAILQ_NEXT(f, entry);
+		follower_feed(srv, f);
+	}
+}
+
+void job_logs(struct conn *c, const struct proto_msg *m)
+{
+	struct timeval tv = { 0, SERVER_FOLLOW_MS * 1000 };
+	struct server *srv = c->srv;
+	struct db_job dj = { 0 };
+	struct follower *f;
+	char err[ERRLEN];
+	struct job *j;
+	int fd;
+
+	if (job_lookup(c, m->seq, m->u.logs.job, &j, &dj))
+		return;
+	if (j && db_job_get(srv->db, j->id, &dj, err, sizeof(err))) {
+		server_client_error(c, m->seq, EIO, "%s", err);
+		return;
+	}
+	if (!dj.log_path) {
+		server_client_error(c, m->seq, ENOENT, "job %lld has no log: "
+				    "it ran in the foreground (kmux run)",
+				    (long long)dj.id);
+		goto out;
+	}
+	fd = open(dj.log_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0) {
+		server_client_error(c, m->seq, errno, "job %lld: log %s: %s",
+				    (long long)dj.id, dj.log_path,
+				    strerror(errno));
+		goto out;
+	}
+	f = calloc(1, sizeof(*f));
+	if (!f) {
+		close(fd);
+		server_client_error(c, m->seq, ENOMEM, "out of memory");
+		goto out;
+	}
+	f->conn = c;
+	f->seq = m->seq;
+	f->job = dj.id;
+	f->fd = fd;
+	f->offset = m->u.logs.offset;
+	f->follow = m->u.logs.flags & PROTO_LOGS_F_FOLLOW;
+	if (TAILQ_EMPTY(&srv->followers))
+		event_add(srv->ev_follow, &tv);
+	TAILQ_INSERT_TAIL(&srv->followers, f, entry);
+	follower_feed(srv, f);
+out:
+	db_job_release(&dj);
+}
+
+/* --- the preload and `kmux run` ------------------------------------------- */
+
+void job_register(struct conn *c, const struct proto_msg *m)
+{
+	const struct proto_register *r = &m->u.reg;
+	struct proto_msg a = { .type = PROTO_ADMIT, .seq = m->seq };
+	struct server *srv = c->srv;
+	char err[ERRLEN];
+	struct job *j;
+
+	if (r->job == 0) {
+		/* Uncooperative processes: not yet; the preload fails open. */
+		server_client_error(c, m->seq, ENOSYS, "registration of "
+				    "processes kmux did not start is not "
+				    "supported yet");
+		return;
+	}
+	j = job_find(srv, (int64_t)r->job);
+	if (!j || j->state != PROTO_JOB_RUNNING ||
+	    !server_client_may(c, j->uid)) {
+		server_client_error(c, m->seq, ENOENT, "no running job %llu",
+				    (unsigned long long)r->job);
+		return;
+	}
+	/* `kmux run`: the daemon learns the pid from the preload. */
+	if (j->pid <= 0) {
+		j->pid = (pid_t)r->pid;
+		j->pid_start = r->pid_start;
+		if (db_job_set_pid(srv->db, j->id, j->pid, j->pid_start, err,
+				   sizeof(err)))
+			log_warn("daemon: job %lld: %s", (long long)j->id, err);
+	}
+	a.u.admit.job = (uint64_t)j->id;
+	a.u.admit.quota = j->place.quota;
+	a.u.admit.ngpus = j->place.ngpus;
+	for (uint32_t i = 0; i < j->place.ngpus; i++)
+		a.u.admit.gpus[i] = srv->gpus[j->place.slot[i]].index;
+	if (a.u.admit.ngpus == 0) {
+		server_client_error(c, m->seq, ENODEV, "job %lld's GPUs are "
+				    "gone", (long long)j->id);
+		return;
+	}
+	server_client_send(c, &a);
+}
+
+void job_finished(struct conn *c, const struct proto_msg *m)
+{
+	const struct proto_finished *f = &m->u.finished;
+	struct job *j = job_find(c->srv, (int64_t)f->job);
+
+	if (!j || j->owner != c) {
+		server_client_error(c, m->seq, ENOENT, "job %llu is not yours "
+				    "to finish", (unsigned long long)f->job);
+		return;
+	}
+	server_client_send(c, &(struct proto_msg){
+		.type = PROTO_OK, .seq = m->seq, .u.ok.id = f->job });
+	job_finish(c->srv, j, j->cancelling && j->state == PROTO_JOB_RUNNING ?
+		   PROTO_JOB_CANCELLED : PROTO_JOB_EXITED, f->exit_code,
+		   f->signal);
+}
+
+void job_alloc_update(struct conn *c, const struct proto_msg *m)
+{
+	const struct proto_alloc_update *u = &m->u.alloc;
+	struct job *j = job_find(c->srv, (int64_t)u->job);
+	char err[ERRLEN];
+
+	/* Fire and forget: a stale update is not worth an error. */
+	if (!j || !server_client_may(c, j->uid) || u->peak <= j->mem_peak)
+		return;
+	j->mem_peak = u->peak;
+	if (j->task.mem_source == ADMIT_MEM_GUESSED && u->peak > j->task.mem)
+		j->task.mem = u->peak;
+	if (db_job_update_peak(c->srv->db, j->id, u->peak, err, sizeof(err)))
+		log_warn("daemon: job %lld: %s", (long long)j->id, err);
+}
+
+void job_conn_gone(struct conn *c)
+{
+	struct server *srv = c->srv;
+	struct waiter *w, *wn;
+	struct follower *f, *fn;
+	struct job *j, *jn;
+
+	for (w = TAILQ_FIRST(&srv->waiters); w; w = wn) {
+		wn = TAILQ_NEXT(w, entry);
+		if (w->conn == c) {
+			TAILQ_REMOVE(&srv->waiters, w, entry);
+			free(w);
+		}
+	}
+	for (f = TAILQ_FIRST(&srv->followers); f; f = fn) {
+		fn = TAILQ_NEXT(f, entry);
+		if (f->conn == c)
+			follower_drop(srv, f);
+	}
+	if (srv->stopping)
+		return;
+	/* `kmux run` clients: their jobs end with them. */
+	for (j = TAILQ_FIRST(&srv->queued); j; j = jn) {
+		jn = TAILQ_NEXT(j, entry);
+		if (j->owner == c) {
+			j->owner = NULL;
+			job_finish(srv, j, PROTO_JOB_CANCELLED,
+				   PROTO_EXIT_UNKNOWN, 0);
+		}
+	}
+	for (j = TAILQ_FIRST(&srv->running); j; j = jn) {
+		jn = TAILQ_NEXT(j, entry);
+		if (j->owner != c)
+			continue;
+		j->owner = NULL;
+		/* Its process may outlive the client: watch it in /proc. */
+		if (j->pid <= 0 || !job_proc_alive(j->pid, j->pid_start, NULL))
+			job_finish(srv, j, PROTO_JOB_EXITED, PROTO_EXIT_UNKNOWN,
+				   0);
+	}
+}

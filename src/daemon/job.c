@@ -1,0 +1,778 @@
+/*
+ * job.c - owns kmuxd's jobs from admission to their end: the queue and the
+ * running set in memory (the database holds the truth that must survive a
+ * restart), admission with admit.h on every change and every tick, start
+ * (fork/exec under the preload, its GPUs in CUDA_VISIBLE_DEVICES, its quota
+ * in KMUX_MEM_QUOTA, output to a log), reaping (SIGCHLD for our children,
+ * /proc polls for jobs a previous daemon started), signals (SIGKILL after
+ * a grace period), recovery at start-up.  What clients ask of jobs is in
+ * job-request.c.
+ *
+ * Order of effects on a state change: the database first (so a crash never
+ * leaves the database behind what a client was told), then the GPU
+ * accounting, then the clients.  A job is started at most once: it is
+ * marked running (pid 0) before the fork, so a daemon killed in between
+ * recovers it as lost rather than starting it twice.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "cli/spawn.h"
+#include "daemon.h"
+#include "db.h"
+#include "log.h"
+#include "nvml.h"
+#include "size.h"
+
+#define ERRLEN 512
+
+/* Exit statuses of a job that could not be started, as a shell gives. */
+#define JOB_EXIT_NOTFOUND 127
+#define JOB_EXIT_NOEXEC 126
+
+/* --- the tables ----------------------------------------------------------- */
+
+struct job *job_find(struct server *srv, int64_t id)
+{
+	struct job *j;
+
+	TAILQ_FOREACH(j, &srv->running, entry)
+		if (j->id == id)
+			return j;
+	TAILQ_FOREACH(j, &srv->queued, entry)
+		if (j->id == id)
+			return j;
+	return NULL;
+}
+
+static struct job_list *job_list_of(struct server *srv, struct job *j)
+{
+	return j->state == PROTO_JOB_RUNNING ? &srv->running : &srv->queued;
+}
+
+static void job_free(struct job *j)
+{
+	if (j->kill_timer)
+		event_free(j->kill_timer);
+	free(j);
+}
+
+void job_free_all(struct server *srv)
+{
+	struct waiter *w;
+	struct follower *f;
+	struct job *j;
+
+	while ((j = TAILQ_FIRST(&srv->queued))) {
+		TAILQ_REMOVE(&srv->queued, j, entry);
+		job_free(j);
+	}
+	while ((j = TAILQ_FIRST(&srv->running))) {
+		TAILQ_REMOVE(&srv->running, j, entry);
+		job_free(j);
+	}
+	while ((w = TAILQ_FIRST(&srv->waiters))) {
+		TAILQ_REMOVE(&srv->waiters, w, entry);
+		free(w);
+	}
+	while ((f = TAILQ_FIRST(&srv->followers))) {
+		TAILQ_REMOVE(&srv->followers, f, entry);
+		close(f->fd);
+		free(f);
+	}
+}
+
+/* The GPUs of a placement as a mask and as "2,0" for CUDA_VISIBLE_DEVICES. */
+static uint64_t place_mask(struct server *srv, const struct admit_placement *pl,
+			   char *list, size_t len)
+{
+	uint64_t mask = 0;
+	size_t off = 0;
+
+	if (len)
+		list[0] = '\0';
+	for (uint32_t i = 0; i < pl->ngpus; i++) {
+		uint32_t idx = srv->gpus[pl->slot[i]].index;
+
+		mask |= UINT64_C(1) << idx;
+		if (off < len)
+			off += (size_t)snprintf(list + off, len - off, "%s%u",
+						i ? "," : "", idx);
+	}
+	return mask;
+}
+
+/* What the task needs: declared, learned from earlier runs, or guessed. */
+void job_task_init(struct server *srv, struct job *j, uint32_t ngpus,
+		   uint64_t mem_request, int32_t prio)
+{
+	struct admit_profile learned = { 0 };
+	struct db_profile dp;
+	char err[ERRLEN];
+
+	/*
+	 * A profile counts only once a preload has reported a peak: a run
+	 * that reported nothing taught nothing about memory.
+	 */
+	if (db_profile_get(srv->db, j->profile_key, &dp, err, sizeof(err)) == 0
+	    && dp.peak_mem > 0) {
+		learned.peak_mem = dp.peak_mem;
+		learned.mean_busy = dp.mean_busy;
+		learned.runs = dp.runs;
+	}
+	admit_task_init(&j->task, (uint64_t)j->id, ngpus, mem_request,
+			&learned, &srv->policy, j->submit_us);
+	j->task.prio = prio;
+	j->task.exclusive = j->flags & PROTO_JOB_F_EXCLUSIVE;
+}
+
+/* --- the end of a job ----------------------------------------------------- */
+
+static void waiters_notify(struct server *srv, int64_t id, uint32_t state,
+			   int32_t code, int32_t sig)
+{
+	struct waiter *w, *next;
+
+	for (w = TAILQ_FIRST(&srv->waiters); w; w = next) {
+		next = TAILQ_NEXT(w, entry);
+		if (w->job != id)
+			continue;
+		server_client_send(w->conn, &(struct proto_msg){
+			.type = PROTO_EXITED, .seq = w->seq,
+			.u.exited = { (uint64_t)id, state, code, sig } });
+		TAILQ_REMOVE(&srv->waiters, w, entry);
+		free(w);
+	}
+}
+
+/*
+ * j has ended (or will never start): record it, give its GPUs back, tell
+ * whoever waits, and let the queue move.  j is freed.
+ */
+void job_finish(struct server *srv, struct job *j, uint32_t state,
+		int32_t code, int32_t sig)
+{
+	uint64_t now = server_now_us();
+	char err[ERRLEN];
+
+	if (db_job_finish(srv->db, j->id, state, code, sig, now, err,
+			  sizeof(err)))
+		log_error("daemon: job %lld: %s", (long long)j->id, err);
+	if (state == PROTO_JOB_EXITED && j->mem_peak && j->start_us &&
+	    db_profile_update(srv->db, j->profile_key, j->mem_peak,
+			      j->task.busy, now - j->start_us, now, err,
+			      sizeof(err)))
+		log_warn("daemon: job %lld: profile: %s", (long long)j->id, err);
+	if (j->placed)
+		admit_release(srv->gpus, srv->ngpus, &j->task, &j->place);
+	TAILQ_REMOVE(job_list_of(srv, j), j, entry);
+	log_info("daemon: job %lld %s (exit %d, signal %d)", (long long)j->id,
+		 proto_job_state_name(state), code, sig);
+	waiters_notify(srv, j->id, state, code, sig);
+	job_free(j);
+	/* Readers of its log reach EOF now rather than at the next round. */
+	job_feed_followers(srv);
+	server_kick(srv);
+}
+
+/* A status from waitpid as the wire and the database keep it. */
+static void status_split(int st, int32_t *code, int32_t *sig)
+{
+	if (WIFEXITED(st)) {
+		*code = WEXITSTATUS(st);
+		*sig = 0;
+	} else if (WIFSIGNALED(st)) {
+		*code = PROTO_EXIT_UNKNOWN;
+		*sig = WTERMSIG(st);
+	} else {
+		*code = PROTO_EXIT_UNKNOWN;
+		*sig = 0;
+	}
+}
+
+void job_reap(struct server *srv)
+{
+	int32_t code, sig;
+	struct job *j;
+	pid_t pid;
+	int st;
+
+	while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+		TAILQ_FOREACH(j, &srv->running, entry)
+			if (j->child && j->pid == pid)
+				break;
+		if (!j)
+			continue;
+		status_split(st, &code, &sig);
+		job_finish(srv, j, j->cancelling ? PROTO_JOB_CANCELLED :
+			   PROTO_JOB_EXITED, code, sig);
+	}
+}
+
+/*
+ * Is the job's process still running?  db_proc_alive() (same pid, same
+ * start time), and not a zombie: a job whose daemon died was reparented,
+ * and in a container nobody may ever reap it.
+ */
+bool job_proc_alive(int32_t pid, uint64_t pid_start, void *arg)
+{
+	char path[64], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	if (!db_proc_alive(pid, pid_start, arg))
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	/* "pid (comm) S ...": comm may hold anything, the last ')' ends it. */
+	p = strrchr(buf, ')');
+	return !(p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'));
+}
+
+/*
+ * Jobs that are not our children (started by a daemon before a restart, or
+ * by `kmux run`'s client) end without SIGCHLD: look in /proc each tick.
+ */
+void job_poll(struct server *srv)
+{
+	struct job *j, *next;
+
+	for (j = TAILQ_FIRST(&srv->running); j; j = next) {
+		next = TAILQ_NEXT(j, entry);
+		if (j->child || j->pid <= 0 || j->owner)
+			continue;
+		if (!job_proc_alive(j->pid, j->pid_start, NULL))
+			job_finish(srv, j, j->cancelling ? PROTO_JOB_CANCELLED :
+				   PROTO_JOB_EXITED, PROTO_EXIT_UNKNOWN, 0);
+	}
+}
+
+void job_sample(struct server *srv)
+{
+	uint64_t now = server_now_us();
+	double dt = srv->last_sample_us ?
+		    (double)(now - srv->last_sample_us) / 1e6 : 0;
+	struct nvml_sample s;
+
+	if (!srv->nvml || nvml_is_fake(srv->nvml))
+		return;
+	for (size_t i = 0; i < srv->ngpus; i++)
+		if (nvml_sample(srv->nvml, (uint32_t)i, &s) == 0 &&
+		    s.util_valid)
+			admit_gpu_sample(&srv->gpus[i], s.util, s.mem_used, dt,
+					 &srv->policy);
+	srv->last_sample_us = now;
+}
+
+/* --- starting a job ------------------------------------------------------- */
+
+/* A NUL-separated block of n strings as a NULL-terminated vector. */
+static char **block_vec(const char *block, size_t len, uint32_t n)
+{
+	char **v = calloc((size_t)n + 1, sizeof(*v));
+	size_t off = 0;
+
+	if (!v)
+		return NULL;
+	for (uint32_t i = 0; i < n && off < len; i++) {
+		v[i] = (char *)block + off;
+		off += strlen(block + off) + 1;
+	}
+	return v;
+}
+
+/* The identity a system daemon gives a job of another user. */
+struct job_cred {
+	bool change;
+	uid_t uid;
+	gid_t gid;
+	gid_t groups[64];
+	int ngroups;
+};
+
+static int job_cred_init(struct server *srv, uint32_t uid,
+			 struct job_cred *cr, char *err, size_t errlen)
+{
+	struct passwd pw, *res = NULL;
+	char buf[4096];
+
+	memset(cr, 0, sizeof(*cr));
+	if (uid == srv->uid)
+		return 0;
+	if (srv->uid != 0) {
+		snprintf(err, errlen, "kmuxd runs as uid %u and cannot start a "
+			 "job as uid %u", (unsigned)srv->uid, (unsigned)uid);
+		return -EPERM;
+	}
+	getpwuid_r(uid, &pw, buf, sizeof(buf), &res);
+	if (!res) {
+		snprintf(err, errlen, "uid %u has no passwd entry", (unsigned)uid);
+		return -ENOENT;
+	}
+	cr->change = true;
+	cr->uid = uid;
+	cr->gid = pw.pw_gid;
+	cr->ngroups = (int)(sizeof(cr->groups) / sizeof(cr->groups[0]));
+	if (getgrouplist(pw.pw_name, pw.pw_gid, cr->groups, &cr->ngroups) < 0)
+		cr->ngroups = 0;	/* too many: the primary group alone */
+	return 0;
+}
+
+/* What the child tells the daemon when it cannot exec. */
+struct exec_report {
+	int stage;		/* 0 set-up, 1 credentials, 2 chdir, 3 exec */
+	int err;
+};
+
+static void child_report(int fd, int stage, int err)
+{
+	struct exec_report rep = { stage, err };
+
+	while (write(fd, &rep, sizeof(rep)) < 0 && errno == EINTR)
+		;
+	_exit(stage == 3 && err == ENOENT ? JOB_EXIT_NOTFOUND : JOB_EXIT_NOEXEC);
+}
+
+/*
+ * In the child, between fork and exec: async-signal-safe calls only (the
+ * daemon's heap is not ours to use here).  Never returns.
+ */
+static void child_exec(char **argv, char **envp, const char *cwd, int logfd,
+		       int errfd, const struct job_cred *cr)
+{
+	struct sigaction sa;
+	sigset_t none;
+	int fd;
+
+	/* Its own session and process group: cancel signals the group. */
+	setsid();
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	for (int sig = 1; sig < NSIG; sig++)
+		sigaction(sig, &sa, NULL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	fd = open("/dev/null", O_RDONLY);
+	if (fd < 0 || dup2(fd, STDIN_FILENO) < 0 ||
+	    dup2(logfd, STDOUT_FILENO) < 0 || dup2(logfd, STDERR_FILENO) < 0)
+		child_report(errfd, 0, errno);
+	/* Nothing of the daemon's leaks into the job (errfd is CLOEXEC). */
+	syscall(SYS_close_range, 3u, ~0u, 4u /* CLOSE_RANGE_CLOEXEC */);
+	if (cr->change &&
+	    (setgroups((size_t)cr->ngroups, cr->groups) || setgid(cr->gid) ||
+	     setuid(cr->uid)))
+		child_report(errfd, 1, errno);
+	if (chdir(cwd))
+		child_report(errfd, 2, errno);
+	environ = envp;
+	execvp(argv[0], argv);
+	child_report(errfd, 3, errno);
+}
+
+/* The exec failed: say so in the job's log, where its output would be. */
+static void log_exec_failure(int logfd, const char *cmd, const char *cwd,
+			     const struct exec_report *rep)
+{
+	static const char *const what[] = {
+		"cannot set up the job", "cannot switch to the job's user",
+		"cannot change to the directory", "cannot run",
+	};
+	char msg[PATH_MAX + 256];
+	int n;
+
+	n = snprintf(msg, sizeof(msg), "kmux: %s '%s': %s\n",
+		     what[rep->stage & 3], rep->stage == 2 ? cwd : cmd,
+		     strerror(rep->err));
+	if (n > 0 && write(logfd, msg, (size_t)n) < 0) {
+		/* The log is all there was to tell. */
+	}
+}
+
+/* The job's environment: the submitter's, plus kmux's own variables. */
+static char **job_env(struct server *srv, struct job *j, const struct db_job *dj,
+		      char **argv)
+{
+	char jobid[48], cvd[PROTO_MAX_GPUS * 4 + 32], quota[48];
+	char sock[PATH_MAX + 16];
+	char list[PROTO_MAX_GPUS * 4];
+	const char *extra[8];
+	char **base, **env;
+
+	place_mask(srv, &j->place, list, sizeof(list));
+	snprintf(jobid, sizeof(jobid), "KMUX_JOB=%lld", (long long)j->id);
+	snprintf(cvd, sizeof(cvd), "CUDA_VISIBLE_DEVICES=%s", list);
+	snprintf(quota, sizeof(quota), "KMUX_MEM_QUOTA=%llu",
+		 (unsigned long long)j->place.quota);
+	snprintf(sock, sizeof(sock), "KMUX_SOCKET=%s", srv->paths.socket);
+	extra[0] = jobid;
+	extra[1] = cvd;
+	/* NVML numbers GPUs in PCI order; CUDA must agree with it. */
+	extra[2] = "CUDA_DEVICE_ORDER=PCI_BUS_ID";
+	extra[3] = quota;
+	extra[4] = sock;
+	extra[5] = NULL;
+	base = block_vec(dj->env, dj->env_len, dj->envc);
+	if (!base)
+		return NULL;
+	env = spawn_env_build(&(struct spawn_opts){
+		.argv = argv, .library = srv->library[0] ? srv->library : NULL,
+		.env = extra }, base);
+	free(base);
+	return env;
+}
+
+/*
+ * Fork and exec job j (its row dj).  0 and j->pid set, or the job's exit
+ * status when it could not be started (127: not found, 126: otherwise),
+ * with the reason written to its log.
+ */
+static int job_spawn(struct server *srv, struct job *j, const struct db_job *dj)
+{
+	struct exec_report rep;
+	struct job_cred cr;
+	char err[ERRLEN];
+	char **argv = NULL, **env = NULL;
+	int logfd = -1, fds[2] = { -1, -1 }, status = JOB_EXIT_NOEXEC, st;
+	ssize_t n;
+	pid_t pid;
+
+	logfd = open(dj->log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC |
+		     O_NOFOLLOW, 0600);
+	if (logfd < 0) {
+		log_error("daemon: job %lld: cannot open its log %s: %s",
+			  (long long)j->id, dj->log_path, strerror(errno));
+		return status;
+	}
+	if (job_cred_init(srv, dj->uid, &cr, err, sizeof(err))) {
+		log_error("daemon: job %lld: %s", (long long)j->id, err);
+		dprintf(logfd, "kmux: %s\n", err);
+		goto out;
+	}
+	argv = block_vec(dj->argv, dj->argv_len, dj->argc);
+	env = argv ? job_env(srv, j, dj, argv) : NULL;
+	if (!env || pipe2(fds, O_CLOEXEC)) {
+		log_error("daemon: job %lld: cannot prepare: %s",
+			  (long long)j->id, strerror(errno ? errno : ENOMEM));
+		goto out;
+	}
+	pid = fork();
+	if (pid < 0) {
+		log_error("daemon: job %lld: fork: %s", (long long)j->id,
+			  strerror(errno));
+		goto out;
+	}
+	if (pid == 0) {
+		close(fds[0]);
+		child_exec(argv, env, dj->cwd, logfd, fds[1], &cr);
+	}
+	close(fds[1]);
+	fds[1] = -1;
+	do
+		n = read(fds[0], &rep, sizeof(rep));
+	while (n < 0 && errno == EINTR);
+	if (n == (ssize_t)sizeof(rep)) {
+		/* Never ran: reap it here, SIGCHLD will find nothing. */
+		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+			;
+		log_exec_failure(logfd, argv[0], dj->cwd, &rep);
+		log_info("daemon: job %lld: cannot start '%s': %s",
+			 (long long)j->id, argv[0], strerror(rep.err));
+		status = rep.stage == 3 && rep.err == ENOENT ?
+			 JOB_EXIT_NOTFOUND : JOB_EXIT_NOEXEC;
+		goto out;
+	}
+	j->pid = pid;
+	j->child = true;
+	if (db_proc_start_time(pid, &j->pid_start))
+		j->pid_start = 0;
+	if (db_job_set_pid(srv->db, j->id, pid, j->pid_start, err, sizeof(err)))
+		log_error("daemon: job %lld: %s", (long long)j->id, err);
+	status = 0;
+out:
+	if (fds[0] >= 0)
+		close(fds[0]);
+	if (fds[1] >= 0)
+		close(fds[1]);
+	close(logfd);
+	spawn_env_free(env);
+	free(argv);
+	return status;
+}
+
+/*
+ * Start j on pl.  -EIO when the database cannot record it (a full disk):
+ * j stays queued, admission stops until the next tick tries again.
+ */
+static int job_start(struct server *srv, struct job *j,
+		     const struct admit_placement *pl)
+{
+	char list[PROTO_MAX_GPUS * 4], q[SIZE_FORMAT_MAX], err[ERRLEN];
+	uint64_t mask = place_mask(srv, pl, list, sizeof(list));
+	struct db_job dj;
+	int r;
+
+	/* Running in the database before it runs: never started twice. */
+	r = db_job_start(srv->db, j->id, mask, pl->quota, 0, 0,
+			 server_now_us(), err, sizeof(err));
+	if (r) {
+		if (!srv->db_stalled)
+			log_error("daemon: job %lld: cannot record its start, "
+				  "admission paused: %s", (long long)j->id, err);
+		srv->db_stalled = true;
+		return -EIO;
+	}
+	if (srv->db_stalled)
+		log_info("daemon: the database takes writes again: admission "
+			 "resumed");
+	srv->db_stalled = false;
+	TAILQ_REMOVE(&srv->queued, j, entry);
+	j->state = PROTO_JOB_RUNNING;
+	j->start_us = server_now_us();
+	j->place = *pl;
+	j->placed = true;
+	TAILQ_INSERT_TAIL(&srv->running, j, entry);
+	admit_commit(srv->gpus, srv->ngpus, &j->task, pl, ++srv->stamp);
+	size_format(pl->quota, q, sizeof(q));
+	log_info("daemon: job %lld admitted on GPU %s, quota %s",
+		 (long long)j->id, list, q);
+
+	if (j->flags & DB_JOB_F_FOREGROUND) {
+		struct proto_msg m = { .type = PROTO_ADMIT, .seq = j->owner_seq };
+
+		m.u.admit.job = (uint64_t)j->id;
+		m.u.admit.quota = pl->quota;
+		m.u.admit.ngpus = pl->ngpus;
+		for (uint32_t i = 0; i < pl->ngpus; i++)
+			m.u.admit.gpus[i] = srv->gpus[pl->slot[i]].index;
+		if (!j->owner || !server_client_send(j->owner, &m))
+			job_finish(srv, j, PROTO_JOB_CANCELLED,
+				   PROTO_EXIT_UNKNOWN, 0);
+		return 0;
+	}
+	r = db_job_get(srv->db, j->id, &dj, err, sizeof(err));
+	if (r) {
+		log_error("daemon: job %lld: %s", (long long)j->id, err);
+		job_finish(srv, j, PROTO_JOB_FAILED, PROTO_EXIT_UNKNOWN, 0);
+		return 0;
+	}
+	r = job_spawn(srv, j, &dj);
+	db_job_release(&dj);
+	if (r)
+		job_finish(srv, j, PROTO_JOB_FAILED, r, 0);
+	return 0;
+}
+
+/* Tell `kmux run` clients still waiting where they stand. */
+static void job_tell_queued(struct server *srv)
+{
+	uint32_t pos = 0;
+	struct job *j;
+
+	TAILQ_FOREACH(j, &srv->queued, entry) {
+		if (j->owner && !j->told_queued) {
+			/* Once: the next word is ADMIT. */
+			server_client_send(j->owner, &(struct proto_msg){
+				.type = PROTO_QUEUED, .seq = j->owner_seq,
+				.u.queued = { (uint64_t)j->id, pos } });
+			j->told_queued = true;
+		}
+		pos++;
+	}
+}
+
+void job_schedule(struct server *srv)
+{
+	static bool busy;
+	struct admit_decision d;
+	struct admit_task *tasks = NULL;
+	struct job **jobs = NULL;
+	size_t n, cap = 0;
+	struct job *j;
+	int r;
+
+	/* job_start -> job_finish -> server_kick: never nested. */
+	if (busy)
+		return;
+	busy = true;
+	for (;;) {
+		n = 0;
+		TAILQ_FOREACH(j, &srv->queued, entry)
+			n++;
+		if (n == 0)
+			break;
+		if (n > cap) {
+			free(tasks);
+			free(jobs);
+			cap = n * 2;
+			tasks = malloc(cap * sizeof(*tasks));
+			jobs = malloc(cap * sizeof(*jobs));
+			if (!tasks || !jobs) {
+				log_error("daemon: admission: out of memory");
+				break;
+			}
+		}
+		n = 0;
+		TAILQ_FOREACH(j, &srv->queued, entry) {
+			tasks[n] = j->task;
+			jobs[n++] = j;
+		}
+		r = admit_next(tasks, n, srv->gpus, srv->ngpus, &srv->policy,
+			       server_now_us(), &d);
+		if (r == -EAGAIN)
+			break;
+		if (r == -ENODEV || r == -ENOSPC) {
+			log_warn("daemon: job %lld can never run on this node "
+				 "(%s)", (long long)jobs[d.task]->id,
+				 r == -ENODEV ? "too many GPUs" :
+				 "too much memory");
+			job_finish(srv, jobs[d.task], PROTO_JOB_FAILED,
+				   PROTO_EXIT_UNKNOWN, 0);
+			continue;
+		}
+		if (r) {
+			log_error("daemon: admission: %s", strerror(-r));
+			break;
+		}
+		if (job_start(srv, jobs[d.task], &d.place))
+			break;
+	}
+	free(tasks);
+	free(jobs);
+	job_tell_queued(srv);
+	busy = false;
+}
+
+/* --- recovery ------------------------------------------------------------- */
+
+/* A running job from the database: its GPUs are taken again. */
+static void job_recommit(struct server *srv, struct job *j,
+			 const struct db_job *dj)
+{
+	struct admit_placement pl = { 0 };
+
+	for (size_t i = 0; i < srv->ngpus; i++)
+		if (dj->gpus & (UINT64_C(1) << srv->gpus[i].index))
+			pl.slot[pl.ngpus++] = (uint32_t)i;
+	pl.quota = dj->mem_quota;
+	j->task.mem = dj->mem_quota;
+	j->task.mem_source = ADMIT_MEM_DECLARED;
+	j->place = pl;
+	j->placed = pl.ngpus > 0;
+	if (j->placed)
+		admit_commit(srv->gpus, srv->ngpus, &j->task, &pl, ++srv->stamp);
+}
+
+int job_recover(struct server *srv, char *err, size_t errlen)
+{
+	struct db_filter f = {
+		.uid = -1,
+		.states = (1u << PROTO_JOB_QUEUED) | (1u << PROTO_JOB_RUNNING),
+	};
+	struct db_recovery st;
+	struct db_job *v = NULL;
+	char dberr[ERRLEN];
+	size_t n = 0;
+	int r;
+
+	r = db_recover(srv->db, job_proc_alive, NULL, server_now_us(), &st, dberr,
+		       sizeof(dberr));
+	if (r == 0)
+		r = db_job_list(srv->db, &f, &v, &n, dberr, sizeof(dberr));
+	if (r) {
+		snprintf(err, errlen, "recovery: %s", dberr);
+		return r;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct db_job *dj = &v[i];
+		struct job *j = calloc(1, sizeof(*j));
+
+		if (!j) {
+			snprintf(err, errlen, "recovery: out of memory");
+			r = -ENOMEM;
+			break;
+		}
+		j->id = dj->id;
+		j->uid = dj->uid;
+		j->state = dj->state;
+		j->flags = dj->flags;
+		j->submit_us = dj->submit_us;
+		j->start_us = dj->start_us;
+		j->profile_key = dj->profile_key;
+		j->mem_peak = dj->mem_peak;
+		j->pid = dj->pid;
+		j->pid_start = dj->pid_start;
+		job_task_init(srv, j, dj->ngpus, dj->mem_request, dj->prio);
+		if (j->state == PROTO_JOB_RUNNING) {
+			TAILQ_INSERT_TAIL(&srv->running, j, entry);
+			job_recommit(srv, j, dj);
+		} else if (j->flags & (DB_JOB_F_FOREGROUND |
+				       DB_JOB_F_REGISTERED)) {
+			/* Its client was connected to the daemon that died. */
+			TAILQ_INSERT_TAIL(&srv->queued, j, entry);
+			job_finish(srv, j, PROTO_JOB_CANCELLED,
+				   PROTO_EXIT_UNKNOWN, 0);
+		} else {
+			TAILQ_INSERT_TAIL(&srv->queued, j, entry);
+		}
+	}
+	db_job_list_free(v, n);
+	srv->recovered.queued = st.queued;
+	srv->recovered.running_kept = st.running_kept;
+	srv->recovered.lost = st.lost;
+	return r;
+}
+
+/* --- signals ------------------------------------------------------------- */
+
+static void on_kill_timer(evutil_socket_t fd, short what, void *arg)
+{
+	struct job *j = arg;
+
+	(void)fd;
+	(void)what;
+	log_info("daemon: job %lld still running after SIGTERM: SIGKILL",
+		 (long long)j->id);
+	if (kill(-j->pid, SIGKILL) && errno == ESRCH)
+		kill(j->pid, SIGKILL);
+}
+
+/* Signal j's process group; SIGKILL it after the grace period. */
+int job_signal(struct server *srv, struct job *j, int sig)
+{
+	struct timeval tv;
+
+	/* Not our child: make sure the pid is still the job's own. */
+	if (!j->child && !job_proc_alive(j->pid, j->pid_start, NULL))
+		return -ESRCH;
+	if (kill(-j->pid, sig) && (errno != ESRCH || kill(j->pid, sig)))
+		return -errno;
+	j->cancelling = true;
+	if (!j->kill_timer)
+		j->kill_timer = evtimer_new(srv->base, on_kill_timer, j);
+	if (j->kill_timer && !evtimer_pending(j->kill_timer, NULL)) {
+		tv.tv_sec = (time_t)srv->kill_grace_s;
+		tv.tv_usec = (suseconds_t)((srv->kill_grace_s - (double)tv.tv_sec) *
+					   1e6);
+		evtimer_add(j->kill_timer, &tv);
+	}
+	return 0;
+}

@@ -1,0 +1,34 @@
+/*
+ * server.h - kmuxd, the daemon, as `kmux daemon` starts it: one binary,
+ * the CLI and the daemon, as tmux is one binary for client and server.
+ *
+ * Owns the daemon's entry point and its options.  Everything else of the
+ * daemon is internal (daemon.h).
+ */
+#ifndef KMUX_SERVER_H
+#define KMUX_SERVER_H
+
+#include <stdbool.h>
+
+struct server_opts {
+	bool foreground;	/* stay attached, log to stderr (systemd) */
+	bool system;		/* one daemon per node, SO_PEERCRED checks */
+	const char *socket;	/* NULL: paths_resolve()'s default */
+	const char *state_dir;	/* NULL: likewise */
+	double kill_grace_s;	/* cancel: SIGTERM, then SIGKILL after this */
+	int log_level;		/* KMUX_LOG_* */
+};
+
+#define SERVER_KILL_GRACE_S 10.0
+
+/*
+ * Run the daemon until SIGTERM or SIGINT.  Without foreground, fork first:
+ * the parent returns 0 once the child listens (so `kmux daemon` and the
+ * CLI's autostart know the socket is ready), or the child's failure.
+ * Returns the process exit status: 0, or 1 with the reason on stderr (a
+ * daemon already running on the socket, an unusable directory, a database
+ * that cannot be opened).
+ */
+int server_main(const struct server_opts *o);
+
+#endif

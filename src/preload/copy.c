@@ -1,0 +1,267 @@
+/*
+ * copy.c - the slow path shared by every memcpy and memset wrapper
+ * (wrap-copy.c is generated and only describes each entry point): the
+ * trace record, the `kmux verify` record of device-to-host copies, and the
+ * rules by which default-stream copies are scheduled.
+ *
+ * Scheduling a copy (docs/design-streams.md, "Copies and memsets"):
+ *  - 2D/3D and peer copies run as the program asked, bridged (streams.c):
+ *    they are rare, and their ranges, arrays and second context are not
+ *    worth modelling;
+ *  - a synchronous copy into host memory (device-to-host, or cuMemcpy into
+ *    pinned memory) waits on the host for the writers of its source and
+ *    the users of its destination only, then is made as the program made
+ *    it: it is complete when it returns, so nothing later can overtake it;
+ *  - everything else runs on a pool stream in its asynchronous form.  A
+ *    device side kmux does not know, or one in VMM-mapped memory (whose
+ *    mappings may alias), makes it a barrier; an unknown host side is
+ *    pageable memory, which the driver stages (or completes) before
+ *    returning.  A synchronous form waits for its pool stream up to
+ *    itself before returning (see copy_sched()).
+ */
+#include "alloc-table.h"
+#include "copy.h"
+#include "verify.h"
+
+void copy_begin(struct copy_call *cc, enum trace_copy_kind kind,
+		uint64_t dst, uint64_t src, uint64_t bytes, CUstream s,
+		int per_thread, int async)
+{
+	*cc = (struct copy_call){
+		.c = {
+			.kind = kind, .dst = dst, .src = src, .bytes = bytes,
+			.stream = stream_norm(s, per_thread), .async = async,
+		},
+		.per_thread = per_thread,
+		.orig = s,
+	};
+	cc->c.t_begin = trace_now();
+}
+
+struct copy_side {
+	int known;
+	struct alloc a;
+};
+
+static void copy_find(uint64_t addr, struct copy_side *s)
+{
+	s->known = addr &&
+		   alloc_table_find(alloc_table_global(), addr, &s->a) == 0;
+}
+
+/* What a side of a copy must be. */
+enum copy_need {
+	COPY_NEED_DEVICE,	/* unknown: a barrier */
+	COPY_NEED_HOST,		/* unknown: pageable, not tracked */
+	COPY_NEED_ANY,		/* unknown: could be either, a barrier */
+};
+
+struct copy_plan {
+	struct sched_access acc[2];
+	int nacc;
+	int barrier;
+};
+
+static void copy_plan_side(struct copy_plan *p, const struct copy_side *s,
+			   enum copy_need need, enum sched_mode mode)
+{
+	if (!s->known) {
+		if (need != COPY_NEED_HOST)
+			p->barrier = 1;
+		return;
+	}
+	if (s->a.kind == ALLOC_VMM) {
+		p->barrier = 1;
+		return;
+	}
+	p->acc[p->nacc++] = (struct sched_access){
+		.alloc_id = s->a.id, .mode = mode,
+	};
+}
+
+/* Records the pool stream a copy really went to, for the trace. */
+struct copy_tramp {
+	streams_issue_fn issue;
+	void *arg;
+	struct copy_call *cc;
+};
+
+static CUresult copy_tramp_issue(void *p, CUstream s)
+{
+	struct copy_tramp *t = p;
+
+	if (s)
+		t->cc->c.stream = (uint64_t)(uintptr_t)s;
+	return t->issue(t->arg, s);
+}
+
+/* A synchronous copy into host memory: wait for its conflicts, then do it. */
+static CUresult copy_host_path(const struct copy_side *dst,
+			       const struct copy_side *src,
+			       streams_issue_fn issue, void *arg)
+{
+	struct sched_access acc[2];
+	int n = 0, full = 0;
+	CUresult r;
+
+	if (src->known && src->a.kind != ALLOC_VMM)
+		acc[n++] = (struct sched_access){ src->a.id, SCHED_READ };
+	else
+		full = 1;
+	if (dst->known && dst->a.kind == ALLOC_VMM)
+		full = 1;
+	else if (dst->known)
+		acc[n++] = (struct sched_access){ dst->a.id, SCHED_WRITE };
+	r = streams_host_access(acc, n, full);
+	if (r != CUDA_SUCCESS)
+		return r;
+	return issue(arg, NULL);
+}
+
+/* 1 and *r: scheduled; 0: the caller makes the call itself. */
+static int copy_sched(struct copy_call *cc, streams_issue_fn issue, void *arg,
+		      CUresult *r)
+{
+	enum trace_copy_kind k = cc->c.kind;
+	struct copy_tramp t = { issue, arg, cc };
+	struct streams_req rq = {
+		.orig = streams_default_handle(cc->orig, cc->per_thread),
+		.issue = copy_tramp_issue,
+		.arg = &t,
+	};
+	struct copy_plan p = { .nacc = 0 };
+	struct copy_side dst, src;
+	int sync = !cc->c.async;
+
+	switch (k) {
+	case TRACE_COPY_2D:
+	case TRACE_COPY_3D:
+	case TRACE_COPY_PEER:
+	case TRACE_COPY_ARRAY:
+		rq.flags = STREAMS_BRIDGE;
+		rq.peer[0] = cc->peer[0];
+		rq.peer[1] = cc->peer[1];
+		return streams_run(&rq, r);
+	default:
+		break;
+	}
+	copy_find(cc->c.dst, &dst);
+	copy_find(k == TRACE_MEMSET ? 0 : cc->c.src, &src);
+	if (sync && (k == TRACE_COPY_DTOH ||
+		     (k == TRACE_COPY_ANY && dst.known &&
+		      dst.a.kind == ALLOC_HOST_MAPPED))) {
+		*r = copy_host_path(&dst, &src, issue, arg);
+		return 1;
+	}
+	copy_plan_side(&p, &dst, k == TRACE_COPY_DTOH ? COPY_NEED_HOST :
+		       k == TRACE_COPY_ANY ? COPY_NEED_ANY : COPY_NEED_DEVICE,
+		       SCHED_WRITE);
+	if (k != TRACE_MEMSET)
+		copy_plan_side(&p, &src, k == TRACE_COPY_HTOD ? COPY_NEED_HOST :
+			       k == TRACE_COPY_ANY ? COPY_NEED_ANY :
+			       COPY_NEED_DEVICE, SCHED_READ);
+	if (p.barrier) {
+		rq.flags = SCHED_BARRIER;
+	} else {
+		rq.acc = p.acc;
+		rq.nacc = p.nacc;
+	}
+	/*
+	 * A synchronous form returns once its work is done, as on the
+	 * driver for pinned memory and simcuda always: a program may read
+	 * the result from a non-blocking stream of its own right away.  Only
+	 * the operation and what it depends on are waited for.
+	 */
+	if (sync)
+		rq.flags |= STREAMS_WAIT;
+	return streams_run(&rq, r);
+}
+
+/* The part of a 2D/3D copy's host destination it writes. */
+static int copy_verify_rows(const struct copy_call *cc, struct verify_copy *v)
+{
+	if (cc->c.kind == TRACE_COPY_2D) {
+		const CUDA_MEMCPY2D *p = cc->desc;
+
+		if (p->dstMemoryType != CU_MEMORYTYPE_HOST ||
+		    p->srcMemoryType == CU_MEMORYTYPE_HOST)
+			return 0;
+		v->host = (const unsigned char *)p->dstHost +
+			  p->dstY * p->dstPitch + p->dstXInBytes;
+		v->row_bytes = p->WidthInBytes;
+		v->rows = p->Height;
+		v->pitch = p->dstPitch;
+		return 1;
+	}
+	if (cc->c.kind == TRACE_COPY_3D) {
+		const CUDA_MEMCPY3D *p = cc->desc;
+
+		if (p->dstMemoryType != CU_MEMORYTYPE_HOST ||
+		    p->srcMemoryType == CU_MEMORYTYPE_HOST)
+			return 0;
+		v->slice_pitch = (uint64_t)p->dstPitch * p->dstHeight;
+		v->host = (const unsigned char *)p->dstHost +
+			  p->dstZ * v->slice_pitch + p->dstY * p->dstPitch +
+			  p->dstXInBytes;
+		v->row_bytes = p->WidthInBytes;
+		v->rows = p->Height;
+		v->pitch = p->dstPitch;
+		v->depth = p->Depth;
+		return 1;
+	}
+	return 0;
+}
+
+/* Record a device-to-host copy for `kmux verify`. */
+static void copy_verify(const struct copy_call *cc)
+{
+	struct verify_copy v = {
+		.stream = cc->orig, .per_thread = cc->per_thread,
+		.rows = 1, .depth = 1,
+	};
+	struct copy_side dst, src;
+
+	copy_find(cc->c.dst, &dst);
+	switch (cc->c.kind) {
+	case TRACE_COPY_ANY:
+		copy_find(cc->c.src, &src);
+		/* Into host memory, out of memory the device owns. */
+		if ((dst.known && dst.a.kind != ALLOC_HOST_MAPPED) ||
+		    !src.known || src.a.kind == ALLOC_HOST_MAPPED)
+			return;
+		/* fall through */
+	case TRACE_COPY_DTOH:
+		v.host = (const unsigned char *)(uintptr_t)cc->c.dst;
+		v.row_bytes = cc->c.bytes;
+		v.pitch = cc->c.bytes;
+		break;
+	case TRACE_COPY_2D:
+	case TRACE_COPY_3D:
+		if (!cc->desc || !copy_verify_rows(cc, &v))
+			return;
+		break;
+	default:
+		return;
+	}
+	v.bytes = v.row_bytes * v.rows * v.depth;
+	/* Into pageable memory the driver returns only once it is done. */
+	v.complete = !cc->c.async || !dst.known;
+	verify_copy(&v);
+}
+
+CUresult copy_run(struct copy_call *cc, streams_issue_fn issue, void *arg)
+{
+	CUresult r;
+
+	if (!(kmux_streams && streams_is_default(cc->orig) &&
+	      copy_sched(cc, issue, arg, &r)))
+		r = issue(arg, NULL);
+	cc->c.t_end = trace_now();
+	cc->c.result = r;
+	trace_copy(&cc->c);
+	if (!cc->c.async)
+		trace_resolve_timing(0);
+	if (kmux_verify && r == CUDA_SUCCESS)
+		copy_verify(cc);
+	return r;
+}

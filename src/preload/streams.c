@@ -1,0 +1,1050 @@
+/*
+ * streams.c - the stream scheduler's driver side: per-context pools of
+ * streams, carrying out sched.h's decisions, host synchronizations that
+ * touch only streams with pending work, and the fallbacks that keep every
+ * order when something cannot be scheduled (see streams.h for the API,
+ * docs/design-streams.md for the rules).
+ *
+ * Contexts.  One struct streams_ctx per CUcontext the program submits
+ * default-stream work in, kept in an append-only list (lock-free lookups;
+ * a thread caches its last one).  Its pool is set up on first use, in that
+ * context: sched_new(N), N streams created CU_STREAM_NON_BLOCKING (the pool
+ * must not synchronize with the legacy stream behind kmux's back), SM count
+ * for the launch weight.  Event slots and the two bridge events are created
+ * the first time they are named.  A context destroyed or reset goes back to
+ * "new" (the handle may come back as another context); one that created a
+ * blocking stream is drained and switched off for good.
+ *
+ * Locking.  c->mu is held from sched_submit() through every driver call of
+ * its decision (sched.h requires it) and around all scheduler state.  Host
+ * waits for the program's synchronizations release it; c->gen tells the
+ * waiter whether the pool it waited for is still the same one.  Two or
+ * three contexts (peer copies) are locked in address order.
+ *
+ * The bridge.  Operations kmux must run as the program asked, on its
+ * default stream (2D/3D and peer copies, anything while a stream capture is
+ * in progress in the context), are ordered with the pool by events: a
+ * SCHED_JOIN whose "operation" records bridge_in at the end of all pool
+ * work, the default stream waits for it, the operation, bridge_out recorded
+ * on the default stream, and a SCHED_BARRIER whose operation is a wait for
+ * bridge_out.  No host synchronization.
+ *
+ * Failures.  A record or wait that fails is replaced by synchronizing the
+ * stream it stood for (sched_event_lost() + sched_complete()); a bridge step
+ * that fails by draining the pool or synchronizing the default stream.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <regex.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "preload.h"
+#include "streams.h"
+
+#define STREAMS_SLOTS (SCHED_MAX_STREAMS * SCHED_EVENTS_PER_STREAM)
+#define STREAMS_PRIMARY_MAX 64
+/* Contexts one operation may involve: current, peer dst, peer src. */
+#define STREAMS_BRIDGE_MAX 3
+
+enum sctx_state {
+	SCTX_NEW = 0,	/* no pool yet: nothing of this context is pending */
+	SCTX_ON,	/* pool set up, scheduling */
+	SCTX_OFF,	/* drained; everything passes through from now on */
+};
+
+struct streams_ctx {
+	CUcontext ctx;			/* the key, never changes */
+	struct streams_ctx *next;	/* the list; set before publication */
+	pthread_mutex_t mu;		/* everything below */
+	enum sctx_state state;
+	unsigned gen;			/* bumped when the pool goes away */
+	int capturing;			/* stream captures in progress */
+	int sms;			/* for the launch weight, >= 1 */
+	struct sched *s;
+	CUstream pool[SCHED_MAX_STREAMS];
+	CUevent ev[STREAMS_SLOTS];
+	CUevent bridge_in, bridge_out;
+	uint64_t bridged, failures;
+	struct sched_stats retired;	/* of pools torn down */
+	int had_pool;
+};
+
+int kmux_streams;
+
+static regex_t streams_re;
+static int streams_have_re;
+
+static _Atomic(struct streams_ctx *) streams_list;
+static pthread_mutex_t streams_list_mu = PTHREAD_MUTEX_INITIALIZER;
+static __thread struct streams_ctx *tls_sctx;
+static _Atomic(CUcontext) streams_primary[STREAMS_PRIMARY_MAX];
+/* Placeholder ids live far above any allocation id (which count from 1). */
+static atomic_uint_fast64_t streams_next_placeholder = 1ull << 62;
+
+/* Test knob KMUX_DEBUG_STREAMS_FAIL (streams_debug_fail()). */
+static unsigned streams_fail_every;
+static atomic_uint streams_fail_count;
+
+/* 1 when the next driver call of the pool should be made to fail. */
+static int streams_inject(void)
+{
+	if (likely(!streams_fail_every))
+		return 0;
+	return atomic_fetch_add(&streams_fail_count, 1) % streams_fail_every ==
+	       streams_fail_every - 1;
+}
+
+/* --- configuration ------------------------------------------------------ */
+
+static void streams_report(void);
+static int streams_trace_fields(char *buf, size_t len);
+
+int streams_init(const char *value, const char *max_connections,
+		 const char *barrier_regex)
+{
+	const char *why = NULL;
+	int n, clamped, err;
+	char msg[160];
+
+	if (!value || !*value)
+		return 0;
+	err = streams_parse_count(value, max_connections, &n, &clamped, &why);
+	if (err) {
+		log_warn("KMUX_STREAMS=%s: %s; scheduling off", value, why);
+		return err;
+	}
+	if (clamped)
+		log_info("KMUX_STREAMS=%s: %d streams, the bound set by %s",
+			 value, n, max_connections && *max_connections ?
+			 "CUDA_DEVICE_MAX_CONNECTIONS" :
+			 "the default 8 hardware queues "
+			 "(CUDA_DEVICE_MAX_CONNECTIONS raises it)");
+	if (barrier_regex && *barrier_regex) {
+		err = regcomp(&streams_re, barrier_regex,
+			      REG_EXTENDED | REG_NOSUB);
+		if (err) {
+			/* Running those kernels unordered would be wrong. */
+			regerror(err, &streams_re, msg, sizeof(msg));
+			log_warn("KMUX_BARRIER_KERNELS=%s: %s; scheduling off",
+				 barrier_regex, msg);
+			return -EINVAL;
+		}
+		streams_have_re = 1;
+	}
+	kmux_streams = n;
+	trace_exit_fields = streams_trace_fields;
+	atexit(streams_report);
+	return 0;
+}
+
+void streams_debug_fail(const char *every)
+{
+	long n;
+
+	if (!every || !*every)
+		return;
+	n = strtol(every, NULL, 10);
+	if (n > 0 && n < 1000000)
+		streams_fail_every = (unsigned)n;
+}
+
+int streams_barrier_kernel(const struct kernel_info *ki)
+{
+	/* The class is the one mutable field of an entry (kparams.h). */
+	struct kernel_info *k = (struct kernel_info *)ki;
+	int c;
+
+	if (!streams_have_re || !ki)
+		return 0;
+	c = atomic_load_explicit(&k->sched_class, memory_order_relaxed);
+	if (!c) {
+		c = regexec(&streams_re, ki->name, 0, NULL, 0) == 0
+			? KPARAMS_CLASS_BARRIER : KPARAMS_CLASS_PLAIN;
+		atomic_store_explicit(&k->sched_class, c,
+				      memory_order_relaxed);
+	}
+	return c == KPARAMS_CLASS_BARRIER;
+}
+
+/* --- contexts ----------------------------------------------------------- */
+
+static struct streams_ctx *sctx_find(CUcontext ctx)
+{
+	struct streams_ctx *c;
+
+	for (c = atomic_load_explicit(&streams_list, memory_order_acquire); c;
+	     c = c->next)
+		if (c->ctx == ctx)
+			return c;
+	return NULL;
+}
+
+/* The state of ctx, created when missing.  NULL only on out of memory. */
+static struct streams_ctx *sctx_get(CUcontext ctx)
+{
+	struct streams_ctx *c = sctx_find(ctx);
+
+	if (c)
+		return c;
+	pthread_mutex_lock(&streams_list_mu);
+	c = sctx_find(ctx);
+	if (!c) {
+		c = calloc(1, sizeof(*c));
+		if (c) {
+			c->ctx = ctx;
+			c->sms = 1;
+			pthread_mutex_init(&c->mu, NULL);
+			c->next = atomic_load_explicit(&streams_list,
+						       memory_order_relaxed);
+			atomic_store_explicit(&streams_list, c,
+					      memory_order_release);
+		}
+	}
+	pthread_mutex_unlock(&streams_list_mu);
+	return c;
+}
+
+static CUcontext current_ctx(void)
+{
+	CUcontext ctx = NULL;
+
+	if (!REAL(cuCtxGetCurrent) ||
+	    REAL(cuCtxGetCurrent)(&ctx) != CUDA_SUCCESS)
+		return NULL;
+	return ctx;
+}
+
+static struct streams_ctx *sctx_current(void)
+{
+	struct streams_ctx *c = tls_sctx;
+	CUcontext ctx = current_ctx();
+
+	if (!ctx)
+		return NULL;
+	if (c && c->ctx == ctx)
+		return c;
+	c = sctx_get(ctx);
+	tls_sctx = c;
+	return c;
+}
+
+static void stats_add(struct sched_stats *a, const struct sched_stats *b);
+
+/* Lock held.  Destroy the pool (drained, or its context is going away). */
+static void sctx_teardown(struct streams_ctx *c)
+{
+	struct sched_stats st;
+
+	if (c->s) {
+		sched_get_stats(c->s, &st);
+		st.allocs = 0;
+		stats_add(&c->retired, &st);
+	}
+	for (int i = 0; i < STREAMS_SLOTS; i++) {
+		if (c->ev[i])
+			REAL(cuEventDestroy_v2)(c->ev[i]);
+		c->ev[i] = NULL;
+	}
+	if (c->bridge_in)
+		REAL(cuEventDestroy_v2)(c->bridge_in);
+	if (c->bridge_out)
+		REAL(cuEventDestroy_v2)(c->bridge_out);
+	c->bridge_in = c->bridge_out = NULL;
+	for (int i = 0; i < SCHED_MAX_STREAMS; i++) {
+		if (c->pool[i])
+			REAL(cuStreamDestroy_v2)(c->pool[i]);
+		c->pool[i] = NULL;
+	}
+	sched_free(c->s);
+	c->s = NULL;
+	c->gen++;
+}
+
+/* Lock held, state NEW, c is the current context.  0 or -errno (then OFF). */
+static int sctx_setup(struct streams_ctx *c)
+{
+	int n = kmux_streams, sms = 0, err;
+	CUdevice dev;
+
+	err = sched_new(n, 0, &c->s);
+	if (err)
+		goto err_off;
+	/* Under the failure knob: few allocation states, many barriers. */
+	if (streams_fail_every)
+		sched_set_max_allocs(c->s, 4);
+	for (int i = 0; i < n; i++) {
+		if (streams_fail_every == 1 ||
+		    REAL(cuStreamCreate)(&c->pool[i], CU_STREAM_NON_BLOCKING)
+		    != CUDA_SUCCESS) {
+			c->pool[i] = NULL;
+			err = -ENOMEM;
+			goto err_off;
+		}
+	}
+	if (REAL(cuCtxGetDevice) && REAL(cuDeviceGetAttribute) &&
+	    REAL(cuCtxGetDevice)(&dev) == CUDA_SUCCESS &&
+	    REAL(cuDeviceGetAttribute)(&sms,
+			CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev) ==
+	    CUDA_SUCCESS && sms > 0)
+		c->sms = sms;
+	c->state = SCTX_ON;
+	c->had_pool = 1;
+	log_debug("streams: context %p: %d streams", (void *)c->ctx, n);
+	return 0;
+
+err_off:
+	log_warn("streams: cannot set up %d streams in context %p (%d); "
+		 "its default-stream work runs unscheduled", n, (void *)c->ctx,
+		 err);
+	sctx_teardown(c);
+	c->state = SCTX_OFF;
+	return err;
+}
+
+/* Lock held: scheduling in c, its pool set up on first use. */
+static int sctx_ready(struct streams_ctx *c)
+{
+	if (c->state == SCTX_NEW)
+		sctx_setup(c);
+	return c->state == SCTX_ON;
+}
+
+/* --- issuing decisions -------------------------------------------------- */
+
+static CUevent sctx_event(struct streams_ctx *c, int slot)
+{
+	if (!c->ev[slot] && (streams_inject() ||
+	    REAL(cuEventCreate)(&c->ev[slot], CU_EVENT_DISABLE_TIMING) !=
+	    CUDA_SUCCESS))
+		c->ev[slot] = NULL;
+	return c->ev[slot];
+}
+
+static CUevent sctx_bridge_event(CUevent *ev)
+{
+	if (!*ev && (streams_inject() ||
+	    REAL(cuEventCreate)(ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS))
+		*ev = NULL;
+	return *ev;
+}
+
+/* The driver calls of a decision, through the failure knob. */
+static CUresult sctx_record(CUevent ev, CUstream s)
+{
+	if (streams_inject())
+		return CUDA_ERROR_UNKNOWN;
+	return REAL(cuEventRecord)(ev, s);
+}
+
+static CUresult sctx_wait(CUstream s, CUevent ev)
+{
+	if (streams_inject())
+		return CUDA_ERROR_UNKNOWN;
+	return REAL(cuStreamWaitEvent)(s, ev, 0);
+}
+
+/*
+ * Lock held.  A record or wait of slot did not happen: the host makes the
+ * work it stood for, (stream, seq), complete instead.
+ */
+static void sctx_lost(struct streams_ctx *c, int slot, int stream,
+		      uint64_t seq)
+{
+	sched_event_lost(c->s, slot);
+	REAL(cuStreamSynchronize)(c->pool[stream]);
+	sched_complete(c->s, stream, seq);
+	c->failures++;
+}
+
+/*
+ * Lock held.  Carry out d as sched.h describes: lazy records, waits, the
+ * operation on its pool stream, the record after it.  The operation's
+ * result is returned; the records and waits happen whatever it is.
+ */
+static CUresult sctx_issue(struct streams_ctx *c,
+			   const struct sched_decision *d,
+			   streams_issue_fn issue, void *arg)
+{
+	CUstream t = c->pool[d->stream];
+	CUevent ev;
+	CUresult r;
+
+	for (int i = 0; i < d->nrecord; i++) {
+		const struct sched_event_ref *e = &d->record[i];
+
+		ev = sctx_event(c, e->event);
+		if (!ev || sctx_record(ev, c->pool[e->stream]) != CUDA_SUCCESS)
+			sctx_lost(c, e->event, e->stream, e->seq);
+	}
+	for (int i = 0; i < d->nwait; i++) {
+		const struct sched_event_ref *w = &d->wait[i];
+
+		/* No event: its record failed above and the host waited. */
+		ev = c->ev[w->event];
+		if (!ev || sctx_wait(t, ev) != CUDA_SUCCESS)
+			sctx_lost(c, w->event, w->stream, w->seq);
+	}
+	r = issue(arg, t);
+	if (d->record_after >= 0) {
+		ev = sctx_event(c, d->record_after);
+		if (!ev || sctx_record(ev, t) != CUDA_SUCCESS)
+			sctx_lost(c, d->record_after, d->stream, d->seq);
+	}
+	return r;
+}
+
+static uint32_t sctx_weight(const struct streams_ctx *c, uint64_t blocks)
+{
+	uint64_t w = (blocks + (uint64_t)c->sms - 1) / (uint64_t)c->sms;
+
+	if (w < 1)
+		return 1;
+	return w > (1u << 20) ? 1u << 20 : (uint32_t)w;
+}
+
+/* Lock held.  A decision for the request; a bad argument becomes a barrier. */
+static void sctx_decide(struct streams_ctx *c, const struct sched_access *acc,
+			int nacc, unsigned flags, uint64_t blocks,
+			struct sched_decision *d)
+{
+	uint32_t w = sctx_weight(c, blocks);
+
+	if (sched_submit_weighted(c->s, acc, nacc,
+				  flags & (SCHED_BARRIER | SCHED_JOIN), w,
+				  d) == 0)
+		return;
+	/* Cannot fail: no accesses, and a barrier needs no memory. */
+	sched_submit_weighted(c->s, NULL, 0, SCHED_BARRIER, w, d);
+}
+
+/*
+ * Lock held (and kept: the waits are short or this is a failure path).
+ * Wait for every pool stream with pending work.
+ */
+static void sctx_drain(struct streams_ctx *c)
+{
+	struct sched_hostwait hw;
+
+	if (sched_sync_all(c->s, &hw))
+		return;
+	for (int i = 0; i < hw.n; i++) {
+		const struct sched_hostwait_ent *e = &hw.ent[i];
+
+		if (e->how == SCHED_HW_STREAM)
+			REAL(cuStreamSynchronize)(c->pool[e->stream]);
+		else if (e->how == SCHED_HW_EVENT)
+			REAL(cuEventSynchronize)(c->ev[e->event]);
+	}
+	sched_complete_hostwait(c->s, &hw);
+}
+
+/*
+ * Lock held on entry and on return, released while waiting.  Wait for the
+ * entries of hw and report them complete (unless the pool went away
+ * meanwhile).  The first error is returned.
+ */
+static CUresult sctx_hostwait(struct streams_ctx *c,
+			      const struct sched_hostwait *hw)
+{
+	CUstream st[SCHED_MAX_STREAMS];
+	CUevent ev[SCHED_MAX_STREAMS];
+	unsigned gen = c->gen;
+	CUresult r = CUDA_SUCCESS, x;
+	int waits = 0;
+
+	for (int i = 0; i < hw->n; i++) {
+		const struct sched_hostwait_ent *e = &hw->ent[i];
+
+		st[i] = e->how == SCHED_HW_STREAM ? c->pool[e->stream] : NULL;
+		ev[i] = e->how == SCHED_HW_EVENT ? c->ev[e->event] : NULL;
+		waits += st[i] || ev[i];
+	}
+	if (!waits)
+		goto complete;
+	pthread_mutex_unlock(&c->mu);
+	for (int i = 0; i < hw->n; i++) {
+		if (st[i])
+			x = REAL(cuStreamSynchronize)(st[i]);
+		else if (ev[i])
+			x = REAL(cuEventSynchronize)(ev[i]);
+		else
+			continue;
+		if (x != CUDA_SUCCESS && r == CUDA_SUCCESS)
+			r = x;
+	}
+	pthread_mutex_lock(&c->mu);
+complete:
+	if (r == CUDA_SUCCESS && c->gen == gen && c->s)
+		sched_complete_hostwait(c->s, hw);
+	return r;
+}
+
+/* --- the bridge ----------------------------------------------------------- */
+
+static CUresult record_issue(void *arg, CUstream s)
+{
+	return sctx_record((CUevent)arg, s);
+}
+
+static CUresult wait_issue(void *arg, CUstream s)
+{
+	return sctx_wait(s, (CUevent)arg);
+}
+
+/* Lock held.  orig waits for all of c's pool work. */
+static void sctx_join_into(struct streams_ctx *c, CUstream orig)
+{
+	struct sched_decision d;
+	CUevent in = sctx_bridge_event(&c->bridge_in);
+
+	if (!in)
+		goto err_drain;
+	sctx_decide(c, NULL, 0, SCHED_JOIN, 0, &d);
+	if (sctx_issue(c, &d, record_issue, in) != CUDA_SUCCESS)
+		goto err_drain;
+	if (sctx_wait(orig, in) != CUDA_SUCCESS)
+		goto err_drain;
+	return;
+
+err_drain:
+	c->failures++;
+	sctx_drain(c);
+}
+
+/* Locks held.  Run the operation on its default stream, ordered. */
+static CUresult sctx_bridge(struct streams_ctx **cs, int n,
+			    const struct streams_req *rq)
+{
+	struct sched_decision d;
+	CUevent out;
+	CUresult r;
+	int synced = 0;
+
+	for (int i = 0; i < n; i++)
+		sctx_join_into(cs[i], rq->orig);
+	r = rq->issue(rq->arg, NULL);
+	out = sctx_bridge_event(&cs[0]->bridge_out);
+	if (!out || sctx_record(out, rq->orig) != CUDA_SUCCESS) {
+		/* Done on the host instead: nothing later can overtake it. */
+		REAL(cuStreamSynchronize)(rq->orig);
+		cs[0]->failures++;
+		synced = 1;
+	}
+	for (int i = 0; i < n; i++) {
+		cs[i]->bridged++;
+		if (synced)
+			continue;
+		sctx_decide(cs[i], NULL, 0, SCHED_BARRIER, 0, &d);
+		if (sctx_issue(cs[i], &d, wait_issue, out) != CUDA_SUCCESS) {
+			REAL(cuStreamSynchronize)(rq->orig);
+			cs[i]->failures++;
+			synced = 1;
+		}
+	}
+	return r;
+}
+
+/* The default stream is being captured into a graph (or cannot be used). */
+static int stream_capturing(CUstream s)
+{
+	CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+
+	if (!REAL(cuStreamIsCapturing))
+		return 0;
+	if (REAL(cuStreamIsCapturing)(s, &st) != CUDA_SUCCESS)
+		return 1;	/* let the driver tell the program why */
+	return st != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+static void lock_sorted(struct streams_ctx **cs, int n)
+{
+	struct streams_ctx *x;
+
+	for (int i = 1; i < n; i++)
+		for (int k = i; k > 0 && cs[k - 1] > cs[k]; k--) {
+			x = cs[k - 1];
+			cs[k - 1] = cs[k];
+			cs[k] = x;
+		}
+	for (int i = 0; i < n; i++)
+		pthread_mutex_lock(&cs[i]->mu);
+}
+
+static void unlock_all(struct streams_ctx **cs, int n)
+{
+	for (int i = n - 1; i >= 0; i--)
+		pthread_mutex_unlock(&cs[i]->mu);
+}
+
+/* A peer copy: every context involved that schedules is bridged. */
+static int streams_run_peer(struct streams_ctx *cur,
+			    const struct streams_req *rq, CUresult *res)
+{
+	struct streams_ctx *all[STREAMS_BRIDGE_MAX], *on[STREAMS_BRIDGE_MAX];
+	int n = 0, non = 0, capturing = 0;
+
+	all[n++] = cur;
+	for (int i = 0; i < 2; i++) {
+		struct streams_ctx *p = rq->peer[i] ? sctx_find(rq->peer[i])
+						    : NULL;
+
+		if (p && p != cur && (n < 2 || p != all[1]))
+			all[n++] = p;
+	}
+	lock_sorted(all, n);
+	for (int i = 0; i < n; i++) {
+		/* Only the current context may be set up here. */
+		if (all[i] == cur ? sctx_ready(cur) : all[i]->state == SCTX_ON)
+			on[non++] = all[i];
+		capturing |= all[i]->capturing;
+	}
+	if (!non || (capturing && stream_capturing(rq->orig))) {
+		unlock_all(all, n);
+		return 0;
+	}
+	*res = sctx_bridge(on, non, rq);
+	unlock_all(all, n);
+	return 1;
+}
+
+int streams_run(const struct streams_req *rq, CUresult *res)
+{
+	struct streams_ctx *c = sctx_current();
+	struct sched_decision d;
+	CUstream t;
+	CUresult r, w;
+	unsigned gen;
+
+	if (!c)
+		return 0;
+	if ((rq->peer[0] && rq->peer[0] != c->ctx) ||
+	    (rq->peer[1] && rq->peer[1] != c->ctx))
+		return streams_run_peer(c, rq, res);
+	pthread_mutex_lock(&c->mu);
+	if (!sctx_ready(c))
+		goto pass;
+	if (c->capturing || (rq->flags & STREAMS_BRIDGE)) {
+		/* Captured work is recorded, not run: leave it alone. */
+		if (c->capturing && stream_capturing(rq->orig))
+			goto pass;
+		*res = sctx_bridge(&c, 1, rq);
+		goto done;
+	}
+	sctx_decide(c, rq->acc, rq->nacc, rq->flags, rq->blocks, &d);
+	r = sctx_issue(c, &d, rq->issue, rq->arg);
+	if ((rq->flags & STREAMS_WAIT) && r == CUDA_SUCCESS) {
+		t = c->pool[d.stream];
+		gen = c->gen;
+		pthread_mutex_unlock(&c->mu);
+		w = REAL(cuStreamSynchronize)(t);
+		pthread_mutex_lock(&c->mu);
+		if (w != CUDA_SUCCESS)
+			r = w;
+		else if (c->gen == gen && c->s)
+			sched_complete(c->s, d.stream, d.seq);
+	}
+	*res = r;
+done:
+	pthread_mutex_unlock(&c->mu);
+	return 1;
+pass:
+	pthread_mutex_unlock(&c->mu);
+	return 0;
+}
+
+/* --- host synchronization ------------------------------------------------- */
+
+CUresult streams_host_access(const struct sched_access *acc, int nacc,
+			     int full)
+{
+	struct streams_ctx *c = sctx_current();
+	struct sched_hostwait hw;
+	CUresult r = CUDA_SUCCESS;
+
+	if (!c)
+		return CUDA_SUCCESS;
+	pthread_mutex_lock(&c->mu);
+	if (c->state != SCTX_ON)
+		goto out;
+	if (full || sched_sync_for(c->s, acc, nacc, &hw))
+		sched_sync_all(c->s, &hw);
+	r = sctx_hostwait(c, &hw);
+out:
+	pthread_mutex_unlock(&c->mu);
+	return r;
+}
+
+/* Lock held.  Poll the entries; complete them all if all are done. */
+static CUresult sctx_query(struct streams_ctx *c,
+			   const struct sched_hostwait *hw)
+{
+	CUresult r;
+
+	for (int i = 0; i < hw->n; i++) {
+		const struct sched_hostwait_ent *e = &hw->ent[i];
+
+		if (e->how == SCHED_HW_STREAM)
+			r = REAL(cuStreamQuery)(c->pool[e->stream]);
+		else if (e->how == SCHED_HW_EVENT)
+			r = REAL(cuEventQuery)(c->ev[e->event]);
+		else
+			continue;
+		if (r != CUDA_SUCCESS)
+			return r;
+	}
+	sched_complete_hostwait(c->s, hw);
+	return CUDA_SUCCESS;
+}
+
+CUresult streams_sync_default(int query)
+{
+	struct streams_ctx *c = sctx_current();
+	struct sched_hostwait hw;
+	CUresult r = CUDA_SUCCESS;
+
+	if (!c)
+		return CUDA_SUCCESS;
+	pthread_mutex_lock(&c->mu);
+	if (c->state != SCTX_ON)
+		goto out;
+	sched_sync_all(c->s, &hw);
+	r = query ? sctx_query(c, &hw) : sctx_hostwait(c, &hw);
+out:
+	pthread_mutex_unlock(&c->mu);
+	return r;
+}
+
+void streams_ctx_sync_begin(CUcontext ctx, struct streams_sync *ss)
+{
+	struct streams_ctx *c = ctx ? sctx_find(ctx) : sctx_current();
+
+	ss->c = NULL;
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->mu);
+	if (c->state == SCTX_ON && sched_sync_all(c->s, &ss->hw) == 0) {
+		ss->c = c;
+		ss->gen = c->gen;
+	}
+	pthread_mutex_unlock(&c->mu);
+}
+
+void streams_ctx_sync_end(struct streams_sync *ss, CUresult r)
+{
+	struct streams_ctx *c = ss->c;
+
+	if (!c || r != CUDA_SUCCESS)
+		return;
+	/* The real cuCtxSynchronize waited for every pool stream. */
+	pthread_mutex_lock(&c->mu);
+	if (c->gen == ss->gen && c->s)
+		sched_complete_hostwait(c->s, &ss->hw);
+	pthread_mutex_unlock(&c->mu);
+}
+
+/* --- memory ------------------------------------------------------------ */
+
+void streams_before_free(uint64_t alloc_id)
+{
+	struct sched_access a = { .alloc_id = alloc_id, .mode = SCHED_WRITE };
+	struct sched_hostwait hw;
+	struct streams_ctx *c;
+
+	if (!alloc_id)
+		return;
+	for (c = atomic_load_explicit(&streams_list, memory_order_acquire); c;
+	     c = c->next) {
+		pthread_mutex_lock(&c->mu);
+		if (c->state == SCTX_ON &&
+		    sched_sync_for(c->s, &a, 1, &hw) == 0)
+			sctx_hostwait(c, &hw);
+		pthread_mutex_unlock(&c->mu);
+	}
+}
+
+void streams_forget(uint64_t alloc_id)
+{
+	struct streams_ctx *c;
+
+	if (!alloc_id)
+		return;
+	for (c = atomic_load_explicit(&streams_list, memory_order_acquire); c;
+	     c = c->next) {
+		pthread_mutex_lock(&c->mu);
+		if (c->state == SCTX_ON)
+			sched_forget(c->s, alloc_id);
+		pthread_mutex_unlock(&c->mu);
+	}
+}
+
+uint64_t streams_placeholder(void)
+{
+	return atomic_fetch_add_explicit(&streams_next_placeholder, 1,
+					 memory_order_relaxed);
+}
+
+void streams_rename(uint64_t from, uint64_t to)
+{
+	struct streams_ctx *c = sctx_current();
+	int err;
+
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->mu);
+	if (c->state != SCTX_ON)
+		goto out;
+	err = to ? sched_rename(c->s, from, to) : -ENOENT;
+	if (err && err != -ENOENT) {
+		/*
+		 * Users of the new allocation would not wait for it: let the
+		 * host wait for it instead.
+		 */
+		sctx_drain(c);
+	}
+	if (err)
+		sched_forget(c->s, from);
+out:
+	pthread_mutex_unlock(&c->mu);
+}
+
+/* --- lifecycle --------------------------------------------------------- */
+
+/* Lock held.  Scheduling ends in c: what is pending completes first. */
+static void sctx_off(struct streams_ctx *c, const char *why)
+{
+	if (c->state == SCTX_ON) {
+		sctx_drain(c);
+		sctx_teardown(c);
+	}
+	if (c->state != SCTX_OFF)
+		log_info("streams: context %p: %s; its default-stream work "
+			 "runs unscheduled from now on", (void *)c->ctx, why);
+	c->state = SCTX_OFF;
+}
+
+void streams_stream_created(unsigned flags)
+{
+	struct streams_ctx *c;
+
+	/*
+	 * A blocking stream synchronizes with the legacy stream, which the
+	 * pool does not stand in for: the simplest correct rule is to stop
+	 * scheduling in that context.
+	 */
+	if (flags & CU_STREAM_NON_BLOCKING)
+		return;
+	c = sctx_current();
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->mu);
+	sctx_off(c, "the program created a blocking stream");
+	pthread_mutex_unlock(&c->mu);
+}
+
+static struct streams_ctx *sctx_of_stream(CUstream s)
+{
+	CUcontext ctx = NULL;
+
+	if (streams_is_default(s))
+		return sctx_current();
+	if (!REAL(cuStreamGetCtx) ||
+	    REAL(cuStreamGetCtx)(s, &ctx) != CUDA_SUCCESS || !ctx)
+		return NULL;
+	return sctx_get(ctx);
+}
+
+void streams_capture_begin(CUstream s, int per_thread)
+{
+	struct streams_ctx *c = sctx_of_stream(s);
+
+	(void)per_thread;
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->mu);
+	c->capturing++;
+	pthread_mutex_unlock(&c->mu);
+}
+
+int streams_capture_active(CUstream s, int per_thread)
+{
+	return stream_capturing(streams_default_handle(s, per_thread));
+}
+
+void streams_capture_end(CUstream s, int per_thread)
+{
+	struct streams_ctx *c = sctx_of_stream(s);
+
+	(void)per_thread;
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->mu);
+	if (c->capturing > 0)
+		c->capturing--;
+	pthread_mutex_unlock(&c->mu);
+}
+
+/* Lock held.  The pool goes; the context may come back as a new one. */
+static void sctx_reset(struct streams_ctx *c, int forget_off)
+{
+	if (c->state == SCTX_ON) {
+		sctx_drain(c);
+		sctx_teardown(c);
+		c->state = SCTX_NEW;
+	}
+	if (forget_off) {
+		c->state = SCTX_NEW;
+		c->capturing = 0;
+	}
+}
+
+void streams_ctx_gone(CUcontext ctx)
+{
+	struct streams_ctx *c = ctx ? sctx_find(ctx) : NULL;
+
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->mu);
+	sctx_reset(c, 1);
+	pthread_mutex_unlock(&c->mu);
+}
+
+void streams_primary_retained(CUdevice dev, CUcontext ctx)
+{
+	if (dev >= 0 && dev < STREAMS_PRIMARY_MAX)
+		atomic_store(&streams_primary[dev], ctx);
+}
+
+CUcontext streams_primary_ctx(CUdevice dev)
+{
+	if (dev < 0 || dev >= STREAMS_PRIMARY_MAX)
+		return NULL;
+	return atomic_load(&streams_primary[dev]);
+}
+
+void streams_primary_gone(CUdevice dev, int reset)
+{
+	CUcontext ctx = streams_primary_ctx(dev);
+	struct streams_ctx *c = ctx ? sctx_find(ctx) : NULL;
+
+	if (!c)
+		return;
+	/*
+	 * A release may not be the last one, so a context switched off stays
+	 * off; the pool goes either way (the last release destroys it).
+	 */
+	pthread_mutex_lock(&c->mu);
+	sctx_reset(c, reset);
+	pthread_mutex_unlock(&c->mu);
+}
+
+/* --- statistics -------------------------------------------------------- */
+
+static void stats_add(struct sched_stats *a, const struct sched_stats *b)
+{
+	a->ops += b->ops;
+	a->barriers += b->barriers;
+	a->joins += b->joins;
+	a->degraded += b->degraded;
+	a->deps += b->deps;
+	a->deps_same += b->deps_same;
+	a->deps_done += b->deps_done;
+	a->waits_issued += b->waits_issued;
+	a->waits_pruned += b->waits_pruned;
+	a->over_waits += b->over_waits;
+	a->events_after += b->events_after;
+	a->events_lazy += b->events_lazy;
+	a->reader_collapses += b->reader_collapses;
+	a->host_waits += b->host_waits;
+	a->host_implied += b->host_implied;
+	a->host_idle += b->host_idle;
+	a->allocs += b->allocs;
+}
+
+void streams_get_totals(struct streams_totals *t)
+{
+	struct sched_stats st;
+	struct streams_ctx *c;
+
+	memset(t, 0, sizeof(*t));
+	for (c = atomic_load_explicit(&streams_list, memory_order_acquire); c;
+	     c = c->next) {
+		/* At exit another thread may be stuck holding it: skip. */
+		if (pthread_mutex_trylock(&c->mu))
+			continue;
+		t->contexts += c->had_pool;
+		if (c->s) {
+			sched_get_stats(c->s, &st);
+			stats_add(&t->st, &st);
+		}
+		stats_add(&t->st, &c->retired);
+		t->off += c->state == SCTX_OFF;
+		t->bridged += c->bridged;
+		t->failures += c->failures;
+		pthread_mutex_unlock(&c->mu);
+	}
+}
+
+/* For the trace's exit line (trace.h). */
+static int streams_trace_fields(char *buf, size_t len)
+{
+	struct streams_totals t;
+	int n;
+
+	streams_get_totals(&t);
+	n = snprintf(buf, len, ",\"streams\":%d,\"sched_ops\":%llu,"
+		     "\"sched_barriers\":%llu,\"bridged\":%llu,"
+		     "\"waits_issued\":%llu,\"waits_pruned\":%llu",
+		     kmux_streams, (unsigned long long)t.st.ops,
+		     (unsigned long long)t.st.barriers,
+		     (unsigned long long)t.bridged,
+		     (unsigned long long)t.st.waits_issued,
+		     (unsigned long long)t.st.waits_pruned);
+	return n < 0 ? 0 : (size_t)n >= len ? 0 : n;
+}
+
+static void streams_report(void)
+{
+	struct streams_totals t;
+
+	if (kmux_log_level < KMUX_LOG_INFO)
+		return;
+	streams_get_totals(&t);
+	/* Processes of the command that never used CUDA have nothing to say. */
+	if (!t.contexts && !t.off)
+		return;
+	log_info("streams: pid %d: %d streams in %d context(s), %d off; "
+		 "%llu ops, %llu barriers (%llu degraded), %llu joins, "
+		 "%llu bridged; "
+		 "waits issued %llu, pruned %llu; events after %llu, lazy "
+		 "%llu; host waits %llu (implied %llu, idle streams skipped "
+		 "%llu); failures %llu",
+		 (int)getpid(), kmux_streams, t.contexts, t.off,
+		 (unsigned long long)t.st.ops,
+		 (unsigned long long)t.st.barriers,
+		 (unsigned long long)t.st.degraded,
+		 (unsigned long long)t.st.joins,
+		 (unsigned long long)t.bridged,
+		 (unsigned long long)t.st.waits_issued,
+		 (unsigned long long)t.st.waits_pruned,
+		 (unsigned long long)t.st.events_after,
+		 (unsigned long long)t.st.events_lazy,
+		 (unsigned long long)t.st.host_waits,
+		 (unsigned long long)t.st.host_implied,
+		 (unsigned long long)t.st.host_idle,
+		 (unsigned long long)t.failures);
+}
+
+void streams_atfork_child(void)
+{
+	/* The parent's pools are not the child's; their memory is leaked. */
+	atomic_store(&streams_list, NULL);
+	pthread_mutex_init(&streams_list_mu, NULL);
+	tls_sctx = NULL;
+	for (int i = 0; i < STREAMS_PRIMARY_MAX; i++)
+		atomic_store(&streams_primary[i], NULL);
+}

@@ -1,0 +1,195 @@
+/*
+ * streams.h - the stream scheduler's driver side (issue 3): what the
+ * wrappers call to run default-stream work on a per-context pool of
+ * streams, as sched.h decides.
+ *
+ * With KMUX_STREAMS=N (read once by the constructor), work the program
+ * submits to the legacy or per-thread default stream goes through
+ * streams_run(): sched_submit() decides a pool stream and the cross-stream
+ * waits, this module issues the records, waits and the operation itself.
+ * Work on the program's own streams never comes here.  Host
+ * synchronizations of a default stream or of the context wait only for the
+ * pool streams with pending work; a host-side read waits only for the
+ * writers of what it reads.
+ *
+ * This module owns: one struct streams_ctx per CUDA context (the
+ * scheduler, N non-blocking pool streams, the event slots, two bridge
+ * events, a mutex), created lazily on first use; the switch that turns
+ * scheduling off for a context that created a blocking stream; the count of
+ * stream captures in progress; the statistics printed at exit.
+ * docs/design-streams.md ("The wrappers") explains the rules.
+ *
+ * Failure: nothing here aborts.  A context whose pool cannot be set up
+ * passes everything through; a record or wait that fails is replaced by a
+ * host synchronization; sched_submit() errors become full barriers.  Never
+ * a wrong order.
+ */
+#ifndef KMUX_STREAMS_H
+#define KMUX_STREAMS_H
+
+#include <stdint.h>
+
+#include "cuda-internal.h"
+#include "kparams.h"
+#include "sched.h"
+
+/* Pool size asked for (1..64), 0 when scheduling is off.  Set by the
+ * constructor, read without synchronization afterwards. */
+extern int kmux_streams;
+
+/*
+ * Configuration, once, from the constructor: KMUX_STREAMS's value (NULL:
+ * off), CUDA_DEVICE_MAX_CONNECTIONS's (NULL: unset), KMUX_BARRIER_KERNELS's
+ * (NULL: none).  Sets kmux_streams; 0 or -errno (then scheduling stays off,
+ * with a warning for KMUX_LOG).
+ */
+int streams_init(const char *streams, const char *max_connections,
+		 const char *barrier_regex);
+
+/*
+ * Test knob KMUX_DEBUG_STREAMS_FAIL=N: every Nth event creation, record or
+ * wait the pool makes fails (N=1: the pool cannot even be set up), and the
+ * scheduler keeps at most 4 allocation states (so that operations are
+ * degraded to barriers and renames fail): the fallbacks must keep every
+ * order.  From the constructor.
+ */
+void streams_debug_fail(const char *every);
+
+/*
+ * Pure parsing of KMUX_STREAMS against CUDA_DEVICE_MAX_CONNECTIONS, for
+ * streams_init() and the unit tests.  value must be a decimal integer in
+ * 1..SCHED_MAX_STREAMS; the pool is bounded by CUDA_DEVICE_MAX_CONNECTIONS
+ * when that is a positive integer, by 8 (the driver's default number of
+ * hardware queues) otherwise.  0 and *n set (*clamped: 1 when the bound cut
+ * it), or -EINVAL with *why saying what is wrong.
+ */
+int streams_parse_count(const char *value, const char *max_connections,
+			int *n, int *clamped, const char **why);
+
+/* A NULL, CU_STREAM_LEGACY or CU_STREAM_PER_THREAD stream. */
+static inline int streams_is_default(CUstream s)
+{
+	return !s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD;
+}
+
+/* The explicit handle of the default stream an entry point means by s. */
+static inline CUstream streams_default_handle(CUstream s, int per_thread)
+{
+	if (s)
+		return s;
+	return per_thread ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY;
+}
+
+/*
+ * One operation: issue(arg, s) submits it to stream s; issue(arg, NULL)
+ * makes the call exactly as the program made it (its own stream argument,
+ * its synchronous form).
+ */
+typedef CUresult (*streams_issue_fn)(void *arg, CUstream s);
+
+/* struct streams_req.flags, besides SCHED_BARRIER and SCHED_JOIN */
+/* Run it as the program asked, on its default stream, ordered after all
+ * pool work and before all later pool work (the "bridge"). */
+#define STREAMS_BRIDGE	0x100
+/* The host waits for the operation before returning (synchronous copies
+ * from pinned host memory). */
+#define STREAMS_WAIT	0x200
+
+struct streams_req {
+	const struct sched_access *acc;
+	int nacc;
+	unsigned flags;		/* SCHED_BARRIER, SCHED_JOIN, STREAMS_* */
+	uint64_t blocks;	/* thread blocks (kernels), for the weight */
+	CUstream orig;		/* explicit default stream handle */
+	streams_issue_fn issue;
+	void *arg;
+	CUcontext peer[2];	/* a peer copy's contexts, or NULL */
+};
+
+/*
+ * Run one default-stream operation through the scheduler.  1 and *res
+ * the operation's result; 0 when the caller must pass it through itself
+ * (no current context, scheduling off for it, or its default stream is
+ * being captured into a graph).
+ */
+int streams_run(const struct streams_req *rq, CUresult *res);
+
+/*
+ * The host is about to touch memory (a synchronous device-to-host copy, a
+ * free): wait for the pool work it conflicts with.  full: wait for all of
+ * the current context's pool work (an address kmux does not know).  Other
+ * contexts are not waited for.  CUDA_SUCCESS or a wait's error.
+ */
+CUresult streams_host_access(const struct sched_access *acc, int nacc,
+			     int full);
+
+/*
+ * Synchronization or query of a default stream: the pool part (every pool
+ * stream with pending work, nothing else).  The caller then makes the real
+ * call on the default stream itself, for work that went there directly.
+ * query: poll instead of waiting (CUDA_ERROR_NOT_READY if busy).
+ */
+CUresult streams_sync_default(int query);
+
+/*
+ * cuCtxSynchronize(ctx) (NULL: current): _begin notes what is pending, the
+ * caller makes the real call, _end with its result marks the notes done.
+ */
+struct streams_ctx;
+struct streams_sync {
+	struct streams_ctx *c;	/* NULL: nothing scheduled there */
+	unsigned gen;
+	struct sched_hostwait hw;
+};
+void streams_ctx_sync_begin(CUcontext ctx, struct streams_sync *ss);
+void streams_ctx_sync_end(struct streams_sync *ss, CUresult r);
+
+/*
+ * An allocation is about to be freed synchronously (cuMemFree,
+ * cuMemFreeHost, cuMemHostUnregister, cuMemUnmap): wait for the pool work
+ * that uses it in every context; after a successful free, forget it.
+ */
+void streams_before_free(uint64_t alloc_id);
+void streams_forget(uint64_t alloc_id);
+
+/*
+ * Stream-ordered allocation: the address is known only after the call, so
+ * the operation is submitted as writing a placeholder id, renamed to the
+ * allocation's id afterwards (in the current context).  to 0: the
+ * allocation failed or is not tracked; the placeholder is dropped.
+ */
+uint64_t streams_placeholder(void);
+void streams_rename(uint64_t from, uint64_t to);
+
+/* KMUX_BARRIER_KERNELS matches this kernel (cached per kernel). */
+int streams_barrier_kernel(const struct kernel_info *ki);
+
+/* Lifecycle, from the stream, capture and context wrappers. */
+void streams_stream_created(unsigned flags);
+/*
+ * Captures: _begin before the real call (undone with _end if it fails);
+ * _active before cuStreamEndCapture, _end after it when it was.
+ */
+void streams_capture_begin(CUstream s, int per_thread);
+int streams_capture_active(CUstream s, int per_thread);
+void streams_capture_end(CUstream s, int per_thread);
+/* Before cuCtxDestroy; before a primary context's release or reset. */
+void streams_ctx_gone(CUcontext ctx);
+void streams_primary_retained(CUdevice dev, CUcontext ctx);
+CUcontext streams_primary_ctx(CUdevice dev);
+void streams_primary_gone(CUdevice dev, int reset);
+
+/* Totals over every context, for the trace's exit line and the exit log. */
+struct streams_totals {
+	int contexts;		/* that had a pool */
+	int off;		/* switched off (blocking stream, failure) */
+	uint64_t bridged;	/* run on a default stream, ordered */
+	uint64_t failures;	/* records, waits replaced by host waits */
+	struct sched_stats st;	/* summed */
+};
+void streams_get_totals(struct streams_totals *t);
+
+/* In a forked child: forget the parent's contexts. */
+void streams_atfork_child(void);
+
+#endif

@@ -1,0 +1,484 @@
+/*
+ * streams-cases.c - one small default-stream program per case the stream
+ * scheduler must get right, each checking itself from simcuda's records
+ * (simcuda_op_get: every operation's stream, submission order and times).
+ *
+ *   streams-cases MODE
+ *
+ * Barrier cases: two independent 30 ms kernels, then the operation X under
+ * test, then two more kernels; X must start after everything submitted
+ * before it ended and end before anything submitted after it started:
+ *   graph      X is a graph launch (captured on a stream of the program's)
+ *   hostfunc   X is cuLaunchHostFunc          callback  cuStreamAddCallback
+ *   managed    X is a kernel given managed memory
+ *   hostmem    X is a kernel given pinned, device-mapped host memory
+ *   regex      X is the kernel "probe" (run with KMUX_BARRIER_KERNELS=^probe$;
+ *              without it the check must fail: the control)
+ *   opaque     X is a kernel launched with an `extra` blob kmux cannot read
+ *   capture    X is a kernel on the default stream while the program
+ *              captures a graph on a stream of its own (bridged)
+ *   waitevent  the default stream waits for an event recorded after X on a
+ *              stream of the program's: what follows starts after X
+ * Other cases:
+ *   independent  eight independent 20 ms kernels; prints how many pairs
+ *                overlapped in time
+ *   rendezvous   two kernels that meet only if they run at the same time;
+ *                exit 0 when they met
+ *   own          work on the program's own non-blocking streams only: no
+ *                operation may land on any other stream
+ *   blocking     a blocking stream appears mid-way: default-stream work
+ *                runs on the legacy stream from then on
+ *   chase        a kernel writes a buffer through a pointer stored in
+ *                device memory; prints the hashes of two read-backs
+ *                (scheduling breaks it: `kmux verify` must tell)
+ * Exit 0 when the check held, 1 with the reason on stderr otherwise.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "e2e-common.h"
+#include "simcuda.h"
+
+#define LONG_US		30000
+#define NWORDS		256
+
+static CUfunction f_touch, f_probe, f_pause0, f_store_via, f_rendezvous;
+static CUdeviceptr buf[8];
+
+static int fail(const char *why)
+{
+	fprintf(stderr, "streams-cases: %s\n", why);
+	return 1;
+}
+
+static void touch(CUstream s, CUdeviceptr p, unsigned us)
+{
+	size_t bytes = NWORDS * 4;
+	int rw = SIM_RW;
+	void *a[] = { &p, &bytes, &rw, &us };
+
+	CHECK(cuLaunchKernel(f_touch, 1, 1, 1, 32, 1, 1, 0, s, a, NULL));
+}
+
+static void probe(CUstream s, CUdeviceptr p, unsigned us)
+{
+	int n = NWORDS;
+	void *a[] = { &p, &n, &us };
+
+	CHECK(cuLaunchKernel(f_probe, 1, 1, 1, 32, 1, 1, 0, s, a, NULL));
+}
+
+/* --- checks over simcuda's records ---------------------------------------- */
+
+typedef int (*op_pred)(const struct simcuda_op_info *);
+
+static int is_probe(const struct simcuda_op_info *o)
+{
+	return o->kind == SIMCUDA_OP_KERNEL && !strcmp(o->name, "probe");
+}
+
+static int is_host(const struct simcuda_op_info *o)
+{
+	return o->kind == SIMCUDA_OP_HOST;
+}
+
+static int is_graph(const struct simcuda_op_info *o)
+{
+	return o->kind == SIMCUDA_OP_GRAPH || o->graph != 0;
+}
+
+static int is_pause0(const struct simcuda_op_info *o)
+{
+	return o->kind == SIMCUDA_OP_KERNEL && !strcmp(o->name, "pause0");
+}
+
+/*
+ * The operations matching x ran alone: everything submitted before them
+ * had ended when they started (if before), everything submitted after
+ * them started once they had ended.
+ */
+static int check_barrier(op_pred x, int before)
+{
+	size_t n = simcuda_op_count();
+	uint64_t xs = UINT64_MAX, xe = 0, lo = UINT64_MAX, hi = 0;
+	struct simcuda_op_info o;
+	int nx = 0, nbefore = 0, nafter = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (simcuda_op_get(i, &o) || !x(&o))
+			continue;
+		nx++;
+		xs = o.start_ns < xs ? o.start_ns : xs;
+		xe = o.end_ns > xe ? o.end_ns : xe;
+		/* Replayed graph nodes are numbered when they run. */
+		if (o.graph)
+			continue;
+		lo = o.seq < lo ? o.seq : lo;
+		hi = o.seq > hi ? o.seq : hi;
+	}
+	if (!nx)
+		return fail("the operation under test never ran");
+	for (size_t i = 0; i < n; i++) {
+		if (simcuda_op_get(i, &o) || x(&o))
+			continue;
+		if (o.seq < lo && before) {
+			nbefore++;
+			if (o.end_ns > xs) {
+				fprintf(stderr, "streams-cases: %s (seq %llu) "
+					"still ran when the barrier started\n",
+					o.name, (unsigned long long)o.seq);
+				return 1;
+			}
+		}
+		if (o.seq > hi) {
+			nafter++;
+			if (o.start_ns < xe) {
+				fprintf(stderr, "streams-cases: %s (seq %llu) "
+					"started before the barrier ended\n",
+					o.name, (unsigned long long)o.seq);
+				return 1;
+			}
+		}
+	}
+	if ((before && nbefore < 2) || nafter < 2)
+		return fail("too few operations around the barrier");
+	printf("barrier held (%d before, %d after)\n", nbefore, nafter);
+	return 0;
+}
+
+/* Pairs of kernels named name that overlapped in time. */
+static int overlapping_pairs(const char *name)
+{
+	struct simcuda_op_info a, b;
+	size_t n = simcuda_op_count();
+	int pairs = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (simcuda_op_get(i, &a) || strcmp(a.name, name))
+			continue;
+		for (size_t j = i + 1; j < n; j++) {
+			if (simcuda_op_get(j, &b) || strcmp(b.name, name))
+				continue;
+			pairs += a.start_ns < b.end_ns && b.start_ns < a.end_ns;
+		}
+	}
+	return pairs;
+}
+
+/* --- the cases -------------------------------------------------------------- */
+
+static void around_before(void)
+{
+	touch(NULL, buf[0], LONG_US);
+	touch(NULL, buf[1], LONG_US);
+}
+
+static void around_after(void)
+{
+	touch(NULL, buf[2], LONG_US / 2);
+	touch(NULL, buf[3], LONG_US / 2);
+	CHECK(cuCtxSynchronize());
+}
+
+static void host_noop(void *arg)
+{
+	(void)arg;
+}
+
+static void CUDA_CB callback_noop(CUstream s, CUresult r, void *arg)
+{
+	(void)s;
+	(void)r;
+	(void)arg;
+}
+
+static int case_graph(void)
+{
+	CUgraphExec exec;
+	CUgraph g;
+	CUstream s;
+
+	CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+	probe(s, buf[4], 1000);
+	CHECK(cuStreamEndCapture(s, &g));
+	CHECK(cuGraphInstantiate(&exec, g, 0));
+	around_before();
+	CHECK(cuGraphLaunch(exec, NULL));
+	around_after();
+	return check_barrier(is_graph, 1);
+}
+
+static int case_host(int callback)
+{
+	around_before();
+	if (callback)
+		CHECK(cuStreamAddCallback(NULL, callback_noop, NULL, 0));
+	else
+		CHECK(cuLaunchHostFunc(NULL, host_noop, NULL));
+	around_after();
+	return check_barrier(is_host, 1);
+}
+
+static int case_memory(const char *mode)
+{
+	CUdeviceptr p = buf[4];
+	void *h;
+
+	if (!strcmp(mode, "managed")) {
+		CHECK(cuMemAllocManaged(&p, NWORDS * 4, CU_MEM_ATTACH_GLOBAL));
+	} else if (!strcmp(mode, "hostmem")) {
+		CHECK(cuMemHostAlloc(&h, NWORDS * 4,
+				     CU_MEMHOSTALLOC_DEVICEMAP));
+		p = (CUdeviceptr)(uintptr_t)h;
+	}
+	around_before();
+	probe(NULL, p, 1000);
+	around_after();
+	return check_barrier(is_probe, 1);
+}
+
+static int case_opaque(void)
+{
+	int unused = 0;
+	/* A buffer without its size: the driver ignores it, kmux cannot
+	 * know what the kernel is given. */
+	void *e[] = { CU_LAUNCH_PARAM_BUFFER_POINTER, &unused,
+		      CU_LAUNCH_PARAM_END };
+
+	around_before();
+	CHECK(cuLaunchKernel(f_pause0, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, e));
+	around_after();
+	return check_barrier(is_pause0, 1);
+}
+
+static int case_capture(void)
+{
+	CUstream s;
+	CUgraph g;
+
+	CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	around_before();
+	CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+	touch(s, buf[5], 10);		/* captured, not run */
+	probe(NULL, buf[4], 1000);	/* runs, ordered like legacy work */
+	CHECK(cuStreamEndCapture(s, &g));
+	around_after();
+	return check_barrier(is_probe, 1);
+}
+
+static int case_waitevent(void)
+{
+	CUstream s;
+	CUevent ev;
+
+	CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	CHECK(cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
+	around_before();
+	probe(s, buf[4], LONG_US);
+	CHECK(cuEventRecord(ev, s));
+	CHECK(cuStreamWaitEvent(NULL, ev, 0));
+	around_after();
+	return check_barrier(is_probe, 0);
+}
+
+static int case_independent(void)
+{
+	for (int i = 0; i < 8; i++)
+		touch(NULL, buf[i], 20000);
+	CHECK(cuCtxSynchronize());
+	printf("overlapping pairs %d\n", overlapping_pairs("touch"));
+	return 0;
+}
+
+static int case_rendezvous(void)
+{
+	static int flags[3];
+	unsigned long long fl = (unsigned long long)(uintptr_t)flags;
+	size_t bytes = 64;
+	int rw = SIM_WRITE, me0 = 0, me1 = 1;
+	void *a0[] = { &buf[0], &bytes, &rw, &fl, &me0 };
+	void *a1[] = { &buf[1], &bytes, &rw, &fl, &me1 };
+
+	CHECK(cuLaunchKernel(f_rendezvous, 1, 1, 1, 32, 1, 1, 0, NULL, a0,
+			     NULL));
+	CHECK(cuLaunchKernel(f_rendezvous, 1, 1, 1, 32, 1, 1, 0, NULL, a1,
+			     NULL));
+	CHECK(cuCtxSynchronize());
+	if (flags[2])
+		return fail("the two kernels never ran at the same time");
+	printf("met\n");
+	return 0;
+}
+
+static unsigned long long stream_id(CUstream s)
+{
+	unsigned long long id = 0;
+
+	CHECK(cuStreamGetId(s, &id));
+	return id;
+}
+
+static int case_own(void)
+{
+	static unsigned h[NWORDS];
+	unsigned long long id1, id2, legacy;
+	struct simcuda_op_info o;
+	CUstream s1, s2;
+	CUevent ev;
+
+	CHECK(cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING));
+	CHECK(cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING));
+	CHECK(cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
+	id1 = stream_id(s1);
+	id2 = stream_id(s2);
+	legacy = stream_id(CU_STREAM_LEGACY);
+	for (int i = 0; i < 4; i++) {
+		touch(s1, buf[0], 2000);
+		touch(s2, buf[1], 2000);
+		CHECK(cuMemsetD32Async(buf[2], (unsigned)i, NWORDS, s1));
+		CHECK(cuEventRecord(ev, s1));
+		CHECK(cuStreamWaitEvent(s2, ev, 0));
+		CHECK(cuMemcpyDtoDAsync(buf[3], buf[2], NWORDS * 4, s2));
+		CHECK(cuStreamSynchronize(s2));
+		CHECK(cuMemcpyDtoH(h, buf[3], sizeof(h)));
+		if (h[0] != (unsigned)i)
+			return fail("wrong value read back");
+	}
+	CHECK(cuStreamSynchronize(s1));
+	for (size_t i = 0; i < simcuda_op_count(); i++) {
+		if (simcuda_op_get(i, &o) || o.stream == 0)
+			continue;
+		if (o.stream != id1 && o.stream != id2 && o.stream != legacy) {
+			fprintf(stderr, "streams-cases: %s ran on stream %llu, "
+				"not one of the program's (%llu %llu %llu)\n",
+				o.name, (unsigned long long)o.stream, id1, id2,
+				legacy);
+			return 1;
+		}
+	}
+	printf("streams %llu %llu untouched\n", id1, id2);
+	return 0;
+}
+
+static int case_blocking(void)
+{
+	unsigned long long legacy = stream_id(CU_STREAM_LEGACY);
+	struct simcuda_op_info o;
+	CUstream s;
+
+	/* Scheduled at first... */
+	probe(NULL, buf[0], 5000);
+	probe(NULL, buf[1], 5000);
+	CHECK(cuStreamCreate(&s, 0));
+	/* ...then the same buffers on the legacy stream, and on s. */
+	touch(NULL, buf[0], 1000);
+	touch(s, buf[1], 1000);
+	touch(NULL, buf[1], 1000);
+	CHECK(cuCtxSynchronize());
+	for (size_t i = 0; i < simcuda_op_count(); i++) {
+		if (simcuda_op_get(i, &o) || strcmp(o.name, "touch"))
+			continue;
+		if (o.stream != legacy && o.stream != stream_id(s)) {
+			fprintf(stderr, "streams-cases: %s after a blocking "
+				"stream ran on stream %llu\n", o.name,
+				(unsigned long long)o.stream);
+			return 1;
+		}
+	}
+	printf("default-stream work on the legacy stream after a blocking "
+	       "stream\n");
+	return 0;
+}
+
+static uint64_t hash(const unsigned *p, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= p[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+static int case_chase(void)
+{
+	static unsigned h[NWORDS];
+	CUdeviceptr ptrs = buf[6], target = buf[7];
+	unsigned v = 7, ms = 100;
+	int n = NWORDS;
+	void *a[] = { &ptrs, &v, &n, &ms };
+
+	CHECK(cuMemcpyHtoD(ptrs, &target, sizeof(target)));
+	CHECK(cuMemsetD32(target, 0, NWORDS));
+	CHECK(cuMemcpyDtoH(h, ptrs, sizeof(target)));
+	printf("a %016llx\n", (unsigned long long)hash(h, 2));
+	/* Writes target, which is not among its parameters. */
+	CHECK(cuLaunchKernel(f_store_via, 1, 1, 1, 32, 1, 1, 0, NULL, a, NULL));
+	CHECK(cuMemcpyDtoH(h, target, sizeof(h)));
+	printf("b %016llx\n", (unsigned long long)hash(h, NWORDS));
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *mod = e2e_module_path(), *slash, *m;
+	CUmodule basic, dag;
+	char path[4096];
+	CUcontext ctx;
+	CUdevice dev;
+	int r;
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: streams-cases MODE\n");
+		return 2;
+	}
+	m = argv[1];
+	slash = strrchr(mod, '/');
+	snprintf(path, sizeof(path), "%.*s/dag.so",
+		 slash ? (int)(slash - mod) : 1, slash ? mod : ".");
+	CHECK(cuInit(0));
+	CHECK(cuDeviceGet(&dev, 0));
+	CHECK(cuCtxCreate(&ctx, NULL, 0, dev));
+	CHECK(cuModuleLoad(&basic, mod));
+	CHECK(cuModuleLoad(&dag, path));
+	CHECK(cuModuleGetFunction(&f_touch, basic, "touch"));
+	CHECK(cuModuleGetFunction(&f_rendezvous, basic, "rendezvous"));
+	CHECK(cuModuleGetFunction(&f_probe, dag, "probe"));
+	CHECK(cuModuleGetFunction(&f_pause0, dag, "pause0"));
+	CHECK(cuModuleGetFunction(&f_store_via, dag, "store_via"));
+	for (int i = 0; i < 8; i++)
+		CHECK(cuMemAlloc(&buf[i], NWORDS * 4));
+	/* Only what the case itself does is checked. */
+	CHECK(cuCtxSynchronize());
+	simcuda_records_clear();
+
+	if (!strcmp(m, "graph"))
+		r = case_graph();
+	else if (!strcmp(m, "hostfunc") || !strcmp(m, "callback"))
+		r = case_host(!strcmp(m, "callback"));
+	else if (!strcmp(m, "managed") || !strcmp(m, "hostmem") ||
+		 !strcmp(m, "regex"))
+		r = case_memory(m);
+	else if (!strcmp(m, "opaque"))
+		r = case_opaque();
+	else if (!strcmp(m, "capture"))
+		r = case_capture();
+	else if (!strcmp(m, "waitevent"))
+		r = case_waitevent();
+	else if (!strcmp(m, "independent"))
+		r = case_independent();
+	else if (!strcmp(m, "rendezvous"))
+		r = case_rendezvous();
+	else if (!strcmp(m, "own"))
+		r = case_own();
+	else if (!strcmp(m, "blocking"))
+		r = case_blocking();
+	else if (!strcmp(m, "chase"))
+		r = case_chase();
+	else
+		return fail("unknown mode");
+	CHECK(cuCtxDestroy(ctx));
+	return r;
+}

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# What kmux cannot see through is a barrier, as on the legacy stream: a
+# graph launch, host functions and callbacks, kernels given managed or
+# pinned host memory, kernels named by KMUX_BARRIER_KERNELS, launches with
+# an `extra` blob kmux cannot read, default-stream work while a capture is
+# in progress, and a default stream waiting for an event.  Each case checks
+# itself from simcuda's records (tests/e2e/progs/streams-cases.c).
+. "$(dirname "$0")/lib.sh"
+
+for m in graph hostfunc callback managed hostmem regex opaque capture waitevent; do
+	rm -f "$TMP"/sim.*
+	KMUX_BARRIER_KERNELS='^probe$' SIMCUDA_LOG=$TMP/sim.%p KMUX_STREAMS=8 \
+		LD_PRELOAD=$PRELOAD "$PROGS/streams-cases" $m >"$TMP/$m" 2>&1
+	check "$m: keeps its place ($(head -c 60 "$TMP/$m"))" [ $? -eq 0 ]
+	check "$m: no conflicting overlap" "$SIMDIR/simcuda-check" -q "$TMP"/sim.*
+done
+
+# The control: without KMUX_BARRIER_KERNELS the probe kernel is ordinary,
+# and the same check sees it run beside its neighbours.
+KMUX_STREAMS=8 LD_PRELOAD=$PRELOAD "$PROGS/streams-cases" regex >"$TMP/ctl" 2>&1
+check "control: without KMUX_BARRIER_KERNELS the check fails" [ $? -ne 0 ]
+# A regex that does not compile leaves the program unscheduled (with a warning).
+KMUX_LOG=warn KMUX_BARRIER_KERNELS='(' KMUX_STREAMS=8 LD_PRELOAD=$PRELOAD \
+	"$PROGS/streams-cases" regex >"$TMP/bad" 2>&1
+check "a bad KMUX_BARRIER_KERNELS: warned, and nothing is scheduled" \
+	bash -c "grep -q 'KMUX_BARRIER_KERNELS' '$TMP/bad' && grep -q 'barrier held' '$TMP/bad'"
+finish

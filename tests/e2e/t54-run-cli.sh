@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# kmux run: bad --streams values are usage errors (exit 2); the command's
+# exit status comes back; the environment asks the preload for the pool.
+# The bare preload with a bad KMUX_STREAMS runs the program unscheduled.
+. "$(dirname "$0")/lib.sh"
+
+for v in 0 -1 x 65 4x "" " 4" +4; do
+	"$KMUX" run --streams "$v" -- true >/dev/null 2>"$TMP/err"
+	rc=$?
+	check "--streams '$v': usage error, exit 2" [ $rc -eq 2 ]
+done
+check "the usage is printed" grep -q '^usage: kmux run' "$TMP/err"
+"$KMUX" run --streams >/dev/null 2>&1
+check "--streams without a value: exit 2" [ $? -eq 2 ]
+"$KMUX" run --streams 4 >/dev/null 2>&1
+check "no command: exit 2" [ $? -eq 2 ]
+"$KMUX" run --help >"$TMP/help" 2>&1
+check "--help: exit 0 and the usage" bash -c "[ $? -eq 0 ] && grep -q streams '$TMP/help'"
+"$KMUX" run -s 3 -- sh -c 'exit 7'
+check "the command's exit status comes back (7)" [ $? -eq 7 ]
+"$KMUX" run -- /nonexistent/cmd 2>/dev/null
+check "a missing command: 127" [ $? -eq 127 ]
+
+out=$(env -u CUDA_DEVICE_MAX_CONNECTIONS "$KMUX" run --streams 4 -- sh -c 'echo "$KMUX_STREAMS ${CUDA_DEVICE_MAX_CONNECTIONS:-unset}"')
+check "--streams 4 sets KMUX_STREAMS=4, leaves the connections alone ($out)" [ "$out" = "4 unset" ]
+out=$(env -u CUDA_DEVICE_MAX_CONNECTIONS "$KMUX" run --streams 48 -- sh -c 'echo "$KMUX_STREAMS $CUDA_DEVICE_MAX_CONNECTIONS"')
+check "--streams 48 raises CUDA_DEVICE_MAX_CONNECTIONS to 32 ($out)" [ "$out" = "48 32" ]
+out=$(CUDA_DEVICE_MAX_CONNECTIONS=12 "$KMUX" run --streams 48 -- sh -c 'echo "$CUDA_DEVICE_MAX_CONNECTIONS"')
+check "a CUDA_DEVICE_MAX_CONNECTIONS of the user's is kept ($out)" [ "$out" = 12 ]
+
+# The bare preload: bad values warn (with KMUX_LOG) and run unscheduled.
+"$PROGS/rand-dag" 2 >"$TMP/plain" 2>&1
+for v in 0 abc 65 -2; do
+	KMUX_LOG=warn KMUX_STREAMS=$v LD_PRELOAD=$PRELOAD "$PROGS/rand-dag" 2 \
+		>"$TMP/out" 2>"$TMP/err"
+	check "KMUX_STREAMS=$v: warned, runs unscheduled with the same output" \
+		bash -c "grep -q 'KMUX_STREAMS=$v' '$TMP/err' && cmp -s '$TMP/plain' '$TMP/out'"
+done
+KMUX_STREAMS=abc LD_PRELOAD=$PRELOAD "$PROGS/rand-dag" 2 >/dev/null 2>"$TMP/err"
+check "without KMUX_LOG the warning is not printed" [ ! -s "$TMP/err" ]
+KMUX_LOG=info KMUX_STREAMS=20 LD_PRELOAD=$PRELOAD "$PROGS/rand-dag" 2 2>&1 >/dev/null | grep 'streams: pid' >"$TMP/info"
+check "KMUX_STREAMS=20 without CUDA_DEVICE_MAX_CONNECTIONS: 8 streams" grep -q ': 8 streams' "$TMP/info"
+KMUX_LOG=info CUDA_DEVICE_MAX_CONNECTIONS=16 KMUX_STREAMS=20 LD_PRELOAD=$PRELOAD "$PROGS/rand-dag" 2 2>&1 >/dev/null | grep 'streams: pid' >"$TMP/info"
+check "... and with CUDA_DEVICE_MAX_CONNECTIONS=16: 16 streams" grep -q ': 16 streams' "$TMP/info"
+finish

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# kmux verify: identical on a correct program; on a program that breaks
+# the visibility assumption (a kernel writing through a pointer stored in
+# device memory) it reports the first divergent read-back and names the
+# kernel; distinct exit statuses for a failing command.
+. "$(dirname "$0")/lib.sh"
+
+"$KMUX" verify -- "$PROGS/rand-dag" 9 >"$TMP/ok" 2>&1
+check "a correct program: exit 0" [ $? -eq 0 ]
+check "... reported identical" grep -q 'identical ([1-9][0-9]* device-to-host copies' "$TMP/ok"
+"$KMUX" verify --streams 8 -- "$PROGS/rand-dag" 10 >"$TMP/ok8" 2>&1
+check "--streams 8: identical too" [ $? -eq 0 ]
+"$KMUX" verify -- "$PROGS/drv-threads" >"$TMP/thr" 2>&1
+check "per-thread default streams in several threads: exit 0" [ $? -eq 0 ]
+
+"$KMUX" verify --streams 4 -- "$PROGS/streams-cases" chase >"$TMP/bad" 2>&1
+check "pointer chasing: exit 1" [ $? -eq 1 ]
+check "... the divergence is the second read-back" grep -q 'DIVERGED at device-to-host copy 1: different contents' "$TMP/bad"
+check "... the kernel before it is named" grep -q 'before it.*store_via' "$TMP/bad"
+sed 's/^/    /' "$TMP/bad" | head -5
+KMUX_BARRIER_KERNELS='^store_via$' "$KMUX" verify -- "$PROGS/streams-cases" chase >"$TMP/fixed" 2>&1
+check "with KMUX_BARRIER_KERNELS=^store_via\$: identical" [ $? -eq 0 ]
+
+"$KMUX" verify -- false >/dev/null 2>&1
+check "CMD fails unscheduled: exit 3" [ $? -eq 3 ]
+"$KMUX" verify -- sh -c 'test -z "$KMUX_STREAMS"' >/dev/null 2>&1
+check "CMD fails only when scheduled: exit 4" [ $? -eq 4 ]
+"$KMUX" verify -- /nonexistent/cmd >/dev/null 2>&1
+check "CMD not found: exit 127" [ $? -eq 127 ]
+"$KMUX" verify --streams 0 -- true >/dev/null 2>&1
+check "--streams 0: exit 2" [ $? -eq 2 ]
+"$KMUX" verify -- sh -c 'echo "$KMUX_STREAMS"' >"$TMP/so" 2>&1
+check "stdout differs, not counted: exit 0" [ $? -eq 0 ]
+check "... but reported" grep -q 'stdout differs from line 1' "$TMP/so"
+"$KMUX" verify --stdout -- sh -c 'echo "$KMUX_STREAMS"' >/dev/null 2>&1
+check "--stdout: a stdout difference is a divergence (exit 1)" [ $? -eq 1 ]
+finish

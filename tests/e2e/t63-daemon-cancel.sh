@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# kmux cancel: a queued job leaves the queue; a running one gets SIGTERM on
+# its process group; one that ignores SIGTERM gets SIGKILL after the grace
+# period (1 s here); -s picks the signal; errors have their own statuses.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/kmuxd-lib.sh"
+
+start_daemon --kill-grace 1
+r=$("$KMUX" submit -m 10G -- sh -c 'sleep 30; echo never')
+q=$("$KMUX" submit -m 10G -- echo never)
+check "one runs" wait_state "$r" running
+check "one waits" [ "$(jq_job "$q" 'j["state"]')" = queued ]
+expect_rc 0 "cancel of the queued job" "$KMUX" cancel "$q"
+check "  ... it is cancelled at once" [ "$(jq_job "$q" 'j["state"]')" = cancelled ]
+expect_rc 125 "wait on it: its status is not known" "$KMUX" wait "$q"
+check "  ... and says it was cancelled" err_has "cancelled before it ended"
+check "the running job still runs" [ "$(jq_job "$r" 'j["state"]')" = running ]
+
+t0=$(date +%s%N)
+expect_rc 0 "cancel of the running job" "$KMUX" cancel "$r"
+expect_rc 143 "wait: it died of SIGTERM (128+15)" "$KMUX" wait "$r"
+check "  ... promptly" [ $(( ($(date +%s%N) - t0) / 1000000 )) -lt 2000 ]
+check "  ... state cancelled, signal TERM" [ "$(jq_job "$r" 'j["state"], j["signal"]')" = "('cancelled', 'TERM')" ]
+check "  ... its whole process group went (no 'never' in its log)" cond '! grep -q never <("$KMUX" logs "$r")'
+
+s=$("$KMUX" submit -- sh -c 'trap "" TERM; while :; do sleep 0.1; done')
+check "a job that ignores SIGTERM runs" wait_state "$s" running
+t0=$(date +%s%N)
+"$KMUX" cancel "$s"
+expect_rc 137 "it is killed with SIGKILL after the grace period" "$KMUX" wait "$s"
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+check "  ... after 1 s, not before ($ms ms)" cond '[ $ms -ge 900 ] && [ $ms -lt 4000 ]'
+
+k=$("$KMUX" submit -- sleep 30)
+wait_state "$k" running
+expect_rc 0 "cancel -s KILL" "$KMUX" cancel -s KILL "$k"
+expect_rc 137 "  ... killed by SIGKILL" "$KMUX" wait "$k"
+
+expect_rc 3 "cancel of an unknown job" "$KMUX" cancel 999
+check "  ... says so" err_has "no job 999"
+expect_rc 1 "cancel of a job that ended" "$KMUX" cancel "$r"
+check "  ... says so" err_has "already ended"
+expect_rc 2 "cancel with a bad id" "$KMUX" cancel abc
+expect_rc 2 "cancel with a bad signal" "$KMUX" cancel -s NOPE 1
+finish

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# kill -9 of the daemon loses nothing: the queued job is still queued after
+# a restart (which replaces the stale socket) and then runs; the running
+# job kept running without the daemon, is watched again, and its end frees
+# its memory for the queued one.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/kmuxd-lib.sh"
+
+start_daemon
+a=$("$KMUX" submit -m 10G -- sh -c 'sleep 1.5; echo a-done')
+b=$("$KMUX" submit -m 10G -- echo b-ran)
+check "job $a runs" wait_state "$a" running
+check "job $b is queued" [ "$(jq_job "$b" 'j["state"]')" = queued ]
+apid=$(jq_job "$a" 'j["pid"]')
+kill -9 "$(daemon_pid)"
+sleep 0.2
+check "after kill -9 the socket is stale" [ -S "$KMUX_SOCKET" ]
+expect_rc 5 "ps without a daemon" "$KMUX" ps
+check "the running job outlived the daemon" kill -0 "$apid"
+expect_rc 0 "a new daemon starts on the stale socket" start_daemon
+check "  ... and logs that it replaced it" grep -q "replaced the stale socket" "$KMUX_STATE_DIR/kmuxd.log" 
+check "job $b is still queued" [ "$(jq_job "$b" 'j["state"]')" = queued ]
+check "job $a is still running" [ "$(jq_job "$a" 'j["state"]')" = running ]
+expect_rc 0 "job $b runs once job $a ended" "$KMUX" wait "$b"
+check "  ... with its output in its log" grep -qx b-ran <("$KMUX" logs "$b")
+a_end=$(jq_job "$a" 'j["end_us"]')
+b_start=$(jq_job "$b" 'j["start_us"]')
+check "  ... after job $a ended, by the daemon's clock" [ "$b_start" -ge "$a_end" ]
+check "job $a's output is complete" grep -qx a-done <("$KMUX" logs "$a")
+expect_rc 125 "wait on job $a: its status was not seen by anyone" "$KMUX" wait "$a"
+check "  ... says so" err_has "unknown"
+
+# A job that dies while no daemon runs is found gone at the restart, and
+# the job queued behind it runs.
+d=$("$KMUX" submit -m 15G -- sleep 5)
+e=$("$KMUX" submit -m 15G -- echo e-ran)
+wait_state "$d" running
+dpid=$(jq_job "$d" 'j["pid"]')
+kill -9 "$(daemon_pid)"
+kill -9 -- "-$dpid" 2>/dev/null
+sleep 0.1
+start_daemon
+check "a job that died with no daemon is exited, status unknown" \
+	[ "$(jq_job "$d" 'j["state"], j["exit_code"]')" = "('exited', None)" ]
+expect_rc 0 "the job queued behind it runs" "$KMUX" wait "$e"
+check "  ... output intact" grep -qx e-ran <("$KMUX" logs "$e")
+finish

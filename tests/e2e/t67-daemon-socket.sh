@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# One daemon per socket and per state directory: a second one is refused
+# with a clear error and exit 1, leaving the first untouched; a stale
+# socket (nobody listening) is replaced; anything else at the socket's path
+# and a directory others can write are refused; clients racing to start
+# the daemon end up with one.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/kmuxd-lib.sh"
+
+expect_rc 0 "kmux daemon starts in the background" start_daemon
+pid=$(daemon_pid)
+check "  ... with the socket 0600 in a 0700 directory" \
+	cond '[ "$(stat -c %a "$KMUX_SOCKET")" = 600 ] && [ "$(stat -c %a "$TMP/run")" = 700 ]'
+expect_rc 1 "a second daemon on the same socket" "$KMUX" daemon
+check "  ... says one runs, with its pid" err_has "already running on $KMUX_SOCKET (pid $pid)"
+expect_rc 1 "  ... in the foreground too" "$KMUX" daemon --foreground
+check "the first one still serves" cond '[ "$(daemon_pid)" = "$pid" ] && "$KMUX" ps >/dev/null'
+expect_rc 1 "another socket on the same state directory" "$KMUX" daemon --socket "$TMP/run/other"
+check "  ... says the state is in use" err_has "state directory $KMUX_STATE_DIR is in use"
+stop_daemon
+
+# A stale socket: bound, never listening, its owner gone.
+python3 -c 'import socket, sys; s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.close()' "$KMUX_SOCKET"
+check "a stale socket is there" [ -S "$KMUX_SOCKET" ]
+expect_rc 5 "ps does not take it for a daemon" "$KMUX" ps
+expect_rc 0 "a daemon starts over the stale socket" start_daemon
+expect_rc 0 "  ... and serves" "$KMUX" ps
+kill -9 "$(daemon_pid)"
+sleep 0.1
+id=$("$KMUX" submit -- echo back)
+expect_rc 0 "after kill -9, submit starts a new daemon on the stale socket" "$KMUX" wait "$id"
+stop_daemon
+
+# Something else at the socket's path.
+touch "$KMUX_SOCKET"
+expect_rc 1 "a regular file where the socket goes is refused" "$KMUX" daemon
+check "  ... and left alone" cond '[ -f "$KMUX_SOCKET" ] && err_has "not a socket"'
+rm -f "$KMUX_SOCKET"
+
+# A socket directory others can write.
+mkdir -p "$TMP/open"
+chmod 777 "$TMP/open"
+KMUX_SOCKET=$TMP/open/sock expect_rc 1 "a world-writable socket directory is refused" "$KMUX" daemon --state-dir "$TMP/state2"
+check "  ... with the reason" err_has "lets others in"
+
+# Four clients find no daemon at once: one daemon, four jobs.
+for i in 1 2 3 4; do "$KMUX" submit -- echo "job $i" >"$TMP/race.$i" 2>&1 & done
+wait
+check "four racing submits all got a job id" cond '[ "$(cat "$TMP"/race.* | grep -c "^[0-9][0-9]*$")" = 4 ]'
+check "  ... from one daemon" [ "$(pgrep -fc "daemon --socket $KMUX_SOCKET")" = 1 ]
+finish

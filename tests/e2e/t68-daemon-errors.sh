@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Bad input gets a clear message and an exit status that says what kind of
+# failure it was; nothing is queued by a refused request and nothing queued
+# is lost by a failing one (a full disk included).
+. "$(dirname "$0")/lib.sh"
+export KMUX_FAKE_GPUS=2:16G
+. "$(dirname "$0")/kmuxd-lib.sh"
+
+start_daemon
+for bad in 12Q -1G 0 1.5 G ""; do
+	expect_rc 2 "submit --mem '$bad'" "$KMUX" submit --mem "$bad" -- true
+	check "  ... names the bad size" err_has "bad --mem '$bad'"
+done
+expect_rc 2 "submit --mem 99999999T (beyond 64 bits)" "$KMUX" submit --mem 99999999T -- true
+check "  ... too large" err_has "too large"
+for bad in 0 -1 x 65; do
+	expect_rc 2 "submit --gpus $bad" "$KMUX" submit --gpus "$bad" -- true
+done
+expect_rc 4 "submit --gpus 3 on a node of 2" "$KMUX" submit --gpus 3 -- true
+check "  ... says how many there are" err_has "3 GPUs asked for, but this node has 2"
+expect_rc 4 "submit --mem 20G on 16 GiB GPUs" "$KMUX" submit --mem 20G -- true
+check "  ... says what fits" err_has "no GPU of this node can give more than 15.20 GiB"
+expect_rc 2 "submit without a command" "$KMUX" submit --mem 1G
+expect_rc 2 "submit with an unknown option" "$KMUX" submit --bogus -- true
+expect_rc 2 "submit --prio 101" "$KMUX" submit --prio 101 -- true
+check "nothing was queued by any of them" [ -z "$("$KMUX" ps --all | sed 1d)" ]
+
+expect_rc 125 "wait on an unknown job" "$KMUX" wait 999
+check "  ... says so" err_has "no job 999"
+expect_rc 3 "logs of an unknown job" "$KMUX" logs 999
+expect_rc 3 "cancel of an unknown job" "$KMUX" cancel 999
+expect_rc 2 "wait with a bad id" "$KMUX" wait 12x
+expect_rc 2 "logs without an id" "$KMUX" logs
+expect_rc 2 "ps with an argument" "$KMUX" ps extra
+expect_rc 2 "top --json without --once" "$KMUX" top --json
+
+# A full disk: the database is capped a few pages above its size.
+blocker=$("$KMUX" submit -m 15G -- sleep 30)
+blocker2=$("$KMUX" submit -m 15G -- sleep 30)
+queued=$("$KMUX" submit -m 15G -- echo kept)
+stop_daemon
+pages=$(python3 -c 'import os, sys; print(os.path.getsize(sys.argv[1]) // 4096)' "$KMUX_STATE_DIR/kmux.db")
+KMUX_DB_MAX_PAGES=$((pages + 2)) start_daemon
+big=$(head -c 3000 /dev/zero | tr '\0' x)
+full=0
+for i in $(seq 40); do
+	BIG=$big "$KMUX" submit -m 15G -- echo "$i" >/dev/null 2>"$TMP/full.err"
+	rc=$?
+	if [ $rc -ne 0 ]; then full=$rc; break; fi
+done
+check "once the disk is full, submit fails (exit $full)" [ "$full" -eq 1 ]
+check "  ... with a clear message" grep -q "cannot queue the job: .*full" "$TMP/full.err"
+check "the job queued before is still queued" [ "$(jq_job "$queued" 'j["state"]')" = queued ]
+"$KMUX" cancel -s KILL "$blocker" "$blocker2"
+expect_rc 0 "  ... and runs when its turn comes" "$KMUX" wait "$queued"
+check "  ... output intact" grep -qx kept <("$KMUX" logs "$queued")
+stop_daemon
+
+# No daemon: every command says so.
+expect_rc 5 "ps with no daemon" "$KMUX" ps
+check "  ... says so" err_has "no kmuxd is running on $KMUX_SOCKET"
+expect_rc 5 "cancel with no daemon" "$KMUX" cancel 1
+expect_rc 5 "logs with no daemon" "$KMUX" logs 1
+expect_rc 5 "top with no daemon" "$KMUX" top --once
+expect_rc 125 "wait with no daemon" "$KMUX" wait 1
+
+# No GPUs at all, and a mistyped test knob.
+KMUX_FAKE_GPUS=0 start_daemon 2>/dev/null
+expect_rc 4 "submit on a node without GPUs" "$KMUX" submit -- true
+check "  ... says why" err_has "no GPUs"
+stop_daemon
+KMUX_FAKE_GPUS=2x16G expect_rc 1 "a bad KMUX_FAKE_GPUS stops the daemon" "$KMUX" daemon
+check "  ... with the reason" err_has "KMUX_FAKE_GPUS='2x16G'"
+KMUX_FAKE_GPUS=2x16G expect_rc 5 "  ... and submit says it could not start one" "$KMUX" submit -- true
+finish

@@ -1,0 +1,98 @@
+/*
+ * dag.c - simulated kernels for the stream scheduler's tests
+ * (build/simcuda/kernels/dag.so): integer kernels whose results depend on
+ * the order they run in, each with a simulated duration so that overlap
+ * windows exist, and two that break the rules on purpose.
+ *
+ *   mix(unsigned *dst, const unsigned *a, const unsigned *b, int n, us)
+ *	dst[i] = (rotl(a[i], 5) ^ b[i] * 0x9e3779b1) + i; dst may be a or b
+ *   bump(unsigned *p, int n, unsigned us)	p[i] = p[i] * 3 + 1
+ *   probe(unsigned *p, int n, unsigned us)	bump under another name, for
+ *						telling one launch from the rest
+ *   pause0()				no parameters, 20 ms of simulated time
+ *   store_via(const CUdeviceptr *pp, unsigned v, int n, unsigned ms)
+ *	sleeps ms of real time, then reads a pointer from device memory
+ *	(pp[0]) and writes v to n words there: it reaches memory that is not
+ *	among its parameters, which kmux cannot see (`kmux verify` must)
+ */
+#include <string.h>
+#include <time.h>
+
+#include "simcuda.h"
+
+static void mix(struct sim_kctx *k, void **params)
+{
+	int n = SIM_ARG(params, 3, int);
+	unsigned *dst;
+	const unsigned *a, *b;
+	unsigned x;
+
+	k->duration_us = SIM_ARG(params, 4, unsigned);
+	if (n <= 0)
+		return;
+	a = sim_mem(k, SIM_ARG(params, 1, CUdeviceptr), (size_t)n * 4,
+		    SIM_READ);
+	b = sim_mem(k, SIM_ARG(params, 2, CUdeviceptr), (size_t)n * 4,
+		    SIM_READ);
+	dst = sim_mem(k, SIM_ARG(params, 0, CUdeviceptr), (size_t)n * 4,
+		      SIM_WRITE);
+	if (!a || !b || !dst)
+		return;
+	for (int i = 0; i < n; i++) {
+		x = (a[i] << 5 | a[i] >> 27) ^ (b[i] * 0x9e3779b1u);
+		dst[i] = x + (unsigned)i;
+	}
+}
+
+static void bump(struct sim_kctx *k, void **params)
+{
+	int n = SIM_ARG(params, 1, int);
+	unsigned *p;
+
+	k->duration_us = SIM_ARG(params, 2, unsigned);
+	if (n <= 0)
+		return;
+	p = sim_mem(k, SIM_ARG(params, 0, CUdeviceptr), (size_t)n * 4, SIM_RW);
+	if (!p)
+		return;
+	for (int i = 0; i < n; i++)
+		p[i] = p[i] * 3 + 1;
+}
+
+static void pause0(struct sim_kctx *k, void **params)
+{
+	(void)k;
+	(void)params;
+}
+
+static void store_via(struct sim_kctx *k, void **params)
+{
+	unsigned v = SIM_ARG(params, 1, unsigned);
+	int n = SIM_ARG(params, 2, int);
+	unsigned ms = SIM_ARG(params, 3, unsigned);
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+	const CUdeviceptr *pp;
+	CUdeviceptr to;
+	unsigned *p;
+
+	nanosleep(&ts, NULL);
+	pp = sim_mem(k, SIM_ARG(params, 0, CUdeviceptr), sizeof(*pp),
+		     SIM_READ);
+	if (!pp || n <= 0)
+		return;
+	memcpy(&to, pp, sizeof(to));
+	p = sim_mem(k, to, (size_t)n * 4, SIM_WRITE);
+	if (!p)
+		return;
+	for (int i = 0; i < n; i++)
+		p[i] = v;
+}
+
+const struct sim_kernel simcuda_kernels[] = {
+	{ "mix", mix, 5, { 8, 8, 8, 4, 4 }, 0 },
+	{ "bump", bump, 3, { 8, 4, 4 }, 0 },
+	{ "probe", bump, 3, { 8, 4, 4 }, 0 },
+	{ "pause0", pause0, 0, { 0 }, 20000 },
+	{ "store_via", store_via, 4, { 8, 4, 4, 4 }, 0 },
+	{ 0 },
+};

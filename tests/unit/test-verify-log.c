@@ -1,0 +1,226 @@
+/*
+ * test-verify-log.c - unit tests of `kmux verify`'s log reader and
+ * comparison (src/cli/verify-log.c) and of the --streams argument and
+ * environment `kmux run` and `kmux verify` share (src/cli/run-env.c).
+ * Logs are untrusted text: malformed lines, missing or repeated copy
+ * numbers are errors, never crashes; comparison is in order for one
+ * thread, as a set for several.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "cli/run-env.h"
+#include "cli/verify-log.h"
+
+static int read_text(const char *text, struct vlog *l)
+{
+	char err[128];
+	FILE *f = fmemopen((void *)text, strlen(text), "r");
+	int r;
+
+	assert_non_null(f);
+	r = vlog_read(f, l, err, sizeof(err));
+	fclose(f);
+	return r;
+}
+
+static const char *const good =
+	"# comment\n"
+	"copy pid=10 idx=1 thr=1 bytes=8 hash=00000000000000ff kernels=a,b\n"
+	"\n"
+	"copy pid=10 idx=0 thr=1 bytes=4 hash=- kernels=-\n"
+	"copy pid=11 idx=0 thr=1 bytes=16 hash=0123456789abcdef kernels=k\n";
+
+static void test_read(void **state)
+{
+	struct vlog l;
+
+	(void)state;
+	assert_int_equal(read_text(good, &l), 0);
+	assert_int_equal(l.n, 2);
+	assert_int_equal(vlog_count(&l), 3);
+	assert_int_equal(l.proc[0].pid, 10);
+	assert_int_equal(l.proc[0].n, 2);
+	/* Sorted by number. */
+	assert_int_equal(l.proc[0].copy[0].idx, 0);
+	assert_int_equal(l.proc[0].copy[0].hashed, 0);
+	assert_string_equal(l.proc[0].copy[0].kernels, "-");
+	assert_int_equal(l.proc[0].copy[1].hash, 0xff);
+	assert_string_equal(l.proc[0].copy[1].kernels, "a,b");
+	assert_int_equal(l.proc[1].copy[0].hash, 0x0123456789abcdefull);
+	vlog_release(&l);
+}
+
+static void test_bad_lines(void **state)
+{
+	static const char *const bad[] = {
+		"copy pid=1 idx=0 thr=1 bytes=4 hash=12 kernels=a\n",
+		"copy pid=1 idx=0 thr=1 bytes=4 hash=zz00000000000000 kernels=a\n",
+		"copy pid=1 idx=0 thr=0 bytes=4 hash=- kernels=a\n",
+		"copy pid=1 idx=0 bytes=4 hash=- kernels=a\n",
+		"copy pid=x idx=0 thr=1 bytes=4 hash=- kernels=a\n",
+		"copy pid=1 idx=0 thr=1 bytes=4 hash=- kernels=\n",
+		"copy pid=1 idx=0 thr=1 bytes=4 hash=- kernels=a b\n",
+		"copy pid=1 idx=-1 thr=1 bytes=4 hash=- kernels=a\n",
+		"kopy pid=1 idx=0 thr=1 bytes=4 hash=- kernels=a\n",
+		"copy pid=1 idx=0 thr=1 bytes=4 hash=- kernels=a\x01\n",
+		/* Numbering: a gap, a repeat. */
+		"copy pid=1 idx=1 thr=1 bytes=4 hash=- kernels=a\n",
+		"copy pid=1 idx=0 thr=1 bytes=4 hash=- kernels=a\n"
+		"copy pid=1 idx=0 thr=1 bytes=4 hash=- kernels=a\n",
+		NULL,
+	};
+	struct vlog l;
+
+	(void)state;
+	for (int i = 0; bad[i]; i++) {
+		assert_int_not_equal(read_text(bad[i], &l), 0);
+		vlog_release(&l);
+	}
+}
+
+static void test_compare_in_order(void **state)
+{
+	const char *b_same = good;
+	const char *b_diff =
+		"copy pid=20 idx=0 thr=1 bytes=4 hash=- kernels=-\n"
+		"copy pid=20 idx=1 thr=1 bytes=8 hash=00000000000000fe kernels=a,b\n"
+		"copy pid=21 idx=0 thr=1 bytes=16 hash=0123456789abcdef kernels=k\n";
+	const char *b_short =
+		"copy pid=20 idx=0 thr=1 bytes=4 hash=- kernels=-\n";
+	struct vlog a, b;
+	struct vlog_diff d;
+
+	(void)state;
+	assert_int_equal(read_text(good, &a), 0);
+	assert_int_equal(read_text(b_same, &b), 0);
+	assert_int_equal(vlog_compare(&a, &b, &d), 0);
+	vlog_release(&b);
+
+	assert_int_equal(read_text(b_diff, &b), 0);
+	assert_int_equal(vlog_compare(&a, &b, &d), 1);
+	assert_int_equal(d.proc, 0);
+	assert_int_equal(d.pos, 1);
+	assert_string_equal(d.what, "different contents");
+	assert_int_equal(d.a->hash, 0xff);
+	assert_int_equal(d.b->hash, 0xfe);
+	vlog_release(&b);
+
+	assert_int_equal(read_text(b_short, &b), 0);
+	assert_int_equal(vlog_compare(&a, &b, &d), 1);
+	assert_int_equal(d.pos, 1);
+	assert_null(d.b);
+	vlog_release(&b);
+	vlog_release(&a);
+}
+
+/* Several threads: the same copies in another interleaving are the same. */
+static void test_compare_threads(void **state)
+{
+	const char *a_text =
+		"copy pid=1 idx=0 thr=1 bytes=4 hash=0000000000000001 kernels=x\n"
+		"copy pid=1 idx=1 thr=2 bytes=4 hash=0000000000000002 kernels=y\n"
+		"copy pid=1 idx=2 thr=1 bytes=4 hash=0000000000000003 kernels=x\n";
+	const char *b_same =
+		"copy pid=2 idx=0 thr=1 bytes=4 hash=0000000000000002 kernels=y\n"
+		"copy pid=2 idx=1 thr=2 bytes=4 hash=0000000000000003 kernels=x\n"
+		"copy pid=2 idx=2 thr=2 bytes=4 hash=0000000000000001 kernels=x\n";
+	const char *b_diff =
+		"copy pid=2 idx=0 thr=1 bytes=4 hash=0000000000000002 kernels=y\n"
+		"copy pid=2 idx=1 thr=2 bytes=4 hash=0000000000000009 kernels=x\n"
+		"copy pid=2 idx=2 thr=2 bytes=4 hash=0000000000000001 kernels=x\n";
+	struct vlog a, b;
+	struct vlog_diff d;
+
+	(void)state;
+	assert_int_equal(read_text(a_text, &a), 0);
+	assert_int_equal(a.proc[0].threads, 2);
+	assert_int_equal(read_text(b_same, &b), 0);
+	assert_int_equal(vlog_compare(&a, &b, &d), 0);
+	vlog_release(&b);
+	assert_int_equal(read_text(b_diff, &b), 0);
+	assert_int_equal(vlog_compare(&a, &b, &d), 1);
+	/* The unmatched copy of the first run: hash 3, copy 2. */
+	assert_non_null(d.a);
+	assert_int_equal(d.a->hash, 3);
+	assert_int_equal(d.pos, 2);
+	vlog_release(&b);
+	vlog_release(&a);
+}
+
+static void test_parse_streams(void **state)
+{
+	static const char *const bad[] = {
+		"0", "-1", "65", "x", "4x", "", " 4", "+4", "0x4", NULL,
+	};
+	int n = -1;
+
+	(void)state;
+	assert_int_equal(run_parse_streams("1", &n), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(run_parse_streams("64", &n), 0);
+	assert_int_equal(n, 64);
+	for (int i = 0; bad[i]; i++)
+		assert_int_equal(run_parse_streams(bad[i], &n), -EINVAL);
+	assert_int_equal(run_parse_streams(NULL, &n), -EINVAL);
+}
+
+static int env_has(const struct run_env *e, const char *entry)
+{
+	for (int i = 0; e->env[i]; i++)
+		if (!strcmp(e->env[i], entry))
+			return 1;
+	return 0;
+}
+
+static void test_env(void **state)
+{
+	struct run_env e;
+
+	(void)state;
+	unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
+	run_env_init(&e);
+	run_env_streams(&e, 4);
+	assert_true(env_has(&e, "KMUX_STREAMS=4"));
+	assert_int_equal(e.n, 1);
+	run_env_init(&e);
+	run_env_streams(&e, 16);
+	assert_true(env_has(&e, "CUDA_DEVICE_MAX_CONNECTIONS=16"));
+	run_env_init(&e);
+	run_env_streams(&e, 64);
+	assert_true(env_has(&e, "CUDA_DEVICE_MAX_CONNECTIONS=32"));
+	setenv("CUDA_DEVICE_MAX_CONNECTIONS", "12", 1);
+	run_env_init(&e);
+	run_env_streams(&e, 64);
+	assert_int_equal(e.n, 1);
+	unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
+	/* 0: make sure nothing is scheduled. */
+	run_env_init(&e);
+	run_env_streams(&e, 0);
+	assert_true(env_has(&e, "KMUX_STREAMS"));
+	assert_int_equal(run_env_set(&e, "KMUX_VERIFY_LOG", "/tmp/x"), 0);
+	assert_true(env_has(&e, "KMUX_VERIFY_LOG=/tmp/x"));
+	assert_null(e.env[e.n]);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_read),
+		cmocka_unit_test(test_bad_lines),
+		cmocka_unit_test(test_compare_in_order),
+		cmocka_unit_test(test_compare_threads),
+		cmocka_unit_test(test_parse_streams),
+		cmocka_unit_test(test_env),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
