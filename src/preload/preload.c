@@ -14,6 +14,7 @@
  *                               program runs unscheduled)
  *   KMUX_DEBUG_STREAMS_FAIL     streams.h (test knob: injected failures)
  *   KMUX_VERIFY_LOG             verify.h
+ *   KMUX_MEM_QUOTA              quota.h (a bad value: a warning, no quota)
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -22,6 +23,7 @@
 #include "alloc-table.h"
 #include "log.h"
 #include "preload.h"
+#include "quota.h"
 #include "streams.h"
 #include "verify.h"
 
@@ -43,15 +45,18 @@ static int env_flag(const char *name)
 static void preload_atfork_prepare(void)
 {
 	alloc_table_atfork_prepare();
+	quota_atfork_prepare();
 }
 
 static void preload_atfork_parent(void)
 {
+	quota_atfork_parent();
 	alloc_table_atfork_parent();
 }
 
 static void preload_atfork_child(void)
 {
+	quota_atfork_child();
 	alloc_table_atfork_child();
 	trace_atfork_child();
 	streams_atfork_child();
@@ -67,6 +72,7 @@ __attribute__((constructor)) static void preload_init(void)
 		level = kmux_log_parse_level(v);
 		kmux_log_level = level >= 0 ? level : KMUX_LOG_INFO;
 	}
+	quota_init(getenv("KMUX_MEM_QUOTA"));
 	kmux_config.trace_dir = getenv("KMUX_TRACE_DIR");
 	kmux_config.trace_timing = env_flag("KMUX_TRACE_TIMING");
 	if (kmux_config.trace_dir && *kmux_config.trace_dir) {

@@ -11,12 +11,17 @@
  * stream-ordered allocations and frees on a default stream are scheduled
  * operations writing the allocation, so its users follow the allocation
  * and the free follows its users.
+ *
+ * Under KMUX_MEM_QUOTA (quota.h): device allocations reserve their bytes
+ * before the driver is called (CUDA_ERROR_OUT_OF_MEMORY past the quota, the
+ * driver untouched) and frees give back what the table recorded.
  */
 #include <errno.h>
 
 #include "alloc-table.h"
 #include "log.h"
 #include "preload.h"
+#include "quota.h"
 #include "streams.h"
 #include "verify.h"
 
@@ -102,9 +107,42 @@ KMUX_EXPORT CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *dptr, size_t size)
 
 	if (NO_DRIVER(cuMemAlloc_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	if (unlikely(quota_on) && quota_reserve(size))
+		return CUDA_ERROR_OUT_OF_MEMORY;
 	r = REAL(cuMemAlloc_v2)(dptr, size);
 	if (r == CUDA_SUCCESS)
 		mem_track(*dptr, size, ALLOC_DEVICE);
+	else if (unlikely(quota_on))
+		quota_release(size);
+	return r;
+}
+
+/*
+ * The pitch is known only after the call: reserve width * height first, then
+ * the padding; padding past the quota frees the allocation again.
+ */
+static CUresult alloc_pitch_quota(CUdeviceptr *dptr, size_t *pitch,
+				  size_t width, size_t height, unsigned elem)
+{
+	uint64_t want = (uint64_t)width * height, got;
+	CUresult r;
+
+	if ((height && want / height != width) || quota_reserve(want))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	r = REAL(cuMemAllocPitch_v2)(dptr, pitch, width, height, elem);
+	if (r != CUDA_SUCCESS) {
+		quota_release(want);
+		return r;
+	}
+	got = (uint64_t)*pitch * height;
+	if (got > want && quota_reserve(got - want)) {
+		REAL(cuMemFree_v2)(*dptr);
+		quota_release(want);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	if (got < want)
+		quota_release(want - got);
+	mem_track(*dptr, got, ALLOC_DEVICE);
 	return r;
 }
 
@@ -115,6 +153,8 @@ KMUX_EXPORT CUresult CUDAAPI cuMemAllocPitch_v2(CUdeviceptr *dptr,
 
 	if (NO_DRIVER(cuMemAllocPitch_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	if (unlikely(quota_on))
+		return alloc_pitch_quota(dptr, pitch, width, height, elem);
 	r = REAL(cuMemAllocPitch_v2)(dptr, pitch, width, height, elem);
 	if (r == CUDA_SUCCESS)
 		mem_track(*dptr, (uint64_t)*pitch * height, ALLOC_DEVICE);
@@ -128,9 +168,13 @@ KMUX_EXPORT CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr *dptr, size_t size,
 
 	if (NO_DRIVER(cuMemAllocManaged))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	if (unlikely(quota_on) && quota_reserve(size))
+		return CUDA_ERROR_OUT_OF_MEMORY;
 	r = REAL(cuMemAllocManaged)(dptr, size, flags);
 	if (r == CUDA_SUCCESS)
 		mem_track(*dptr, size, ALLOC_MANAGED);
+	else if (unlikely(quota_on))
+		quota_release(size);
 	return r;
 }
 
@@ -183,10 +227,14 @@ static CUresult alloc_async(struct async_args *a)
 	};
 	CUresult r;
 
+	if (unlikely(quota_on) && quota_reserve(a->size))
+		return CUDA_ERROR_OUT_OF_MEMORY;
 	if (likely(!kmux_streams) || !streams_is_default(a->s)) {
 		r = async_issue(a, NULL);
 		if (r == CUDA_SUCCESS)
 			mem_track(*a->dptr, a->size, ALLOC_DEVICE);
+		else if (unlikely(quota_on))
+			quota_release(a->size);
 		return r;
 	}
 	ph = streams_placeholder();
@@ -196,6 +244,8 @@ static CUresult alloc_async(struct async_args *a)
 	id = r == CUDA_SUCCESS ? mem_track(*a->dptr, a->size, ALLOC_DEVICE)
 			       : 0;
 	streams_rename(ph, id);
+	if (r != CUDA_SUCCESS && unlikely(quota_on))
+		quota_release(a->size);
 	return r;
 }
 
@@ -239,16 +289,21 @@ KMUX_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr,
 
 KMUX_EXPORT CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr)
 {
-	uint64_t id = 0;
+	uint64_t id = 0, charged = 0;
 	CUresult r;
 
 	if (NO_DRIVER(cuMemFree_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	if (unlikely(kmux_tracking))
 		id = mem_before_free(dptr);
+	if (unlikely(quota_on))
+		charged = quota_charged(dptr);
 	r = REAL(cuMemFree_v2)(dptr);
-	if (r == CUDA_SUCCESS)
+	if (r == CUDA_SUCCESS) {
 		mem_after_free(dptr, id);
+		if (charged)
+			quota_release(charged);
+	}
 	return r;
 }
 
@@ -268,12 +323,18 @@ static CUresult free_async(struct async_args *a)
 		.issue = async_issue, .arg = a,
 	};
 	struct alloc al;
+	uint64_t charged = 0;
 	CUresult r;
 
+	if (unlikely(quota_on))
+		charged = quota_charged(a->ptr);
 	if (likely(!kmux_streams) || !streams_is_default(a->s) || !t) {
 		r = async_issue(a, NULL);
-		if (r == CUDA_SUCCESS)
+		if (r == CUDA_SUCCESS) {
 			mem_untrack(a->ptr);
+			if (charged)
+				quota_release(charged);
+		}
 		return r;
 	}
 	if (alloc_table_find(t, a->ptr, &al) == 0 && al.base == a->ptr) {
@@ -286,8 +347,11 @@ static CUresult free_async(struct async_args *a)
 	}
 	if (!streams_run(&rq, &r))
 		r = async_issue(a, NULL);
-	if (r == CUDA_SUCCESS)
+	if (r == CUDA_SUCCESS) {
 		mem_after_free(a->ptr, al.id);
+		if (charged)
+			quota_release(charged);
+	}
 	return r;
 }
 
@@ -399,16 +463,37 @@ KMUX_EXPORT CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *h,
 		size_t size, const CUmemAllocationProp *prop,
 		unsigned long long flags)
 {
+	CUresult r;
+
 	if (NO_DRIVER(cuMemCreate))
 		return CUDA_ERROR_NOT_INITIALIZED;
-	return REAL(cuMemCreate)(h, size, prop, flags);
+	if (likely(!quota_on))
+		return REAL(cuMemCreate)(h, size, prop, flags);
+	if (quota_reserve(size))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	r = REAL(cuMemCreate)(h, size, prop, flags);
+	if (r != CUDA_SUCCESS || quota_handle_add((uint64_t)*h, size))
+		quota_release(size);	/* no room to remember it: uncounted */
+	return r;
 }
 
 KMUX_EXPORT CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle h)
 {
+	uint64_t size;
+	CUresult r;
+
 	if (NO_DRIVER(cuMemRelease))
 		return CUDA_ERROR_NOT_INITIALIZED;
-	return REAL(cuMemRelease)(h);
+	if (likely(!quota_on))
+		return REAL(cuMemRelease)(h);
+	/* Out of the map first: the driver may hand the handle out again. */
+	size = quota_handle_take((uint64_t)h);
+	r = REAL(cuMemRelease)(h);
+	if (r == CUDA_SUCCESS)
+		quota_release(size);
+	else if (size && quota_handle_add((uint64_t)h, size))
+		quota_release(size);
+	return r;
 }
 
 KMUX_EXPORT CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size,
@@ -443,7 +528,12 @@ KMUX_EXPORT CUresult CUDAAPI cuMemUnmap(CUdeviceptr ptr, size_t size)
 KMUX_EXPORT CUresult CUDAAPI cuMemGetInfo_v2(size_t *free_bytes,
 					     size_t *total_bytes)
 {
+	CUresult r;
+
 	if (NO_DRIVER(cuMemGetInfo_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
-	return REAL(cuMemGetInfo_v2)(free_bytes, total_bytes);
+	r = REAL(cuMemGetInfo_v2)(free_bytes, total_bytes);
+	if (unlikely(quota_on) && r == CUDA_SUCCESS)
+		quota_clamp_info(&quota_global, free_bytes, total_bytes);
+	return r;
 }

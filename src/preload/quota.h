@@ -1,0 +1,82 @@
+/*
+ * quota.h - the process's device-memory quota (KMUX_MEM_QUOTA, set by the
+ * daemon for each job; issue 4, Enforcement).
+ *
+ * Device memory the process commits (cuMemAlloc, pitch, async / from pool,
+ * managed, and VMM physical memory from cuMemCreate) is counted in one atomic
+ * counter.  An allocation is reserved with a CAS loop before the driver is
+ * called; one that would exceed the quota gets CUDA_ERROR_OUT_OF_MEMORY
+ * without reaching the driver, and a driver failure gives the bytes back.
+ * Frees give back the size the allocation table recorded (VMM: the size
+ * remembered per handle).  Host memory is not counted.
+ *
+ * When KMUX_MEM_QUOTA is not set (or invalid) quota_on is 0 and the wrappers
+ * test nothing else.
+ */
+#ifndef KMUX_QUOTA_H
+#define KMUX_QUOTA_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct quota {
+	uint64_t limit;			/* bytes */
+	_Atomic uint64_t used;		/* bytes committed */
+};
+
+/* Written once by the constructor, read without synchronization after. */
+extern int quota_on;
+extern struct quota quota_global;
+
+/*
+ * A byte count in decimal (what the daemon sets), optionally followed by one
+ * of K, M, G, T (powers of 1024); nothing else (no sign, no spaces).  0 and
+ * *out, or -EINVAL (also on overflow or an empty string).
+ */
+int quota_parse(const char *s, uint64_t *out);
+
+/* From the constructor: KMUX_MEM_QUOTA's value (NULL: not set). */
+void quota_init(const char *env);
+
+/* Reserve n bytes: 0, or -ENOSPC when used + n would exceed the limit. */
+int quota_try_reserve(struct quota *q, uint64_t n);
+/* Give back n bytes (never below 0). */
+void quota_give_back(struct quota *q, uint64_t n);
+uint64_t quota_used(const struct quota *q);
+
+/* cuMemGetInfo: total = min(limit, total), free = min(free, limit - used). */
+void quota_clamp_info(const struct quota *q, size_t *free_bytes,
+		      size_t *total_bytes);
+
+/* The global quota's shorthands for the wrappers (only when quota_on). */
+static inline int quota_reserve(uint64_t n)
+{
+	return quota_try_reserve(&quota_global, n);
+}
+
+static inline void quota_release(uint64_t n)
+{
+	quota_give_back(&quota_global, n);
+}
+
+/*
+ * The counted bytes of the allocation that starts at base, from the
+ * allocation table: its size for device and managed memory, 0 for anything
+ * else (host memory, VMM mappings, unknown addresses).
+ */
+uint64_t quota_charged(uint64_t base);
+
+/*
+ * VMM physical allocations: handle -> size.  quota_handle_add: 0 or -ENOMEM;
+ * quota_handle_take removes the handle and returns its size (0: unknown).
+ */
+int quota_handle_add(uint64_t h, uint64_t size);
+uint64_t quota_handle_take(uint64_t h);
+
+/* fork(2): the handle map's lock is held across fork. */
+void quota_atfork_prepare(void);
+void quota_atfork_parent(void);
+void quota_atfork_child(void);
+
+#endif

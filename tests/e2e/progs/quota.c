@@ -1,0 +1,115 @@
+/*
+ * quota.c - allocates device memory in steps and says what it got, for the
+ * memory quota test (t70-quota.sh).
+ *
+ *   quota [STEP_MIB [MAX_STEPS]]   (default 8 MiB, 32 steps)
+ *
+ * Prints, one fact a line (sizes in MiB):
+ *   info0 total=T free=F        cuMemGetInfo before anything
+ *   got N                       what the steps got before the first failure
+ *   stop err=E                  the error of that failure (absent: none)
+ *   info1 total=T free=F        at the peak
+ *   info2 total=T free=F        after freeing everything
+ *   realloc err=E               one step again after the frees
+ *   kinds ...                   pitch, managed, async, VMM (see below)
+ * QUOTA_HOLD_MS=n sleeps n ms at the peak (two processes at once).
+ */
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+#include "e2e-common.h"
+
+#define MIB (1024u * 1024u)
+#define MAX_STEPS 1024
+
+static void info(const char *tag)
+{
+	size_t f = 0, t = 0;
+
+	CHECK(cuMemGetInfo(&f, &t));
+	printf("%s total=%zu free=%zu\n", tag, t / MIB, f / MIB);
+}
+
+/* Every other allocation kind, one after the other, 16 MiB each. */
+static void kinds(void)
+{
+	CUmemAllocationProp prop = {
+		.type = CU_MEM_ALLOCATION_TYPE_PINNED,
+		.location = { .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0 },
+	};
+	CUmemGenericAllocationHandle h;
+	CUdeviceptr p = 0, m = 0, a = 0, x = 0;
+	size_t pitch = 0;
+	void *host = NULL;
+
+	printf("kinds pitch err=%d\n",
+	       (int)cuMemAllocPitch(&p, &pitch, 4 * MIB, 4, 4));
+	printf("kinds managed err=%d\n",
+	       (int)cuMemAllocManaged(&m, 16 * MIB, CU_MEM_ATTACH_GLOBAL));
+	printf("kinds async err=%d\n", (int)cuMemAllocAsync(&a, 16 * MIB, 0));
+	CHECK(cuStreamSynchronize(0));
+	printf("kinds vmm err=%d\n", (int)cuMemCreate(&h, 16 * MIB, &prop, 0));
+	/* Host memory is not counted. */
+	printf("kinds host err=%d\n", (int)cuMemAllocHost(&host, 32 * MIB));
+	printf("kinds over err=%d\n", (int)cuMemAlloc(&x, 2 * MIB));
+	info("kinds-full");
+	CHECK(cuMemRelease(h));
+	printf("kinds after-release err=%d\n", (int)cuMemAlloc(&x, 2 * MIB));
+	CHECK(cuMemFree(x));
+	CHECK(cuMemFreeAsync(a, 0));
+	CHECK(cuStreamSynchronize(0));
+	printf("kinds after-free-async err=%d\n",
+	       (int)cuMemAlloc(&x, 16 * MIB));
+	CHECK(cuMemFree(x));
+	CHECK(cuMemFree(m));
+	CHECK(cuMemFree(p));
+	CHECK(cuMemFreeHost(host));
+	info("kinds-end");
+}
+
+int main(int argc, char **argv)
+{
+	static CUdeviceptr ptr[MAX_STEPS];
+	unsigned step = argc > 1 ? (unsigned)atoi(argv[1]) : 8;
+	int max = argc > 2 ? atoi(argv[2]) : 32, n = 0, i;
+	const char *hold = getenv("QUOTA_HOLD_MS");
+	CUresult r = CUDA_SUCCESS;
+	CUdevice dev;
+	CUcontext ctx;
+
+	if (!step || max < 1 || max > MAX_STEPS) {
+		fprintf(stderr, "usage: quota [STEP_MIB [MAX_STEPS]]\n");
+		return 2;
+	}
+	CHECK(cuInit(0));
+	CHECK(cuDeviceGet(&dev, 0));
+	CHECK(cuCtxCreate(&ctx, NULL, 0, dev));
+	info("info0");
+	for (n = 0; n < max; n++) {
+		r = cuMemAlloc(&ptr[n], (size_t)step * MIB);
+		if (r != CUDA_SUCCESS)
+			break;
+	}
+	printf("got %u\n", n * step);
+	if (r != CUDA_SUCCESS)
+		printf("stop err=%d\n", (int)r);
+	info("info1");
+	if (hold) {
+		long ms = atol(hold);
+		struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+		nanosleep(&ts, NULL);
+	}
+	for (i = 0; i < n; i++)
+		CHECK(cuMemFree(ptr[i]));
+	info("info2");
+	r = cuMemAlloc(&ptr[0], (size_t)step * MIB);
+	printf("realloc err=%d\n", (int)r);
+	if (r == CUDA_SUCCESS)
+		CHECK(cuMemFree(ptr[0]));
+	if (getenv("QUOTA_KINDS"))
+		kinds();
+	CHECK(cuCtxDestroy(ctx));
+	return 0;
+}

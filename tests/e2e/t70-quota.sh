@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Memory quota enforcement in the preload (issue 4, Enforcement): under
+# KMUX_MEM_QUOTA an allocation past the quota gets CUDA_ERROR_OUT_OF_MEMORY
+# (2) in that process only, frees give the bytes back, cuMemGetInfo reports
+# the quota, and an invalid value leaves the program unlimited.
+. "$(dirname "$0")/lib.sh"
+
+Q=$PROGS/quota
+has() { grep -qx "$2" "$1"; }
+
+# Without kmux, and under the bare preload: the program gets all 256 MiB.
+"$Q" >"$TMP/plain" 2>&1
+check "quota program runs without kmux" [ $? -eq 0 ]
+check "without kmux: 256 MiB, no failure" has "$TMP/plain" "got 256"
+LD_PRELOAD=$PRELOAD "$Q" >"$TMP/bare" 2>&1
+check "bare preload: same output as without kmux" cmp -s "$TMP/plain" "$TMP/bare"
+
+# KMUX_MEM_QUOTA=64M: 64 MiB, then CUDA_ERROR_OUT_OF_MEMORY; frees give back.
+KMUX_MEM_QUOTA=64M LD_PRELOAD=$PRELOAD "$Q" >"$TMP/q64" 2>&1
+check "under a 64 MiB quota: exit 0" [ $? -eq 0 ]
+check "under a 64 MiB quota: gets exactly 64 MiB" has "$TMP/q64" "got 64"
+check "past the quota: CUDA_ERROR_OUT_OF_MEMORY" has "$TMP/q64" "stop err=2"
+check "cuMemGetInfo reports the 64 MiB quota" has "$TMP/q64" "info0 total=64 free=64"
+check "cuMemGetInfo at the limit: nothing free" has "$TMP/q64" "info1 total=64 free=0"
+check "after the frees: all free again" has "$TMP/q64" "info2 total=64 free=64"
+check "after the frees: allocation succeeds again" has "$TMP/q64" "realloc err=0"
+
+# The same limit in plain bytes (what the daemon sets); a bigger quota.
+KMUX_MEM_QUOTA=67108864 LD_PRELOAD=$PRELOAD "$Q" >"$TMP/qbytes" 2>&1
+check "KMUX_MEM_QUOTA in bytes: same as 64M" cmp -s "$TMP/q64" "$TMP/qbytes"
+KMUX_MEM_QUOTA=1G LD_PRELOAD=$PRELOAD "$Q" >"$TMP/q1g" 2>&1
+check "a 1 GiB quota: the program gets its 256 MiB" has "$TMP/q1g" "got 256"
+check "a 1 GiB quota: cuMemGetInfo total 1024" has "$TMP/q1g" "info0 total=1024 free=1024"
+
+# Every counted kind: pitch (16 MiB), managed, async, VMM; host memory is not
+# counted; cuMemRelease and cuMemFreeAsync give back.
+QUOTA_KINDS=1 KMUX_MEM_QUOTA=64M LD_PRELOAD=$PRELOAD "$Q" 8 1 >"$TMP/kinds" 2>&1
+check "kinds: exit 0" [ $? -eq 0 ]
+for k in pitch managed async vmm host; do
+	check "kinds: $k allocation within the quota" has "$TMP/kinds" "kinds $k err=0"
+done
+check "kinds: pitch+managed+async+VMM fill the quota" has "$TMP/kinds" "kinds over err=2"
+check "kinds: cuMemGetInfo at the limit" has "$TMP/kinds" "kinds-full total=64 free=0"
+check "kinds: cuMemRelease gives VMM memory back" has "$TMP/kinds" "kinds after-release err=0"
+check "kinds: cuMemFreeAsync gives back" has "$TMP/kinds" "kinds after-free-async err=0"
+check "kinds: everything back at the end" has "$TMP/kinds" "kinds-end total=64 free=64"
+QUOTA_KINDS=1 "$Q" 8 1 >"$TMP/kinds-plain" 2>&1
+check "kinds without kmux: no failure" has "$TMP/kinds-plain" "kinds over err=0"
+
+# Two processes at once, different quotas: each hits only its own limit.
+QUOTA_HOLD_MS=500 KMUX_MEM_QUOTA=32M LD_PRELOAD=$PRELOAD "$Q" >"$TMP/a" 2>&1 &
+pa=$!
+QUOTA_HOLD_MS=500 KMUX_MEM_QUOTA=96M LD_PRELOAD=$PRELOAD "$Q" >"$TMP/b" 2>&1 &
+pb=$!
+wait $pa; ra=$?
+wait $pb; rb=$?
+check "two at once: both exit 0" [ $((ra + rb)) -eq 0 ]
+check "two at once: the 32 MiB one gets 32 MiB" has "$TMP/a" "got 32"
+check "two at once: the 96 MiB one gets 96 MiB" has "$TMP/b" "got 96"
+check "two at once: each reports its own quota" \
+	bash -c "grep -qx 'info0 total=32 free=32' '$TMP/a' && grep -qx 'info0 total=96 free=96' '$TMP/b'"
+
+# An invalid quota: a warning (under KMUX_LOG=warn), and no limit.
+KMUX_MEM_QUOTA=12Q LD_PRELOAD=$PRELOAD "$Q" >"$TMP/bad" 2>"$TMP/bad.err"
+check "KMUX_MEM_QUOTA=12Q: unlimited, same output as without kmux" cmp -s "$TMP/plain" "$TMP/bad"
+check "KMUX_MEM_QUOTA=12Q: silent by default" [ ! -s "$TMP/bad.err" ]
+KMUX_LOG=warn KMUX_MEM_QUOTA=12Q LD_PRELOAD=$PRELOAD "$Q" >"$TMP/badw" 2>"$TMP/badw.err"
+check "KMUX_MEM_QUOTA=12Q under KMUX_LOG=warn: unlimited" has "$TMP/badw" "got 256"
+check "KMUX_MEM_QUOTA=12Q under KMUX_LOG=warn: a warning" grep -q "kmux: KMUX_MEM_QUOTA=12Q is not a byte count" "$TMP/badw.err"
+finish
