@@ -1,25 +1,44 @@
 /*
- * cmd-run.c - `kmux run`: run a command under libkmux.so with what kmux
- * offers a single program (today: --streams, its default-stream work
- * spread over a pool of streams), forward signals to it, and exit with its
- * status.
+ * cmd-run.c - `kmux run`: run a command under libkmux.so in the foreground,
+ * forward signals to it, and exit with its status.  With --streams its
+ * default-stream work is spread over a pool of streams; with --gpus, --mem
+ * or --name it first waits for kmuxd to admit it (started if none runs, as
+ * `kmux submit` does) and runs on the GPUs and under the memory quota the
+ * daemon grants.
  *
- * The steps are kept apart so that task admission (--gpus, --mem, --name:
- * the daemon's issue) is an addition: parse into struct run_opts, turn the
- * options into the child's environment (run_opts_env), [ask kmuxd for
- * admission here], spawn, wait.
+ * The rule for talking to the daemon is explicit on purpose: any of
+ * --gpus/--mem/--name asks for admission; without them `kmux run` never
+ * touches the daemon (so --streams and plain runs behave the same with or
+ * without one).
+ *
+ * Steps: parse into struct run_opts, turn the options into the child's
+ * environment (run_opts_env), ask kmuxd for admission (run_admit: RUN, then
+ * OK, maybe QUEUED, then ADMIT), spawn, wait, tell the daemon (FINISHED).
+ * The connection stays open while CMD runs: the daemon takes its end as
+ * the job's end.
  */
+#include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "client.h"
 #include "cmd.h"
 #include "run-env.h"
+#include "size.h"
 #include "spawn.h"
 
 struct run_opts {
 	int streams;		/* 0: not asked for */
+	bool admit;		/* --gpus, --mem or --name: ask kmuxd */
+	uint32_t ngpus;		/* default 1 */
+	uint64_t mem;		/* bytes per GPU, 0: the daemon learns/guesses */
+	const char *name;
 };
 
 static void help(void)
@@ -31,12 +50,26 @@ static void help(void)
 	      "  -s, --streams N   spread the work CMD submits to the default\n"
 	      "                    stream over N streams (1..64) per context,\n"
 	      "                    keeping every data dependency\n"
+	      "  -g, --gpus K      wait for kmuxd to admit CMD on K GPUs\n"
+	      "                    (default 1) and run it there\n"
+	      "  -m, --mem SIZE    memory per GPU (512M, 12G, 1.5GiB), enforced\n"
+	      "                    as CMD's quota; implies admission\n"
+	      "  -n, --name NAME   a name for ps and top; implies admission\n"
 	      "  -h, --help        this help\n"
+	      "\n"
+	      "With --gpus, --mem or --name, kmuxd (started if none runs)\n"
+	      "queues CMD like `kmux submit`; kmux waits (Ctrl-C leaves the\n"
+	      "queue), then runs CMD here with CUDA_VISIBLE_DEVICES and\n"
+	      "KMUX_MEM_QUOTA set to what it was granted.  Without them the\n"
+	      "daemon is not involved.\n"
 	      "\n"
 	      "Check a program with `kmux verify` before trusting --streams\n"
 	      "with it.  Exit status: that of CMD (128+N if signal N killed\n"
 	      "it); 127 when CMD is not found, 126 when it cannot be run,\n"
-	      "2 for bad usage, 1 when kmux could not start it.  See\n"
+	      "2 for bad usage, 4 when CMD can never be admitted here (more\n"
+	      "GPUs or memory than the node has), 5 when no daemon could be\n"
+	      "reached, 130 when interrupted while queued, 1 when kmux could\n"
+	      "not start it or its queued job was cancelled.  See\n"
 	      "kmux-run(1).\n",
 	      stdout);
 }
@@ -46,19 +79,55 @@ static int run_parse(int argc, char **argv, struct run_opts *o)
 {
 	static const struct option longopts[] = {
 		{ "streams", required_argument, NULL, 's' },
+		{ "gpus", required_argument, NULL, 'g' },
+		{ "mem", required_argument, NULL, 'm' },
+		{ "name", required_argument, NULL, 'n' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int c;
+	const struct cmd_entry *e = &cmd_run_entry;
+	char *end;
+	long v;
+	int c, r;
 
 	/* '+': CMD's own options are CMD's. */
-	while ((c = getopt_long(argc, argv, "+:s:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:s:g:m:n:h", longopts,
+				NULL)) != -1) {
 		switch (c) {
 		case 's':
 			if (run_parse_streams(optarg, &o->streams))
 				return cmd_usage_error(&cmd_run_entry,
 					"--streams %s: not an integer in 1..%d",
 					optarg, RUN_STREAMS_MAX);
+			break;
+		case 'g':
+			errno = 0;
+			v = optarg[0] >= '0' && optarg[0] <= '9' ?
+				strtol(optarg, &end, 10) : -1;
+			if (v < 1 || v > PROTO_MAX_GPUS || errno || *end)
+				return cmd_usage_error(e, "bad --gpus '%s' "
+					"(a number of GPUs, 1..%d)", optarg,
+					PROTO_MAX_GPUS);
+			o->ngpus = (uint32_t)v;
+			o->admit = true;
+			break;
+		case 'm':
+			r = size_parse(optarg, &o->mem);
+			if (r == -ERANGE)
+				return cmd_usage_error(e, "--mem '%s' is too "
+						       "large", optarg);
+			if (r || o->mem == 0)
+				return cmd_usage_error(e, "bad --mem '%s' (a "
+					"size such as 512M, 12G, 1.5GiB)",
+					optarg);
+			o->admit = true;
+			break;
+		case 'n':
+			if (strlen(optarg) >= PROTO_MAX_NAME)
+				return cmd_usage_error(e, "--name is longer "
+					"than %d bytes", PROTO_MAX_NAME - 1);
+			o->name = optarg;
+			o->admit = true;
 			break;
 		case 'h':
 			help();
@@ -69,6 +138,8 @@ static int run_parse(int argc, char **argv, struct run_opts *o)
 	}
 	if (optind >= argc)
 		return cmd_usage_error(&cmd_run_entry, "no command given");
+	if (o->admit && !argv[optind][0])
+		return cmd_usage_error(e, "empty command name");
 	return 0;
 }
 
@@ -81,9 +152,156 @@ static void run_opts_env(const struct run_opts *o, struct run_env *e)
 		run_env_streams(e, o->streams);
 }
 
+/*
+ * While queued, a signal that would end kmux leaves the queue: exiting
+ * closes the connection, and the daemon cancels a RUN job whose client is
+ * gone.  Only async-signal-safe calls here.
+ */
+static void queued_signal(int sig)
+{
+	static const char msg[] = "kmux: interrupted while queued\n";
+	ssize_t n = write(STDERR_FILENO, msg, sizeof(msg) - 1);
+
+	(void)n;
+	_exit(128 + sig);
+}
+
+static const int queued_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+
+static void queued_signals_set(void (*handler)(int))
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = handler;
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof(queued_signals) / sizeof(int); i++)
+		sigaction(queued_signals[i], &sa, NULL);
+}
+
+/*
+ * Ask kmuxd to admit cmd and wait for it; on ADMIT, the GPUs and quota go
+ * into env.  0 with *job set, or an exit status (c->err said why).
+ */
+static int run_admit(struct client *c, const struct run_opts *o, char **cmd,
+		     struct run_env *env, uint64_t *job)
+{
+	struct proto_msg req = { .type = PROTO_RUN }, rep;
+	char cwd[PATH_MAX], gpus[PROTO_MAX_GPUS * 4], num[32];
+	uint32_t envc = 0, argc = 0;
+	size_t off = 0;
+	int r;
+
+	if (!getcwd(cwd, sizeof(cwd))) {
+		fprintf(stderr, "kmux: run: the current directory: %s\n",
+			strerror(errno));
+		return KMUX_EXIT_FAILURE;
+	}
+	for (char **e = environ; *e; e++)
+		envc++;
+	while (cmd[argc])
+		argc++;
+	req.u.job.ngpus = o->ngpus;
+	req.u.job.mem = o->mem;
+	req.u.job.name = o->name ? o->name : "";
+	req.u.job.cwd = cwd;
+	req.u.job.argv.count = argc;
+	req.u.job.argv.vec = (const char *const *)cmd;
+	req.u.job.env.count = envc;
+	req.u.job.env.vec = (const char *const *)environ;
+
+	r = client_open(c, CLIENT_AUTOSTART);
+	if (r) {
+		fprintf(stderr, "kmux: run: %s\n", c->err);
+		return KMUX_EXIT_NODAEMON;
+	}
+	/* From the request on, an interrupt takes the job off the queue. */
+	queued_signals_set(queued_signal);
+	r = client_call(c, &req, &rep);
+	if (r == 0 && rep.type != PROTO_OK) {
+		snprintf(c->err, sizeof(c->err), "unexpected %s reply",
+			 proto_type_name(rep.type));
+		r = -EPROTO;
+	}
+	if (r) {
+		fprintf(stderr, "kmux: run: %s\n", c->err);
+		return client_exit_status(r, 1);
+	}
+	*job = rep.u.ok.id;
+	for (;;) {
+		r = client_recv(c, &rep);
+		if (r == 0 && rep.type == PROTO_QUEUED) {
+			fprintf(stderr, "kmux: queued (position %" PRIu32
+				", job %" PRIu64 ")\n",
+				rep.u.queued.position + 1, *job);
+			continue;
+		}
+		if (r == 0 && rep.type == PROTO_ADMIT)
+			break;
+		if (r == 0 && rep.type == PROTO_EXITED) {
+			fprintf(stderr, "kmux: run: job %" PRIu64 " %s "
+				"before it started\n", *job,
+				rep.u.exited.state == PROTO_JOB_CANCELLED ?
+				"was cancelled" : "failed");
+			return rep.u.exited.state == PROTO_JOB_CANCELLED ?
+				KMUX_EXIT_FAILURE : KMUX_EXIT_NOFIT;
+		}
+		if (r == 0) {
+			snprintf(c->err, sizeof(c->err), "unexpected %s "
+				 "message", proto_type_name(rep.type));
+			r = -EPROTO;
+		}
+		if (r == -ECONNRESET)
+			fprintf(stderr, "kmux: run: %s before job %" PRIu64
+				" was admitted\n", c->err, *job);
+		else
+			fprintf(stderr, "kmux: run: %s\n", c->err);
+		return client_exit_status(r, 1);
+	}
+	for (uint32_t i = 0; i < rep.u.admit.ngpus && off < sizeof(gpus); i++)
+		off += (size_t)snprintf(gpus + off, sizeof(gpus) - off,
+					"%s%" PRIu32, i ? "," : "",
+					rep.u.admit.gpus[i]);
+	r = run_env_set(env, "CUDA_VISIBLE_DEVICES", gpus);
+	if (!r)
+		r = run_env_set(env, "CUDA_DEVICE_ORDER", "PCI_BUS_ID");
+	snprintf(num, sizeof(num), "%" PRIu64, rep.u.admit.quota);
+	if (!r)
+		r = run_env_set(env, "KMUX_MEM_QUOTA", num);
+	snprintf(num, sizeof(num), "%" PRIu64, *job);
+	if (!r)
+		r = run_env_set(env, "KMUX_JOB", num);
+	if (!r)
+		r = run_env_set(env, "KMUX_SOCKET", c->paths.socket);
+	if (r) {
+		fprintf(stderr, "kmux: run: the environment: %s\n",
+			strerror(-r));
+		return KMUX_EXIT_FAILURE;
+	}
+	/* spawn_start() takes the signals over from here. */
+	queued_signals_set(SIG_DFL);
+	return 0;
+}
+
+/* Tell the daemon CMD ended (status as spawn_wait() returns it). */
+static void run_finished(struct client *c, uint64_t job, int status)
+{
+	struct proto_msg req = { .type = PROTO_FINISHED }, rep;
+
+	req.u.finished.job = job;
+	req.u.finished.pid = (uint32_t)getpid();
+	req.u.finished.exit_code = status >= 0 && status <= 255 ?
+		status : PROTO_EXIT_UNKNOWN;
+	if (client_call(c, &req, &rep))
+		fprintf(stderr, "kmux: run: job %" PRIu64 ": %s\n", job,
+			c->err);
+}
+
 static int run_exec(int argc, char **argv)
 {
-	struct run_opts o = { 0 };
+	struct run_opts o = { .ngpus = 1 };
+	struct client c = { .fd = -1 };
+	uint64_t job = 0;
 	char lib[PATH_MAX], err[PATH_MAX + 128];
 	struct run_env env;
 	struct spawn sp;
@@ -99,6 +317,13 @@ static int run_exec(int argc, char **argv)
 		return KMUX_EXIT_FAILURE;
 	}
 	run_opts_env(&o, &env);
+	if (o.admit) {
+		r = run_admit(&c, &o, cmd, &env, &job);
+		if (r) {
+			client_close(&c);
+			return r;
+		}
+	}
 	fflush(stdout);
 	fflush(stderr);
 	r = spawn_start(&(struct spawn_opts){ cmd, lib, env.env }, &sp);
@@ -106,24 +331,31 @@ static int run_exec(int argc, char **argv)
 		if (sp.exec_errno) {
 			fprintf(stderr, "kmux: cannot run '%s': %s\n", cmd[0],
 				strerror(sp.exec_errno));
-			return spawn_exec_status(sp.exec_errno);
+			status = spawn_exec_status(sp.exec_errno);
+		} else {
+			fprintf(stderr, "kmux: cannot start '%s': %s\n",
+				cmd[0], strerror(-r));
+			status = KMUX_EXIT_FAILURE;
 		}
-		fprintf(stderr, "kmux: cannot start '%s': %s\n", cmd[0],
-			strerror(-r));
-		return KMUX_EXIT_FAILURE;
+	} else {
+		status = spawn_wait(&sp);
+		if (status < 0) {
+			fprintf(stderr, "kmux: waiting for '%s': %s\n",
+				cmd[0], strerror(-status));
+			status = KMUX_EXIT_FAILURE;
+		}
 	}
-	status = spawn_wait(&sp);
-	if (status < 0) {
-		fprintf(stderr, "kmux: waiting for '%s': %s\n", cmd[0],
-			strerror(-status));
-		return KMUX_EXIT_FAILURE;
+	if (o.admit) {
+		run_finished(&c, job, status);
+		client_close(&c);
 	}
 	return status;
 }
 
 const struct cmd_entry cmd_run_entry = {
 	.name = "run",
-	.usage = "[-s|--streams N] [--] CMD [ARGS...]",
-	.summary = "run a command under kmux (--streams: spread its GPU work)",
+	.usage = "[-s N] [-g K] [-m SIZE] [-n NAME] [--] CMD [ARGS...]",
+	.summary = "run a command under kmux in the foreground (admitted by "
+		   "kmuxd with --gpus/--mem/--name)",
 	.exec = run_exec,
 };

@@ -61,7 +61,8 @@ int run_env_set(struct run_env *e, const char *name, const char *value)
 	char *slot;
 	int len;
 
-	if (e->nextra >= 2 || e->n >= RUN_ENV_MAX)
+	if (e->nextra >= (int)(sizeof(e->extra) / sizeof(e->extra[0])) ||
+	    e->n >= RUN_ENV_MAX)
 		return -ENOSPC;
 	slot = e->extra[e->nextra];
 	len = snprintf(slot, sizeof(e->extra[0]), "%s=%s", name, value);

@@ -181,6 +181,12 @@ void job_finish(struct server *srv, struct job *j, uint32_t state,
 	log_info("daemon: job %lld %s (exit %d, signal %d)", (long long)j->id,
 		 proto_job_state_name(state), code, sig);
 	waiters_notify(srv, j->id, state, code, sig);
+	/* A `kmux run` client still waiting for ADMIT (cancelled, or it can
+	 * never fit): tell it, or it would wait forever. */
+	if (j->owner && j->state == PROTO_JOB_QUEUED)
+		server_client_send(j->owner, &(struct proto_msg){
+			.type = PROTO_EXITED, .seq = j->owner_seq,
+			.u.exited = { (uint64_t)j->id, state, code, sig } });
 	job_free(j);
 	/* Readers of its log reach EOF now rather than at the next round. */
 	job_feed_followers(srv);
