@@ -156,6 +156,27 @@ static int set_err(char *err, size_t errlen, int rc, const char *fmt, ...)
  * message>".  Called right after the failure, before anything else runs on
  * the handle and replaces the message.
  */
+/*
+ * Make room for one more element in a growing result array (doubling, from
+ * 16).  *v is left as it was on failure, so the caller frees what it has.
+ */
+static int db_grow(void *v, size_t *cap, size_t len, size_t elem)
+{
+	void **pv = v;
+	size_t ncap;
+	void *nv;
+
+	if (len < *cap)
+		return 0;
+	ncap = *cap ? 2 * *cap : 16;
+	nv = realloc(*pv, ncap * elem);
+	if (nv == NULL)
+		return -ENOMEM;
+	*pv = nv;
+	*cap = ncap;
+	return 0;
+}
+
 static int fail(struct db *db, int src, char *err, size_t errlen,
 		const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
@@ -831,7 +852,7 @@ int db_job_list(struct db *db, const struct db_filter *f, struct db_job **jobs,
 		size_t *n, char *err, size_t errlen)
 {
 	sqlite3_stmt *st = NULL;
-	struct db_job *v = NULL, *nv;
+	struct db_job *v = NULL;
 	size_t cap = 0, len = 0;
 	int rc, s;
 
@@ -857,16 +878,11 @@ int db_job_list(struct db *db, const struct db_filter *f, struct db_job **jobs,
 			db_job_release(&j);
 			continue;
 		}
-		if (len == cap) {
-			cap = cap ? 2 * cap : 16;
-			nv = realloc(v, cap * sizeof(*v));
-			if (nv == NULL) {
-				db_job_release(&j);
-				rc = set_err(err, errlen, -ENOMEM,
-					     "list jobs: out of memory");
-				goto err_free;
-			}
-			v = nv;
+		if (db_grow(&v, &cap, len, sizeof(*v)) < 0) {
+			db_job_release(&j);
+			rc = set_err(err, errlen, -ENOMEM,
+				     "list jobs: out of memory");
+			goto err_free;
 		}
 		v[len++] = j;
 	}
@@ -1008,7 +1024,7 @@ int db_frozen_list(struct db *db, struct db_frozen **out, size_t *n, char *err,
 		   size_t errlen)
 {
 	sqlite3_stmt *st = NULL;
-	struct db_frozen *v = NULL, *nv;
+	struct db_frozen *v = NULL;
 	size_t cap = 0, len = 0;
 	int rc, s;
 
@@ -1022,15 +1038,10 @@ int db_frozen_list(struct db *db, struct db_frozen **out, size_t *n, char *err,
 	if (rc < 0)
 		return rc;
 	while ((s = sqlite3_step(st)) == SQLITE_ROW) {
-		if (len == cap) {
-			cap = cap ? 2 * cap : 16;
-			nv = realloc(v, cap * sizeof(*v));
-			if (nv == NULL) {
-				rc = set_err(err, errlen, -ENOMEM,
-					     "list frozen: out of memory");
-				goto err_free;
-			}
-			v = nv;
+		if (db_grow(&v, &cap, len, sizeof(*v)) < 0) {
+			rc = set_err(err, errlen, -ENOMEM,
+				     "list frozen: out of memory");
+			goto err_free;
 		}
 		v[len].pid = sqlite3_column_int(st, 0);
 		v[len].pid_start = (uint64_t)sqlite3_column_int64(st, 1);
@@ -1117,7 +1128,7 @@ static int live_jobs(struct db *db, struct rec_item **out, size_t *n,
 		     char *err, size_t errlen)
 {
 	sqlite3_stmt *st = NULL;
-	struct rec_item *v = NULL, *nv;
+	struct rec_item *v = NULL;
 	size_t cap = 0, len = 0;
 	int rc, s;
 
@@ -1127,15 +1138,10 @@ static int live_jobs(struct db *db, struct rec_item **out, size_t *n,
 	if (rc < 0)
 		return rc;
 	while ((s = sqlite3_step(st)) == SQLITE_ROW) {
-		if (len == cap) {
-			cap = cap ? 2 * cap : 16;
-			nv = realloc(v, cap * sizeof(*v));
-			if (nv == NULL) {
-				rc = set_err(err, errlen, -ENOMEM,
-					     "recover: out of memory");
-				goto err_free;
-			}
-			v = nv;
+		if (db_grow(&v, &cap, len, sizeof(*v)) < 0) {
+			rc = set_err(err, errlen, -ENOMEM,
+				     "recover: out of memory");
+			goto err_free;
 		}
 		v[len].id = sqlite3_column_int64(st, 0);
 		v[len].running = strcmp((const char *)sqlite3_column_text(st, 1),
