@@ -255,7 +255,7 @@ CUresult copy_run(struct copy_call *cc, streams_issue_fn issue, void *arg)
 
 	if (!(kmux_streams && streams_is_default(cc->orig) &&
 	      copy_sched(cc, issue, arg, &r)))
-		r = issue(arg, NULL);
+		r = streams_pass(cc->orig, issue, arg);
 	cc->c.t_end = trace_now();
 	cc->c.result = r;
 	trace_copy(&cc->c);

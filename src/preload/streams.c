@@ -12,8 +12,9 @@
  * must not synchronize with the legacy stream behind kmux's back), SM count
  * for the launch weight.  Event slots and the two bridge events are created
  * the first time they are named.  A context destroyed or reset goes back to
- * "new" (the handle may come back as another context); one that created a
- * blocking stream is drained and switched off for good.
+ * "new" (the handle may come back as another context).  The program's
+ * blocking streams are bridged to the pool ("blocking streams" below); a
+ * context with more of them than kmux tracks is drained and switched off.
  *
  * Locking.  c->mu is held from sched_submit() through every driver call of
  * its decision (sched.h requires it) and around all scheduler state.  Host
@@ -57,6 +58,18 @@ enum sctx_state {
 	SCTX_OFF,	/* drained; everything passes through from now on */
 };
 
+/* Blocking streams per context kmux bridges; beyond that it stops. */
+#define STREAMS_BLOCKING_MAX 16
+/* ...and in the process (the lock-free registry the wrappers search). */
+#define STREAMS_BLOCKING_REG 64
+
+struct sctx_blocking {
+	CUstream s;
+	CUevent done;		/* recorded on s when the pool must follow it */
+	unsigned joined;	/* c->issued when s last waited for the pool */
+	int dirty;		/* work on s the pool has not waited for */
+};
+
 struct streams_ctx {
 	CUcontext ctx;			/* the key, never changes */
 	struct streams_ctx *next;	/* the list; set before publication */
@@ -69,6 +82,15 @@ struct streams_ctx {
 	CUstream pool[SCHED_MAX_STREAMS];
 	CUevent ev[STREAMS_SLOTS];
 	CUevent bridge_in, bridge_out;
+	/*
+	 * The program's blocking streams in this context, bridged to the
+	 * pool (see "Blocking streams" below).  issued counts decisions, so
+	 * a stream knows whether pool work came since it last joined.
+	 */
+	struct sctx_blocking blk[STREAMS_BLOCKING_MAX];
+	int nblk, ndirty;
+	unsigned issued;
+	uint64_t blk_joins, blk_barriers;
 	uint64_t bridged, failures;
 	struct sched_stats retired;	/* of pools torn down */
 	int had_pool;
@@ -83,6 +105,10 @@ static _Atomic(struct streams_ctx *) streams_list;
 static pthread_mutex_t streams_list_mu = PTHREAD_MUTEX_INITIALIZER;
 static __thread struct streams_ctx *tls_sctx;
 static _Atomic(CUcontext) streams_primary[STREAMS_PRIMARY_MAX];
+/* Blocking streams being bridged, for streams_run_user()'s lookup. */
+atomic_int streams_nblocking;
+static _Atomic(CUstream) streams_blk_stream[STREAMS_BLOCKING_REG];
+static _Atomic(struct streams_ctx *) streams_blk_ctx[STREAMS_BLOCKING_REG];
 /* Placeholder ids live far above any allocation id (which count from 1). */
 static atomic_uint_fast64_t streams_next_placeholder = 1ull << 62;
 
@@ -374,6 +400,7 @@ static CUresult sctx_issue(struct streams_ctx *c,
 	CUevent ev;
 	CUresult r;
 
+	c->issued++;
 	for (int i = 0; i < d->nrecord; i++) {
 		const struct sched_event_ref *e = &d->record[i];
 
@@ -581,6 +608,171 @@ static void unlock_all(struct streams_ctx **cs, int n)
 		pthread_mutex_unlock(&cs[i]->mu);
 }
 
+/* --- blocking streams ----------------------------------------------------
+ *
+ * A stream created without CU_STREAM_NON_BLOCKING synchronizes with the
+ * legacy stream: its work waits for all earlier legacy-stream work, and
+ * later legacy-stream work waits for it.  The pool is made of non-blocking
+ * streams, so kmux keeps both orders itself, lazily:
+ *
+ *  - before an operation on blocking stream s, if pool work was issued since
+ *    s last joined, s waits for all of it (a SCHED_JOIN recording bridge_in,
+ *    then cuStreamWaitEvent(s)); s is then dirty;
+ *  - before the next default-stream operation (or a host wait for the
+ *    default stream), every dirty s records its `done` event and a
+ *    SCHED_BARRIER makes the pool wait for them all.
+ *
+ * A run of operations on s costs one join, a run on the default stream one
+ * barrier.  More than STREAMS_BLOCKING_MAX blocking streams in a context,
+ * or a full registry, fall back to switching the context off.  The
+ * per-thread default stream also counts as blocking for the legacy stream;
+ * it is scheduled like the legacy one, so both orders hold already.
+ */
+
+struct sctx_waits {
+	CUevent *ev;
+	int n;
+};
+
+static CUresult waits_issue(void *arg, CUstream t)
+{
+	const struct sctx_waits *w = arg;
+	CUresult r = CUDA_SUCCESS;
+
+	for (int i = 0; i < w->n && r == CUDA_SUCCESS; i++)
+		r = sctx_wait(t, w->ev[i]);
+	return r;
+}
+
+/* Lock held.  The pool waits for the work of every dirty blocking stream. */
+static void sctx_blk_flush(struct streams_ctx *c)
+{
+	CUevent ev[STREAMS_BLOCKING_MAX];
+	struct sctx_waits w = { ev, 0 };
+	struct sched_decision d;
+	unsigned before;
+
+	if (!c->ndirty || c->state != SCTX_ON)
+		return;
+	for (int i = 0; i < c->nblk; i++) {
+		struct sctx_blocking *b = &c->blk[i];
+
+		if (!b->dirty)
+			continue;
+		b->dirty = 0;
+		if (!sctx_bridge_event(&b->done) ||
+		    sctx_record(b->done, b->s) != CUDA_SUCCESS) {
+			/* Done on the host instead. */
+			REAL(cuStreamSynchronize)(b->s);
+			c->failures++;
+			continue;
+		}
+		ev[w.n++] = b->done;
+	}
+	c->ndirty = 0;
+	if (!w.n)
+		return;
+	before = c->issued;
+	sctx_decide(c, NULL, 0, SCHED_BARRIER, 0, &d);
+	if (sctx_issue(c, &d, waits_issue, &w) != CUDA_SUCCESS) {
+		for (int i = 0; i < w.n; i++)
+			REAL(cuEventSynchronize)(ev[i]);
+		c->failures++;
+	}
+	c->blk_barriers++;
+	/* The barrier only waited for them: who was joined still is. */
+	for (int i = 0; i < c->nblk; i++)
+		if (c->blk[i].joined == before)
+			c->blk[i].joined = c->issued;
+}
+
+static int blk_register(CUstream s, struct streams_ctx *c)
+{
+	for (int i = 0; i < STREAMS_BLOCKING_REG; i++) {
+		CUstream none = NULL;
+
+		if (atomic_compare_exchange_strong(&streams_blk_stream[i],
+						   &none, s)) {
+			atomic_store(&streams_blk_ctx[i], c);
+			atomic_fetch_add(&streams_nblocking, 1);
+			return 0;
+		}
+	}
+	return -ENOSPC;
+}
+
+static void blk_unregister(CUstream s)
+{
+	for (int i = 0; i < STREAMS_BLOCKING_REG; i++) {
+		if (atomic_load(&streams_blk_stream[i]) != s)
+			continue;
+		atomic_store(&streams_blk_ctx[i], NULL);
+		atomic_store(&streams_blk_stream[i], NULL);
+		atomic_fetch_sub(&streams_nblocking, 1);
+		return;
+	}
+}
+
+static struct streams_ctx *blk_lookup(CUstream s)
+{
+	for (int i = 0; i < STREAMS_BLOCKING_REG; i++)
+		if (atomic_load_explicit(&streams_blk_stream[i],
+					 memory_order_acquire) == s)
+			return atomic_load(&streams_blk_ctx[i]);
+	return NULL;
+}
+
+/* Lock held.  The entry of s in c, or NULL. */
+static struct sctx_blocking *sctx_blk_find(struct streams_ctx *c, CUstream s)
+{
+	for (int i = 0; i < c->nblk; i++)
+		if (c->blk[i].s == s)
+			return &c->blk[i];
+	return NULL;
+}
+
+/* Lock held.  Forget every blocking stream of c (its context is gone). */
+static void sctx_blk_clear(struct streams_ctx *c)
+{
+	for (int i = 0; i < c->nblk; i++) {
+		blk_unregister(c->blk[i].s);
+		if (c->blk[i].done)
+			REAL(cuEventDestroy_v2)(c->blk[i].done);
+	}
+	c->nblk = c->ndirty = 0;
+}
+
+CUresult streams_run_user(CUstream s, streams_issue_fn issue, void *arg)
+{
+	struct streams_ctx *c = blk_lookup(s);
+	struct sctx_blocking *b;
+	CUresult r;
+
+	if (!c)
+		return issue(arg, NULL);
+	pthread_mutex_lock(&c->mu);
+	b = sctx_blk_find(c, s);
+	/* Captured work is recorded, not run; off: CUDA orders it itself. */
+	if (!b || c->state == SCTX_OFF ||
+	    (c->capturing && stream_capturing(s))) {
+		pthread_mutex_unlock(&c->mu);
+		return issue(arg, NULL);
+	}
+	if (c->state == SCTX_ON && b->joined != c->issued) {
+		sctx_join_into(c, s);
+		b->joined = c->issued;
+		c->blk_joins++;
+	}
+	/* Under the lock: no default-stream operation may slip in between. */
+	r = issue(arg, NULL);
+	if (!b->dirty) {
+		b->dirty = 1;
+		c->ndirty++;
+	}
+	pthread_mutex_unlock(&c->mu);
+	return r;
+}
+
 /* A peer copy: every context involved that schedules is bridged. */
 static int streams_run_peer(struct streams_ctx *cur,
 			    const struct streams_req *rq, CUresult *res)
@@ -635,6 +827,7 @@ int streams_run(const struct streams_req *rq, CUresult *res)
 		*res = sctx_bridge(&c, 1, rq);
 		goto done;
 	}
+	sctx_blk_flush(c);
 	sctx_decide(c, rq->acc, rq->nacc, rq->flags, rq->blocks, &d);
 	r = sctx_issue(c, &d, rq->issue, rq->arg);
 	if ((rq->flags & STREAMS_WAIT) && r == CUDA_SUCCESS) {
@@ -671,6 +864,8 @@ CUresult streams_host_access(const struct sched_access *acc, int nacc,
 	pthread_mutex_lock(&c->mu);
 	if (c->state != SCTX_ON)
 		goto out;
+	/* A legacy-stream read also follows the blocking streams' work. */
+	sctx_blk_flush(c);
 	if (full || sched_sync_for(c->s, acc, nacc, &hw))
 		sched_sync_all(c->s, &hw);
 	r = sctx_hostwait(c, &hw);
@@ -712,6 +907,7 @@ CUresult streams_sync_default(int query)
 	pthread_mutex_lock(&c->mu);
 	if (c->state != SCTX_ON)
 		goto out;
+	sctx_blk_flush(c);
 	sched_sync_all(c->s, &hw);
 	r = query ? sctx_query(c, &hw) : sctx_hostwait(c, &hw);
 out:
@@ -827,22 +1023,49 @@ static void sctx_off(struct streams_ctx *c, const char *why)
 	c->state = SCTX_OFF;
 }
 
-void streams_stream_created(unsigned flags)
+void streams_stream_created(CUstream s, unsigned flags)
 {
 	struct streams_ctx *c;
+	struct sctx_blocking *b;
 
-	/*
-	 * A blocking stream synchronizes with the legacy stream, which the
-	 * pool does not stand in for: the simplest correct rule is to stop
-	 * scheduling in that context.
-	 */
 	if (flags & CU_STREAM_NON_BLOCKING)
 		return;
 	c = sctx_current();
 	if (!c)
 		return;
 	pthread_mutex_lock(&c->mu);
-	sctx_off(c, "the program created a blocking stream");
+	if (c->state == SCTX_OFF)
+		goto out;
+	if (c->nblk == STREAMS_BLOCKING_MAX || blk_register(s, c)) {
+		sctx_off(c, "the program created more blocking streams than "
+			 "kmux bridges");
+		goto out;
+	}
+	b = &c->blk[c->nblk++];
+	*b = (struct sctx_blocking){ .s = s };
+	/* Its first operation waits for the pool work before it. */
+	b->joined = c->issued - 1;
+out:
+	pthread_mutex_unlock(&c->mu);
+}
+
+void streams_stream_destroying(CUstream s)
+{
+	struct streams_ctx *c = blk_lookup(s);
+	struct sctx_blocking *b;
+
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->mu);
+	b = sctx_blk_find(c, s);
+	if (b) {
+		/* Its work still runs after the destroy: the pool follows. */
+		sctx_blk_flush(c);
+		blk_unregister(s);
+		if (b->done)
+			REAL(cuEventDestroy_v2)(b->done);
+		*b = c->blk[--c->nblk];
+	}
 	pthread_mutex_unlock(&c->mu);
 }
 
@@ -899,6 +1122,8 @@ static void sctx_reset(struct streams_ctx *c, int forget_off)
 	if (forget_off) {
 		c->state = SCTX_NEW;
 		c->capturing = 0;
+		/* Its streams die with it. */
+		sctx_blk_clear(c);
 	}
 }
 
@@ -984,6 +1209,8 @@ void streams_get_totals(struct streams_totals *t)
 		stats_add(&t->st, &c->retired);
 		t->off += c->state == SCTX_OFF;
 		t->bridged += c->bridged;
+		t->blk_joins += c->blk_joins;
+		t->blk_barriers += c->blk_barriers;
 		t->failures += c->failures;
 		pthread_mutex_unlock(&c->mu);
 	}
@@ -1019,7 +1246,7 @@ static void streams_report(void)
 		return;
 	log_info("streams: pid %d: %d streams in %d context(s), %d off; "
 		 "%llu ops, %llu barriers (%llu degraded), %llu joins, "
-		 "%llu bridged; "
+		 "%llu bridged; blocking streams: %llu joins, %llu barriers; "
 		 "waits issued %llu, pruned %llu; events after %llu, lazy "
 		 "%llu; host waits %llu (implied %llu, idle streams skipped "
 		 "%llu); failures %llu",
@@ -1029,6 +1256,8 @@ static void streams_report(void)
 		 (unsigned long long)t.st.degraded,
 		 (unsigned long long)t.st.joins,
 		 (unsigned long long)t.bridged,
+		 (unsigned long long)t.blk_joins,
+		 (unsigned long long)t.blk_barriers,
 		 (unsigned long long)t.st.waits_issued,
 		 (unsigned long long)t.st.waits_pruned,
 		 (unsigned long long)t.st.events_after,
@@ -1047,4 +1276,9 @@ void streams_atfork_child(void)
 	tls_sctx = NULL;
 	for (int i = 0; i < STREAMS_PRIMARY_MAX; i++)
 		atomic_store(&streams_primary[i], NULL);
+	for (int i = 0; i < STREAMS_BLOCKING_REG; i++) {
+		atomic_store(&streams_blk_stream[i], NULL);
+		atomic_store(&streams_blk_ctx[i], NULL);
+	}
+	atomic_store(&streams_nblocking, 0);
 }

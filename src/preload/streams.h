@@ -14,8 +14,8 @@
  *
  * This module owns: one struct streams_ctx per CUDA context (the
  * scheduler, N non-blocking pool streams, the event slots, two bridge
- * events, a mutex), created lazily on first use; the switch that turns
- * scheduling off for a context that created a blocking stream; the count of
+ * events, a mutex), created lazily on first use; the bridging of the
+ * program's blocking streams to the pool; the count of
  * stream captures in progress; the statistics printed at exit.
  * docs/design-streams.md ("The wrappers") explains the rules.
  *
@@ -27,6 +27,7 @@
 #ifndef KMUX_STREAMS_H
 #define KMUX_STREAMS_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "cuda-internal.h"
@@ -164,8 +165,35 @@ void streams_rename(uint64_t from, uint64_t to);
 /* KMUX_BARRIER_KERNELS matches this kernel (cached per kernel). */
 int streams_barrier_kernel(const struct kernel_info *ki);
 
-/* Lifecycle, from the stream, capture and context wrappers. */
-void streams_stream_created(unsigned flags);
+/*
+ * Lifecycle, from the stream, capture and context wrappers.  A blocking
+ * stream (created without CU_STREAM_NON_BLOCKING) is bridged to the pool:
+ * _created after a successful create, _destroying before the destroy.
+ */
+void streams_stream_created(CUstream s, unsigned flags);
+void streams_stream_destroying(CUstream s);
+
+/*
+ * An operation on one of the program's own streams, s: issue(arg, NULL)
+ * as the program asked, ordered with the pool when s is a blocking stream
+ * (it follows earlier default-stream work, later default-stream work
+ * follows it, as on the legacy stream).
+ */
+extern atomic_int streams_nblocking;
+CUresult streams_run_user(CUstream s, streams_issue_fn issue, void *arg);
+
+/*
+ * The pass-through every wrapper ends in when streams_run() did not take
+ * the operation: s is the stream the program named.
+ */
+static inline CUresult streams_pass(CUstream s, streams_issue_fn issue,
+				    void *arg)
+{
+	if (kmux_streams && !streams_is_default(s) &&
+	    atomic_load_explicit(&streams_nblocking, memory_order_relaxed))
+		return streams_run_user(s, issue, arg);
+	return issue(arg, NULL);
+}
 /*
  * Captures: _begin before the real call (undone with _end if it fails);
  * _active before cuStreamEndCapture, _end after it when it was.
@@ -182,8 +210,10 @@ void streams_primary_gone(CUdevice dev, int reset);
 /* Totals over every context, for the trace's exit line and the exit log. */
 struct streams_totals {
 	int contexts;		/* that had a pool */
-	int off;		/* switched off (blocking stream, failure) */
+	int off;		/* switched off (blocking streams, failure) */
 	uint64_t bridged;	/* run on a default stream, ordered */
+	uint64_t blk_joins;	/* blocking-stream operations that joined */
+	uint64_t blk_barriers;	/* pool waits for blocking streams */
 	uint64_t failures;	/* records, waits replaced by host waits */
 	struct sched_stats st;	/* summed */
 };

@@ -239,7 +239,7 @@ static CUresult launch_go(struct launch_op *op)
 		verify_kernel(op->tl.ki->name);
 	if (!(kmux_streams && streams_is_default(op->orig) &&
 	      launch_sched(op, &r)))
-		r = launch_issue(op, NULL);
+		r = streams_pass(op->orig, launch_issue, op);
 	op->tl.t_end = trace_now();
 	op->tl.result = r;
 	trace_launch_end(op->token, op->stream, &op->tl);

@@ -230,7 +230,7 @@ static CUresult alloc_async(struct async_args *a)
 	if (unlikely(quota_on) && quota_reserve(a->size))
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	if (likely(!kmux_streams) || !streams_is_default(a->s)) {
-		r = async_issue(a, NULL);
+		r = streams_pass(a->s, async_issue, a);
 		if (r == CUDA_SUCCESS)
 			mem_track(*a->dptr, a->size, ALLOC_DEVICE);
 		else if (unlikely(quota_on))
@@ -329,7 +329,7 @@ static CUresult free_async(struct async_args *a)
 	if (unlikely(quota_on))
 		charged = quota_charged(a->ptr);
 	if (likely(!kmux_streams) || !streams_is_default(a->s) || !t) {
-		r = async_issue(a, NULL);
+		r = streams_pass(a->s, async_issue, a);
 		if (r == CUDA_SUCCESS) {
 			mem_untrack(a->ptr);
 			if (charged)

@@ -208,7 +208,7 @@ static CUresult wait_event(int per_thread, CUstream s, CUevent e,
 	CUresult r;
 
 	if (!(kmux_streams && streams_is_default(s) && streams_run(&rq, &r)))
-		r = wait_event_issue(&a, NULL);
+		r = streams_pass(s, wait_event_issue, &a);
 	sync_done(TRACE_SYNC_STREAM_WAIT_EVENT, stream_norm(s, per_thread),
 		  t0, r);
 	return r;
@@ -265,7 +265,7 @@ static CUresult event_record(int per_thread, int with_flags, CUevent e,
 	CUresult r;
 
 	if (!(kmux_streams && streams_is_default(s) && streams_run(&rq, &r)))
-		r = record_issue(&a, NULL);
+		r = streams_pass(s, record_issue, &a);
 	if (kmux_verify && r == CUDA_SUCCESS)
 		verify_event_recorded(e, s, per_thread);
 	sync_done(TRACE_SYNC_EVENT_RECORD, stream_norm(s, per_thread), t0, r);
@@ -324,7 +324,7 @@ KMUX_EXPORT CUresult CUDAAPI cuStreamCreate(CUstream *s, unsigned flags)
 		return CUDA_ERROR_NOT_INITIALIZED;
 	r = REAL(cuStreamCreate)(s, flags);
 	if (unlikely(kmux_streams) && r == CUDA_SUCCESS)
-		streams_stream_created(flags);
+		streams_stream_created(*s, flags);
 	return r;
 }
 
@@ -337,7 +337,7 @@ KMUX_EXPORT CUresult CUDAAPI cuStreamCreateWithPriority(CUstream *s,
 		return CUDA_ERROR_NOT_INITIALIZED;
 	r = REAL(cuStreamCreateWithPriority)(s, flags, priority);
 	if (unlikely(kmux_streams) && r == CUDA_SUCCESS)
-		streams_stream_created(flags);
+		streams_stream_created(*s, flags);
 	return r;
 }
 
@@ -345,6 +345,8 @@ KMUX_EXPORT CUresult CUDAAPI cuStreamDestroy_v2(CUstream s)
 {
 	if (NO_DRIVER(cuStreamDestroy_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	if (unlikely(kmux_streams))
+		streams_stream_destroying(s);
 	return REAL(cuStreamDestroy_v2)(s);
 }
 

@@ -14,7 +14,10 @@
  * print exactly what an unscheduled one prints.  With THREADS > 1, each
  * thread runs its own program (seed + thread) on its own buffers and
  * prefixes its lines with "tN "; a stable sort on that prefix gives
- * comparable output.  Built twice: rand-dag (the default stream is the
+ * comparable output.  With RAND_DAG_BLOCKING set (legacy build, one
+ * thread), a quarter of the stream-ordered operations go to a blocking
+ * stream of the program's instead, ordered with the legacy stream by CUDA's
+ * implicit synchronization alone.  Built twice: rand-dag (the default stream is the
  * legacy one) and rand-dag-pt (-DCUDA_API_PER_THREAD_DEFAULT_STREAM: the
  * _ptsz/_ptds entry points, and each thread's own default stream).
  */
@@ -52,6 +55,7 @@ struct prog {
 	unsigned page[MAXN];
 	unsigned host_calls;
 	CUevent ev;
+	CUstream blk;		/* RAND_DAG_BLOCKING: a blocking stream */
 };
 
 static CUfunction f_mix, f_bump, f_fill, f_copy;
@@ -104,6 +108,12 @@ static CUstream dflt(void)
 	/* The legacy stream is shared: only when one thread runs. */
 	return pick(5) == 0 && threads == 1 ? CU_STREAM_LEGACY : NULL;
 #else
+	/*
+	 * A blocking stream is ordered with the legacy stream only, not with
+	 * the per-thread one: one or the other, or the output would race.
+	 */
+	if (P->blk)
+		return pick(4) == 0 ? P->blk : NULL;
 	return pick(5) == 0 ? CU_STREAM_PER_THREAD : NULL;
 #endif
 }
@@ -316,6 +326,10 @@ static void *prog_run(void *arg)
 	CHECK(cuCtxSetCurrent(ctx));
 	rng = (seed0 + (uint64_t)P->tid) * 0x9e3779b97f4a7c15ull + 1;
 	CHECK(cuEventCreate(&P->ev, CU_EVENT_DISABLE_TIMING));
+#ifndef CUDA_API_PER_THREAD_DEFAULT_STREAM
+	if (getenv("RAND_DAG_BLOCKING") && threads == 1)
+		CHECK(cuStreamCreate(&P->blk, 0));
+#endif
 	nb = 3 + (int)pick(MAXB - 2);
 	for (int i = 0; i < nb; i++) {
 		int n = 64 + (int)pick(MAXN - 64);
@@ -354,6 +368,8 @@ static void *prog_run(void *arg)
 	CHECK(cuStreamSynchronize(NULL));
 	printf("t%d host functions %u\n", P->tid, P->host_calls);
 	CHECK(cuEventDestroy(P->ev));
+	if (P->blk)
+		CHECK(cuStreamDestroy(P->blk));
 	return NULL;
 }
 

@@ -26,8 +26,9 @@
  *                exit 0 when they met
  *   own          work on the program's own non-blocking streams only: no
  *                operation may land on any other stream
- *   blocking     a blocking stream appears mid-way: default-stream work
- *                runs on the legacy stream from then on
+ *   blocking     a blocking stream appears mid-way: its work follows the
+ *                default stream's and the default stream's follows it,
+ *                while the pool keeps scheduling
  *   chase        a kernel writes a buffer through a pointer stored in
  *                device memory; prints the hashes of two read-backs
  *                (scheduling breaks it: `kmux verify` must tell)
@@ -361,33 +362,59 @@ static int case_own(void)
 	return 0;
 }
 
+/*
+ * A blocking stream keeps its order with the legacy stream, and the pool
+ * keeps scheduling: its work follows all earlier default-stream work,
+ * later default-stream work follows it.
+ */
 static int case_blocking(void)
 {
 	unsigned long long legacy = stream_id(CU_STREAM_LEGACY);
-	struct simcuda_op_info o;
+	struct simcuda_op_info k[5], o;
+	int nk = 0;
 	CUstream s;
 
-	/* Scheduled at first... */
-	probe(NULL, buf[0], 5000);
-	probe(NULL, buf[1], 5000);
+	probe(NULL, buf[0], 20000);	/* k[0], k[1]: independent */
+	probe(NULL, buf[1], 20000);
 	CHECK(cuStreamCreate(&s, 0));
-	/* ...then the same buffers on the legacy stream, and on s. */
-	touch(NULL, buf[0], 1000);
-	touch(s, buf[1], 1000);
-	touch(NULL, buf[1], 1000);
+	touch(s, buf[2], 10000);	/* k[2]: after both, though unrelated */
+	touch(NULL, buf[3], 1000);	/* k[3], k[4]: after k[2] */
+	probe(NULL, buf[4], 1000);
 	CHECK(cuCtxSynchronize());
 	for (size_t i = 0; i < simcuda_op_count(); i++) {
-		if (simcuda_op_get(i, &o) || strcmp(o.name, "touch"))
+		if (simcuda_op_get(i, &o) || o.kind != SIMCUDA_OP_KERNEL)
 			continue;
-		if (o.stream != legacy && o.stream != stream_id(s)) {
-			fprintf(stderr, "streams-cases: %s after a blocking "
-				"stream ran on stream %llu\n", o.name,
-				(unsigned long long)o.stream);
-			return 1;
+		if (nk == 5)
+			return fail("more kernels ran than were launched");
+		/* By submission order. */
+		int at = nk++;
+
+		while (at > 0 && k[at - 1].seq > o.seq) {
+			k[at] = k[at - 1];
+			at--;
 		}
+		k[at] = o;
 	}
-	printf("default-stream work on the legacy stream after a blocking "
-	       "stream\n");
+	if (nk != 5)
+		return fail("not every kernel ran");
+	if (k[2].stream != stream_id(s))
+		return fail("the blocking stream's kernel ran elsewhere");
+	if (k[2].start_ns < k[0].end_ns || k[2].start_ns < k[1].end_ns)
+		return fail("the blocking stream's kernel started before the "
+			    "default-stream work before it ended");
+	if (k[3].start_ns < k[2].end_ns || k[4].start_ns < k[2].end_ns)
+		return fail("default-stream work started before the blocking "
+			    "stream's kernel before it ended");
+	if (getenv("KMUX_STREAMS")) {
+		if (k[0].stream == legacy || k[3].stream == legacy)
+			return fail("default-stream work left the pool");
+		if (k[0].start_ns >= k[1].end_ns ||
+		    k[1].start_ns >= k[0].end_ns)
+			return fail("independent default-stream kernels did not "
+				    "overlap: scheduling stopped");
+	}
+	CHECK(cuStreamDestroy(s));
+	printf("a blocking stream keeps its order with the default stream\n");
 	return 0;
 }
 
