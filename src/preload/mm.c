@@ -73,6 +73,7 @@ static uint64_t mm_seq;
 static struct mm_stats mm_st;
 static size_t mm_gran[MM_MAX_DEVICES];
 static unsigned mm_debug_host_fail, mm_host_allocs;
+static int mm_debug_broken;	/* tests: never back anything */
 static int (*mm_prev_fields)(char *buf, size_t len);
 
 static unsigned mm_bucket(uint64_t base)
@@ -216,6 +217,8 @@ int mm_init(const char *mode, const char *min, const char *budget)
 	}
 	if (dbg && *dbg)
 		mm_debug_host_fail = (unsigned)strtoul(dbg, NULL, 10);
+	dbg = getenv("KMUX_DEBUG_MM_BROKEN");
+	mm_debug_broken = dbg && *dbg && strcmp(dbg, "0") != 0;
 	mm_on = m;
 	mm_prev_fields = trace_exit_fields;
 	trace_exit_fields = mm_trace_fields;
@@ -612,7 +615,8 @@ CUresult mm_op_begin(struct mm_op *op, const uint64_t *bases, int n, int all,
 	CUresult r = CUDA_SUCCESS;
 
 	op->locked = 0;
-	if (!atomic_load_explicit(&mm_nobj, memory_order_relaxed))
+	if (!atomic_load_explicit(&mm_nobj, memory_order_relaxed) ||
+	    unlikely(mm_debug_broken))
 		return CUDA_SUCCESS;
 	pthread_mutex_lock(&mm_mu);
 	op->locked = 1;

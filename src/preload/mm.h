@@ -8,6 +8,10 @@
  *   KMUX_MEMORY     quota (default: nothing here) | lazy | evict
  *   KMUX_LAZY_MIN   smallest managed allocation, bytes (K/M/G/T), default 2M
  *   KMUX_MEM_BUDGET evict: resident bytes allowed (default: KMUX_MEM_QUOTA)
+ *   KMUX_DEBUG_MM_HOST_FAIL=N  tests: every Nth pinned host allocation of
+ *                   an eviction fails
+ *   KMUX_DEBUG_MM_BROKEN=1     tests: operations never back what they touch
+ *                   (simcuda must see the faults)
  *
  * Only cuMemAlloc / cuMemAlloc_v2 allocations are managed; everything else
  * passes through as before.  The wrappers bracket every operation with
