@@ -107,4 +107,19 @@ check "KMUX_MEMORY=bogus: unmanaged" has "$TMP/b" "unused delta=256"
 check "KMUX_MEMORY=bogus: a warning" grep -q "KMUX_MEMORY=bogus is not quota, lazy or evict" "$TMP/b.err"
 KMUX_LOG=warn LD_PRELOAD=$PRELOAD KMUX_LAZY_MIN=x KMUX_MEMORY=lazy "$M" unused >"$TMP/b2" 2>"$TMP/b2.err"
 check "KMUX_LAZY_MIN=x: unmanaged, a warning" bash -c "grep -qx 'unused delta=256' '$TMP/b2' && grep -q 'KMUX_LAZY_MIN=x' '$TMP/b2.err'"
+
+# kmux run --memory MODE and kmux verify --memory MODE.
+"$KMUX" run --memory=lazy -- env >"$TMP/env" 2>&1
+check "kmux run --memory=lazy: KMUX_MEMORY=lazy in CMD's environment" grep -qx KMUX_MEMORY=lazy "$TMP/env"
+KMUX_MEMORY=evict "$KMUX" run --memory quota -- env >"$TMP/env2" 2>&1
+check "kmux run --memory quota overrides an inherited mode" grep -qx KMUX_MEMORY=quota "$TMP/env2"
+"$KMUX" run --memory=lazy -- "$M" unused >"$TMP/r" 2>&1
+check "kmux run --memory=lazy: never-used memory costs nothing" has "$TMP/r" "unused delta=0"
+"$KMUX" run --memory=most -- true >/dev/null 2>"$TMP/r.err"
+check "kmux run --memory=most: usage error, exit 2" [ $? -eq 2 ]
+check "kmux run --memory=most: says why" grep -q "not quota, lazy or evict" "$TMP/r.err"
+KMUX_LAZY_MIN=1 KMUX_MEM_BUDGET=7M "$KMUX" verify --memory=evict -- "$PROGS/rand-dag" 5 200 >"$TMP/v" 2>&1
+check "kmux verify --memory=evict: identical" grep -q "^kmux verify: identical" "$TMP/v"
+"$KMUX" verify --memory=on -- true >/dev/null 2>&1
+check "kmux verify --memory=on: usage error, exit 2" [ $? -eq 2 ]
 finish
