@@ -729,10 +729,16 @@ uint64_t mm_resident(void)
 
 void mm_get_stats(struct mm_stats *st)
 {
-	pthread_mutex_lock(&mm_mu);
+	/*
+	 * At exit another thread may still hold the lock (evict holds it
+	 * across a submission): a possibly torn snapshot beats a hang.
+	 */
+	int locked = pthread_mutex_trylock(&mm_mu) == 0;
+
 	*st = mm_st;
 	st->objects = atomic_load_explicit(&mm_nobj, memory_order_relaxed);
-	pthread_mutex_unlock(&mm_mu);
+	if (locked)
+		pthread_mutex_unlock(&mm_mu);
 }
 
 void mm_atfork_prepare(void)
