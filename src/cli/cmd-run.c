@@ -35,6 +35,7 @@
 
 struct run_opts {
 	int streams;		/* 0: not asked for */
+	const char *memory;	/* --memory MODE, NULL: not asked for */
 	bool admit;		/* --gpus, --mem or --name: ask kmuxd */
 	uint32_t ngpus;		/* default 1 */
 	uint64_t mem;		/* bytes per GPU, 0: the daemon learns/guesses */
@@ -50,6 +51,11 @@ static void help(void)
 	      "  -s, --streams N   spread the work CMD submits to the default\n"
 	      "                    stream over N streams (1..64) per context,\n"
 	      "                    keeping every data dependency\n"
+	      "      --memory MODE quota (default: only the quota), lazy\n"
+	      "                    (large allocations take memory only once\n"
+	      "                    used) or evict (lazy, and idle ones are\n"
+	      "                    moved to host memory to stay within the\n"
+	      "                    quota or KMUX_MEM_BUDGET)\n"
 	      "  -g, --gpus K      wait for kmuxd to admit CMD on K GPUs\n"
 	      "                    (default 1) and run it there\n"
 	      "  -m, --mem SIZE    memory per GPU (512M, 12G, 1.5GiB), enforced\n"
@@ -82,6 +88,7 @@ static int run_parse(int argc, char **argv, struct run_opts *o)
 		{ "gpus", required_argument, NULL, 'g' },
 		{ "mem", required_argument, NULL, 'm' },
 		{ "name", required_argument, NULL, 'n' },
+		{ "memory", required_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -129,6 +136,12 @@ static int run_parse(int argc, char **argv, struct run_opts *o)
 			o->name = optarg;
 			o->admit = true;
 			break;
+		case 'M':
+			if (run_parse_memory(optarg))
+				return cmd_usage_error(e, "--memory '%s': not "
+					"quota, lazy or evict", optarg);
+			o->memory = optarg;
+			break;
 		case 'h':
 			help();
 			return -1;
@@ -150,6 +163,9 @@ static void run_opts_env(const struct run_opts *o, struct run_env *e)
 	/* Without --streams, an inherited KMUX_STREAMS stays in effect. */
 	if (o->streams)
 		run_env_streams(e, o->streams);
+	/* Without --memory, an inherited KMUX_MEMORY stays in effect. */
+	if (o->memory)
+		run_env_memory(e, o->memory);
 }
 
 /*
@@ -354,7 +370,7 @@ static int run_exec(int argc, char **argv)
 
 const struct cmd_entry cmd_run_entry = {
 	.name = "run",
-	.usage = "[-s N] [-g K] [-m SIZE] [-n NAME] [--] CMD [ARGS...]",
+	.usage = "[-s N] [--memory MODE] [-g K] [-m SIZE] [-n NAME] [--] CMD [ARGS...]",
 	.summary = "run a command under kmux in the foreground (admitted by "
 		   "kmuxd with --gpus/--mem/--name)",
 	.exec = run_exec,

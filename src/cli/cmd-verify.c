@@ -43,10 +43,12 @@
 enum {
 	OPT_STDOUT = 256,
 	OPT_KEEP,
+	OPT_MEMORY,
 };
 
 struct verify_opts {
 	int streams;
+	const char *memory;	/* --memory MODE of the second run */
 	int stdout_counts;
 	int keep;
 };
@@ -55,6 +57,7 @@ struct verify_opts {
 struct verify_run {
 	const char *label;
 	int streams;		/* 0: unscheduled */
+	const char *memory;	/* KMUX_MEMORY, NULL: "quota" */
 	char log[PATH_MAX];
 	char out[PATH_MAX];
 	int status;
@@ -72,6 +75,9 @@ static void help(void)
 	      "reach memory only through pointers in their parameters.\n"
 	      "\n"
 	      "  -s, --streams N   pool size of the scheduled run (default 4)\n"
+	      "      --memory MODE the scheduled run also runs under the\n"
+	      "                    memory manager (lazy or evict; see\n"
+	      "                    kmux-run(1)); the first never does\n"
 	      "      --stdout      a difference in CMD's stdout is a\n"
 	      "                    divergence too (only reported otherwise)\n"
 	      "      --keep        keep the logs and CMD's stdout\n"
@@ -89,6 +95,7 @@ static int verify_parse(int argc, char **argv, struct verify_opts *o)
 		{ "streams", required_argument, NULL, 's' },
 		{ "stdout", no_argument, NULL, OPT_STDOUT },
 		{ "keep", no_argument, NULL, OPT_KEEP },
+		{ "memory", required_argument, NULL, OPT_MEMORY },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -107,6 +114,13 @@ static int verify_parse(int argc, char **argv, struct verify_opts *o)
 			break;
 		case OPT_KEEP:
 			o->keep = 1;
+			break;
+		case OPT_MEMORY:
+			if (run_parse_memory(optarg))
+				return cmd_usage_error(&cmd_verify_entry,
+					"--memory '%s': not quota, lazy or "
+					"evict", optarg);
+			o->memory = optarg;
 			break;
 		case 'h':
 			help();
@@ -163,7 +177,9 @@ static int verify_run_once(char **cmd, const char *lib, struct verify_run *run)
 
 	run_env_init(&env);
 	run_env_streams(&env, run->streams);
-	r = run_env_set(&env, "KMUX_VERIFY_LOG", run->log);
+	r = run_env_memory(&env, run->memory ? run->memory : "quota");
+	if (!r)
+		r = run_env_set(&env, "KMUX_VERIFY_LOG", run->log);
 	if (r) {
 		fprintf(stderr, "kmux: %s: %s\n", run->log, strerror(-r));
 		run->status = VERIFY_EXIT_ERROR;
@@ -368,6 +384,7 @@ static int verify_exec(int argc, char **argv)
 		return VERIFY_EXIT_ERROR;
 	}
 	run[1].streams = o.streams;
+	run[1].memory = o.memory;
 	for (int i = 0; i < 2; i++) {
 		snprintf(run[i].log, sizeof(run[i].log), "%s/%s.log", dir,
 			 run[i].label);
@@ -404,7 +421,7 @@ out:
 
 const struct cmd_entry cmd_verify_entry = {
 	.name = "verify",
-	.usage = "[-s|--streams N] [--stdout] [--keep] [--] CMD [ARGS...]",
+	.usage = "[-s|--streams N] [--memory MODE] [--stdout] [--keep] [--] CMD [ARGS...]",
 	.summary = "check that scheduling a command's streams changes nothing",
 	.exec = verify_exec,
 };

@@ -1,5 +1,5 @@
 /*
- * run-env.c - the --streams argument and the scheduling environment
+ * run-env.c - the --streams and --memory arguments and the environment
  * shared by `kmux run` and `kmux verify` (see run-env.h).
  */
 #include <errno.h>
@@ -23,6 +23,14 @@ int run_parse_streams(const char *arg, int *n)
 		return -EINVAL;
 	*n = (int)v;
 	return 0;
+}
+
+int run_parse_memory(const char *arg)
+{
+	if (arg && (!strcmp(arg, "quota") || !strcmp(arg, "lazy") ||
+		    !strcmp(arg, "evict")))
+		return 0;
+	return -EINVAL;
 }
 
 void run_env_init(struct run_env *e)
@@ -71,4 +79,9 @@ int run_env_set(struct run_env *e, const char *name, const char *value)
 	e->nextra++;
 	run_env_push(e, slot);
 	return 0;
+}
+
+int run_env_memory(struct run_env *e, const char *mode)
+{
+	return run_env_set(e, "KMUX_MEMORY", mode);
 }

@@ -18,6 +18,12 @@
  */
 int run_parse_streams(const char *arg, int *n);
 
+/*
+ * MODE of --memory MODE: "quota", "lazy" or "evict" (the preload's
+ * KMUX_MEMORY, mm.h).  0, or -EINVAL on anything else.
+ */
+int run_parse_memory(const char *arg);
+
 /* Environment changes for spawn_opts.env: "NAME=VALUE" sets, "NAME" unsets. */
 struct run_env {
 	const char *env[RUN_ENV_MAX + 1];	/* NULL-terminated */
@@ -37,6 +43,9 @@ void run_env_init(struct run_env *e);
  * CUDA_DEVICE_MAX_CONNECTIONS is not set, it is set to min(n, 32).
  */
 void run_env_streams(struct run_env *e, int n);
+
+/* KMUX_MEMORY=MODE for the child, a value run_parse_memory() accepted. */
+int run_env_memory(struct run_env *e, const char *mode);
 
 /* "NAME=VALUE" (copied); 0, -ENOSPC or -ENAMETOOLONG. */
 int run_env_set(struct run_env *e, const char *name, const char *value);

@@ -21,6 +21,7 @@
  */
 #include "alloc-table.h"
 #include "copy.h"
+#include "mm.h"
 #include "verify.h"
 
 void copy_begin(struct copy_call *cc, enum trace_copy_kind kind,
@@ -249,13 +250,37 @@ static void copy_verify(const struct copy_call *cc)
 	verify_copy(&v);
 }
 
+/*
+ * The memory manager: back the allocations the copy's sides lie in (peer
+ * copies pin them: the other context's view is not followed).
+ */
+static CUresult copy_mm_begin(const struct copy_call *cc, struct mm_op *mo)
+{
+	struct copy_side d, s;
+	uint64_t bases[2];
+	int n = 0;
+
+	copy_find(cc->c.dst, &d);
+	copy_find(cc->c.kind == TRACE_MEMSET ? 0 : cc->c.src, &s);
+	if (d.known)
+		bases[n++] = d.a.base;
+	if (s.known)
+		bases[n++] = s.a.base;
+	return mm_op_begin(mo, bases, n, 0, cc->c.kind == TRACE_COPY_PEER,
+			   cc->orig, cc->per_thread);
+}
+
 CUresult copy_run(struct copy_call *cc, streams_issue_fn issue, void *arg)
 {
+	struct mm_op mo = { 0 };
 	CUresult r;
 
-	if (!(kmux_streams && streams_is_default(cc->orig) &&
-	      copy_sched(cc, issue, arg, &r)))
+	if (unlikely(mm_on) && (r = copy_mm_begin(cc, &mo)) != CUDA_SUCCESS)
+		;	/* not issued: what it touches could not be backed */
+	else if (!(kmux_streams && streams_is_default(cc->orig) &&
+		   copy_sched(cc, issue, arg, &r)))
 		r = streams_pass(cc->orig, issue, arg);
+	mm_op_end(&mo);
 	cc->c.t_end = trace_now();
 	cc->c.result = r;
 	trace_copy(&cc->c);

@@ -15,6 +15,8 @@
  *   KMUX_DEBUG_STREAMS_FAIL     streams.h (test knob: injected failures)
  *   KMUX_VERIFY_LOG             verify.h
  *   KMUX_MEM_QUOTA              quota.h (a bad value: a warning, no quota)
+ *   KMUX_MEMORY, KMUX_LAZY_MIN, KMUX_MEM_BUDGET, KMUX_DEBUG_MM_HOST_FAIL
+ *                               mm.h (a bad value: a warning, unmanaged)
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -22,6 +24,7 @@
 
 #include "alloc-table.h"
 #include "log.h"
+#include "mm.h"
 #include "preload.h"
 #include "quota.h"
 #include "streams.h"
@@ -46,16 +49,19 @@ static void preload_atfork_prepare(void)
 {
 	alloc_table_atfork_prepare();
 	quota_atfork_prepare();
+	mm_atfork_prepare();
 }
 
 static void preload_atfork_parent(void)
 {
+	mm_atfork_parent();
 	quota_atfork_parent();
 	alloc_table_atfork_parent();
 }
 
 static void preload_atfork_child(void)
 {
+	mm_atfork_child();
 	quota_atfork_child();
 	alloc_table_atfork_child();
 	trace_atfork_child();
@@ -89,6 +95,10 @@ __attribute__((constructor)) static void preload_init(void)
 	kmux_config.verify_log = getenv("KMUX_VERIFY_LOG");
 	if (kmux_config.verify_log && *kmux_config.verify_log &&
 	    verify_init(kmux_config.verify_log) == 0)
+		kmux_tracking = 1;
+	/* After the scheduler: both add fields to the trace's exit line. */
+	if (mm_init(getenv("KMUX_MEMORY"), getenv("KMUX_LAZY_MIN"),
+		    getenv("KMUX_MEM_BUDGET")) == 0 && mm_on)
 		kmux_tracking = 1;
 	pthread_atfork(preload_atfork_prepare, preload_atfork_parent,
 		       preload_atfork_child);

@@ -12,6 +12,7 @@
  * by KMUX_BARRIER_KERNELS, a graph, host code) is a barrier.
  */
 #include "kparams.h"
+#include "mm.h"
 #include "preload.h"
 #include "streams.h"
 #include "verify.h"
@@ -231,15 +232,46 @@ static int launch_sched(struct launch_op *op, CUresult *r)
 	return streams_run(&rq, r);
 }
 
+/*
+ * The memory manager: back what the launch touches; everything when kmux
+ * cannot see what it touches (graphs are also pinned: their nodes may be
+ * replayed at any later launch).  Host code touches nothing: it may not
+ * make CUDA calls, and device memory is not host memory
+ * (docs/design-memory.md says where that is false).
+ */
+static CUresult launch_mm_begin(struct launch_op *op, struct mm_op *mo)
+{
+	const struct trace_launch *tl = &op->tl;
+	int all;
+
+	if (op->kind == LAUNCH_HOST_FUNC || op->kind == LAUNCH_CALLBACK)
+		return mm_op_begin(mo, NULL, 0, 0, 0, op->orig,
+				   op->per_thread);
+	all = op->kind == LAUNCH_GRAPH || !tl->ki ||
+		  tl->ki->nparams < 0 ||
+		  (tl->kflags & (KPARAMS_UNKNOWN_LAYOUT | KPARAMS_EXTRA_OPAQUE |
+				 KPARAMS_TRUNCATED)) ||
+		  streams_barrier_kernel(tl->ki);
+
+	return mm_op_begin_acc(mo, op->acc, all ? 0 : tl->nacc, all,
+			       op->kind == LAUNCH_GRAPH, op->orig,
+			       op->per_thread);
+}
+
 static CUresult launch_go(struct launch_op *op)
 {
+	struct mm_op mo = { 0 };
 	CUresult r;
 
 	if (kmux_verify && op->tl.ki)
 		verify_kernel(op->tl.ki->name);
-	if (!(kmux_streams && streams_is_default(op->orig) &&
-	      launch_sched(op, &r)))
+	if (unlikely(mm_on) &&
+	    (r = launch_mm_begin(op, &mo)) != CUDA_SUCCESS)
+		op->token = NULL;
+	else if (!(kmux_streams && streams_is_default(op->orig) &&
+		   launch_sched(op, &r)))
 		r = streams_pass(op->orig, launch_issue, op);
+	mm_op_end(&mo);
 	op->tl.t_end = trace_now();
 	op->tl.result = r;
 	trace_launch_end(op->token, op->stream, &op->tl);

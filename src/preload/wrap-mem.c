@@ -15,11 +15,17 @@
  * Under KMUX_MEM_QUOTA (quota.h): device allocations reserve their bytes
  * before the driver is called (CUDA_ERROR_OUT_OF_MEMORY past the quota, the
  * driver untouched) and frees give back what the table recorded.
+ *
+ * Under KMUX_MEMORY=lazy|evict (mm.h): cuMemAlloc of at least KMUX_LAZY_MIN
+ * bytes is a managed object, an address range backed on first touch; its
+ * free goes to the memory manager.  Under evict, a pass-through
+ * allocation that does not fit in the budget first evicts idle objects.
  */
 #include <errno.h>
 
 #include "alloc-table.h"
 #include "log.h"
+#include "mm.h"
 #include "preload.h"
 #include "quota.h"
 #include "streams.h"
@@ -107,7 +113,14 @@ KMUX_EXPORT CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *dptr, size_t size)
 
 	if (NO_DRIVER(cuMemAlloc_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
-	if (unlikely(quota_on) && quota_reserve(size))
+	if (unlikely(mm_on) && size >= mm_min && size) {
+		r = mm_alloc(dptr, size);
+		if (r == CUDA_SUCCESS)
+			mm_set_id(*dptr, mem_track(*dptr, size, ALLOC_DEVICE));
+		return r;
+	}
+	if (unlikely(quota_on) && (unlikely(mm_on) ? mm_reserve(size) :
+				   quota_reserve(size)))
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	r = REAL(cuMemAlloc_v2)(dptr, size);
 	if (r == CUDA_SUCCESS)
@@ -294,6 +307,13 @@ KMUX_EXPORT CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr)
 
 	if (NO_DRIVER(cuMemFree_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	if (unlikely(mm_on) && mm_owns(dptr)) {
+		id = mem_before_free(dptr);
+		r = mm_free(dptr);
+		if (r == CUDA_SUCCESS)
+			mem_after_free(dptr, id);
+		return r;
+	}
 	if (unlikely(kmux_tracking))
 		id = mem_before_free(dptr);
 	if (unlikely(quota_on))
@@ -326,6 +346,18 @@ static CUresult free_async(struct async_args *a)
 	uint64_t charged = 0;
 	CUresult r;
 
+	/*
+	 * A managed object: freed at once, after the work that uses it (a
+	 * host wait the stream-ordered form would not have).
+	 */
+	if (unlikely(mm_on) && mm_owns(a->ptr)) {
+		uint64_t id = mem_before_free(a->ptr);
+
+		r = mm_free(a->ptr);
+		if (r == CUDA_SUCCESS)
+			mem_after_free(a->ptr, id);
+		return r;
+	}
 	if (unlikely(quota_on))
 		charged = quota_charged(a->ptr);
 	if (likely(!kmux_streams) || !streams_is_default(a->s) || !t) {

@@ -14,6 +14,7 @@
  * for the context; a stream capture in progress bridges its default-stream
  * work (streams.c).
  */
+#include "mm.h"
 #include "preload.h"
 #include "streams.h"
 #include "verify.h"
@@ -347,6 +348,9 @@ KMUX_EXPORT CUresult CUDAAPI cuStreamDestroy_v2(CUstream s)
 		return CUDA_ERROR_NOT_INITIALIZED;
 	if (unlikely(kmux_streams))
 		streams_stream_destroying(s);
+	/* Its pending work can no longer be waited for by name. */
+	if (unlikely(mm_on))
+		mm_stream_gone(s);
 	return REAL(cuStreamDestroy_v2)(s);
 }
 

@@ -1,0 +1,283 @@
+#!/usr/bin/env bash
+# memory.sh - issue 5's measurement: the memory manager (kmux run
+# --memory=lazy|evict) against no kmux, on the bench/apps suite and a small
+# PyTorch training run.  ONE device call on an H200, from the repo root,
+# after `make` and `bash bench/gpu/prepare.sh` here (build/ carried):
+#
+#     bash bench/memory.sh
+#
+# (a) Peak device memory: every app (its `plain` version) runs once per
+#     mode with a sidecar polling the GPU's memory.used through
+#     `nvidia-smi -lms 20`, the same for every mode; the figure is the peak
+#     minus the reading just before the run (so the CUDA context counts,
+#     equally in every mode).  Modes: none (no kmux), lazy, evict with a
+#     budget of half the peak resident bytes the lazy run reported (at least
+#     64 MiB; a fixed rule, not tuned).  KMUX_LOG=info runs also log kmux's
+#     own count of the managed objects' peak.
+# (c) Cost when memory is ample: every app REPS times in each of none,
+#     quota (kmux run with nothing managed), lazy and evict with an ample
+#     budget (1 TiB), modes rotated per round; the app's own ROI time
+#     (RESULT ms=) and the process wall time; medians.
+# PyTorch: bench/gpu/progs/torch_resnet.py --bench (resnet18 training):
+#     peak and median step time, none / lazy / evict (half of lazy's peak).
+# (b) (a memory-constrained job mix through the daemon) is NOT done here.
+#
+# Output under $OUT: memory.log (every command, run output tails),
+# memory.csv (app,mode,rep,key,value), memory.md (tables, GPU, commands).
+# Budget: KMUX_MEMBENCH_BUDGET_S (default 380 s); rounds stop early when
+# the budget runs out, and the tables say how many repeats each app got.
+# Knobs: KMUX_MEMBENCH_REPS (3), KMUX_MEMBENCH_APPS (all of bench/apps),
+# KMUX_MEMBENCH_APP_ARGS ("--reps 5 --warmup 2"), KMUX_MEMBENCH_TORCH (1),
+# KMUX_MEMBENCH_DRY=1: no GPU; runs tests/e2e's `memory` program on
+# tests/simcuda as the only app, a fake sampler (checks this script's logic).
+# Never changes GPU settings.  Exit 0 when no run failed.
+set -u
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
+export OUT=${OUT:-./out}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+START=$(date +%s)
+BUDGET=${KMUX_MEMBENCH_BUDGET_S:-380}
+export KMUX_BENCH_DEADLINE=$((START + BUDGET))
+# shellcheck source=bench/gpu/lib.sh
+. bench/gpu/lib.sh
+
+LOG=$OUT/memory.log
+CSV=$OUT/memory.csv
+MD=$OUT/memory.md
+: >"$LOG"
+echo "app,mode,rep,key,value" >"$CSV"
+REPS=${KMUX_MEMBENCH_REPS:-3}
+APP_ARGS=${KMUX_MEMBENCH_APP_ARGS:---reps 5 --warmup 2}
+DRY=${KMUX_MEMBENCH_DRY:-0}
+FAILS=0
+B=$WORK/bin
+
+csv() { echo "$1,$2,$3,$4,$5" >>"$CSV"; }
+
+# The GPU's used memory in MiB, now (dry: 0).
+mem_now() {
+	if [ "$DRY" = 1 ]; then echo 0; return; fi
+	nvidia-smi -i 0 --query-gpu=memory.used --format=csv,noheader,nounits 2>/dev/null |
+		head -n 1 | tr -dc 0-9
+}
+
+# sampler_start FILE / sampler_stop: nvidia-smi polling every 20 ms.
+SAMPLER=""
+sampler_start() {
+	if [ "$DRY" = 1 ]; then
+		(while :; do echo 0; sleep 0.05; done) >"$1" 2>/dev/null &
+	else
+		nvidia-smi -i 0 --query-gpu=memory.used --format=csv,noheader,nounits \
+			-lms 20 >"$1" 2>/dev/null &
+	fi
+	SAMPLER=$!
+	sleep 0.3	# the first sample before the app starts
+}
+sampler_stop() {
+	sleep 0.2
+	[ -n "$SAMPLER" ] && kill "$SAMPLER" 2>/dev/null
+	wait "$SAMPLER" 2>/dev/null
+	SAMPLER=""
+}
+peak_of() { tr -dc '0-9\n' <"$1" | sort -n | tail -n 1; }
+
+# run_mode MODE BUDGET CMD...: CMD under MODE; stdout+stderr to $WORK/run/out.
+run_mode() {
+	local mode=$1 budget=$2
+	shift 2
+	local -a pre=(env "LD_LIBRARY_PATH=$KMUX_DEVLIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" KMUX_LOG=info)
+	case $mode in
+	none) pre=() ;;
+	quota) pre+=("$KMUX_BIN" run --) ;;
+	lazy) pre+=("$KMUX_BIN" run --memory=lazy --) ;;
+	evict*) pre+=("KMUX_MEM_BUDGET=$budget" "$KMUX_BIN" run --memory=evict --) ;;
+	esac
+	timeout 120 "${pre[@]}" "$@" >"$WORK/run/out" 2>&1
+}
+
+# one APP MODE REP BUDGET SAMPLE CMD...: run, record time/peak/kmux counts.
+one() {
+	local app=$1 mode=$2 rep=$3 budget=$4 sample=$5 rc t0 t1 base peak v
+	shift 5
+	logq "\$ [$app $mode $rep${budget:+ budget=$budget}] $*"
+	base=$(mem_now)
+	[ "$sample" = 1 ] && sampler_start "$WORK/run/samples"
+	t0=$(date +%s%N)
+	run_mode "$mode" "$budget" "$@"
+	rc=$?
+	t1=$(date +%s%N)
+	[ "$sample" = 1 ] && sampler_stop
+	tail -n 6 "$WORK/run/out" | sed 's/^/    /' >>"$LOG"
+	csv "$app" "$mode" "$rep" rc "$rc"
+	csv "$app" "$mode" "$rep" wall_ms $(((t1 - t0) / 1000000))
+	if [ "$rc" != 0 ] || grep -q "CHECK FAIL" "$WORK/run/out"; then
+		log "  $app $mode rep $rep: FAILED (rc $rc)"
+		FAILS=$((FAILS + 1))
+		csv "$app" "$mode" "$rep" failed 1
+	fi
+	v=$(sed -n 's/.*RESULT .* ms=\([0-9.]*\) .*/\1/p; s/.*median_ms=\([0-9.]*\).*/\1/p' \
+		"$WORK/run/out" | head -n 1)
+	[ -n "$v" ] && csv "$app" "$mode" "$rep" roi_ms "$v"
+	v=$(sed -n 's/.*resident (peak \([0-9]*\)).*/\1/p' "$WORK/run/out" | tail -n 1)
+	[ -n "$v" ] && csv "$app" "$mode" "$rep" kmux_peak_bytes "$v"
+	v=$(sed -n 's/.* \([0-9]*\) evictions (.*/\1/p' "$WORK/run/out" | tail -n 1)
+	[ -n "$v" ] && csv "$app" "$mode" "$rep" evictions "$v"
+	if [ "$sample" = 1 ]; then
+		peak=$(peak_of "$WORK/run/samples")
+		if [ -n "$peak" ] && [ -n "$base" ]; then
+			csv "$app" "$mode" "$rep" peak_mib $((peak > base ? peak - base : 0))
+		fi
+	fi
+	return 0
+}
+
+# ---------------------------------------------------------------- setup
+log "memory: $(uname -srm), $(nproc) CPUs; GPU: $(gpu_line); budget ${BUDGET}s"
+declare -a APPS=() CMDS=()
+if [ "$DRY" = 1 ]; then
+	export LD_LIBRARY_PATH=$ROOT/build/simcuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+	export E2E_MODULE=$ROOT/build/simcuda/kernels/basic.so
+	APPS=(memory-objects)
+	CMDS=("$ROOT/build/tests/e2e/memory objects")
+	KMUX_MEMBENCH_TORCH=0
+else
+	names=${KMUX_MEMBENCH_APPS:-$(cd bench/apps && ls ./*.cu | sed 's|^\./||; s|\.cu$||' | tr '\n' ' ')}
+	log "build: $NVCC $NVCCFLAGS: $names"
+	pids=()
+	for app in $names; do
+		# shellcheck disable=SC2086
+		"$NVCC" $NVCCFLAGS -o "$B/$app" "bench/apps/$app.cu" >>"$LOG" 2>&1 &
+		pids+=($!)
+	done
+	wait "${pids[@]}"
+	for app in $names; do
+		if [ -x "$B/$app" ]; then
+			APPS+=("$app")
+			CMDS+=("$B/$app plain $APP_ARGS")
+		else
+			log "build: $app FAILED"
+			FAILS=$((FAILS + 1))
+		fi
+	done
+	log "build: ${#APPS[@]} apps ($(time_left)s left)"
+fi
+
+# ------------------------------------------------------------ (a) peaks
+for i in "${!APPS[@]}"; do
+	app=${APPS[$i]}
+	have_time 60 || { log "(a): out of time before $app"; break; }
+	# shellcheck disable=SC2086
+	one "$app" none 0 "" 1 ${CMDS[$i]}
+	# shellcheck disable=SC2086
+	one "$app" lazy 0 "" 1 ${CMDS[$i]}
+	kp=$(awk -F, -v a="$app" '$1==a && $2=="lazy" && $4=="kmux_peak_bytes" {v=$5} END {print v+0}' "$CSV")
+	half=$((kp / 2 / 1048576))
+	[ "$half" -lt 64 ] && half=64
+	# shellcheck disable=SC2086
+	one "$app" evict-half 0 "${half}M" 1 ${CMDS[$i]}
+	log "(a) $app: peak MiB none/lazy/evict-half: $(awk -F, -v a="$app" '$1==a && $4=="peak_mib" {printf "%s ", $5}' "$CSV")(budget ${half}M)"
+done
+
+# --------------------------------------------------- PyTorch (peak, time)
+TORCH=(python3 bench/gpu/progs/torch_resnet.py --bench --configs 64x224 --steps 20 --warmup 5)
+if [ "${KMUX_MEMBENCH_TORCH:-1}" = 1 ] && have_time 150 &&
+	"$PY" -c "import torch, torchvision; assert torch.cuda.is_available()" >>"$LOG" 2>&1; then
+	TORCH[0]=$PY
+	one torch_resnet18 none 0 "" 1 "${TORCH[@]}"
+	one torch_resnet18 lazy 0 "" 1 "${TORCH[@]}"
+	kp=$(awk -F, '$1=="torch_resnet18" && $2=="lazy" && $4=="kmux_peak_bytes" {v=$5} END {print v+0}' "$CSV")
+	half=$((kp / 2 / 1048576)); [ "$half" -lt 64 ] && half=64
+	one torch_resnet18 evict-half 0 "${half}M" 1 "${TORCH[@]}"
+	log "torch: peak MiB none/lazy/evict-half: $(awk -F, '$1=="torch_resnet18" && $4=="peak_mib" {printf "%s ", $5}' "$CSV")(budget ${half}M)"
+else
+	log "torch: SKIP (off, no time, or torch/torchvision/CUDA not importable)"
+fi
+
+# --------------------------------------------------- (c) cost, ample memory
+MODES=(none quota lazy evict-ample)
+for ((r = 1; r <= REPS; r++)); do
+	have_time 40 || { log "(c): out of time before round $r"; break; }
+	for i in "${!APPS[@]}"; do
+		app=${APPS[$i]}
+		have_time 15 || break
+		for ((k = 0; k < ${#MODES[@]}; k++)); do
+			m=${MODES[$(((k + r) % ${#MODES[@]}))]}
+			# shellcheck disable=SC2086
+			one "$app" "$m" "$r" 1T 0 ${CMDS[$i]}
+		done
+	done
+	log "(c) round $r done ($(time_left)s left)"
+done
+
+# ---------------------------------------------------------------- report
+{
+	echo "# kmux memory manager (issue 5): bench/memory.sh"
+	echo
+	echo "- date: $(date -u +%Y-%m-%dT%H:%MZ); GPU/driver: $(gpu_line); host: $(uname -srm), $(nproc) CPUs"
+	echo "- apps: \`APP plain $APP_ARGS\` (nvcc $NVCCFLAGS); kmux: \`kmux run [--memory=MODE] -- APP\`, evict: \`KMUX_MEM_BUDGET=B kmux run --memory=evict\`"
+	echo "- peak: max of nvidia-smi memory.used (-lms 20) during the run minus the value before it (MiB, CUDA context included, same for every mode)"
+	echo "- (b) job mix under the daemon: not measured"
+	echo
+} >"$MD"
+"$PY" - "$CSV" >>"$MD" 2>>"$LOG" <<'EOF'
+import csv, statistics, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+apps = []
+for r in rows:
+    if r["app"] not in apps:
+        apps.append(r["app"])
+def vals(app, mode, key, rep=None):
+    return [float(r["value"]) for r in rows if r["app"] == app and r["mode"] == mode
+            and r["key"] == key and (rep is None or (r["rep"] == "0") == (rep == 0))]
+def failed(app, mode, rep):
+    return any(r for r in rows if r["app"] == app and r["mode"] == mode and r["key"] == "failed"
+               and (r["rep"] == "0") == (rep == 0))
+print("## (a) peak device memory (MiB)\n")
+print("| app | none | lazy | evict (budget: half of lazy's managed peak) | lazy vs none | evict vs none | evictions | kmux managed peak lazy (MiB) |")
+print("|---|---|---|---|---|---|---|---|")
+for a in apps:
+    p = {m: vals(a, m, "peak_mib", 0) for m in ("none", "lazy", "evict-half")}
+    if not p["none"]:
+        continue
+    base = p["none"][0]
+    def cell(m):
+        if failed(a, m, 0):
+            return "FAILED"
+        return "%.0f" % p[m][0] if p[m] else "n/a"
+    def rel(m):
+        if not p[m] or not base or failed(a, m, 0):
+            return "n/a"
+        return "%+.1f%%" % (100.0 * (p[m][0] - base) / base)
+    ev = vals(a, "evict-half", "evictions", 0)
+    kp = vals(a, "lazy", "kmux_peak_bytes", 0)
+    print("| %s | %s | %s | %s | %s | %s | %s | %s |" % (a, cell("none"), cell("lazy"), cell("evict-half"),
+          rel("lazy"), rel("evict-half"), "%.0f" % ev[0] if ev else "n/a",
+          "%.0f" % (kp[0] / 1048576) if kp else "n/a"))
+print("\n## (c) cost with ample memory: median ROI ms (process wall ms), repeats\n")
+print("| app | reps | none | quota | lazy | evict (1 TiB budget) | lazy vs none | evict vs none | failures |")
+print("|---|---|---|---|---|---|---|---|---|")
+for a in apps:
+    med, wall, nrep, nf = {}, {}, 0, 0
+    for m in ("none", "quota", "lazy", "evict-ample"):
+        v = vals(a, m, "roi_ms", 1)
+        w = vals(a, m, "wall_ms", 1)
+        med[m] = statistics.median(v) if v else None
+        wall[m] = statistics.median(w) if w else None
+        nrep = max(nrep, len(w))
+        nf += sum(1 for r in rows if r["app"] == a and r["mode"] == m and r["key"] == "failed" and r["rep"] != "0")
+    if not nrep:
+        continue
+    def c(m):
+        return "%.3f (%.0f)" % (med[m], wall[m]) if med[m] is not None else ("n/a (%.0f)" % wall[m] if wall[m] else "n/a")
+    def rel(m):
+        if med[m] is None or not med["none"]:
+            return "n/a"
+        return "%+.1f%%" % (100.0 * (med[m] - med["none"]) / med["none"])
+    print("| %s | %d | %s | %s | %s | %s | %s | %s | %d |" % (a, nrep, c("none"), c("quota"), c("lazy"),
+          c("evict-ample"), rel("lazy"), rel("evict-ample"), nf))
+print("\nTargets (issue 5): >= 30% lower peak on phase-local apps and never higher; <= 3% slower with ample memory.")
+print("Raw rows: memory.csv; every command and output tail: memory.log.")
+EOF
+log "memory: done in $(($(date +%s) - START))s, $FAILS failed runs; $MD"
+[ "$FAILS" = 0 ]

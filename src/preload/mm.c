@@ -1,0 +1,757 @@
+/*
+ * mm.c - the memory manager: managed objects, their backing, eviction and
+ * restore; see mm.h and docs/design-memory.md.
+ *
+ * An object is one cuMemAlloc the program made: a reserved range of
+ * `span` bytes (its size rounded up to the device's granularity) that is
+ * RESERVED (no physical memory), RESIDENT (one cuMemCreate handle mapped
+ * over the whole span) or EVICTED (its bytes in pinned host memory, the
+ * range unmapped).  The range never moves, so every address the program
+ * holds stays valid.
+ *
+ * One mutex guards the objects.  Under evict it is held from mm_op_begin()
+ * until mm_op_end(), across the submission: otherwise another thread could
+ * evict an object between its restore and the operation that needs it.
+ * Under lazy, backing is never undone before the free, so it is held only
+ * while backing.
+ *
+ * Before an object is evicted or freed, the work that touched it must be
+ * done.  Each object remembers the streams (as the program named them) its
+ * operations were submitted to, up to MM_USERS: those are synchronized
+ * (a default stream under the stream scheduler also waits for the pool
+ * work that uses the object, streams_before_free()).  More streams, a
+ * per-thread default stream (not nameable from another thread) or a
+ * destroyed stream fall back to cuCtxSynchronize.
+ *
+ * Quota: under lazy, the quota (KMUX_MEM_QUOTA) is charged the span at the
+ * allocation, so a first touch never exceeds it; under evict, the quota is
+ * the budget of resident bytes and is charged at backing, given back at
+ * eviction.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "alloc-table.h"
+#include "log.h"
+#include "mm.h"
+#include "preload.h"
+#include "quota.h"
+#include "streams.h"
+
+#define MM_BUCKETS 1024
+#define MM_USERS 4
+#define MM_MAX_DEVICES 64
+
+enum mm_state { MM_RESERVED, MM_RESIDENT, MM_EVICTED };
+
+struct mm_obj {
+	uint64_t base, size, span, id;
+	CUmemGenericAllocationHandle h;	/* RESIDENT */
+	void *host;			/* EVICTED: pinned copy */
+	uint64_t last;			/* seq of the last operation */
+	enum mm_state state;
+	int dev;
+	int pinned;
+	int nusers, users_unknown;
+	uint64_t users[MM_USERS];	/* stream_norm() values */
+	struct mm_obj *hnext, *prev, *next;
+};
+
+int mm_on;
+uint64_t mm_min = 2ULL << 20;
+
+static pthread_mutex_t mm_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct mm_obj *mm_tab[MM_BUCKETS];
+static struct mm_obj mm_list = { .prev = &mm_list, .next = &mm_list };
+static _Atomic uint64_t mm_nobj;
+static _Atomic uint64_t mm_res_bytes;
+static uint64_t mm_seq;
+static struct mm_stats mm_st;
+static size_t mm_gran[MM_MAX_DEVICES];
+static unsigned mm_debug_host_fail, mm_host_allocs;
+static int mm_debug_broken;	/* tests: never back anything */
+static int (*mm_prev_fields)(char *buf, size_t len);
+
+static unsigned mm_bucket(uint64_t base)
+{
+	return (unsigned)((base * 0x9E3779B97F4A7C15ULL) >> 54) % MM_BUCKETS;
+}
+
+static struct mm_obj *mm_find(uint64_t base)
+{
+	struct mm_obj *o;
+
+	for (o = mm_tab[mm_bucket(base)]; o; o = o->hnext)
+		if (o->base == base)
+			return o;
+	return NULL;
+}
+
+static void mm_link(struct mm_obj *o)
+{
+	unsigned b = mm_bucket(o->base);
+
+	o->hnext = mm_tab[b];
+	mm_tab[b] = o;
+	o->next = &mm_list;
+	o->prev = mm_list.prev;
+	mm_list.prev->next = o;
+	mm_list.prev = o;
+	atomic_fetch_add(&mm_nobj, 1);
+}
+
+static void mm_unlink(struct mm_obj *o)
+{
+	struct mm_obj **p;
+
+	for (p = &mm_tab[mm_bucket(o->base)]; *p; p = &(*p)->hnext) {
+		if (*p == o) {
+			*p = o->hnext;
+			break;
+		}
+	}
+	o->prev->next = o->next;
+	o->next->prev = o->prev;
+	atomic_fetch_sub(&mm_nobj, 1);
+}
+
+int mm_parse_mode(const char *s)
+{
+	if (!s || !strcmp(s, "quota"))
+		return MM_OFF;
+	if (!strcmp(s, "lazy"))
+		return MM_LAZY;
+	if (!strcmp(s, "evict"))
+		return MM_EVICT;
+	return -EINVAL;
+}
+
+static int mm_trace_fields(char *buf, size_t len)
+{
+	struct mm_stats s;
+	int n = 0, k;
+
+	if (mm_prev_fields)
+		n = mm_prev_fields(buf, len);
+	if (n < 0 || (size_t)n >= len)
+		return n;
+	mm_get_stats(&s);
+	k = snprintf(buf + n, len - (size_t)n,
+		     ",\"mm_reserved\":%llu,\"mm_resident\":%llu,"
+		     "\"mm_peak_resident\":%llu,\"mm_evicted\":%llu,"
+		     "\"mm_evicts\":%llu,\"mm_evict_bytes\":%llu,"
+		     "\"mm_restores\":%llu,\"mm_restore_bytes\":%llu",
+		     (unsigned long long)s.reserved,
+		     (unsigned long long)s.resident,
+		     (unsigned long long)s.peak_resident,
+		     (unsigned long long)s.evicted,
+		     (unsigned long long)s.evicts,
+		     (unsigned long long)s.evict_bytes,
+		     (unsigned long long)s.restores,
+		     (unsigned long long)s.restore_bytes);
+	if (k < 0 || (size_t)k >= len - (size_t)n)
+		return n;
+	return n + k;
+}
+
+static void mm_report(void)
+{
+	struct mm_stats s;
+
+	mm_get_stats(&s);
+	log_info("memory: pid %d: %s; %llu objects now, %llu bytes reserved, "
+		 "%llu resident (peak %llu), %llu evicted; %llu backed "
+		 "(%llu bytes), %llu evictions (%llu bytes), %llu restores "
+		 "(%llu bytes), %llu evictions abandoned, %llu backing "
+		 "failures, %llu pinned",
+		 (int)getpid(), mm_on == MM_EVICT ? "evict" : "lazy",
+		 (unsigned long long)s.objects, (unsigned long long)s.reserved,
+		 (unsigned long long)s.resident,
+		 (unsigned long long)s.peak_resident,
+		 (unsigned long long)s.evicted, (unsigned long long)s.backs,
+		 (unsigned long long)s.back_bytes,
+		 (unsigned long long)s.evicts,
+		 (unsigned long long)s.evict_bytes,
+		 (unsigned long long)s.restores,
+		 (unsigned long long)s.restore_bytes,
+		 (unsigned long long)s.evict_failed,
+		 (unsigned long long)s.back_failed,
+		 (unsigned long long)s.pinned);
+}
+
+int mm_init(const char *mode, const char *min, const char *budget)
+{
+	const char *dbg = getenv("KMUX_DEBUG_MM_HOST_FAIL");
+	int m = mm_parse_mode(mode && *mode ? mode : NULL);
+	uint64_t v;
+
+	if (m < 0) {
+		log_warn("KMUX_MEMORY=%s is not quota, lazy or evict; memory "
+			 "is not managed", mode);
+		return -EINVAL;
+	}
+	if (m == MM_OFF)
+		return 0;
+	if (min && *min) {
+		if (quota_parse(min, &v) || v == 0) {
+			log_warn("KMUX_LAZY_MIN=%s is not a byte count > 0; "
+				 "memory is not managed", min);
+			return -EINVAL;
+		}
+		mm_min = v;
+	}
+	if (m == MM_EVICT && budget && *budget) {
+		if (quota_parse(budget, &v)) {
+			log_warn("KMUX_MEM_BUDGET=%s is not a byte count; "
+				 "memory is not managed", budget);
+			return -EINVAL;
+		}
+		/* The budget is a quota on resident bytes. */
+		if (!quota_on || v < quota_global.limit)
+			quota_global.limit = v;
+		quota_on = 1;
+	}
+	if (dbg && *dbg)
+		mm_debug_host_fail = (unsigned)strtoul(dbg, NULL, 10);
+	dbg = getenv("KMUX_DEBUG_MM_BROKEN");
+	mm_debug_broken = dbg && *dbg && strcmp(dbg, "0") != 0;
+	mm_on = m;
+	mm_prev_fields = trace_exit_fields;
+	trace_exit_fields = mm_trace_fields;
+	atexit(mm_report);
+	log_debug("memory: %s, objects from %llu bytes%s", m == MM_EVICT ?
+		  "evict" : "lazy", (unsigned long long)mm_min,
+		  quota_on ? ", with a budget" : "");
+	return 0;
+}
+
+static int mm_device(void)
+{
+	CUdevice d;
+
+	if (REAL(cuCtxGetDevice) && REAL(cuCtxGetDevice)(&d) == CUDA_SUCCESS)
+		return (int)d;
+	return -1;
+}
+
+static CUmemAllocationProp mm_prop(int dev)
+{
+	CUmemAllocationProp p;
+
+	memset(&p, 0, sizeof(p));
+	p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+	p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	p.location.id = dev;
+	return p;
+}
+
+static CUresult mm_granularity(int dev, size_t *g)
+{
+	CUmemAllocationProp p = mm_prop(dev);
+	CUresult r;
+
+	if (dev < 0 || dev >= MM_MAX_DEVICES)
+		return CUDA_ERROR_INVALID_DEVICE;
+	if (mm_gran[dev]) {
+		*g = mm_gran[dev];
+		return CUDA_SUCCESS;
+	}
+	if (!REAL(cuMemGetAllocationGranularity))
+		return CUDA_ERROR_NOT_SUPPORTED;
+	r = REAL(cuMemGetAllocationGranularity)(g, &p,
+			CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+	if (r == CUDA_SUCCESS && *g == 0)
+		r = CUDA_ERROR_NOT_SUPPORTED;
+	if (r == CUDA_SUCCESS)
+		mm_gran[dev] = *g;
+	return r;
+}
+
+CUresult mm_alloc(CUdeviceptr *dptr, uint64_t size)
+{
+	int dev = mm_device();
+	CUdeviceptr base;
+	struct mm_obj *o;
+	size_t g;
+	uint64_t span;
+	CUresult r;
+
+	if (!dptr)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = mm_granularity(dev, &g);
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (size > UINT64_MAX - g)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	span = (size + g - 1) / g * g;
+	if (quota_on && span > quota_global.limit)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (quota_on && mm_on == MM_LAZY && quota_reserve(span))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	o = calloc(1, sizeof(*o));
+	if (!o) {
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+		goto err_quota;
+	}
+	r = REAL(cuMemAddressReserve)(&base, span, g, 0, 0);
+	if (r != CUDA_SUCCESS)
+		goto err_free;
+	o->base = base;
+	o->size = size;
+	o->span = span;
+	o->dev = dev;
+	o->state = MM_RESERVED;
+	pthread_mutex_lock(&mm_mu);
+	mm_link(o);
+	mm_st.reserved += span;
+	pthread_mutex_unlock(&mm_mu);
+	*dptr = base;
+	return CUDA_SUCCESS;
+
+err_free:
+	free(o);
+err_quota:
+	if (quota_on && mm_on == MM_LAZY)
+		quota_release(span);
+	return r;
+}
+
+int mm_owns(uint64_t base)
+{
+	int yes;
+
+	if (!atomic_load_explicit(&mm_nobj, memory_order_relaxed))
+		return 0;
+	pthread_mutex_lock(&mm_mu);
+	yes = mm_find(base) != NULL;
+	pthread_mutex_unlock(&mm_mu);
+	return yes;
+}
+
+/* Map physical memory over o's range (mm_mu held). */
+static CUresult mm_map(struct mm_obj *o)
+{
+	CUmemAllocationProp p = mm_prop(o->dev);
+	CUmemAccessDesc ad;
+	CUmemGenericAllocationHandle h;
+	CUresult r;
+
+	memset(&ad, 0, sizeof(ad));
+	ad.location = p.location;
+	ad.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+	r = REAL(cuMemCreate)(&h, o->span, &p, 0);
+	if (r != CUDA_SUCCESS)
+		return r;
+	r = REAL(cuMemMap)(o->base, o->span, 0, h, 0);
+	if (r != CUDA_SUCCESS)
+		goto err_release;
+	r = REAL(cuMemSetAccess)(o->base, o->span, &ad, 1);
+	if (r != CUDA_SUCCESS)
+		goto err_unmap;
+	o->h = h;
+	return CUDA_SUCCESS;
+
+err_unmap:
+	REAL(cuMemUnmap)(o->base, o->span);
+err_release:
+	REAL(cuMemRelease)(h);
+	return r;
+}
+
+static void mm_unmap(struct mm_obj *o)
+{
+	CUresult r = REAL(cuMemUnmap)(o->base, o->span);
+
+	if (r != CUDA_SUCCESS)
+		log_warn("memory: cannot unmap 0x%llx+%llu: error %d",
+			 (unsigned long long)o->base,
+			 (unsigned long long)o->span, (int)r);
+	REAL(cuMemRelease)(o->h);
+	o->h = 0;
+	mm_st.resident -= o->span;
+	atomic_store_explicit(&mm_res_bytes, mm_st.resident,
+			      memory_order_relaxed);
+}
+
+static void mm_now_resident(struct mm_obj *o)
+{
+	o->state = MM_RESIDENT;
+	mm_st.resident += o->span;
+	if (mm_st.resident > mm_st.peak_resident)
+		mm_st.peak_resident = mm_st.resident;
+	atomic_store_explicit(&mm_res_bytes, mm_st.resident,
+			      memory_order_relaxed);
+}
+
+/* Wait for the work that touched o (mm_mu held).  0 or a CUDA error. */
+static CUresult mm_wait_users(struct mm_obj *o)
+{
+	CUresult r = CUDA_SUCCESS;
+
+	if (o->users_unknown)
+		goto ctx;
+	for (int i = 0; i < o->nusers && r == CUDA_SUCCESS; i++) {
+		uint64_t u = o->users[i];
+
+		if (u == TRACE_STREAM_PER_THREAD)
+			goto ctx;
+		if (u == TRACE_STREAM_LEGACY) {
+			if (kmux_streams)
+				streams_before_free(o->id);
+			r = REAL(cuStreamSynchronize)(CU_STREAM_LEGACY);
+		} else {
+			r = REAL(cuStreamSynchronize)((CUstream)(uintptr_t)u);
+		}
+	}
+	if (r == CUDA_SUCCESS)
+		goto done;
+ctx:
+	if (kmux_streams)
+		streams_before_free(o->id);
+	r = REAL(cuCtxSynchronize)();
+	if (r != CUDA_SUCCESS)
+		return r;
+done:
+	o->nusers = 0;
+	o->users_unknown = 0;
+	return CUDA_SUCCESS;
+}
+
+static void mm_add_user(struct mm_obj *o, uint64_t s)
+{
+	for (int i = 0; i < o->nusers; i++)
+		if (o->users[i] == s)
+			return;
+	if (o->nusers < MM_USERS)
+		o->users[o->nusers++] = s;
+	else
+		o->users_unknown = 1;
+}
+
+static int mm_host_alloc(void **p, uint64_t size)
+{
+	mm_host_allocs++;
+	if (mm_debug_host_fail && mm_host_allocs % mm_debug_host_fail == 0)
+		return -ENOMEM;
+	return REAL(cuMemAllocHost_v2)(p, size) == CUDA_SUCCESS ? 0 : -ENOMEM;
+}
+
+/*
+ * Copy o out and unmap it (mm_mu held).  Any failure leaves it resident
+ * and intact: 0 or -errno.
+ */
+static int mm_evict(struct mm_obj *o)
+{
+	void *host = NULL;
+	CUresult r;
+
+	r = mm_wait_users(o);
+	if (r != CUDA_SUCCESS)
+		goto abandon;
+	if (mm_host_alloc(&host, o->size))
+		goto abandon;
+	r = REAL(cuMemcpyDtoH_v2)(host, o->base, o->size);
+	if (r != CUDA_SUCCESS)
+		goto abandon;
+	mm_unmap(o);
+	if (quota_on)
+		quota_release(o->span);
+	o->host = host;
+	o->state = MM_EVICTED;
+	mm_st.evicted += o->span;
+	mm_st.evicts++;
+	mm_st.evict_bytes += o->size;
+	return 0;
+
+abandon:
+	if (host)
+		REAL(cuMemFreeHost)(host);
+	mm_st.evict_failed++;
+	log_info("memory: eviction of 0x%llx+%llu abandoned (%s)",
+		 (unsigned long long)o->base, (unsigned long long)o->size,
+		 r != CUDA_SUCCESS ? "a CUDA error" : "no pinned host memory");
+	return -ENOMEM;
+}
+
+/*
+ * Evict the least recently used object not touched by the operation seq
+ * (mm_mu held).  0 when one was evicted, -ENOSPC when none can be.  An
+ * object whose eviction failed is not tried again for this operation.
+ */
+static int mm_evict_one(uint64_t seq)
+{
+	for (;;) {
+		struct mm_obj *o, *best = NULL;
+
+		for (o = mm_list.next; o != &mm_list; o = o->next) {
+			if (o->state != MM_RESIDENT || o->pinned ||
+			    o->last >= seq)
+				continue;
+			if (!best || o->last < best->last)
+				best = o;
+		}
+		if (!best)
+			return -ENOSPC;
+		if (mm_evict(best) == 0)
+			return 0;
+		best->last = seq;
+	}
+}
+
+/* Make o resident for the operation seq (mm_mu held). */
+static CUresult mm_back(struct mm_obj *o, uint64_t seq)
+{
+	int charge = quota_on && mm_on == MM_EVICT;
+	CUresult r;
+
+	if (o->state == MM_RESIDENT)
+		return CUDA_SUCCESS;
+	while (charge && quota_reserve(o->span)) {
+		if (mm_evict_one(seq)) {
+			log_warn("memory: 0x%llx+%llu does not fit in the "
+				 "budget beside the operation's other objects",
+				 (unsigned long long)o->base,
+				 (unsigned long long)o->size);
+			mm_st.back_failed++;
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		}
+	}
+	r = mm_map(o);
+	if (r != CUDA_SUCCESS) {
+		if (charge)
+			quota_release(o->span);
+		mm_st.back_failed++;
+		log_warn("memory: cannot back 0x%llx+%llu: error %d",
+			 (unsigned long long)o->base,
+			 (unsigned long long)o->size, (int)r);
+		return r;
+	}
+	if (o->state == MM_EVICTED) {
+		r = REAL(cuMemcpyHtoD_v2)(o->base, o->host, o->size);
+		if (r != CUDA_SUCCESS) {
+			/* The copy stays in host memory; try again later. */
+			REAL(cuMemUnmap)(o->base, o->span);
+			REAL(cuMemRelease)(o->h);
+			o->h = 0;
+			if (charge)
+				quota_release(o->span);
+			mm_st.back_failed++;
+			return r;
+		}
+		REAL(cuMemFreeHost)(o->host);
+		o->host = NULL;
+		mm_st.evicted -= o->span;
+		mm_st.restores++;
+		mm_st.restore_bytes += o->size;
+	} else {
+		mm_st.backs++;
+		mm_st.back_bytes += o->span;
+	}
+	mm_now_resident(o);
+	return CUDA_SUCCESS;
+}
+
+void mm_set_id(uint64_t base, uint64_t id)
+{
+	struct mm_obj *o;
+
+	pthread_mutex_lock(&mm_mu);
+	o = mm_find(base);
+	if (o) {
+		o->id = id;
+		/*
+		 * Not in the allocation table: no launch would name it, so
+		 * it is backed now and never evicted.
+		 */
+		if (!id) {
+			o->pinned = 1;
+			mm_st.pinned++;
+			mm_back(o, ++mm_seq);
+		}
+	}
+	pthread_mutex_unlock(&mm_mu);
+}
+
+int mm_reserve(uint64_t n)
+{
+	int err = 0;
+
+	if (!quota_reserve(n))
+		return 0;
+	if (mm_on != MM_EVICT)
+		return -ENOSPC;
+	pthread_mutex_lock(&mm_mu);
+	mm_seq++;
+	while (quota_reserve(n)) {
+		if (mm_evict_one(mm_seq + 1)) {
+			err = -ENOSPC;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&mm_mu);
+	return err;
+}
+
+static void mm_touch(struct mm_obj *o, uint64_t seq, int pin, uint64_t user)
+{
+	o->last = seq;
+	if (pin && !o->pinned) {
+		o->pinned = 1;
+		mm_st.pinned++;
+	}
+	mm_add_user(o, user);
+}
+
+CUresult mm_op_begin(struct mm_op *op, const uint64_t *bases, int n, int all,
+		     int pin, CUstream stream, int per_thread)
+{
+	uint64_t user = stream_norm(stream, per_thread), seq;
+	struct mm_obj *o, *mine[MM_MAX_TOUCH];
+	int k = 0;
+	CUresult r = CUDA_SUCCESS;
+
+	op->locked = 0;
+	if (!atomic_load_explicit(&mm_nobj, memory_order_relaxed) ||
+	    unlikely(mm_debug_broken))
+		return CUDA_SUCCESS;
+	pthread_mutex_lock(&mm_mu);
+	op->locked = 1;
+	seq = ++mm_seq;
+	/* Mark first: nothing this operation needs is an eviction victim. */
+	if (all) {
+		for (o = mm_list.next; o != &mm_list; o = o->next)
+			mm_touch(o, seq, pin, user);
+		for (o = mm_list.next; o != &mm_list && !r; o = o->next)
+			r = mm_back(o, seq);
+	} else {
+		for (int i = 0; i < n && k < MM_MAX_TOUCH; i++) {
+			o = mm_find(bases[i]);
+			if (o && o->last != seq) {
+				mm_touch(o, seq, pin, user);
+				mine[k++] = o;
+			}
+		}
+		for (int i = 0; i < k && !r; i++)
+			r = mm_back(mine[i], seq);
+	}
+	if (mm_on != MM_EVICT) {
+		pthread_mutex_unlock(&mm_mu);
+		op->locked = 0;
+	}
+	return r;
+}
+
+CUresult mm_op_begin_acc(struct mm_op *op, const struct access *acc, int n,
+			 int all, int pin, CUstream stream, int per_thread)
+{
+	uint64_t bases[MM_MAX_TOUCH];
+
+	if (n > MM_MAX_TOUCH) {
+		n = 0;
+		all = 1;
+	}
+	for (int i = 0; i < n; i++)
+		bases[i] = acc[i].base;
+	return mm_op_begin(op, bases, n, all, pin, stream, per_thread);
+}
+
+void mm_op_end(struct mm_op *op)
+{
+	if (op->locked) {
+		op->locked = 0;
+		pthread_mutex_unlock(&mm_mu);
+	}
+}
+
+CUresult mm_free(uint64_t base)
+{
+	struct mm_obj *o;
+	CUresult r;
+
+	pthread_mutex_lock(&mm_mu);
+	o = mm_find(base);
+	if (!o) {
+		pthread_mutex_unlock(&mm_mu);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	if (o->state == MM_RESIDENT) {
+		r = mm_wait_users(o);
+		if (r != CUDA_SUCCESS) {
+			pthread_mutex_unlock(&mm_mu);
+			return r;
+		}
+		mm_unmap(o);
+		if (quota_on && mm_on == MM_EVICT)
+			quota_release(o->span);
+	} else if (o->state == MM_EVICTED) {
+		REAL(cuMemFreeHost)(o->host);
+		mm_st.evicted -= o->span;
+	}
+	r = REAL(cuMemAddressFree)(o->base, o->span);
+	if (r != CUDA_SUCCESS)
+		log_warn("memory: cannot free the range 0x%llx+%llu: error %d",
+			 (unsigned long long)o->base,
+			 (unsigned long long)o->span, (int)r);
+	if (quota_on && mm_on == MM_LAZY)
+		quota_release(o->span);
+	mm_st.reserved -= o->span;
+	if (o->pinned)
+		mm_st.pinned--;
+	mm_unlink(o);
+	pthread_mutex_unlock(&mm_mu);
+	free(o);
+	return CUDA_SUCCESS;
+}
+
+void mm_stream_gone(CUstream s)
+{
+	uint64_t u = (uint64_t)(uintptr_t)s;
+	struct mm_obj *o;
+
+	if (!s || !atomic_load_explicit(&mm_nobj, memory_order_relaxed))
+		return;
+	pthread_mutex_lock(&mm_mu);
+	for (o = mm_list.next; o != &mm_list; o = o->next)
+		for (int i = 0; i < o->nusers; i++)
+			if (o->users[i] == u)
+				o->users_unknown = 1;
+	pthread_mutex_unlock(&mm_mu);
+}
+
+uint64_t mm_resident(void)
+{
+	return atomic_load_explicit(&mm_res_bytes, memory_order_relaxed);
+}
+
+void mm_get_stats(struct mm_stats *st)
+{
+	/*
+	 * At exit another thread may still hold the lock (evict holds it
+	 * across a submission): a possibly torn snapshot beats a hang.
+	 */
+	int locked = pthread_mutex_trylock(&mm_mu) == 0;
+
+	*st = mm_st;
+	st->objects = atomic_load_explicit(&mm_nobj, memory_order_relaxed);
+	if (locked)
+		pthread_mutex_unlock(&mm_mu);
+}
+
+void mm_atfork_prepare(void)
+{
+	pthread_mutex_lock(&mm_mu);
+}
+
+void mm_atfork_parent(void)
+{
+	pthread_mutex_unlock(&mm_mu);
+}
+
+void mm_atfork_child(void)
+{
+	pthread_mutex_unlock(&mm_mu);
+}

@@ -1,0 +1,108 @@
+/*
+ * mm.h - the memory manager (issue 5, docs/design-memory.md): large device
+ * allocations served as reserved address ranges, backed with physical
+ * memory right before the first operation that touches them (lazy), and,
+ * under a budget, copied out to pinned host memory and unmapped when idle
+ * (evict), restored before the next operation that touches them.
+ *
+ *   KMUX_MEMORY     quota (default: nothing here) | lazy | evict
+ *   KMUX_LAZY_MIN   smallest managed allocation, bytes (K/M/G/T), default 2M
+ *   KMUX_MEM_BUDGET evict: resident bytes allowed (default: KMUX_MEM_QUOTA)
+ *   KMUX_DEBUG_MM_HOST_FAIL=N  tests: every Nth pinned host allocation of
+ *                   an eviction fails
+ *   KMUX_DEBUG_MM_BROKEN=1     tests: operations never back what they touch
+ *                   (simcuda must see the faults)
+ *
+ * Only cuMemAlloc / cuMemAlloc_v2 allocations are managed; everything else
+ * passes through as before.  The wrappers bracket every operation with
+ * mm_op_begin() (what it touches, or "everything" when kmux cannot see)
+ * and mm_op_end().
+ */
+#ifndef KMUX_MM_H
+#define KMUX_MM_H
+
+#include <stdint.h>
+
+#include "cuda-internal.h"
+
+#include "kparams.h"
+
+enum mm_mode {
+	MM_OFF = 0,	/* quota: the default, nothing managed */
+	MM_LAZY = 1,
+	MM_EVICT = 2,
+};
+
+/* Written once by the constructor, read without synchronization after. */
+extern int mm_on;		/* enum mm_mode */
+extern uint64_t mm_min;		/* KMUX_LAZY_MIN */
+
+/*
+ * From the constructor, after quota_init().  A bad value: a warning and
+ * mode off (the program runs unmanaged).  0, or -EINVAL.
+ */
+int mm_init(const char *mode, const char *min, const char *budget);
+
+/* Parse a --memory / KMUX_MEMORY value: enum mm_mode, or -EINVAL. */
+int mm_parse_mode(const char *s);
+
+/* A managed allocation of size bytes: CUDA result, *dptr its address. */
+CUresult mm_alloc(CUdeviceptr *dptr, uint64_t size);
+/* The allocation table's id for the object at base (after mm_alloc). */
+void mm_set_id(uint64_t base, uint64_t id);
+/* Whether base is a managed object. */
+int mm_owns(uint64_t base);
+/* Free it: waits for its users, unmaps, releases, frees the range. */
+CUresult mm_free(uint64_t base);
+
+/*
+ * Under evict: reserve n bytes of the budget for a pass-through
+ * allocation, evicting idle objects to make room.  0 or -ENOSPC.
+ */
+int mm_reserve(uint64_t n);
+
+/* One operation's view of memory, between begin and end. */
+struct mm_op {
+	int locked;
+};
+
+#define MM_MAX_TOUCH 66
+
+/*
+ * Before an operation is submitted: make every object it touches resident
+ * (bases: the allocations' base addresses, in any order, unknown ones are
+ * ignored).  all: kmux cannot see what it touches; every object is made
+ * resident.  pin: those objects may never be evicted again (graphs, peer,
+ * pointer queries).  stream/per_thread: where the program submitted it.
+ * CUDA_SUCCESS, or the error that kept an object from being backed (the
+ * operation must then not be submitted; mm_op_end() is still called).
+ */
+CUresult mm_op_begin(struct mm_op *op, const uint64_t *bases, int n, int all,
+		     int pin, CUstream stream, int per_thread);
+void mm_op_end(struct mm_op *op);
+
+/* Convenience: a launch's decoded accesses. */
+CUresult mm_op_begin_acc(struct mm_op *op, const struct access *acc, int n,
+			 int all, int pin, CUstream stream, int per_thread);
+
+/* The program destroys a stream: its pending work can no longer be named. */
+void mm_stream_gone(CUstream s);
+
+/* Bytes of managed objects that are resident now (for cuMemGetInfo). */
+uint64_t mm_resident(void);
+
+struct mm_stats {
+	uint64_t objects, reserved, resident, evicted;	/* now, bytes */
+	uint64_t peak_resident;
+	uint64_t backs, back_bytes;
+	uint64_t evicts, evict_bytes, restores, restore_bytes;
+	uint64_t evict_failed, back_failed, pinned;
+};
+void mm_get_stats(struct mm_stats *st);
+
+/* fork(2): the lock across fork; the child keeps its objects as they are. */
+void mm_atfork_prepare(void);
+void mm_atfork_parent(void);
+void mm_atfork_child(void);
+
+#endif

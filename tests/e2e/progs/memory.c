@@ -1,0 +1,160 @@
+/*
+ * memory.c - small programs for the memory manager's test (t71-memory.sh):
+ * one case per run, each printing one fact a line (sizes in MiB).
+ *
+ *   memory unused    256 MiB allocated, never used, freed:
+ *                      unused delta=D      device memory it took (cuMemGetInfo)
+ *   memory touch     64 MiB, a kernel writes 1024 words:
+ *                      touch delta=D sum=S
+ *   memory objects   three 16 MiB objects filled with 1, 2, 3 by kernels,
+ *                    used in turn, then a 64 MiB allocation, then the
+ *                    three read back:
+ *                      big err=E           the 64 MiB allocation's result
+ *                      obj I first=F last=L
+ *   memory oom       two 48 MiB objects, then a memset of each:
+ *                      alloc err=E E
+ *                      set0 err=E / set1 err=E / set1-after-free err=E
+ *   memory keep      16 MiB filled with 7, then 16 MiB more is used:
+ *                      set err=E; keep first=F last=L
+ */
+#include <string.h>
+
+#include "e2e-common.h"
+
+#define MIB (1024u * 1024u)
+
+static CUfunction f_fill;
+
+static size_t free_mib(void)
+{
+	size_t f = 0, t = 0;
+
+	CHECK(cuMemGetInfo(&f, &t));
+	return f / MIB;
+}
+
+static CUresult fill(CUdeviceptr p, unsigned v, int n)
+{
+	void *args[] = { &p, &v, &n };
+
+	return cuLaunchKernel(f_fill, 1, 1, 1, 32, 1, 1, 0, NULL, args, NULL);
+}
+
+/* The first and last word of an n-word object. */
+static void ends(CUdeviceptr p, size_t n, unsigned *first, unsigned *last)
+{
+	CHECK(cuMemcpyDtoH(first, p, 4));
+	CHECK(cuMemcpyDtoH(last, p + (n - 1) * 4, 4));
+}
+
+static void c_unused(void)
+{
+	size_t before = free_mib();
+	CUdeviceptr p;
+
+	CHECK(cuMemAlloc(&p, 256 * MIB));
+	printf("unused delta=%zu\n", before - free_mib());
+	printf("free err=%d\n", (int)cuMemFree(p));
+	printf("end delta=%zu\n", before - free_mib());
+}
+
+static void c_touch(void)
+{
+	size_t before = free_mib();
+	unsigned w[1024], sum = 0;
+	CUdeviceptr p;
+
+	CHECK(cuMemAlloc(&p, 64 * MIB));
+	CHECK(fill(p, 5, 1024));
+	CHECK(cuMemcpyDtoH(w, p, sizeof(w)));
+	for (int i = 0; i < 1024; i++)
+		sum += w[i];
+	printf("touch delta=%zu sum=%u\n", before - free_mib(), sum);
+	CHECK(cuMemFree(p));
+}
+
+static void c_objects(void)
+{
+	size_t n = 16 * MIB / 4;
+	CUdeviceptr o[3], big;
+	unsigned f, l;
+
+	for (int i = 0; i < 3; i++) {
+		CHECK(cuMemAlloc(&o[i], 16 * MIB));
+		CHECK(fill(o[i], (unsigned)i + 1, (int)n));
+	}
+	for (int r = 0; r < 3; r++)
+		for (int i = 0; i < 3; i++)
+			CHECK(fill(o[i] + 4, (unsigned)i + 1, 1));
+	printf("big err=%d\n", (int)cuMemAlloc(&big, 64 * MIB));
+	for (int i = 0; i < 3; i++) {
+		ends(o[i], n, &f, &l);
+		printf("obj %d first=%u last=%u\n", i, f, l);
+		CHECK(cuMemFree(o[i]));
+	}
+}
+
+static void c_oom(void)
+{
+	CUdeviceptr a, b;
+	CUresult ra, rb;
+
+	ra = cuMemAlloc(&a, 48 * MIB);
+	rb = cuMemAlloc(&b, 48 * MIB);
+	printf("alloc err=%d %d\n", (int)ra, (int)rb);
+	if (ra || rb)
+		return;
+	printf("set0 err=%d\n", (int)cuMemsetD32(a, 1, 12 * MIB));
+	printf("set1 err=%d\n", (int)cuMemsetD32(b, 2, 12 * MIB));
+	CHECK(cuMemFree(a));
+	printf("set1-after-free err=%d\n", (int)cuMemsetD32(b, 2, 12 * MIB));
+	CHECK(cuMemFree(b));
+}
+
+static void c_keep(void)
+{
+	size_t n = 16 * MIB / 4;
+	CUdeviceptr a, b;
+	unsigned f, l;
+
+	CHECK(cuMemAlloc(&a, 16 * MIB));
+	CHECK(fill(a, 7, (int)n));
+	CHECK(cuMemAlloc(&b, 16 * MIB));
+	printf("set err=%d\n", (int)cuMemsetD32(b, 9, n));
+	ends(a, n, &f, &l);
+	printf("keep first=%u last=%u\n", f, l);
+	CHECK(cuMemFree(a));
+	CHECK(cuMemFree(b));
+}
+
+int main(int argc, char **argv)
+{
+	CUcontext ctx;
+	CUmodule mod;
+	CUdevice dev;
+	const char *c = argc > 1 ? argv[1] : "";
+
+	CHECK(cuInit(0));
+	CHECK(cuDeviceGet(&dev, 0));
+	CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
+	CHECK(cuCtxSetCurrent(ctx));
+	CHECK(cuModuleLoad(&mod, e2e_module_path()));
+	CHECK(cuModuleGetFunction(&f_fill, mod, "fill_u32"));
+	if (!strcmp(c, "unused"))
+		c_unused();
+	else if (!strcmp(c, "touch"))
+		c_touch();
+	else if (!strcmp(c, "objects"))
+		c_objects();
+	else if (!strcmp(c, "oom"))
+		c_oom();
+	else if (!strcmp(c, "keep"))
+		c_keep();
+	else {
+		fprintf(stderr, "usage: memory unused|touch|objects|oom|keep\n");
+		return 2;
+	}
+	CHECK(cuCtxSynchronize());
+	CHECK(cuDevicePrimaryCtxRelease(dev));
+	return 0;
+}

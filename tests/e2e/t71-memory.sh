@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# The memory manager (issue 5): under KMUX_MEMORY=lazy, cuMemAlloc ranges
+# are backed only when an operation touches them; under KMUX_MEMORY=evict
+# with a budget, idle objects are copied out and unmapped and restored
+# before use.  Random programs print what they print without kmux, and
+# simcuda's mapping checks see no access to an unbacked or evicted range
+# (a deliberately broken manager is caught).  RAND_SEEDS=N for more.
+. "$(dirname "$0")/lib.sh"
+
+M=$PROGS/memory
+has() { grep -qx "$2" "$1"; }
+seeds=${RAND_SEEDS:-8}
+runp() { env LD_PRELOAD="$PRELOAD" KMUX_LAZY_MIN=1 "$@"; }
+
+# rand PROG SEED THREADS ENV...: same output as without kmux, no fault.
+bad_out="" bad_check="" runs=0
+rand() {
+	local prog=$1 seed=$2 th=$3
+	shift 3
+	"$PROGS/$prog" "$seed" 200 "$th" 2>&1 | sort -s -k1,1 >"$TMP/plain"
+	rm -f "$TMP"/sim.*
+	env SIMCUDA_LOG="$TMP/sim.%p" LD_PRELOAD="$PRELOAD" KMUX_LAZY_MIN=1 "$@" \
+		"$PROGS/$prog" "$seed" 200 "$th" 2>&1 | sort -s -k1,1 >"$TMP/mm"
+	runs=$((runs + 1))
+	cmp -s "$TMP/plain" "$TMP/mm" || bad_out="$bad_out $prog:$seed:$th:$*"
+	"$SIMDIR/simcuda-check" -q "$TMP"/sim.* >"$TMP/check" 2>&1 ||
+		bad_check="$bad_check $prog:$seed:$th:$*"
+}
+for seed in $(seq 1 "$seeds"); do
+	rand rand-dag "$seed" 1 KMUX_MEMORY=lazy
+	rand rand-dag "$seed" 1 KMUX_MEMORY=evict KMUX_MEM_BUDGET=7M
+	rand rand-dag-pt "$seed" 1 KMUX_MEMORY=evict KMUX_MEM_BUDGET=7M
+done
+for seed in $(seq 1 $((seeds / 2))); do
+	rand rand-dag "$seed" 1 KMUX_MEMORY=evict KMUX_MEM_BUDGET=7M KMUX_STREAMS=4
+	rand rand-dag "$seed" 4 KMUX_MEMORY=evict KMUX_MEM_BUDGET=9M
+	rand rand-dag-pt "$seed" 4 KMUX_MEMORY=lazy KMUX_STREAMS=4
+done
+check "$runs runs under lazy/evict print what they print without kmux${bad_out:+ (differ:$bad_out)}" [ -z "$bad_out" ]
+check "no access to an unbacked or evicted range in any run${bad_check:+ (faults:$bad_check)}" [ -z "$bad_check" ]
+
+# The tiny budget really evicted, and the log says so.
+KMUX_LOG=info runp KMUX_MEMORY=evict KMUX_MEM_BUDGET=7M "$PROGS/rand-dag" 3 200 \
+	>/dev/null 2>"$TMP/info"
+check "KMUX_LOG=info: one memory line at exit" grep -q "^kmux: memory: pid [0-9]*: evict;" "$TMP/info"
+check "a 7 MiB budget: objects were evicted and restored" \
+	grep -Eq "[1-9][0-9]* evictions \([1-9][0-9]* bytes\), [1-9][0-9]* restores" "$TMP/info"
+check "a 7 MiB budget: resident never above it" \
+	grep -Eq "peak (6291456|4194304|2097152)\)" "$TMP/info"
+
+# A manager that backs nothing is caught by simcuda's mapping checks.
+rm -f "$TMP"/sim.*
+SIMCUDA_LOG=$TMP/sim.%p KMUX_DEBUG_MM_BROKEN=1 runp KMUX_MEMORY=lazy \
+	"$PROGS/rand-dag" 1 100 >/dev/null 2>&1
+"$SIMDIR/simcuda-check" -q "$TMP"/sim.* >"$TMP/broken" 2>&1
+check "control: backing nothing is a fault simcuda reports" [ $? -ne 0 ]
+check "control: the fault names an unmapped access" grep -q unmapped "$TMP/broken"
+
+# Never used: costs nothing; freed without ever being backed.
+"$M" unused >"$TMP/u0" 2>&1
+runp KMUX_MEMORY=lazy "$M" unused >"$TMP/u1" 2>&1
+check "without kmux: 256 MiB allocated cost 256 MiB" has "$TMP/u0" "unused delta=256"
+check "lazy: 256 MiB allocated and never used cost nothing" has "$TMP/u1" "unused delta=0"
+check "lazy: a never-touched allocation frees" has "$TMP/u1" "free err=0"
+check "lazy: nothing left after the free" has "$TMP/u1" "end delta=0"
+runp KMUX_MEMORY=lazy "$M" touch >"$TMP/t1" 2>&1
+check "lazy: touched memory is resident and right" has "$TMP/t1" "touch delta=64 sum=5120"
+KMUX_LAZY_MIN=128M LD_PRELOAD=$PRELOAD KMUX_MEMORY=lazy "$M" unused >"$TMP/u2" 2>&1
+check "KMUX_LAZY_MIN=128M: 256 MiB is managed" has "$TMP/u2" "unused delta=0"
+KMUX_LAZY_MIN=512M LD_PRELOAD=$PRELOAD KMUX_MEMORY=lazy "$M" unused >"$TMP/u3" 2>&1
+check "KMUX_LAZY_MIN=512M: 256 MiB passes through" has "$TMP/u3" "unused delta=256"
+
+# Evict: three 16 MiB objects in a 40 MiB budget (the quota or the
+# budget): all intact; a 64 MiB object is larger than the budget: it fails
+# with CUDA_ERROR_OUT_OF_MEMORY (2) and the rest is unaffected.
+for v in KMUX_MEM_BUDGET KMUX_MEM_QUOTA; do
+	env "$v=40M" KMUX_LOG=info LD_PRELOAD=$PRELOAD KMUX_MEMORY=evict "$M" objects \
+		>"$TMP/o" 2>"$TMP/o.err"
+	check "$v=40M: the 64 MiB allocation fails with out of memory" has "$TMP/o" "big err=2"
+	check "$v=40M: every object intact" bash -c "grep -qx 'obj 0 first=1 last=1' '$TMP/o' && grep -qx 'obj 1 first=2 last=2' '$TMP/o' && grep -qx 'obj 2 first=3 last=3' '$TMP/o'"
+	check "$v=40M: objects were evicted" grep -Eq "[1-9][0-9]* evictions" "$TMP/o.err"
+done
+
+# Lazy and the device running out: the error comes at the first touch,
+# from the operation, and nothing else breaks (design-memory.md).
+SIMCUDA_MEM_BYTES=64M runp KMUX_MEMORY=lazy "$M" oom >"$TMP/oom" 2>&1
+check "lazy, 64 MiB device: two 48 MiB allocations succeed" has "$TMP/oom" "alloc err=0 0"
+check "lazy, 64 MiB device: the first touch of the second fails (2)" has "$TMP/oom" "set1 err=2"
+check "lazy, 64 MiB device: after a free it is backed" has "$TMP/oom" "set1-after-free err=0"
+# With a quota, lazy objects are charged at the allocation: no surprise later.
+KMUX_MEM_QUOTA=64M runp KMUX_MEMORY=lazy "$M" oom >"$TMP/oomq" 2>&1
+check "lazy under a 64 MiB quota: the second allocation fails at once" has "$TMP/oomq" "alloc err=0 2"
+
+# Pinned host memory exhausted while evicting: the eviction is abandoned,
+# the object stays resident and intact; the operation that needed the room
+# gets out of memory.
+KMUX_DEBUG_MM_HOST_FAIL=1 runp KMUX_MEMORY=evict KMUX_MEM_BUDGET=20M "$M" keep >"$TMP/k" 2>&1
+check "no host memory to evict into: the operation fails with 2" has "$TMP/k" "set err=2"
+check "no host memory to evict into: the object is intact" has "$TMP/k" "keep first=7 last=7"
+runp KMUX_MEMORY=evict KMUX_MEM_BUDGET=20M "$M" keep >"$TMP/k2" 2>&1
+check "with host memory: both fit in turn" has "$TMP/k2" "set err=0"
+check "with host memory: the evicted object comes back intact" has "$TMP/k2" "keep first=7 last=7"
+
+# Bad values: a warning, the program runs unmanaged.
+KMUX_LOG=warn runp KMUX_MEMORY=bogus "$M" unused >"$TMP/b" 2>"$TMP/b.err"
+check "KMUX_MEMORY=bogus: unmanaged" has "$TMP/b" "unused delta=256"
+check "KMUX_MEMORY=bogus: a warning" grep -q "KMUX_MEMORY=bogus is not quota, lazy or evict" "$TMP/b.err"
+KMUX_LOG=warn LD_PRELOAD=$PRELOAD KMUX_LAZY_MIN=x KMUX_MEMORY=lazy "$M" unused >"$TMP/b2" 2>"$TMP/b2.err"
+check "KMUX_LAZY_MIN=x: unmanaged, a warning" bash -c "grep -qx 'unused delta=256' '$TMP/b2' && grep -q 'KMUX_LAZY_MIN=x' '$TMP/b2.err'"
+
+# kmux run --memory MODE and kmux verify --memory MODE.
+"$KMUX" run --memory=lazy -- env >"$TMP/env" 2>&1
+check "kmux run --memory=lazy: KMUX_MEMORY=lazy in CMD's environment" grep -qx KMUX_MEMORY=lazy "$TMP/env"
+KMUX_MEMORY=evict "$KMUX" run --memory quota -- env >"$TMP/env2" 2>&1
+check "kmux run --memory quota overrides an inherited mode" grep -qx KMUX_MEMORY=quota "$TMP/env2"
+"$KMUX" run --memory=lazy -- "$M" unused >"$TMP/r" 2>&1
+check "kmux run --memory=lazy: never-used memory costs nothing" has "$TMP/r" "unused delta=0"
+"$KMUX" run --memory=most -- true >/dev/null 2>"$TMP/r.err"
+check "kmux run --memory=most: usage error, exit 2" [ $? -eq 2 ]
+check "kmux run --memory=most: says why" grep -q "not quota, lazy or evict" "$TMP/r.err"
+KMUX_LAZY_MIN=1 KMUX_MEM_BUDGET=7M "$KMUX" verify --memory=evict -- "$PROGS/rand-dag" 5 200 >"$TMP/v" 2>&1
+check "kmux verify --memory=evict: identical" grep -q "^kmux verify: identical" "$TMP/v"
+"$KMUX" verify --memory=on -- true >/dev/null 2>&1
+check "kmux verify --memory=on: usage error, exit 2" [ $? -eq 2 ]
+finish
