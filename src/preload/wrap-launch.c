@@ -13,6 +13,7 @@
  */
 #include "kparams.h"
 #include "preload.h"
+#include "register.h"
 #include "streams.h"
 #include "verify.h"
 
@@ -235,6 +236,10 @@ static CUresult launch_go(struct launch_op *op)
 {
 	CUresult r;
 
+	/* For kmuxd's kernels/s (register.c): one relaxed add, no fence. */
+	if (op->kind <= LAUNCH_GRAPH)
+		atomic_fetch_add_explicit(&kmux_launches, 1,
+					  memory_order_relaxed);
 	if (kmux_verify && op->tl.ki)
 		verify_kernel(op->tl.ki->name);
 	if (!(kmux_streams && streams_is_default(op->orig) &&
