@@ -77,6 +77,7 @@ struct job {
 	uint64_t rate_kernels;	/* the rate's window: launches at its start */
 	uint64_t rate_us;	/* ... and its start; 0: none yet */
 	double kernel_rate;	/* launches per second over the last window */
+	uint32_t lingering;	/* quick polls since its preload hung up */
 };
 
 /* A client blocked in WAIT. */
@@ -146,6 +147,7 @@ struct server {
 	bool replaced_stale;	/* a dead daemon's socket was there */
 	bool db_stalled;	/* a start could not be recorded (full disk) */
 	bool stopping;		/* shutting down: jobs stay as they are */
+	bool poll_soon;		/* a quick /proc poll is pending */
 
 	/* One scratch frame, for every reply (PROTO_MAX_MSG). */
 	struct proto_buf out;
@@ -202,6 +204,11 @@ int job_recover(struct server *srv, char *err, size_t errlen);
 void job_schedule(struct server *srv);
 void job_reap(struct server *srv);
 void job_poll(struct server *srv);
+/*
+ * A registered process hung up but is still in /proc (exiting): look again
+ * in 20 ms rather than at the next tick, so its memory is free at once.
+ */
+void job_poll_soon(struct server *srv);
 void job_sample(struct server *srv);
 void job_free_all(struct server *srv);
 struct job *job_find(struct server *srv, int64_t id);

@@ -807,8 +807,13 @@ void job_conn_gone(struct conn *c)
 			continue;
 		j->owner = NULL;
 		/* Its process may outlive the client: watch it in /proc. */
-		if (j->pid <= 0 || !job_proc_alive(j->pid, j->pid_start, NULL))
+		if (j->pid <= 0 || !job_proc_alive(j->pid, j->pid_start, NULL)) {
 			job_finish(srv, j, PROTO_JOB_EXITED, PROTO_EXIT_UNKNOWN,
 				   0);
+		} else if (j->flags & DB_JOB_F_REGISTERED) {
+			/* Its preload hung up: it is exiting, most likely. */
+			j->lingering = 1;
+			job_poll_soon(srv);
+		}
 	}
 }

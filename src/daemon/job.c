@@ -272,6 +272,41 @@ void job_poll(struct server *srv)
 	}
 }
 
+#define JOB_POLL_SOON_MS 20
+#define JOB_LINGER_MAX 100	/* 2 s of quick polls, then the tick's */
+
+static void on_poll_soon(evutil_socket_t fd, short what, void *arg)
+{
+	struct server *srv = arg;
+	struct job *j;
+	bool again = false;
+
+	(void)fd;
+	(void)what;
+	srv->poll_soon = false;
+	job_poll(srv);
+	TAILQ_FOREACH(j, &srv->running, entry) {
+		if ((j->flags & DB_JOB_F_REGISTERED) && !j->owner &&
+		    j->lingering && j->lingering < JOB_LINGER_MAX) {
+			j->lingering++;
+			again = true;
+		}
+	}
+	if (again)
+		job_poll_soon(srv);
+}
+
+void job_poll_soon(struct server *srv)
+{
+	struct timeval tv = { 0, JOB_POLL_SOON_MS * 1000 };
+
+	if (srv->poll_soon || srv->stopping)
+		return;
+	if (event_base_once(srv->base, -1, EV_TIMEOUT, on_poll_soon, srv,
+			    &tv) == 0)
+		srv->poll_soon = true;
+}
+
 void job_sample(struct server *srv)
 {
 	uint64_t now = server_now_us();

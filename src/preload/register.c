@@ -79,6 +79,10 @@ static struct reg {
 
 static pthread_once_t reg_once = PTHREAD_ONCE_INIT;
 static int reg_result;
+static bool reg_thread_started;
+/* The helper thread's sends and reconnects, against the last report at
+ * exit (reg_fini); receiving is the thread's alone. */
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static uint64_t now_ms(void)
 {
@@ -512,7 +516,10 @@ static void *reg_thread(void *arg)
 	for (;;) {
 		if (reg.fd < 0) {
 			sleep_ms(backoff);
-			if (reregister() == 0) {
+			pthread_mutex_lock(&reg_lock);
+			e = reregister();
+			pthread_mutex_unlock(&reg_lock);
+			if (e == 0) {
 				backoff = REG_BACKOFF_MIN_MS;
 				next = 0;
 			} else {
@@ -524,7 +531,10 @@ static void *reg_thread(void *arg)
 		now = now_ms();
 		if (now >= next) {
 			next = now + REG_REPORT_MS;
-			if (report() == 0)
+			pthread_mutex_lock(&reg_lock);
+			e = report();
+			pthread_mutex_unlock(&reg_lock);
+			if (e == 0)
 				continue;
 		} else {
 			/* Only replies to stale updates come: read them to
@@ -536,9 +546,26 @@ static void *reg_thread(void *arg)
 		log_warn("kmuxd on %s went away; job %llu runs on and registers "
 			 "again when a daemon is back", reg.sock,
 			 (unsigned long long)reg.job);
+		pthread_mutex_lock(&reg_lock);
 		conn_close();
+		pthread_mutex_unlock(&reg_lock);
 	}
 	return NULL;
+}
+
+/*
+ * At exit: the last usage, so that a program that ends between two
+ * reports still teaches the daemon its peak.  Never waits: if the thread
+ * is busy (reconnecting), the report is skipped.
+ */
+__attribute__((destructor)) static void reg_fini(void)
+{
+	if (!reg_thread_started || getpid() != reg.pid ||
+	    pthread_mutex_trylock(&reg_lock))
+		return;
+	if (reg.fd >= 0)
+		report();
+	pthread_mutex_unlock(&reg_lock);
 }
 
 /* The child of a fork: its parent's registration is not its own. */
@@ -656,6 +683,7 @@ static void reg_init(void)
 		goto unmanaged;
 	pthread_atfork(NULL, NULL, reg_atfork_child);
 	e = start_thread();
+	reg_thread_started = e == 0;
 	if (e) {
 		/* Admitted all the same: only the reports are lost. */
 		log_warn("cannot start the kmuxd reporting thread: %s",
