@@ -85,6 +85,16 @@ print(jobs[int(sys.argv[2])]["start_us"] >= jobs[int(sys.argv[1])]["end_us"])' "
 KMUX_MEM=100G LD_PRELOAD=$PRELOAD "$R" 16 >"$TMP/big" 2>&1
 check "KMUX_MEM beyond any GPU: the program still runs (fail open)" \
 	cond '[ $? -eq 0 ] && has "$TMP/big" "cvd=unset" && has "$TMP/big" "total=16384"'
+# Under valgrind (memcheck): registration, reports and the exit report
+# make no memory error.
+if [ -z "${ASAN_LIB:-}" ] && command -v valgrind >/dev/null 2>&1; then
+	KMUX_NAME=vg LD_PRELOAD=$PRELOAD valgrind -q --error-exitcode=99 \
+		--leak-check=no "$R" 16 800 10 >"$TMP/vg" 2>&1
+	check "memcheck: no errors in a registered, reporting process" \
+		cond '[ $? -eq 0 ] && has "$TMP/vg" done'
+	check "  ... it was registered and its peak reported" \
+		[ "$(jq_job "$(job_of vg)" 'j["mem_peak"] >> 20')" = 16 ]
+fi
 # KMUX_REGISTER=0: not registered.
 n0=$("$KMUX" ps --all --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
 KMUX_REGISTER=0 LD_PRELOAD=$PRELOAD "$R" 16 >"$TMP/off" 2>&1

@@ -88,7 +88,7 @@ pk3=$!
 sleep 0.5
 check "a third 14 GiB task waits" [ "$(jq_job "$(job_of waiter)" 'j["state"]')" = queued ]
 t0=$(date +%s%N)
-kill -9 "$pk1"
+kill -9 "$pk1"; wait "$pk1" 2>/dev/null
 wait_line "$TMP/k3" ready 30
 t1=$(date +%s%N)
 ms=$(( (t1 - t0) / 1000000 ))
@@ -110,7 +110,7 @@ for i in $(seq 50); do
 done
 check "restarted daemon: the same job, running, with 16 MiB used of 14 GiB" [ $ok -eq 0 ]
 check "  ... its 14 GiB committed again" [ "$(committed)" = 14 ]
-kill -9 "$pk2"
+kill -9 "$pk2"; wait "$pk2" 2>/dev/null
 check "  ... and released when it dies" wait_state "$jv" exited 20
 check "  ... nothing committed" [ "$(committed)" = 0 ]
 
@@ -129,6 +129,6 @@ done
 ja=$(job_of adopt)
 check "a daemon that never knew it: adopted as running with its 5 GiB" \
 	[ "$(jq_job "$ja" 'j["state"], j["mem_quota"] >> 30, j["pid"]')" = "('running', 5, $pad)" ]
-kill -9 "$pad"
+kill -9 "$pad"; wait "$pad" 2>/dev/null
 check "  ... released when it dies" wait_state "$ja" exited 20
 finish
