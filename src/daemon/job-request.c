@@ -586,6 +586,16 @@ static int reg_check_fit(struct conn *c, uint32_t seq,
 	return e;
 }
 
+/* Are all GPUs of mask on this node? */
+static bool reg_gpus_known(const struct server *srv, uint64_t mask)
+{
+	uint64_t have = 0;
+
+	for (size_t i = 0; i < srv->ngpus; i++)
+		have |= UINT64_C(1) << srv->gpus[i].index;
+	return !(mask & ~have);
+}
+
 /* /proc/PID/cwd, or "/" when it cannot be read (another user's process). */
 static void reg_cwd(pid_t pid, char *buf, size_t len)
 {
@@ -623,6 +633,13 @@ static void reg_new_job(struct conn *c, const struct proto_msg *m)
 	t.gpu_mask = r->gpus;
 	if (!running && reg_check_fit(c, m->seq, r, &t))
 		return;
+	if (running && !reg_gpus_known(srv, r->gpus)) {
+		/* Not ours to count: no row, or every retry would add one. */
+		server_client_error(c, m->seq, ENODEV, "GPUs %#llx are not all "
+				    "managed by this kmuxd",
+				    (unsigned long long)r->gpus);
+		return;
+	}
 	reg_cwd(pid, cwd, sizeof(cwd));
 	memset(&dj, 0, sizeof(dj));
 	dj.name = (char *)(r->name ? r->name : "");

@@ -19,6 +19,15 @@ ids = [j["id"] for j in json.load(sys.stdin) if j["name"] == sys.argv[1]]
 print(max(ids) if ids else "")' "$1"
 }
 # wait_line FILE LINE [TENTHS]
+# wait_job NAME: until a job called NAME exists (the process registered).
+wait_job() {
+	local i
+	for i in $(seq 100); do
+		[ -n "$(job_of "$1")" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
 wait_line() {
 	local i
 	for i in $(seq "${3:-100}"); do
@@ -67,7 +76,7 @@ check "  ... its quota is the declared 10 GiB" has "$TMP/a" "total=10240"
 check "  ... ps: mem_request 10 GiB" [ "$(jq_job "$ja" 'j["mem_request"] >> 30')" = 10 ]
 KMUX_MEM=10G KMUX_NAME=second LD_PRELOAD=$PRELOAD "$R" 16 >"$TMP/b" 2>&1 &
 pb=$!
-sleep 0.5
+wait_job second
 jb=$(job_of second)
 check "a second 10 GiB task: queued" [ "$(jq_job "$jb" 'j["state"]')" = queued ]
 check "  ... it waits inside cuInit" cond 'has "$TMP/b" start && ! has "$TMP/b" ready'

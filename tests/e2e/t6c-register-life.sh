@@ -19,6 +19,15 @@ import json, sys
 ids = [j["id"] for j in json.load(sys.stdin) if j["name"] == sys.argv[1]]
 print(max(ids) if ids else "")' "$1"
 }
+# wait_job NAME: until a job called NAME exists (the process registered).
+wait_job() {
+	local i
+	for i in $(seq 100); do
+		[ -n "$(job_of "$1")" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
 wait_line() {
 	local i
 	for i in $(seq "${3:-100}"); do
@@ -66,7 +75,7 @@ check "CUDA_VISIBLE_DEVICES=1: the job is on GPU 1" [ "$(jq_job "$(job_of on1)" 
 check "  ... its CUDA_VISIBLE_DEVICES unchanged" has "$TMP/v1" "cvd=1"
 KMUX_MEM=12G KMUX_NAME=on1b CUDA_VISIBLE_DEVICES=1 LD_PRELOAD=$PRELOAD "$R" 16 >"$TMP/v2" 2>&1 &
 pv2=$!
-sleep 0.5
+wait_job on1b
 check "a second 12 GiB task limited to GPU 1 waits (GPU 0 is free)" \
 	[ "$(jq_job "$(job_of on1b)" 'j["state"]')" = queued ]
 wait "$pv1" "$pv2"
@@ -74,6 +83,14 @@ check "  ... and runs on GPU 1 after the first" [ "$(jq_job "$(job_of on1b)" 'j[
 CUDA_VISIBLE_DEVICES=GPU-1234 KMUX_LOG=info LD_PRELOAD=$PRELOAD "$R" 16 >"$TMP/uuid" 2>&1
 check "CUDA_VISIBLE_DEVICES by UUID: runs unmanaged, and says so" \
 	grep -q "names no GPU indices" "$TMP/uuid"
+
+# fork(): a child that outlives its parent does not hold the parent's
+# registration (its copy of the connection is closed).
+REG_FORK_MS=4000 KMUX_NAME=forker LD_PRELOAD=$PRELOAD "$R" 16 >"$TMP/f" 2>&1
+child=$(sed -n 's/^child=//p' "$TMP/f")
+check "fork: the parent exits, its child still runs" kill -0 "$child"
+check "  ... the parent's job ends all the same" wait_state "$(job_of forker)" exited 20
+check "  ... and its memory is free" [ "$(committed)" = 0 ]
 
 # Killed from outside: its memory is given to the task waiting for it
 # within 1 s.
@@ -85,7 +102,7 @@ wait_line "$TMP/k1" ready
 wait_line "$TMP/k2" ready
 KMUX_MEM=14G KMUX_NAME=waiter LD_PRELOAD=$PRELOAD "$R" 16 >"$TMP/k3" 2>&1 &
 pk3=$!
-sleep 0.5
+wait_job waiter
 check "a third 14 GiB task waits" [ "$(jq_job "$(job_of waiter)" 'j["state"]')" = queued ]
 t0=$(date +%s%N)
 kill -9 "$pk1"; wait "$pk1" 2>/dev/null

@@ -11,9 +11,14 @@
  *   alloc err=E                cuMemAlloc of ALLOC_MIB
  *   ready                      holding: launches KERNELS kernels over HOLD_MS
  *   done                       freed, about to exit 0
+ *
+ * REG_FORK_MS=n: at "ready", fork a child that sleeps n ms and exits
+ * without touching CUDA (a data loader's worker): it must not keep the
+ * parent's registration alive.
  */
 #include <stdint.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "e2e-common.h"
 
@@ -54,6 +59,15 @@ int main(int argc, char **argv)
 	CHECK(cuModuleLoad(&mod, e2e_module_path()));
 	CHECK(cuModuleGetFunction(&fill, mod, "fill_u32"));
 	printf("ready\n");
+	if (getenv("REG_FORK_MS")) {
+		pid_t c = fork();
+
+		if (c == 0) {
+			sleep_ms(atol(getenv("REG_FORK_MS")));
+			_exit(0);
+		}
+		printf("child=%d\n", (int)c);
+	}
 	for (long k = 0; k < kernels; k++) {
 		CUdeviceptr q = p;
 		unsigned v = (unsigned)k, n = 256;
