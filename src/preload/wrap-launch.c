@@ -14,6 +14,7 @@
 #include "kparams.h"
 #include "mm.h"
 #include "preload.h"
+#include "register.h"
 #include "streams.h"
 #include "verify.h"
 
@@ -258,6 +259,12 @@ static CUresult launch_mm_begin(struct launch_op *op, struct mm_op *mo)
 			       op->per_thread);
 }
 
+/* For kmuxd's kernels/s (register.c): one relaxed add, no fence. */
+static inline void launch_count(void)
+{
+	atomic_fetch_add_explicit(&kmux_launches, 1, memory_order_relaxed);
+}
+
 static CUresult launch_go(struct launch_op *op)
 {
 	struct mm_op mo = { 0 };
@@ -299,6 +306,7 @@ KMUX_EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned gx,
 {
 	if (NO_DRIVER(cuLaunchKernel))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	launch_count();
 	if (likely(!kmux_tracking))
 		return REAL(cuLaunchKernel)(f, gx, gy, gz, bx, by, bz, shmem,
 					    s, params, extra);
@@ -313,6 +321,7 @@ KMUX_EXPORT CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned gx,
 {
 	if (NO_DRIVER(cuLaunchKernel_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	launch_count();
 	if (likely(!kmux_tracking))
 		return REAL(cuLaunchKernel_ptsz)(f, gx, gy, gz, bx, by, bz,
 						 shmem, s, params, extra);
@@ -346,6 +355,7 @@ KMUX_EXPORT CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *c,
 {
 	if (NO_DRIVER(cuLaunchKernelEx))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	launch_count();
 	if (likely(!kmux_tracking))
 		return REAL(cuLaunchKernelEx)(c, f, params, extra);
 	return launch_kernel_ex(0, c, f, params, extra);
@@ -356,6 +366,7 @@ KMUX_EXPORT CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *c,
 {
 	if (NO_DRIVER(cuLaunchKernelEx_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	launch_count();
 	if (likely(!kmux_tracking))
 		return REAL(cuLaunchKernelEx_ptsz)(c, f, params, extra);
 	return launch_kernel_ex(1, c, f, params, extra);
@@ -382,6 +393,7 @@ KMUX_EXPORT CUresult CUDAAPI cuLaunchCooperativeKernel(CUfunction f,
 {
 	if (NO_DRIVER(cuLaunchCooperativeKernel))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	launch_count();
 	if (likely(!kmux_tracking))
 		return REAL(cuLaunchCooperativeKernel)(f, gx, gy, gz, bx, by,
 						       bz, shmem, s, params);
@@ -395,6 +407,7 @@ KMUX_EXPORT CUresult CUDAAPI cuLaunchCooperativeKernel_ptsz(CUfunction f,
 {
 	if (NO_DRIVER(cuLaunchCooperativeKernel_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	launch_count();
 	if (likely(!kmux_tracking))
 		return REAL(cuLaunchCooperativeKernel_ptsz)(f, gx, gy, gz, bx,
 							    by, bz, shmem, s,
@@ -417,6 +430,7 @@ KMUX_EXPORT CUresult CUDAAPI cuGraphLaunch(CUgraphExec g, CUstream s)
 {
 	if (NO_DRIVER(cuGraphLaunch))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	launch_count();
 	if (likely(!kmux_tracking))
 		return REAL(cuGraphLaunch)(g, s);
 	return launch_graph(0, g, s);
@@ -426,6 +440,7 @@ KMUX_EXPORT CUresult CUDAAPI cuGraphLaunch_ptsz(CUgraphExec g, CUstream s)
 {
 	if (NO_DRIVER(cuGraphLaunch_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	launch_count();
 	if (likely(!kmux_tracking))
 		return REAL(cuGraphLaunch_ptsz)(g, s);
 	return launch_graph(1, g, s);

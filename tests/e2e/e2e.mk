@@ -1,6 +1,6 @@
 # tests/e2e/e2e.mk - driver-API programs the end-to-end tests run on
 # tests/simcuda, with and without libkmux.so preloaded.
-E2E_PROGS = drv-basic drv-dlopen drv-threads quota memory
+E2E_PROGS = drv-basic drv-dlopen drv-threads quota memory reg
 E2E_BINS = $(E2E_PROGS:%=$(BUILD)/tests/e2e/%)
 TEST_TARGETS += $(E2E_BINS)
 
@@ -19,6 +19,11 @@ $(BUILD)/tests/e2e/quota: tests/e2e/progs/quota.c tests/e2e/progs/e2e-common.h $
 
 # The memory manager's program (issue 5, t71-memory.sh).
 $(BUILD)/tests/e2e/memory: tests/e2e/progs/memory.c tests/e2e/progs/e2e-common.h $(E2E_SIMDIR)/libcuda.so.1
+	@mkdir -p $(dir $@)
+	$(CC) $(E2E_CFLAGS) -o $@ $< -L$(E2E_SIMDIR) -lcuda
+
+# An uncooperative program for kmuxd's registration tests (t6b-t6f).
+$(BUILD)/tests/e2e/reg: tests/e2e/progs/reg.c tests/e2e/progs/e2e-common.h $(E2E_SIMDIR)/libcuda.so.1
 	@mkdir -p $(dir $@)
 	$(CC) $(E2E_CFLAGS) -o $@ $< -L$(E2E_SIMDIR) -lcuda
 
