@@ -49,7 +49,8 @@
 #   JOBMIX_MIX                  another mix file
 #   JOBMIX_SIM=1                no GPU: stand-in jobs (bench/jobmix/simjob.c)
 #                               on tests/simcuda, kmuxd on KMUX_FAKE_GPUS,
-#                               a stand-in MPS control; JOBMIX_SIM_GPUS (1)
+#                               a stand-in MPS control; JOBMIX_SIM_GPUS (1),
+#                               JOBMIX_SIMCUDA_DIR (build/simcuda)
 #   and lib.sh's OUT, NVCC, NVCCFLAGS, PYTHON, KMUX_BIN, KMUX_LIB, KMUX_DEVLIBS.
 # Never changes GPU settings.  Exit status 0 when every mode ran (jobs may
 # fail: that is what is measured), 1 when the set-up failed.
@@ -143,14 +144,15 @@ if [ "$SIM" = 1 ]; then
 	GPU_MIB=16384
 	GPU_NAME="simulated GPU (tests/simcuda, bench/jobmix/simjob.c)"
 	DRIVER="none"
-	if [ ! -e "$ROOT/build/simcuda/libcuda.so.1" ]; then
+	SIMCUDA=${JOBMIX_SIMCUDA_DIR:-$ROOT/build/simcuda}
+	if [ ! -e "$SIMCUDA/libcuda.so.1" ]; then
 		log "sim: building tests/simcuda (make simcuda)"
 		make -C "$ROOT" -s simcuda >>"$LOG" 2>&1 || die "make simcuda failed"
 	fi
-	ORIG_LD=$ROOT/build/simcuda${ORIG_LD:+:$ORIG_LD}
+	ORIG_LD=$SIMCUDA${ORIG_LD:+:$ORIG_LD}
 	SIMJOB=$WORK/bin/simjob
 	${CC:-cc} -std=gnu11 -Wall -Wextra -O2 -I"${CUDA_HOME:-/usr/local/cuda}/include" \
-		"$JM/simjob.c" -o "$SIMJOB" -L"$ROOT/build/simcuda" -lcuda >>"$LOG" 2>&1 ||
+		"$JM/simjob.c" -o "$SIMJOB" -L"$SIMCUDA" -lcuda >>"$LOG" 2>&1 ||
 		die "cannot build bench/jobmix/simjob.c"
 	export JOBMIX_SIM_DIR=$WORK/simgpu JOBMIX_SIM_GPU_MIB=$GPU_MIB
 	export SIMCUDA_MEM_BYTES=${GPU_MIB}M
