@@ -345,7 +345,11 @@ def report(a):
                      "before admission (the daemon's timestamps).")
             L.append("")
 
-    png = plot(rows, order, a.png)
+    try:
+        png = plot(rows, order, a.png)
+    except Exception as e:  # noqa: BLE001 - the table matters more than the plot
+        PLOT_WHY[0] = f"plotting failed ({type(e).__name__}: {e})"
+        png = False
     L.append("## Timeline")
     L.append("")
     L.append("`jobmix.png`: one bar per job and mode, from its start to its end "
