@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "cmd.h"
+#include "daemon/admit.h"
 #include "daemon/server.h"
 #include "log.h"
 
@@ -15,6 +16,7 @@ enum {
 	OPT_SOCKET,
 	OPT_STATE_DIR,
 	OPT_KILL_GRACE,
+	OPT_PLACEMENT,
 };
 
 static void help(void)
@@ -34,6 +36,9 @@ static void help(void)
 	      "      --state-dir DIR   database and logs (default: $KMUX_STATE_DIR,\n"
 	      "                        else $XDG_STATE_HOME/kmux)\n"
 	      "      --kill-grace SEC  cancel: SIGKILL this long after SIGTERM (10)\n"
+	      "      --placement P     busyness (default): the least busy GPU that\n"
+	      "                        fits; roundrobin: the GPU used longest ago\n"
+	      "                        that fits, ignoring busyness (a baseline)\n"
 	      "  -v, --verbose         log every connection and request\n"
 	      "  -h, --help            this help\n"
 	      "\n"
@@ -50,6 +55,7 @@ static int daemon_exec(int argc, char **argv)
 		{ "socket", required_argument, NULL, OPT_SOCKET },
 		{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
 		{ "kill-grace", required_argument, NULL, OPT_KILL_GRACE },
+		{ "placement", required_argument, NULL, OPT_PLACEMENT },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -58,6 +64,7 @@ static int daemon_exec(int argc, char **argv)
 		.kill_grace_s = SERVER_KILL_GRACE_S,
 		.log_level = KMUX_LOG_INFO,
 	};
+	enum admit_placement_kind place;
 	char *end;
 	int c;
 
@@ -83,6 +90,13 @@ static int daemon_exec(int argc, char **argv)
 					"bad --kill-grace '%s' (seconds, 0..86400)",
 					optarg);
 			break;
+		case OPT_PLACEMENT:
+			if (admit_placement_parse(optarg, &place))
+				return cmd_usage_error(&cmd_daemon_entry,
+					"bad --placement '%s' (busyness or "
+					"roundrobin)", optarg);
+			o.placement = (int)place;
+			break;
 		case 'v':
 			o.log_level = KMUX_LOG_DEBUG;
 			break;
@@ -106,7 +120,8 @@ static int daemon_exec(int argc, char **argv)
 const struct cmd_entry cmd_daemon_entry = {
 	.name = "daemon",
 	.usage = "[-f|--foreground] [--system] [--socket PATH] "
-		 "[--state-dir DIR] [--kill-grace SEC] [-v]",
+		 "[--state-dir DIR] [--kill-grace SEC] "
+		 "[--placement busyness|roundrobin] [-v]",
 	.summary = "run kmuxd, the job queue and GPU scheduler",
 	.exec = daemon_exec,
 };

@@ -64,6 +64,32 @@ void admit_policy_default(struct admit_policy *p)
 	p->backfill_bound_us = UINT64_C(120) * 1000000;
 }
 
+static const char *const placement_names[] = {
+	[ADMIT_PLACE_BUSYNESS] = "busyness",
+	[ADMIT_PLACE_ROUND_ROBIN] = "roundrobin",
+};
+
+int admit_placement_parse(const char *name, enum admit_placement_kind *out)
+{
+	size_t i;
+
+	if (name == NULL || out == NULL)
+		return -EINVAL;
+	for (i = 0; i < sizeof(placement_names) / sizeof(placement_names[0]); i++)
+		if (strcmp(name, placement_names[i]) == 0) {
+			*out = (enum admit_placement_kind)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+const char *admit_placement_name(enum admit_placement_kind kind)
+{
+	if ((size_t)kind >= sizeof(placement_names) / sizeof(placement_names[0]))
+		return "?";
+	return placement_names[kind];
+}
+
 /* In [lo, hi] and not NaN. */
 static bool in_range(double x, double lo, double hi)
 {

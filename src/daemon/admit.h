@@ -147,6 +147,14 @@ struct admit_decision {
 
 void admit_policy_default(struct admit_policy *p);
 
+/*
+ * "busyness" or "roundrobin" (what `kmux daemon --placement` takes) to the
+ * kind, and back.  0, or -EINVAL for any other name (NULL included).
+ * admit_placement_name() gives "?" for a kind it does not know.
+ */
+int admit_placement_parse(const char *name, enum admit_placement_kind *out);
+const char *admit_placement_name(enum admit_placement_kind kind);
+
 /* -EINVAL if a tunable is out of range (headroom + guess_frac > 1, ...). */
 int admit_policy_check(const struct admit_policy *p);
 

@@ -415,6 +415,11 @@ static int server_init(struct server *srv, const struct server_opts *o,
 	TAILQ_INIT(&srv->waiters);
 	TAILQ_INIT(&srv->followers);
 	admit_policy_default(&srv->policy);
+	srv->policy.placement = (enum admit_placement_kind)o->placement;
+	if (admit_policy_check(&srv->policy)) {
+		snprintf(err, errlen, "bad placement %d", o->placement);
+		return -EINVAL;
+	}
 	if (o->system && srv->uid != 0)
 		log_warn("daemon: system mode without root: only uid %u's "
 			 "jobs can run", (unsigned)srv->uid);
@@ -600,6 +605,8 @@ int server_main(const struct server_opts *o)
 		 "running job(s), %zu lost while no daemon ran", srv.ngpus,
 		 nvml_source(srv.nvml), srv.recovered.queued,
 		 srv.recovered.running_kept, srv.recovered.lost);
+	log_info("daemon: placement %s",
+		 admit_placement_name(srv.policy.placement));
 	if (event_base_dispatch(srv.base) < 0)
 		log_error("daemon: event loop failed");
 	else

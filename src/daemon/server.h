@@ -17,6 +17,7 @@ struct server_opts {
 	const char *state_dir;	/* NULL: likewise */
 	double kill_grace_s;	/* cancel: SIGTERM, then SIGKILL after this */
 	int log_level;		/* KMUX_LOG_* */
+	int placement;		/* enum admit_placement_kind; 0 = busyness */
 };
 
 #define SERVER_KILL_GRACE_S 10.0

@@ -550,6 +550,62 @@ static void test_round_robin(void **state)
 	}
 }
 
+/*
+ * Round robin in the order the daemon applies it: a GPU whose task ended
+ * stays behind in the rotation (its stamp is the placement's, not the end's),
+ * and a GPU that cannot hold the task is skipped without losing its turn.
+ */
+static void test_round_robin_rotation(void **state)
+{
+	struct admit_gpu g[2] = { gpu(0, 16), gpu(1, 16) };
+	struct admit_placement pa, pb, pc, pd;
+	struct admit_task t = task(1, 2 * GiB, 1), big = task(2, 12 * GiB, 1);
+	enum admit_placement_kind k;
+	uint64_t stamp = 0;
+
+	(void)state;
+	pol.placement = ADMIT_PLACE_ROUND_ROBIN;
+	assert_int_equal(admit_place(g, 2, &t, &pol, &pa), 0);
+	assert_int_equal(pa.slot[0], 0);
+	admit_commit(g, 2, &t, &pa, ++stamp);
+	assert_int_equal(admit_place(g, 2, &t, &pol, &pb), 0);
+	assert_int_equal(pb.slot[0], 1);
+	admit_commit(g, 2, &t, &pb, ++stamp);
+	/* The task on GPU 1 ends: busyness would now pick the empty GPU 1,
+	 * round robin goes back to GPU 0, placed longest ago. */
+	admit_release(g, 2, &t, &pb);
+	assert_int_equal(admit_place(g, 2, &t, &pol, &pc), 0);
+	assert_int_equal(pc.slot[0], 0);
+	pol.placement = ADMIT_PLACE_BUSYNESS;
+	assert_int_equal(admit_place(g, 2, &t, &pol, &pd), 0);
+	assert_int_equal(pd.slot[0], 1);
+	pol.placement = ADMIT_PLACE_ROUND_ROBIN;
+	admit_commit(g, 2, &t, &pc, ++stamp);
+	/* GPU 1 is next (placed at 2, GPU 0 at 3): a 12 GiB task goes there. */
+	assert_int_equal(admit_place(g, 2, &big, &pol, &pd), 0);
+	assert_int_equal(pd.slot[0], 1);
+	admit_commit(g, 2, &big, &pd, ++stamp);
+	/* Another 12 GiB fits on neither (4 + 12 and 12 + 12 > 15.2 GiB). */
+	assert_int_equal(admit_place(g, 2, &big, &pol, &pd), -EAGAIN);
+	/* A small task still goes to GPU 0, whose turn it is. */
+	assert_int_equal(admit_place(g, 2, &t, &pol, &pd), 0);
+	assert_int_equal(pd.slot[0], 0);
+
+	/* The names `kmux daemon --placement` takes, and nothing else. */
+	assert_int_equal(admit_placement_parse("busyness", &k), 0);
+	assert_int_equal(k, ADMIT_PLACE_BUSYNESS);
+	assert_int_equal(admit_placement_parse("roundrobin", &k), 0);
+	assert_int_equal(k, ADMIT_PLACE_ROUND_ROBIN);
+	assert_int_equal(admit_placement_parse("round-robin", &k), -EINVAL);
+	assert_int_equal(admit_placement_parse("", &k), -EINVAL);
+	assert_int_equal(admit_placement_parse("Busyness", &k), -EINVAL);
+	assert_int_equal(admit_placement_parse(NULL, &k), -EINVAL);
+	assert_string_equal(admit_placement_name(ADMIT_PLACE_BUSYNESS), "busyness");
+	assert_string_equal(admit_placement_name(ADMIT_PLACE_ROUND_ROBIN),
+			    "roundrobin");
+	assert_string_equal(admit_placement_name((enum admit_placement_kind)9), "?");
+}
+
 static void test_commit_release(void **state)
 {
 	struct admit_gpu g[3] = { gpu(0, 80), gpu(1, 80), gpu(2, 80) };
@@ -987,6 +1043,7 @@ int main(void)
 		cmocka_unit_test_setup(test_learned_vs_guessed, setup),
 		cmocka_unit_test_setup(test_exclusive, setup),
 		cmocka_unit_test_setup(test_round_robin, setup),
+		cmocka_unit_test_setup(test_round_robin_rotation, setup),
 		cmocka_unit_test_setup(test_commit_release, setup),
 		cmocka_unit_test_setup(test_util_sample, setup),
 		cmocka_unit_test_setup(test_fifo_and_backfill, setup),

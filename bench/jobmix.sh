@@ -1,0 +1,569 @@
+#!/usr/bin/env bash
+# jobmix.sh - issue 4's measurement: a mix of real GPU jobs run, in one
+# call, four (with two GPUs, five) ways, side by side:
+#
+#   exclusive   one job at a time per GPU (a job gets a whole GPU)
+#   together    every job started at once (each on a GPU chosen by hand:
+#               the jobs of each class alternate over the GPUs)
+#   mps         the same, under a private MPS control daemon
+#   kmux        a private kmuxd; every job through `kmux submit [--mem M]`,
+#               then `kmux wait` (busyness placement, the default)
+#   kmux-rr     with two GPUs only: the same with --placement roundrobin
+#
+# Run on the GPU machine from the repo root, with build/ (from `make &&
+# bash bench/gpu/prepare.sh`) carried:
+#
+#     bash bench/jobmix.sh
+#
+# The mix (bench/jobmix/mix-1gpu.txt, or mix-2gpu.txt when nvidia-smi -L
+# lists two GPUs or more; two are used): PyTorch training and inference of
+# torchvision and transformers models built from configs (random weights,
+# nothing downloaded), a DLRM-like model with large embedding tables, and
+# CUDA apps from bench/apps (built here with nvcc -arch=sm_90 -O2).  Each
+# job does a fixed amount of work, prints its wall time and peak memory,
+# and exits non-zero when it fails (out of memory: 3).  Every job runs
+# through bench/jobmix/timed.sh, which records its start, end, exit status
+# and GPUs.  A mode's clock starts when its first job is started or
+# submitted; a job's completion time counts from there (every job is
+# submitted at once).  A warm-up process (imports, a cuDNN convolution on
+# each GPU) runs before the first mode; kmux goes first, the baselines
+# after it.
+#
+# Output under $OUT (default ./out; no subfolders):
+#   jobmix.log  everything: commands, each job's stdout and stderr tails,
+#               the daemon's log, kmux ps
+#   jobmix.csv  one row per job and mode
+#   jobmix.md   the table: makespan, mean completion time, failed jobs per
+#               mode, the throughput ratios and issue 4's targets; date,
+#               GPU, driver, exact commands
+#   jobmix.png  a timeline, one bar per job per mode (when matplotlib imports)
+#
+# Knobs (environment):
+#   JOBMIX_BUDGET_S (500)       the whole script, start-up included; modes
+#                               that would not fit are skipped, and said so
+#   JOBMIX_MODE_TIMEOUT_S (200) one mode at most; its jobs are then killed
+#   JOBMIX_JOB_TIMEOUT_S (150)  one exclusive job at most
+#   JOBMIX_SCALE (1)            multiplies every job's iteration count
+#   JOBMIX_SETTLE_S (2)         pause between modes (GPU memory drains)
+#   JOBMIX_MODES                modes to run (default: all that apply)
+#   JOBMIX_MIX                  another mix file
+#   JOBMIX_SIM=1                no GPU: stand-in jobs (bench/jobmix/simjob.c)
+#                               on tests/simcuda, kmuxd on KMUX_FAKE_GPUS,
+#                               a stand-in MPS control; JOBMIX_SIM_GPUS (1),
+#                               JOBMIX_SIMCUDA_DIR (build/simcuda)
+#   and lib.sh's OUT, NVCC, NVCCFLAGS, PYTHON, KMUX_BIN, KMUX_LIB, KMUX_DEVLIBS.
+# Never changes GPU settings.  Exit status 0 when every mode ran (jobs may
+# fail: that is what is measured), 1 when the set-up failed.
+set -u
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
+export OUT=${OUT:-./out}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+START=$(date +%s)
+BUDGET=${JOBMIX_BUDGET_S:-500}
+export KMUX_BENCH_DEADLINE=$((START + BUDGET))
+OWN_WORK=0
+[ -z "${KMUX_BENCH_WORK:-}" ] && OWN_WORK=1
+ORIG_LD=${LD_LIBRARY_PATH:-}
+# shellcheck source=bench/gpu/lib.sh
+. bench/gpu/lib.sh	# ROOT, WORK (scratch), NVCC, PY, kmux_cli, log
+
+JM=$ROOT/bench/jobmix
+LOG=$OUT/jobmix.log
+CSV=$OUT/jobmix.csv
+MD=$OUT/jobmix.md
+PNG=$OUT/jobmix.png
+: >"$LOG"
+rm -f "$MD" "$PNG" "$CSV"
+SIM=${JOBMIX_SIM:-0}
+MODE_TMO=${JOBMIX_MODE_TIMEOUT_S:-200}
+JOB_TMO=${JOBMIX_JOB_TIMEOUT_S:-150}
+export JOBMIX_SCALE=${JOBMIX_SCALE:-1}
+SETTLE_S=${JOBMIX_SETTLE_S:-2}
+[ "$SIM" = 1 ] && SETTLE_S=${JOBMIX_SETTLE_S:-0.3}
+META=$WORK/meta.txt
+CMDS=$WORK/cmds.txt
+: >"$META"
+: >"$CMDS"
+meta() { printf '%s=%s\n' "$1" "$2" >>"$META"; }
+
+# --- clean-up: whatever happens, no MPS daemon, kmuxd or job is left -------
+MPS_PIPE="" MPS_LOGDIR="" MPS_BIN=""
+KSOCK=""
+ALL_PGIDS=()
+mps_quit() {
+	[ -n "$MPS_PIPE" ] || return 0
+	log "mps: quit"
+	echo quit | CUDA_MPS_PIPE_DIRECTORY=$MPS_PIPE CUDA_MPS_LOG_DIRECTORY=$MPS_LOGDIR \
+		"$MPS_BIN" >>"$LOG" 2>&1
+	local i
+	for i in $(seq 100); do
+		echo get_server_list | CUDA_MPS_PIPE_DIRECTORY=$MPS_PIPE \
+			CUDA_MPS_LOG_DIRECTORY=$MPS_LOGDIR "$MPS_BIN" >/dev/null 2>&1 || break
+		sleep 0.1
+	done
+	MPS_PIPE=""
+}
+daemon_stop() {
+	[ -n "$KSOCK" ] || return 0
+	local p i
+	p=$(cat "$KSOCK.lock" 2>/dev/null)
+	if [ -n "$p" ] && kill "$p" 2>/dev/null; then
+		for i in $(seq 50); do
+			kill -0 "$p" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -9 "$p" 2>/dev/null
+	fi
+	KSOCK=""
+}
+kill_groups() {
+	local p
+	for p in "$@"; do kill -TERM -- "-$p" "$p" 2>/dev/null; done
+	sleep 1
+	for p in "$@"; do kill -KILL -- "-$p" "$p" 2>/dev/null; done
+}
+# shellcheck disable=SC2317  # called by the trap
+cleanup() {
+	mps_quit
+	daemon_stop
+	[ "${#ALL_PGIDS[@]}" -gt 0 ] && kill_groups "${ALL_PGIDS[@]}" >/dev/null 2>&1
+	[ "$OWN_WORK" = 1 ] && rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'log "interrupted"; exit 130' INT TERM
+
+die() {
+	log "FATAL: $*"
+	exit 1
+}
+
+# --- the machine -------------------------------------------------------------
+log "jobmix: $(kmux_ident); budget ${BUDGET}s; scale $JOBMIX_SCALE; sim $SIM"
+if [ "$SIM" = 1 ]; then
+	NGPU=${JOBMIX_SIM_GPUS:-1}
+	GPU_MIB=16384
+	GPU_NAME="simulated GPU (tests/simcuda, bench/jobmix/simjob.c)"
+	DRIVER="none"
+	SIMCUDA=${JOBMIX_SIMCUDA_DIR:-$ROOT/build/simcuda}
+	if [ ! -e "$SIMCUDA/libcuda.so.1" ]; then
+		log "sim: building tests/simcuda (make simcuda)"
+		make -C "$ROOT" -s simcuda >>"$LOG" 2>&1 || die "make simcuda failed"
+	fi
+	ORIG_LD=$SIMCUDA${ORIG_LD:+:$ORIG_LD}
+	SIMJOB=$WORK/bin/simjob
+	${CC:-cc} -std=gnu11 -Wall -Wextra -O2 -I"${CUDA_HOME:-/usr/local/cuda}/include" \
+		"$JM/simjob.c" -o "$SIMJOB" -L"$SIMCUDA" -lcuda >>"$LOG" 2>&1 ||
+		die "cannot build bench/jobmix/simjob.c"
+	export JOBMIX_SIM_DIR=$WORK/simgpu JOBMIX_SIM_GPU_MIB=$GPU_MIB
+	export SIMCUDA_MEM_BYTES=${GPU_MIB}M
+	mkdir -p "$JOBMIX_SIM_DIR"
+	export KMUX_FAKE_GPUS=$NGPU:${GPU_MIB}M
+else
+	NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+	GPU_MIB=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits -i 0 2>/dev/null | tr -d ' ')
+	GPU_NAME=$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 2>/dev/null)
+	DRIVER=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader -i 0 2>/dev/null)
+	nvidia-smi -L >>"$LOG" 2>&1
+	nvidia-smi >>"$LOG" 2>&1
+fi
+[ "${NGPU:-0}" -ge 1 ] 2>/dev/null || die "no GPU (nvidia-smi -L lists none)"
+NUSE=1
+[ "$NGPU" -ge 2 ] && NUSE=2
+if [ "$NGPU" -gt 2 ]; then
+	log "WARNING: $NGPU GPUs: the baselines use 2, kmuxd sees all $NGPU"
+fi
+sfx=""
+[ "$SIM" = 1 ] && sfx="sim-"
+MIX=${JOBMIX_MIX:-$JM/mix-${sfx}${NUSE}gpu.txt}
+[ -r "$MIX" ] || die "no mix file $MIX"
+log "GPUs: $NGPU x $GPU_NAME ($GPU_MIB MiB), driver $DRIVER; using $NUSE; mix ${MIX#"$ROOT"/}"
+
+check_kmux
+[ "$HAVE_CLI" = 1 ] || log "kmux CLI unusable: the kmux modes will be skipped"
+if [ "$SIM" != 1 ]; then
+	check_stacks
+	[ "$HAVE_TORCH" = 1 ] || log "torch: $WHY_TORCH: the PyTorch jobs will fail"
+fi
+
+# --- the jobs ------------------------------------------------------------------
+# jobs.tsv: NAME CLASS MEM BASELINE_GPU COMMAND (placeholders expanded)
+JOBS=$WORK/jobs.tsv
+: >"$JOBS"
+declare -A class_n=()
+BUILD_LOG=$WORK/build.log
+: >"$BUILD_LOG"
+# the CUDA apps the mix uses, built in parallel
+declare -A apps=()
+while read -r name class mem cmd; do
+	case $name in '' | '#'*) continue ;; esac
+	if [[ $cmd == *@APPS@/* ]]; then
+		app=${cmd#*@APPS@/}
+		apps[${app%% *}]=1
+	fi
+done <"$MIX"
+if [ "${#apps[@]}" -gt 0 ]; then
+	if [ "${HAVE_NVCC:-0}" = 1 ]; then
+		log "building ${!apps[*]} ($NVCC $NVCCFLAGS)"
+		for app in "${!apps[@]}"; do
+			# shellcheck disable=SC2086  # NVCCFLAGS is a list
+			nv "$WORK/bin/$app" $NVCCFLAGS "$ROOT/bench/apps/$app.cu" &
+		done
+		wait
+	else
+		log "nvcc: ${WHY_NVCC:-not found}"
+	fi
+fi
+NAMES=()
+while read -r name class mem cmd; do
+	case $name in '' | '#'*) continue ;; esac
+	if [[ $cmd == *@APPS@/* ]]; then
+		app=${cmd#*@APPS@/}
+		app=${app%% *}
+		if [ ! -x "$WORK/bin/$app" ]; then
+			log "job $name: bench/apps/$app.cu was not built: left out of the mix"
+			continue
+		fi
+	fi
+	cmd=${cmd//@PY@/$PY}
+	cmd=${cmd//@JM@/$JM}
+	cmd=${cmd//@APPS@/$WORK/bin}
+	cmd=${cmd//@SIMJOB@/${SIMJOB:-simjob}}
+	n=${class_n[$class]:-0}
+	class_n[$class]=$((n + 1))
+	printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$class" "$mem" $((n % NUSE)) "$cmd" >>"$JOBS"
+	NAMES+=("$name")
+done <"$MIX"
+cat "$BUILD_LOG" >>"$LOG"
+NJOBS=${#NAMES[@]}
+[ "$NJOBS" -gt 0 ] || die "no jobs"
+log "jobs: $NJOBS"
+sed 's/^/  /' "$JOBS" | shorten_cmds >>"$LOG"
+
+# job_cmd I: the command of job I as an array JOBCMD; JOBNAME, JOBMEM, JOBGPU
+job_get() {
+	local line
+	line=$(sed -n "$(($1 + 1))p" "$JOBS")
+	# shellcheck disable=SC2034  # JOBCLASS: read for completeness
+	IFS=$'\t' read -r JOBNAME JOBCLASS JOBMEM JOBGPU JOBCMDS <<<"$line"
+	read -r -a JOBCMD <<<"$JOBCMDS"
+}
+
+# env for the job itself: the library path the script was given (kmux's
+# devlibs are for the kmux binary only)
+job_env() {
+	if [ -n "$ORIG_LD" ]; then
+		JOBENV=(env "LD_LIBRARY_PATH=$ORIG_LD")
+	else
+		JOBENV=(env -u LD_LIBRARY_PATH)
+	fi
+}
+
+# proc_alive PID: running (not a zombie)
+proc_alive() {
+	local s
+	s=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)
+	[ -n "$s" ] && [ "$s" != Z ]
+}
+
+# launch DIR I GPU [ENV=VALUE...]: job I in the background, own session,
+# on GPU; sets LAUNCHED (its pid = its process group)
+launch() {
+	local dir=$1 i=$2 gpu=$3
+	shift 3
+	job_get "$i"
+	job_env
+	printf '%s\n' "[$MODE] CUDA_VISIBLE_DEVICES=$gpu ${*:+$* }bash bench/jobmix/timed.sh DIR $JOBNAME ${JOBCMD[*]}" |
+		shorten_cmds >>"$CMDS"
+	setsid "${JOBENV[@]}" "CUDA_VISIBLE_DEVICES=$gpu" "$@" \
+		bash "$JM/timed.sh" "$dir" "$JOBNAME" "${JOBCMD[@]}" &
+	LAUNCHED=$!
+	ALL_PGIDS+=("$LAUNCHED")
+}
+
+# wait_jobs DEADLINE PID...: until all end or the deadline; kills the rest
+wait_jobs() {
+	local deadline=$1 p alive
+	shift
+	while :; do
+		alive=()
+		for p in "$@"; do proc_alive "$p" && alive+=("$p"); done
+		[ "${#alive[@]}" -eq 0 ] && break
+		if [ "$(date +%s)" -ge "$deadline" ]; then
+			log "  deadline: killing ${#alive[@]} job(s) still running"
+			kill_groups "${alive[@]}"
+			break
+		fi
+		sleep 0.1
+	done
+	wait 2>/dev/null
+}
+
+mode_deadline() {
+	local left t=$MODE_TMO
+	left=$(time_left)
+	[ $((left - 15)) -lt "$t" ] && t=$((left - 15))
+	echo $(($(date +%s) + t))
+}
+
+# --- modes -------------------------------------------------------------------
+run_exclusive() {
+	local dir=$1 deadline i=0 g busy=() jd=() ended now
+	deadline=$(mode_deadline)
+	for ((g = 0; g < NUSE; g++)); do busy[g]=""; done
+	T0=$(date +%s.%N)
+	while :; do
+		now=$(date +%s)
+		ended=1
+		for ((g = 0; g < NUSE; g++)); do
+			[ -n "${busy[g]}" ] || continue
+			if ! proc_alive "${busy[g]}"; then
+				busy[g]=""
+			elif [ "$now" -ge "${jd[g]}" ] || [ "$now" -ge "$deadline" ]; then
+				log "  job on GPU $g past its time: killed"
+				kill_groups "${busy[g]}"
+				busy[g]=""
+			else
+				ended=0
+			fi
+		done
+		if [ "$i" -lt "$NJOBS" ] && [ "$now" -ge "$deadline" ]; then
+			log "  mode deadline: $((NJOBS - i)) job(s) not started"
+			i=$NJOBS
+		fi
+		for ((g = 0; g < NUSE && i < NJOBS; g++)); do
+			[ -z "${busy[g]}" ] || continue
+			launch "$dir" "$i" "$g"
+			busy[g]=$LAUNCHED
+			jd[g]=$((now + JOB_TMO))
+			ended=0
+			i=$((i + 1))
+		done
+		[ "$ended" = 1 ] && [ "$i" -ge "$NJOBS" ] && break
+		sleep 0.1
+	done
+	wait 2>/dev/null
+}
+
+run_together() {
+	local dir=$1 deadline i pids=()
+	shift
+	deadline=$(mode_deadline)
+	T0=$(date +%s.%N)
+	for ((i = 0; i < NJOBS; i++)); do
+		job_get "$i"
+		launch "$dir" "$i" "$JOBGPU" "$@"
+		pids+=("$LAUNCHED")
+	done
+	wait_jobs "$deadline" "${pids[@]}"
+}
+
+run_mps() {
+	local dir=$1
+	MPS_BIN=${JOBMIX_MPS_BIN:-}
+	if [ -z "$MPS_BIN" ]; then
+		if [ "$SIM" = 1 ]; then
+			# a stand-in that records what it was asked
+			MPS_BIN=$WORK/bin/nvidia-cuda-mps-control
+			cat >"$MPS_BIN" <<'EOS'
+#!/bin/sh
+# JOBMIX_SIM's stand-in for nvidia-cuda-mps-control: -d starts "a daemon"
+# (a marker file), "quit" on stdin removes it, anything else needs it.
+m=$CUDA_MPS_PIPE_DIRECTORY/stub-running
+if [ "${1:-}" = -d ]; then touch "$m"; echo "stub: started" >>"$CUDA_MPS_LOG_DIRECTORY/control.log"; exit 0; fi
+[ -e "$m" ] || { echo "stub: no MPS daemon" >&2; exit 1; }
+read -r c
+echo "stub: $c" >>"$CUDA_MPS_LOG_DIRECTORY/control.log"
+[ "$c" = quit ] && rm -f "$m"
+exit 0
+EOS
+			chmod +x "$MPS_BIN"
+		else
+			MPS_BIN=$(PATH=$PATH:/usr/local/nvidia/bin command -v nvidia-cuda-mps-control)
+		fi
+	fi
+	if [ -z "$MPS_BIN" ] || [ ! -x "$MPS_BIN" ]; then
+		log "mps: nvidia-cuda-mps-control not found: mode skipped"
+		return 1
+	fi
+	MPS_PIPE=$WORK/mps/pipe
+	MPS_LOGDIR=$WORK/mps/log
+	mkdir -p "$MPS_PIPE" "$MPS_LOGDIR"
+	log "mps: CUDA_MPS_PIPE_DIRECTORY=\$W/mps/pipe CUDA_MPS_LOG_DIRECTORY=\$W/mps/log ${MPS_BIN/#$WORK/\$W} -d"
+	if ! CUDA_MPS_PIPE_DIRECTORY=$MPS_PIPE CUDA_MPS_LOG_DIRECTORY=$MPS_LOGDIR \
+		"$MPS_BIN" -d </dev/null >>"$LOG" 2>&1; then
+		log "mps: the control daemon did not start: mode skipped"
+		MPS_PIPE=""
+		return 1
+	fi
+	run_together "$dir" "CUDA_MPS_PIPE_DIRECTORY=$MPS_PIPE" \
+		"CUDA_MPS_LOG_DIRECTORY=$MPS_LOGDIR"
+	mps_quit
+	{
+		echo "--- MPS logs"
+		tail -n 40 "$MPS_LOGDIR"/*.log 2>/dev/null
+	} >>"$LOG"
+}
+
+# kx ARGS...: the kmux CLI on this mode's private daemon
+kx() {
+	KMUX_SOCKET=$KSOCK KMUX_STATE_DIR=$KSTATE kmux_cli "$@"
+}
+
+run_kmux() {
+	local dir=$1 placement=$2 deadline i id ids=() names=() left memarg
+	KSOCK=$WORK/kmux-$placement/run/sock
+	KSTATE=$WORK/kmux-$placement/state
+	mkdir -p "${KSOCK%/*}"
+	chmod 700 "${KSOCK%/*}"
+	log "kmux: KMUX_SOCKET=\$W/kmux-$placement/run/sock KMUX_STATE_DIR=\$W/kmux-$placement/state build/kmux daemon --placement $placement"
+	if ! kx daemon --placement "$placement" >>"$LOG" 2>&1; then
+		log "kmux: the daemon did not start: mode skipped"
+		KSOCK=""
+		return 1
+	fi
+	deadline=$(mode_deadline)
+	job_env
+	T0=$(date +%s.%N)
+	for ((i = 0; i < NJOBS; i++)); do
+		job_get "$i"
+		memarg=()
+		[ "$JOBMEM" != - ] && memarg=(--mem "$JOBMEM")
+		printf '%s\n' "[$MODE] kmux submit ${memarg[*]:+${memarg[*]} }--name $JOBNAME -- ${JOBENV[*]} bash bench/jobmix/timed.sh DIR $JOBNAME ${JOBCMD[*]}" |
+			shorten_cmds >>"$CMDS"
+		id=$(kx submit "${memarg[@]}" --name "$JOBNAME" -- "${JOBENV[@]}" \
+			bash "$JM/timed.sh" "$dir" "$JOBNAME" "${JOBCMD[@]}" 2>>"$LOG")
+		if [ -z "$id" ]; then
+			log "  kmux submit of $JOBNAME failed"
+			continue
+		fi
+		ids+=("$id")
+		names+=("$JOBNAME")
+		printf '%s %s\n' "$JOBNAME" "$id" >>"$dir/kmux-ids"
+	done
+	for ((i = 0; i < ${#ids[@]}; i++)); do
+		left=$((deadline - $(date +%s)))
+		[ "$left" -lt 1 ] && left=1
+		timeout "$left" env KMUX_SOCKET="$KSOCK" KMUX_STATE_DIR="$KSTATE" \
+			LD_LIBRARY_PATH="$KMUX_DEVLIBS${ORIG_LD:+:$ORIG_LD}" \
+			"$KMUX_BIN" wait "${ids[i]}" >/dev/null 2>>"$LOG"
+		[ $? = 124 ] && log "  kmux wait ${ids[i]} (${names[i]}): mode deadline"
+	done
+	kx ps --all --json >"$dir/ps.json" 2>>"$LOG"
+	{
+		echo "--- kmux ps --all ($placement)"
+		kx ps --all 2>&1
+	} >>"$LOG"
+	# whatever still runs is cancelled (the deadline passed)
+	for id in $(kx ps --json 2>/dev/null | "$PY" -c '
+import json, sys
+print(" ".join(str(j["id"]) for j in json.load(sys.stdin)))' 2>/dev/null); do
+		kx cancel -s KILL "$id" >/dev/null 2>&1
+	done
+	daemon_stop
+	{
+		echo "--- kmuxd.log ($placement)"
+		cat "$KSTATE/kmuxd.log" 2>/dev/null
+	} >>"$LOG"
+}
+
+warm_up() {
+	if [ "$SIM" = 1 ]; then
+		log "warm-up: (sim) nothing to warm"
+		return 0
+	fi
+	log "warm-up: imports, a cuDNN convolution and a GEMM on each GPU"
+	timeout 120 "$PY" - >>"$LOG" 2>&1 <<'PYEOF'
+import time
+t = time.time()
+import torch, torchvision, transformers  # noqa: E401,F401 - page cache
+for d in range(torch.cuda.device_count()):
+    with torch.cuda.device(d):
+        m = torchvision.models.resnet18(weights=None).cuda()
+        x = torch.randn(32, 3, 224, 224, device="cuda")
+        with torch.autocast("cuda", torch.bfloat16):
+            m(x).sum().backward()
+        torch.randn(4096, 4096, device="cuda") @ torch.randn(4096, 4096, device="cuda")
+        torch.cuda.synchronize()
+print(f"warm-up: {time.time() - t:.1f} s, torch {torch.__version__}, "
+      f"transformers {transformers.__version__}, {torch.cuda.device_count()} GPU(s)")
+PYEOF
+	log "warm-up: exit $?"
+}
+
+# between modes: let the GPUs drain (a killed job's memory is freed by the
+# driver shortly after it dies)
+settle() {
+	sleep "$SETTLE_S"
+	[ "$SIM" = 1 ] && { rm -f "$JOBMIX_SIM_DIR"/gpu*; return 0; }
+	nvidia-smi --query-gpu=index,memory.used,utilization.gpu --format=csv,noheader >>"$LOG" 2>&1
+}
+
+DEFAULT_MODES="kmux exclusive together mps"
+[ "$NUSE" -ge 2 ] && DEFAULT_MODES="kmux kmux-rr exclusive together mps"
+read -r -a MODES <<<"${JOBMIX_MODES:-$DEFAULT_MODES}"
+meta date "$(date -u '+%Y-%m-%d %H:%M UTC')"
+meta gpu "$GPU_NAME"
+meta driver "$DRIVER"
+meta gpu_mib "$GPU_MIB"
+meta ngpu "$NGPU"
+meta nuse "$NUSE"
+meta sim "$SIM"
+meta mix "${MIX#"$ROOT"/}"
+meta scale "$JOBMIX_SCALE"
+meta kmux "$(kmux_ident)"
+meta stacks "${STACK_VERSIONS:-}"
+meta modes "${MODES[*]}"
+meta command "$( [ "$SIM" = 1 ] && printf 'JOBMIX_SIM=1 JOBMIX_SIM_GPUS=%s ' "$NGPU")bash bench/jobmix.sh"
+
+warm_up
+settle
+echo "mode,job,class,mem_declared,gpu,start_s,end_s,rc,status,wall_s,init_s,work_s,peak_bytes,kmux_id,kmux_gpus,kmux_peak,kmux_wait_s" >"$CSV"
+status=0
+for MODE in "${MODES[@]}"; do
+	dir=$WORK/mode-$MODE
+	mkdir -p "$dir"
+	if [ "$(time_left)" -lt 45 ]; then
+		log "== $MODE: SKIPPED, $(time_left) s left of the budget"
+		meta "skipped_$MODE" "budget"
+		status=1
+		continue
+	fi
+	log "== $MODE ($NJOBS jobs, $(time_left) s left)"
+	T0=""
+	case $MODE in
+	exclusive) run_exclusive "$dir" ;;
+	together) run_together "$dir" ;;
+	mps) run_mps "$dir" ;;
+	kmux | kmux-rr)
+		if [ "$HAVE_CLI" != 1 ]; then
+			log "$MODE: kmux CLI unusable: skipped"
+			false
+		elif [ "$MODE" = kmux ]; then
+			run_kmux "$dir" busyness
+		else
+			run_kmux "$dir" roundrobin
+		fi ;;
+	*) log "unknown mode $MODE"; false ;;
+	esac
+	if [ -z "$T0" ]; then
+		meta "skipped_$MODE" "did not start (see jobmix.log)"
+		status=1
+	else
+		"$PY" "$JM/report.py" collect --mode "$MODE" --dir "$dir" --t0 "$T0" \
+			--jobs "$JOBS" --csv "$CSV" --log "$LOG"
+		log "   $MODE: done in $(awk -v a="$T0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}') s"
+	fi
+	settle
+done
+wait 2>/dev/null
+{
+	echo "--- commands"
+	cat "$CMDS"
+} >>"$LOG"
+"$PY" "$JM/report.py" report --csv "$CSV" --meta "$META" --cmds "$CMDS" \
+	--jobs "$JOBS" --md "$MD" --png "$PNG" --root "$ROOT" --work "$WORK" >>"$LOG" 2>&1 ||
+	log "report.py failed (see above)"
+[ -s "$MD" ] && cat "$MD"
+log "jobmix: done in $(($(date +%s) - START)) s; output in $OUT"
+exit $status

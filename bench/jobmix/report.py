@@ -1,0 +1,452 @@
+"""report.py - bench/jobmix.sh's parsing and report (standard library only;
+matplotlib for the plot when it imports).
+
+    report.py collect --mode M --dir D --t0 EPOCH --jobs JOBS.tsv --csv CSV --log LOG
+        one CSV row per job of the mode, from D/NAME.{rec,out,err} (written
+        by timed.sh) and, for the kmux modes, D/ps.json and D/kmux-ids;
+        appends each job's stdout and stderr tails to LOG.
+    report.py report --csv CSV --meta META --cmds CMDS --jobs JOBS.tsv \
+        --md MD --png PNG --root ROOT --work WORK
+        the table, the ratios, issue 4's targets, the timeline.
+
+Definitions.  Every job of a mode is submitted at the mode's t0, so a job's
+completion time is its end - t0, and the makespan is the last end - t0.
+A job failed when it exited non-zero, was killed at the deadline (timeout)
+or never ran.  Throughput ratios compare makespans of the same work:
+baseline makespan / kmux makespan; only a baseline that completed every job
+counts as "complete".
+"""
+import argparse
+import csv
+import json
+import os
+import re
+import sys
+
+FIELDS = ["mode", "job", "class", "mem_declared", "gpu", "start_s", "end_s",
+          "rc", "status", "wall_s", "init_s", "work_s", "peak_bytes",
+          "kmux_id", "kmux_gpus", "kmux_peak", "kmux_wait_s"]
+BASELINES = ("exclusive", "together", "mps")
+TARGET_BEST, TARGET_EXCL, TARGET_RR = 1.33, 2.0, 1.15
+GiB = float(1 << 30)
+
+
+def read_jobs(path):
+    jobs = []
+    with open(path) as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if not line:
+                continue
+            name, cls, mem, gpu, cmd = line.split("\t", 4)
+            jobs.append({"name": name, "class": cls, "mem": mem,
+                         "gpu": gpu, "cmd": cmd})
+    return jobs
+
+
+def tail(path, n):
+    try:
+        with open(path, errors="replace") as f:
+            lines = f.readlines()
+    except OSError:
+        return []
+    return lines[-n:]
+
+
+def parse_line(lines, tag):
+    """key=value pairs of the last line starting with tag."""
+    for line in reversed(lines):
+        if line.startswith(tag + " "):
+            return dict(kv.split("=", 1) for kv in line.split()[1:]
+                        if "=" in kv)
+    return None
+
+
+OOM_RE = re.compile(r"out of memory|OutOfMemoryError|cudaErrorMemoryAllocation"
+                    r"|CUDA_ERROR_OUT_OF_MEMORY", re.I)
+
+
+def collect(a):
+    jobs = read_jobs(a.jobs)
+    t0 = float(a.t0)
+    ids, ps = {}, {}
+    idfile = os.path.join(a.dir, "kmux-ids")
+    if os.path.exists(idfile):
+        with open(idfile) as f:
+            for line in f:
+                name, jid = line.split()
+                ids[name] = int(jid)
+    psfile = os.path.join(a.dir, "ps.json")
+    if os.path.exists(psfile):
+        try:
+            with open(psfile) as f:
+                ps = {j["id"]: j for j in json.load(f)}
+        except (OSError, ValueError) as e:
+            print(f"report: {psfile}: {e}", file=sys.stderr)
+    rows = []
+    with open(a.log, "a") as log:
+        for j in jobs:
+            n = j["name"]
+            base = os.path.join(a.dir, n)
+            r = {k: "" for k in FIELDS}
+            r.update(mode=a.mode, job=n, **{"class": j["class"]},
+                     mem_declared=j["mem"])
+            rec = None
+            try:
+                with open(base + ".rec") as f:
+                    rec = f.read().split()
+            except OSError:
+                pass
+            out = tail(base + ".out", 400)
+            err = tail(base + ".err", 400)
+            ran = os.path.exists(base + ".out")
+            if rec and len(rec) >= 4:
+                start, end, rc = float(rec[0]), float(rec[1]), int(rec[2])
+                r.update(start_s=f"{start - t0:.3f}", end_s=f"{end - t0:.3f}",
+                         rc=rc, gpu=rec[3])
+                if rc == 0:
+                    r["status"] = "ok"
+                elif (parse_line(out, "JOBMIX_FAIL") or {}).get("reason") == "oom" \
+                        or any(OOM_RE.search(x) for x in out + err):
+                    r["status"] = "oom"
+                else:
+                    r["status"] = "error"
+            else:
+                r["status"] = "timeout" if ran else "not-run"
+            ok = parse_line(out, "JOBMIX")
+            if ok:
+                for k in ("wall_s", "init_s", "work_s"):
+                    r[k] = ok.get(k, "")
+                r["peak_bytes"] = ok.get("peak_reserved", "")
+            else:
+                fail = parse_line(out, "JOBMIX_FAIL") or {}
+                r["peak_bytes"] = fail.get("peak_reserved", "")
+            if n in ids:
+                r["kmux_id"] = ids[n]
+                pj = ps.get(ids[n])
+                if pj:
+                    r["kmux_gpus"] = " ".join(str(g) for g in pj.get("gpus") or [])
+                    r["kmux_peak"] = pj.get("mem_peak") or ""
+                    if pj.get("start_us") and pj.get("submit_us"):
+                        r["kmux_wait_s"] = (
+                            f"{(pj['start_us'] - pj['submit_us']) / 1e6:.3f}")
+            rows.append(r)
+            log.write(f"--- [{a.mode}] {n}: {r['status']} rc={r['rc']} "
+                      f"start={r['start_s']} end={r['end_s']} gpu={r['gpu']}\n")
+            for what, lines in (("stdout", out[-15:]), ("stderr", err[-15:])):
+                if lines:
+                    log.write(f"    {what} (tail):\n")
+                    log.writelines("      " + x if x.endswith("\n")
+                                   else "      " + x + "\n" for x in lines)
+    with open(a.csv, "a", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=FIELDS)
+        for r in rows:
+            w.writerow(r)
+
+
+def fnum(x):
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return None
+
+
+def summarize(rows):
+    """per mode: makespan, mean completion time, failures."""
+    modes = {}
+    for r in rows:
+        modes.setdefault(r["mode"], []).append(r)
+    out = {}
+    for m, rs in modes.items():
+        ends = [fnum(r["end_s"]) for r in rs if fnum(r["end_s"]) is not None]
+        ok = [r for r in rs if r["status"] == "ok"]
+        failed = [r for r in rs if r["status"] != "ok"]
+        out[m] = {
+            "n": len(rs),
+            "ok": len(ok),
+            "failed": failed,
+            "makespan": max(ends) if ends else None,
+            "mean_jct": (sum(fnum(r["end_s"]) for r in ok) / len(ok)) if ok else None,
+            "mean_jct_all": (sum(ends) / len(ends)) if ends else None,
+            "complete": not failed and len(rs) > 0,
+        }
+    return out
+
+
+def fmt(x, p=1, unit=""):
+    return "–" if x is None else f"{x:.{p}f}{unit}"
+
+
+def ratio_line(what, num, den, target):
+    if num is None or den is None or den <= 0:
+        return f"| {what} | n/a | ≥ {target:.2f}× | not measured |"
+    r = num / den
+    return (f"| {what} | {r:.2f}× | ≥ {target:.2f}× | "
+            f"{'met' if r >= target else 'MISSED'} |")
+
+
+def report(a):
+    meta = {}
+    with open(a.meta) as f:
+        for line in f:
+            if "=" in line:
+                k, v = line.rstrip("\n").split("=", 1)
+                meta[k] = v
+    with open(a.csv) as f:
+        rows = list(csv.DictReader(f))
+    jobs = read_jobs(a.jobs)
+    s = summarize(rows)
+    order = [m for m in meta.get("modes", "").split() if m in s]
+    nuse = int(meta.get("nuse", "1") or 1)
+    gpu_gib = float(meta.get("gpu_mib", "0") or 0) / 1024.0
+    L = []
+    L.append(f"# Job mix: exclusive, all at once, MPS and kmux "
+             f"({nuse} GPU{'s' if nuse > 1 else ''})")
+    L.append("")
+    if meta.get("sim") == "1":
+        L.append("**SIMULATION (JOBMIX_SIM=1): stand-in jobs on tests/simcuda; "
+                 "no number here is a GPU measurement.**")
+        L.append("")
+    L.append(f"- date: {meta.get('date', '?')}")
+    L.append(f"- GPU: {meta.get('ngpu', '?')} × {meta.get('gpu', '?')} "
+             f"({gpu_gib:.1f} GiB each), driver {meta.get('driver', '?')}; "
+             f"{nuse} used")
+    L.append(f"- software: {meta.get('stacks', '') or 'n/a'}")
+    L.append(f"- kmux: {meta.get('kmux', '?')}")
+    L.append(f"- mix: `{meta.get('mix', '?')}` ({len(jobs)} jobs), "
+             f"JOBMIX_SCALE={meta.get('scale', '1')}")
+    L.append(f"- command: `{meta.get('command', 'bash bench/jobmix.sh')}`")
+    for m in meta.get("modes", "").split():
+        why = meta.get(f"skipped_{m}")
+        if why:
+            L.append(f"- mode {m}: **skipped** ({why})")
+    L.append("")
+
+    L.append("## Results")
+    L.append("")
+    L.append("| mode | makespan | mean completion time (ok jobs) | "
+             "completed | failed jobs |")
+    L.append("|---|---|---|---|---|")
+    for m in order:
+        x = s[m]
+        fails = ", ".join(f"{r['job']} ({r['status']})" for r in x["failed"]) or "none"
+        L.append(f"| {m} | {fmt(x['makespan'], 1, ' s')} | "
+                 f"{fmt(x['mean_jct'], 1, ' s')} | {x['ok']}/{x['n']} | {fails} |")
+    L.append("")
+    L.append("Makespan: last job's end minus the mode's start (every job is "
+             "submitted at the start).  Completion time: a job's end minus "
+             "the start.")
+    L.append("")
+
+    # issue 4's targets
+    k = s.get("kmux")
+    complete = {m: s[m] for m in BASELINES if m in s and s[m]["complete"]}
+    best = min(complete, key=lambda m: complete[m]["makespan"]) if complete else None
+    L.append("## Issue 4's targets")
+    L.append("")
+    L.append("| target | measured | wanted | |")
+    L.append("|---|---|---|---|")
+    if k:
+        L.append(f"| kmux completes every job | {k['ok']}/{k['n']} | all | "
+                 f"{'met' if k['complete'] else 'MISSED'} |")
+        if best:
+            L.append(ratio_line(f"throughput vs the best complete baseline ({best})",
+                                complete[best]["makespan"], k["makespan"],
+                                TARGET_BEST))
+        else:
+            L.append(f"| throughput vs the best complete baseline | n/a | "
+                     f"≥ {TARGET_BEST:.2f}× | no baseline completed every job |")
+        ex = s.get("exclusive")
+        L.append(ratio_line("throughput vs exclusive",
+                            ex["makespan"] if ex else None, k["makespan"],
+                            TARGET_EXCL))
+        if ex and not ex["complete"]:
+            L.append("| (exclusive did not complete every job: the ratio above "
+                     "compares unequal work) | | | |")
+    else:
+        L.append("| kmux | not run | | |")
+    rr = s.get("kmux-rr")
+    if rr and k:
+        L.append(ratio_line("busyness vs round-robin placement (makespan rr / busyness)",
+                            rr["makespan"], k["makespan"], TARGET_RR))
+        if not (rr["complete"] and k["complete"]):
+            L.append("| (a placement run did not complete every job) | | | |")
+    L.append("")
+    L.append("Baselines that completed every job: "
+             + (", ".join(complete) if complete else "none") + ".")
+    L.append("")
+
+    # memory: is the mix an overcommit?
+    excl = {r["job"]: r for r in rows if r["mode"] == "exclusive"}
+    kmr = {r["job"]: r for r in rows if r["mode"] == "kmux"}
+    peaks, missing = {}, []
+    for j in jobs:
+        p = fnum(excl.get(j["name"], {}).get("peak_bytes"))
+        src = "exclusive"
+        if p is None:
+            p = fnum(kmr.get(j["name"], {}).get("kmux_peak"))
+            src = "kmux"
+        if p is None:
+            p = fnum(kmr.get(j["name"], {}).get("peak_bytes"))
+            src = "kmux"
+        if p is None:
+            missing.append(j["name"])
+        else:
+            peaks[j["name"]] = (p, src)
+    total = sum(p for p, _ in peaks.values()) / GiB
+    cap = gpu_gib * nuse
+    L.append("## Memory: does starting everything at once overcommit?")
+    L.append("")
+    L.append(f"Sum of the jobs' peaks (torch.cuda.max_memory_reserved, from the "
+             f"exclusive run; else the peak kmux's preload reported): "
+             f"**{total:.1f} GiB** against {cap:.1f} GiB of GPU memory "
+             f"({nuse} × {gpu_gib:.1f}): "
+             + (f"**{total / cap:.2f}×, an overcommit**." if cap and total > cap
+                else "not an overcommit." if cap else "GPU memory unknown."))
+    L.append("CUDA contexts (about 0.5 GiB a process) come on top and are not counted.")
+    if missing:
+        L.append(f"No peak known for: {', '.join(missing)} (counted as 0).")
+    L.append("")
+    L.append("| job | class | --mem declared | peak (exclusive) | " +
+             " | ".join(f"{m} end" for m in order) + " |")
+    L.append("|---|---|---|---|" + "---|" * len(order))
+    by = {(r["mode"], r["job"]): r for r in rows}
+    over = []
+    for j in jobs:
+        p = peaks.get(j["name"])
+        pk = f"{p[0] / GiB:.1f} GiB" + ("" if p[1] == "exclusive" else " (kmux)") if p else "–"
+        cells = []
+        for m in order:
+            r = by.get((m, j["name"]))
+            if not r:
+                cells.append("–")
+            elif r["status"] == "ok":
+                cells.append(f"{fnum(r['end_s']):.1f} s")
+            else:
+                cells.append(f"**{r['status']}**")
+        L.append(f"| {j['name']} | {j['class']} | {j['mem']} | {pk} | "
+                 + " | ".join(cells) + " |")
+        if p and j["mem"] != "-":
+            d = parse_size(j["mem"])
+            if d is not None and p[0] > d:
+                over.append(f"{j['name']} (declared {j['mem']}, peak {p[0] / GiB:.1f} GiB)")
+    L.append("")
+    if over:
+        L.append("**Declared below the measured peak** (the kmux quota would "
+                 "fail them): " + ", ".join(over) + ".")
+        L.append("")
+
+    if k:
+        waits = [fnum(r["kmux_wait_s"]) for r in rows
+                 if r["mode"] == "kmux" and fnum(r["kmux_wait_s"]) is not None]
+        if waits:
+            L.append(f"kmux: jobs waited in the queue {min(waits):.1f}–"
+                     f"{max(waits):.1f} s (mean {sum(waits) / len(waits):.1f} s) "
+                     "before admission (the daemon's timestamps).")
+            L.append("")
+
+    try:
+        png = plot(rows, order, a.png)
+    except Exception as e:  # noqa: BLE001 - the table matters more than the plot
+        PLOT_WHY[0] = f"plotting failed ({type(e).__name__}: {e})"
+        png = False
+    L.append("## Timeline")
+    L.append("")
+    L.append("`jobmix.png`: one bar per job and mode, from its start to its end "
+             "(colour: GPU; red: failed)." if png else
+             f"No plot: {PLOT_WHY[0]}")
+    L.append("")
+    L.append("## Exact commands")
+    L.append("")
+    L.append("Each job runs as `bash bench/jobmix/timed.sh DIR NAME CMD...` "
+             "(records start, end, exit status, CUDA_VISIBLE_DEVICES); `$W` "
+             "is the scratch directory.")
+    L.append("")
+    L.append("```")
+    with open(a.cmds) as f:
+        for line in f:
+            L.append(line.rstrip("\n").replace(a.work, "$W").replace(a.root + "/", ""))
+    L.append("```")
+    L.append("")
+    L.append("Raw rows: `jobmix.csv`; every job's output tail, the daemon's log "
+             "and `kmux ps`: `jobmix.log`.")
+    with open(a.md, "w") as f:
+        f.write("\n".join(L) + "\n")
+    print(f"report: wrote {a.md}" + (f" and {a.png}" if png else ""))
+
+
+def parse_size(s):
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?", s.strip(), re.I)
+    if not m:
+        return None
+    mult = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30,
+            "T": 1 << 40}[m.group(2).upper()]
+    return float(m.group(1)) * mult
+
+
+PLOT_WHY = ["matplotlib did not import"]
+
+
+def plot(rows, order, path):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except Exception as e:  # noqa: BLE001 - no plot, said in the report
+        PLOT_WHY[0] = f"matplotlib did not import ({type(e).__name__}: {e})"
+        return False
+    if not order:
+        PLOT_WHY[0] = "no mode ran"
+        return False
+    names = []
+    for r in rows:
+        if r["job"] not in names:
+            names.append(r["job"])
+    span = max([fnum(r["end_s"]) or 0 for r in rows] + [1])
+    fig, axes = plt.subplots(len(order), 1, sharex=True,
+                             figsize=(11, 1.2 + 0.19 * len(names) * len(order)))
+    if len(order) == 1:
+        axes = [axes]
+    colours = ["tab:blue", "tab:green", "tab:purple", "tab:orange"]
+    for ax, m in zip(axes, order):
+        rs = {r["job"]: r for r in rows if r["mode"] == m}
+        for y, n in enumerate(names):
+            r = rs.get(n)
+            if not r or fnum(r["start_s"]) is None:
+                continue
+            s0, e0 = fnum(r["start_s"]), fnum(r["end_s"])
+            g = (r["gpu"] or "0").split(",")[0]
+            c = colours[int(g) % 4] if g.isdigit() else "tab:gray"
+            if r["status"] != "ok":
+                c = "tab:red"
+            ax.barh(y, e0 - s0, left=s0, color=c, height=0.8)
+        ax.set_yticks(range(len(names)))
+        ax.set_yticklabels(names, fontsize=6)
+        ax.invert_yaxis()
+        mk = max([fnum(r["end_s"]) or 0 for r in rs.values()] + [0])
+        ax.set_title(f"{m}: makespan {mk:.1f} s", fontsize=9, loc="left")
+        ax.set_xlim(0, span * 1.02)
+        ax.grid(axis="x", alpha=0.3)
+    axes[-1].set_xlabel("seconds since the mode started (all jobs submitted at 0)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser("collect")
+    for k in ("--mode", "--dir", "--t0", "--jobs", "--csv", "--log"):
+        c.add_argument(k, required=True)
+    r = sub.add_parser("report")
+    for k in ("--csv", "--meta", "--cmds", "--jobs", "--md", "--png",
+              "--root", "--work"):
+        r.add_argument(k, required=True)
+    a = p.parse_args()
+    collect(a) if a.cmd == "collect" else report(a)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# bench/jobmix.sh without a GPU (JOBMIX_SIM=1): stand-in jobs on simcuda over
+# two simulated GPUs, all five modes, so that the orchestration, the private
+# kmuxd and its two placements, the stand-in MPS control, the parsing and
+# the report are exercised before the one GPU run.  Checks what is
+# deterministic: every mode ran every job, kmux completed all (it never
+# commits more than a GPU holds), the exclusive peaks make the mix an
+# overcommit, MPS was started and quit, nothing is left running.
+. "$(dirname "$0")/lib.sh"
+if [ "$(basename "$BUILD")" = build-san ]; then
+	ok "skipped under the sanitizer build (a benchmark script's test)"
+	finish
+fi
+
+cond() { eval "$1"; }
+left() { ps -eo args | awk -v p="$TMP/work" 'index($0, p) && !/awk/' | wc -l; }
+
+export KMUX_BIN=$KMUX KMUX_LIB=$LIBKMUX KMUX_BENCH_WORK=$TMP/work
+export JOBMIX_SIMCUDA_DIR=$SIMDIR
+mkdir -p "$KMUX_BENCH_WORK"
+O=$TMP/out
+JOBMIX_SIM=1 JOBMIX_SIM_GPUS=2 JOBMIX_SCALE=0.5 OUT=$O \
+	bash "$ROOT/bench/jobmix.sh" >"$TMP/stdout" 2>&1
+rc=$?
+check "JOBMIX_SIM=1 on two GPUs: exit 0" [ "$rc" -eq 0 ]
+for f in jobmix.log jobmix.csv jobmix.md; do
+	check "  ... wrote $f" [ -s "$O/$f" ]
+done
+check "  ... and nothing else (no subfolders)" \
+	[ "$(find "$O" -mindepth 1 ! -name 'jobmix.*' | wc -l)" -eq 0 ]
+for m in kmux kmux-rr exclusive together mps; do
+	check "mode $m: 16 rows in the CSV" \
+		[ "$(grep -c "^$m," "$O/jobmix.csv")" -eq 16 ]
+done
+check "every mode started every job (a status for each, none not-run)" \
+	[ "$(awk -F, 'NR>1 && ($9=="not-run" || $9=="") ' "$O/jobmix.csv" | wc -l)" -eq 0 ]
+check "kmux completed every job" grep -q '^| kmux | .* | 16/16 | none |' "$O/jobmix.md"
+check "kmux --placement roundrobin too" grep -q '^| kmux-rr | .* | 16/16 | none |' "$O/jobmix.md"
+check "exclusive completed every job" grep -q '^| exclusive | .* | 16/16 | none |' "$O/jobmix.md"
+check "kmux jobs ran on both GPUs" \
+	[ "$(awk -F, '$1=="kmux" {print $5}' "$O/jobmix.csv" | sort -u | tr '\n' ' ')" = "0 1 " ]
+check "the report sees an overcommit (48 GiB of peaks, 2 x 16 GiB)" \
+	grep -q '\*\*48.0 GiB\*\* against 32.0 GiB .*an overcommit' "$O/jobmix.md"
+check "the report gives the three ratios" \
+	[ "$(grep -c '^| throughput vs\|^| busyness vs round-robin' "$O/jobmix.md")" -eq 3 ]
+check "the kmux jobs were submitted with --mem where declared, without elsewhere" \
+	cond 'grep -q "kmux submit --mem 7G --name big_train_a -- " "$O/jobmix.md" &&
+	      grep -q "kmux submit --name infer_a_a -- " "$O/jobmix.md"'
+check "the daemons logged their placements" \
+	cond 'grep -q "placement busyness" "$O/jobmix.log" && grep -q "placement roundrobin" "$O/jobmix.log"'
+check "MPS (the stand-in) was started and told to quit" \
+	cond 'grep -q "stub: started" "$O/jobmix.log" && grep -q "stub: quit" "$O/jobmix.log"'
+check "each job's output tail is in the log" grep -q -- '--- \[together\] app_b_b: ok' "$O/jobmix.log"
+check "no process of the run is left (job, daemon, MPS stand-in)" [ "$(left)" -eq 0 ]
+
+JOBMIX_SIM=1 JOBMIX_MIX=$TMP/none.txt OUT=$TMP/out2 bash "$ROOT/bench/jobmix.sh" >"$TMP/bad" 2>&1
+check "a missing mix file: exit 1" [ $? -eq 1 ]
+check "  ... saying so" grep -q "FATAL: no mix file $TMP/none.txt" "$TMP/bad"
+finish
