@@ -8,6 +8,7 @@
 
 #include "cmd.h"
 #include "daemon/server.h"
+#include "daemon/slurm-weight.h"
 #include "log.h"
 
 enum {
@@ -15,6 +16,8 @@ enum {
 	OPT_SOCKET,
 	OPT_STATE_DIR,
 	OPT_KILL_GRACE,
+	OPT_SLURM_NODE,
+	OPT_SLURM_INTERVAL,
 };
 
 static void help(void)
@@ -34,6 +37,9 @@ static void help(void)
 	      "      --state-dir DIR   database and logs (default: $KMUX_STATE_DIR,\n"
 	      "                        else $XDG_STATE_HOME/kmux)\n"
 	      "      --kill-grace SEC  cancel: SIGKILL this long after SIGTERM (10)\n"
+	      "      --slurm-node NAME keep Slurm node NAME's weight in step with\n"
+	      "                        this node's busyness (docs/slurm.md)\n"
+	      "      --slurm-interval SEC  at most one weight update per SEC (10)\n"
 	      "  -v, --verbose         log every connection and request\n"
 	      "  -h, --help            this help\n"
 	      "\n"
@@ -50,6 +56,9 @@ static int daemon_exec(int argc, char **argv)
 		{ "socket", required_argument, NULL, OPT_SOCKET },
 		{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
 		{ "kill-grace", required_argument, NULL, OPT_KILL_GRACE },
+		{ "slurm-node", required_argument, NULL, OPT_SLURM_NODE },
+		{ "slurm-interval", required_argument, NULL,
+		  OPT_SLURM_INTERVAL },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -57,6 +66,7 @@ static int daemon_exec(int argc, char **argv)
 	struct server_opts o = {
 		.kill_grace_s = SERVER_KILL_GRACE_S,
 		.log_level = KMUX_LOG_INFO,
+		.slurm_interval_s = SLURM_WEIGHT_INTERVAL_S,
 	};
 	char *end;
 	int c;
@@ -83,6 +93,23 @@ static int daemon_exec(int argc, char **argv)
 					"bad --kill-grace '%s' (seconds, 0..86400)",
 					optarg);
 			break;
+		case OPT_SLURM_NODE:
+			if (!slurm_weight_node_ok(optarg))
+				return cmd_usage_error(&cmd_daemon_entry,
+					"bad --slurm-node '%s' (a Slurm node "
+					"name: letters, digits, '.', '_', '-')",
+					optarg);
+			o.slurm_node = optarg;
+			break;
+		case OPT_SLURM_INTERVAL:
+			o.slurm_interval_s = strtod(optarg, &end);
+			if (end == optarg || *end ||
+			    !(o.slurm_interval_s >= 0.1) ||
+			    o.slurm_interval_s > 3600)
+				return cmd_usage_error(&cmd_daemon_entry,
+					"bad --slurm-interval '%s' (seconds, "
+					"0.1..3600)", optarg);
+			break;
 		case 'v':
 			o.log_level = KMUX_LOG_DEBUG;
 			break;
@@ -106,7 +133,8 @@ static int daemon_exec(int argc, char **argv)
 const struct cmd_entry cmd_daemon_entry = {
 	.name = "daemon",
 	.usage = "[-f|--foreground] [--system] [--socket PATH] "
-		 "[--state-dir DIR] [--kill-grace SEC] [-v]",
+		 "[--state-dir DIR] [--kill-grace SEC] [--slurm-node NAME "
+		 "[--slurm-interval SEC]] [-v]",
 	.summary = "run kmuxd, the job queue and GPU scheduler",
 	.exec = daemon_exec,
 };

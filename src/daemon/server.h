@@ -17,6 +17,8 @@ struct server_opts {
 	const char *state_dir;	/* NULL: likewise */
 	double kill_grace_s;	/* cancel: SIGTERM, then SIGKILL after this */
 	int log_level;		/* KMUX_LOG_* */
+	const char *slurm_node;	/* busyness as this node's Slurm weight */
+	double slurm_interval_s;	/* at most one weight update per this */
 };
 
 #define SERVER_KILL_GRACE_S 10.0

@@ -80,6 +80,9 @@ InactiveLimit=0
 KillWait=2
 MinJobAge=600
 SlurmdTimeout=300
+# Start a job as soon as it is submitted and whenever resources free up:
+# the tests time what waits for what.
+SchedulerParameters=batch_sched_delay=0,sched_min_interval=100000,bf_interval=1
 EOF
 	i=0
 	for n in $SC_NODES; do
