@@ -212,6 +212,9 @@ static cJSON *job_json(const struct proto_job_rec *r, uint64_t now_us)
 	cJSON_AddNumberToObject(o, "ngpus", r->ngpus);
 	add_u64(o, "mem_request", r->mem_request);
 	add_u64(o, "mem_peak", r->mem_peak);
+	add_u64(o, "mem_quota", r->mem_quota);
+	add_u64(o, "mem_used", r->mem_used);
+	cJSON_AddNumberToObject(o, "kernel_rate", r->kernel_rate);
 	add_u64(o, "submit_us", r->submit_us);
 	cJSON_AddItemToObject(o, "start_us", u64_or_null(r->start_us));
 	cJSON_AddItemToObject(o, "end_us", u64_or_null(r->end_us));
@@ -255,6 +258,42 @@ static void gpu_line(FILE *f, const struct proto_gpu_rec *g)
 		used, tot);
 }
 
+/*
+ * A task line of top: what it uses now, beside what it may use (its
+ * quota), and how fast it launches kernels.
+ */
+static void task_line(FILE *f, const struct proto_job_rec *r, uint64_t now_us)
+{
+	char state[32], gpus[200], used[SIZE_FORMAT_MAX], quota[SIZE_FORMAT_MAX];
+	char mem[2 * SIZE_FORMAT_MAX + 4], run[16], kps[24];
+
+	view_state(r, state, sizeof(state));
+	view_gpus(r->gpus, gpus, sizeof(gpus));
+	mem_or(r->mem_used, "-", used, sizeof(used));
+	mem_or(r->mem_quota, "-", quota, sizeof(quota));
+	snprintf(mem, sizeof(mem), "%s / %s", used, quota);
+	if (r->state == PROTO_JOB_RUNNING)
+		snprintf(kps, sizeof(kps), "%u", r->kernel_rate);
+	else
+		snprintf(kps, sizeof(kps), "-");
+	view_duration(view_runtime_us(r, now_us), run, sizeof(run));
+	fprintf(f, "%6llu  %-10s %-6s %23s %8s %8s  %-12s %s\n",
+		(unsigned long long)r->id, state, gpus, mem, kps, run,
+		*r->name ? r->name : "-", r->cmd);
+}
+
+void view_top_tasks(FILE *f, const struct proto_job_list *jobs,
+		    uint64_t now_us)
+{
+	struct proto_iter it = { 0 };
+	struct proto_job_rec r;
+
+	fprintf(f, "%6s  %-10s %-6s %23s %8s %8s  %-12s %s\n", "ID", "STATE",
+		"GPUS", "USED / QUOTA", "KERN/S", "RUNTIME", "NAME", "COMMAND");
+	while (proto_job_list_next(jobs, &it, &r))
+		task_line(f, &r, now_us);
+}
+
 void view_top_text(FILE *f, const struct proto_gpu_list *gpus,
 		   const struct proto_job_list *jobs, uint64_t now_us)
 {
@@ -273,7 +312,7 @@ void view_top_text(FILE *f, const struct proto_gpu_list *gpus,
 	for (uint32_t i = 0; i < gpus->count; i++)
 		gpu_line(f, &gpus->gpu[i]);
 	fputc('\n', f);
-	view_ps_table(f, jobs, now_us);
+	view_top_tasks(f, jobs, now_us);
 }
 
 cJSON *view_top_json(const struct proto_gpu_list *gpus,

@@ -37,7 +37,11 @@ void view_ps_table(FILE *f, const struct proto_job_list *jobs,
 /* An array of job objects (kmux-ps(1) lists the keys). */
 cJSON *view_ps_json(const struct proto_job_list *jobs, uint64_t now_us);
 
-/* One frame of `kmux top`: the GPUs, then the jobs. */
+/* The task table of `kmux top`: state, GPUs, memory used / quota,
+ * kernels per second, runtime. */
+void view_top_tasks(FILE *f, const struct proto_job_list *jobs,
+		    uint64_t now_us);
+/* One frame of `kmux top`: the GPUs, then the tasks. */
 void view_top_text(FILE *f, const struct proto_gpu_list *gpus,
 		   const struct proto_job_list *jobs, uint64_t now_us);
 /* {"gpus": [...], "jobs": [...]}. */

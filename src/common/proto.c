@@ -257,7 +257,17 @@ static bool job_req_ok(const struct proto_job_req *m)
 
 static bool register_ok(const struct proto_register *m)
 {
-	return m->pid > 0 && strv_ok(&m->argv) && m->argv.count >= 1;
+	uint32_t have = (uint32_t)__builtin_popcountll(m->gpus);
+
+	if (m->pid == 0 || (m->flags & ~PROTO_REG_F_MASK) ||
+	    m->ngpus < 1 || m->ngpus > PROTO_MAX_GPUS ||
+	    (m->gpus != 0 && m->ngpus > have) ||
+	    slen(m->name) >= PROTO_MAX_NAME)
+		return false;
+	if ((m->flags & PROTO_REG_F_RUNNING) &&
+	    (m->job == 0 || m->gpus == 0 || m->ngpus != have))
+		return false;
+	return strv_ok(&m->argv) && m->argv.count >= 1;
 }
 
 static bool alloc_update_ok(const struct proto_alloc_update *m)
@@ -388,6 +398,11 @@ static int rd_job_rec(struct rd *r, struct proto_job_rec *rec)
 	rec->exit_code = (int32_t)le32toh((uint32_t)w.exit_code);
 	rec->signal = (int32_t)le32toh((uint32_t)w.signal);
 	rec->ngpus = le32toh(w.ngpus);
+	rec->mem_quota = le64toh(w.mem_quota);
+	rec->mem_used = le64toh(w.mem_used);
+	rec->kernel_rate = le32toh(w.kernel_rate);
+	if (w.reserved != 0)
+		return -EBADMSG;
 	if (rd_str(r, &rec->name) < 0 || rd_str(r, &rec->cmd) < 0)
 		return -EBADMSG;
 	return job_rec_ok(rec) ? 0 : -EBADMSG;
@@ -409,6 +424,9 @@ static void wr_job_rec(struct wr *w, const struct proto_job_rec *rec)
 		.exit_code = (int32_t)htole32((uint32_t)rec->exit_code),
 		.signal = (int32_t)htole32((uint32_t)rec->signal),
 		.ngpus = htole32(rec->ngpus),
+		.mem_quota = htole64(rec->mem_quota),
+		.mem_used = htole64(rec->mem_used),
+		.kernel_rate = htole32(rec->kernel_rate),
 	};
 
 	wr_bytes(w, &x, sizeof(x));
@@ -558,7 +576,13 @@ static int rd_payload(struct rd *r, struct proto_msg *m)
 			return -EBADMSG;
 		m->u.reg.job = le64toh(w.job);
 		m->u.reg.pid_start = le64toh(w.pid_start);
+		m->u.reg.mem = le64toh(w.mem);
+		m->u.reg.gpus = le64toh(w.gpus);
 		m->u.reg.pid = le32toh(w.pid);
+		m->u.reg.flags = le32toh(w.flags);
+		m->u.reg.ngpus = le32toh(w.ngpus);
+		if (rd_str(r, &m->u.reg.name) < 0)
+			return -EBADMSG;
 		return rd_strv(r, &m->u.reg.argv);
 	}
 	case PROTO_ALLOC_UPDATE: {
@@ -572,6 +596,7 @@ static int rd_payload(struct rd *r, struct proto_msg *m)
 		m->u.alloc.resident = le64toh(w.resident);
 		m->u.alloc.peak = le64toh(w.peak);
 		m->u.alloc.want = le64toh(w.want);
+		m->u.alloc.kernels = le64toh(w.kernels);
 		return 0;
 	}
 	case PROTO_PS: {
@@ -797,10 +822,15 @@ static int wr_payload(struct wr *w, const struct proto_msg *m)
 		struct proto_wire_register x = {
 			.job = htole64(m->u.reg.job),
 			.pid_start = htole64(m->u.reg.pid_start),
+			.mem = htole64(m->u.reg.mem),
+			.gpus = htole64(m->u.reg.gpus),
 			.pid = htole32(m->u.reg.pid),
+			.flags = htole32(m->u.reg.flags),
+			.ngpus = htole32(m->u.reg.ngpus),
 		};
 
 		wr_bytes(w, &x, sizeof(x));
+		wr_str(w, m->u.reg.name);
 		wr_strv(w, &m->u.reg.argv);
 		return 0;
 	}
@@ -812,6 +842,7 @@ static int wr_payload(struct wr *w, const struct proto_msg *m)
 			.resident = htole64(m->u.alloc.resident),
 			.peak = htole64(m->u.alloc.peak),
 			.want = htole64(m->u.alloc.want),
+			.kernels = htole64(m->u.alloc.kernels),
 		};
 
 		wr_bytes(w, &x, sizeof(x));

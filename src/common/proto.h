@@ -54,7 +54,7 @@
 #include <stdint.h>
 
 #define PROTO_MAGIC 0x58554d4bu		/* the bytes "KMUX" read as u32 LE */
-#define PROTO_VERSION 1
+#define PROTO_VERSION 2
 #define PROTO_HDR_SIZE 16
 #define PROTO_MAX_MSG (1u << 20)	/* header included */
 #define PROTO_MAX_PAYLOAD (PROTO_MAX_MSG - PROTO_HDR_SIZE)
@@ -127,6 +127,12 @@ enum proto_job_state {
 #define PROTO_LOGS_F_FOLLOW 0x1u	/* keep sending until the job ends */
 #define PROTO_LOGS_F_MASK 0x1u
 
+/* REGISTER flags. */
+#define PROTO_REG_F_RUNNING 0x1u	/* re-registration of a process already
+					 * admitted (the daemon restarted): gpus
+					 * and mem are what it holds */
+#define PROTO_REG_F_MASK 0x1u
+
 /* LOG_DATA flags. */
 #define PROTO_LOG_F_EOF 0x1u		/* no more data will follow */
 #define PROTO_LOG_F_MASK 0x1u
@@ -159,10 +165,14 @@ struct proto_wire_job_req {		/* + str name, str cwd, strv argv, strv env */
 	uint32_t reserved;
 } PROTO_PACKED;
 
-struct proto_wire_register {		/* + strv argv */
+struct proto_wire_register {		/* + str name, strv argv */
 	uint64_t job;
 	uint64_t pid_start;
+	uint64_t mem;
+	uint64_t gpus;
 	uint32_t pid;
+	uint32_t flags;
+	uint32_t ngpus;
 	uint32_t reserved;
 } PROTO_PACKED;
 
@@ -173,6 +183,7 @@ struct proto_wire_alloc_update {
 	uint64_t resident;
 	uint64_t peak;
 	uint64_t want;
+	uint64_t kernels;
 } PROTO_PACKED;
 
 struct proto_wire_ps {
@@ -245,6 +256,10 @@ struct proto_wire_job_rec {		/* + str name, str cmd */
 	int32_t exit_code;
 	int32_t signal;
 	uint32_t ngpus;
+	uint64_t mem_quota;
+	uint64_t mem_used;
+	uint32_t kernel_rate;
+	uint32_t reserved;
 } PROTO_PACKED;
 
 struct proto_wire_exited {
@@ -281,8 +296,8 @@ struct proto_wire_queued {
 _Static_assert(sizeof(struct proto_wire_hdr) == PROTO_HDR_SIZE, "hdr");
 _Static_assert(sizeof(struct proto_wire_hello) == 8, "hello");
 _Static_assert(sizeof(struct proto_wire_job_req) == 24, "job_req");
-_Static_assert(sizeof(struct proto_wire_register) == 24, "register");
-_Static_assert(sizeof(struct proto_wire_alloc_update) == 40, "alloc_update");
+_Static_assert(sizeof(struct proto_wire_register) == 48, "register");
+_Static_assert(sizeof(struct proto_wire_alloc_update) == 48, "alloc_update");
 _Static_assert(sizeof(struct proto_wire_ps) == 8, "ps");
 _Static_assert(sizeof(struct proto_wire_job_ref) == 8, "job_ref");
 _Static_assert(sizeof(struct proto_wire_cancel) == 16, "cancel");
@@ -293,7 +308,7 @@ _Static_assert(sizeof(struct proto_wire_ok) == 8, "ok");
 _Static_assert(sizeof(struct proto_wire_error) == 8, "error");
 _Static_assert(sizeof(struct proto_wire_admit) == 24, "admit");
 _Static_assert(sizeof(struct proto_wire_count) == 8, "count");
-_Static_assert(sizeof(struct proto_wire_job_rec) == 80, "job_rec");
+_Static_assert(sizeof(struct proto_wire_job_rec) == 104, "job_rec");
 _Static_assert(sizeof(struct proto_wire_exited) == 24, "exited");
 _Static_assert(sizeof(struct proto_wire_gpu_rec) == 40, "gpu_rec");
 _Static_assert(sizeof(struct proto_wire_log_data) == 24, "log_data");
@@ -335,10 +350,25 @@ struct proto_job_req {
 	struct proto_strv env;		/* "KEY=VALUE" each */
 };
 
+/*
+ * The preload's registration at its first cuInit.  A process kmux did not
+ * start (job 0) becomes a job of its own, queued like any other; one that
+ * was admitted and lost its daemon says so with PROTO_REG_F_RUNNING, and the
+ * daemon takes what it holds as running.
+ */
 struct proto_register {
-	uint64_t job;			/* from KMUX_JOB; 0: not started by kmux */
+	uint64_t job;			/* from KMUX_JOB or an earlier ADMIT; 0: none */
 	uint64_t pid_start;		/* start time in clock ticks (/proc stat 22) */
+	uint64_t mem;			/* bytes per GPU: declared (KMUX_MEM), 0 =
+					 * learn or guess; RUNNING: its quota */
+	uint64_t gpus;			/* mask of GPU indices it may use (its
+					 * CUDA_VISIBLE_DEVICES), 0 = any;
+					 * RUNNING: the GPUs it holds */
 	uint32_t pid;			/* > 0 */
+	uint32_t flags;			/* PROTO_REG_F_* */
+	uint32_t ngpus;			/* 1..64, <= popcount(gpus) when gpus != 0;
+					 * RUNNING: = popcount(gpus), gpus != 0 */
+	const char *name;		/* KMUX_NAME or ""; < PROTO_MAX_NAME */
 	struct proto_strv argv;		/* the command, keys its profile; >= 1 */
 };
 
@@ -349,6 +379,7 @@ struct proto_alloc_update {
 	uint64_t resident;		/* <= peak */
 	uint64_t peak;
 	uint64_t want;			/* quota asked for; 0: just reporting */
+	uint64_t kernels;		/* launches since the process started */
 };
 
 struct proto_ps {
@@ -410,6 +441,9 @@ struct proto_job_rec {
 	int32_t exit_code;		/* meaningful once EXITED */
 	int32_t signal;
 	uint32_t ngpus;			/* asked for */
+	uint64_t mem_quota;		/* bytes per GPU admitted with, 0: not yet */
+	uint64_t mem_used;		/* resident bytes its preload reported last */
+	uint32_t kernel_rate;		/* kernel launches per second, recently */
 	const char *name;
 	const char *cmd;		/* the command line for display */
 };

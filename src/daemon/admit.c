@@ -220,19 +220,32 @@ static bool fits_busy(const struct admit_gpu *g, const struct admit_task *t,
 	return g->ntasks == 0 || load(g) + t->busy <= p->busy_max + SCORE_EPS;
 }
 
+/* May t go on g at all (its GPU mask)? */
+static bool allowed(const struct admit_task *t, const struct admit_gpu *g)
+{
+	return t->gpu_mask == 0 ||
+	       (g->index < 64 && (t->gpu_mask & (UINT64_C(1) << g->index)));
+}
+
 int admit_check(const struct admit_task *t, const struct admit_gpu *gpus,
 		size_t n, const struct admit_policy *p)
 {
-	size_t i, could = 0;
+	size_t i, could = 0, allowed_n = 0;
 
 	if (t == NULL || p == NULL || (gpus == NULL && n > 0) ||
 	    n > ADMIT_MAX_GPUS || t->ngpus < 1)
 		return -EINVAL;
 	if (t->ngpus > n)
 		return -ENODEV;
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
+		if (!allowed(t, &gpus[i]))
+			continue;
+		allowed_n++;
 		if (admit_need(t, &gpus[i], p) <= admit_capacity(&gpus[i], p))
 			could++;
+	}
+	if (allowed_n < t->ngpus)
+		return -ENODEV;
 	return could >= t->ngpus ? 0 : -ENOSPC;
 }
 
@@ -278,7 +291,7 @@ static int place_avoiding(const struct admit_gpu *gpus, size_t n,
 		const struct admit_gpu *g = &gpus[i];
 		uint64_t need = admit_need(t, g, p);
 
-		if (avoid & (UINT64_C(1) << i))
+		if ((avoid & (UINT64_C(1) << i)) || !allowed(t, g))
 			continue;
 		if (!fits_mem(g, need, p) || !fits_exclusive(g, t))
 			continue;
@@ -352,7 +365,7 @@ static uint64_t reserve_for(const struct admit_gpu *gpus, size_t n,
 		uint64_t need = admit_need(t, g, p), cap = admit_capacity(g, p);
 		uint64_t occ = occupied(g);
 
-		if (need > cap)
+		if (need > cap || !allowed(t, g))
 			continue;
 		x.slot = (uint32_t)i;
 		x.excl_tasks = t->exclusive ? g->ntasks : 0;

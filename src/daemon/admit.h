@@ -81,6 +81,12 @@ struct admit_task {
 	uint32_t ngpus;		/* GPUs wanted, each with `mem` free */
 	int32_t prio;		/* higher first; 0 normal */
 	bool exclusive;		/* wants GPUs with no other task */
+	/*
+	 * GPU indices it may be placed on (bit i: index i), 0: any.  A
+	 * process that registered with CUDA_VISIBLE_DEVICES already set (by
+	 * Slurm, say) can use those GPUs only.
+	 */
+	uint64_t gpu_mask;
 	uint64_t wait_start_us;	/* when it was queued (any monotonic µs) */
 };
 

@@ -68,9 +68,18 @@ struct job {
 	bool child;		/* ours: SIGCHLD reaps it; else /proc polls */
 	bool cancelling;
 	struct event *kill_timer;	/* SIGKILL after the grace period */
-	struct conn *owner;	/* RUN: the client that runs it */
+	struct conn *owner;	/* RUN: the client that runs it; a registered
+				 * process: its preload's connection */
 	uint32_t owner_seq;
-	bool told_queued;	/* RUN: QUEUED sent (once) */
+	bool told_queued;	/* RUN, REGISTER: QUEUED sent (once) */
+	/* What its preload reports (ALLOC_UPDATE), for ps and top. */
+	uint64_t mem_used;	/* resident bytes, last report */
+	uint64_t kernels;	/* launches, last report */
+	uint64_t report_us;	/* when the last report came */
+	uint64_t rate_kernels;	/* the rate's window: launches at its start */
+	uint64_t rate_us;	/* ... and its start; 0: none yet */
+	double kernel_rate;	/* launches per second over the last window */
+	uint32_t lingering;	/* quick polls since its preload hung up */
 };
 
 /* A client blocked in WAIT. */
@@ -142,11 +151,17 @@ struct server {
 	bool replaced_stale;	/* a dead daemon's socket was there */
 	bool db_stalled;	/* a start could not be recorded (full disk) */
 	bool stopping;		/* shutting down: jobs stay as they are */
+	bool poll_soon;		/* a quick /proc poll is pending */
 
 	/* One scratch frame, for every reply (PROTO_MAX_MSG). */
 	struct proto_buf out;
 	uint8_t *readbuf;		/* LOG_DATA chunks */
 };
+
+/* A kernel rate over at least this long (ALLOC_UPDATE comes every 250 ms). */
+#define SERVER_RATE_WINDOW_US 1000000u
+/* No report for this long: the preload saw no change, so no launches. */
+#define SERVER_RATE_STALE_US 2000000u
 
 /* Bytes of log per LOG_DATA frame. */
 #define SERVER_LOG_CHUNK (512u * 1024)
@@ -180,6 +195,11 @@ void job_task_init(struct server *srv, struct job *j, uint32_t ngpus,
 /* j ended (or never will start): record, release, notify; frees j. */
 void job_finish(struct server *srv, struct job *j, uint32_t state,
 		int32_t code, int32_t sig);
+/* Commit a job that already runs on the GPUs of mask with this quota. */
+void job_recommit(struct server *srv, struct job *j, uint64_t mask,
+		  uint64_t quota);
+/* Kernels per second to show for j now (0 once its reports stopped). */
+uint32_t job_kernel_rate(const struct job *j, uint64_t now_us);
 /* Same pid, same start time, not a zombie. */
 bool job_proc_alive(int32_t pid, uint64_t pid_start, void *arg);
 /* sig to j's process group, SIGKILL after the grace period; -errno. */
@@ -188,6 +208,11 @@ int job_recover(struct server *srv, char *err, size_t errlen);
 void job_schedule(struct server *srv);
 void job_reap(struct server *srv);
 void job_poll(struct server *srv);
+/*
+ * A registered process hung up but is still in /proc (exiting): look again
+ * in 20 ms rather than at the next tick, so its memory is free at once.
+ */
+void job_poll_soon(struct server *srv);
 void job_sample(struct server *srv);
 void job_free_all(struct server *srv);
 struct job *job_find(struct server *srv, int64_t id);

@@ -181,6 +181,8 @@ static void send_job_list(struct conn *c, uint32_t seq, struct db_job *v,
 	char (*cmds)[SERVER_CMD_SHOWN + 1] = calloc(n ? n : 1, sizeof(*cmds));
 	struct proto_msg m = { .type = PROTO_JOB_LIST, .seq = seq };
 	struct proto_buf *out = &c->srv->out;
+	uint64_t now = server_now_us();
+	struct job *live;
 	size_t first = 0;
 
 	if (!recs || !cmds) {
@@ -205,6 +207,11 @@ static void send_job_list(struct conn *c, uint32_t seq, struct db_job *v,
 		r->exit_code = d->exit_code;
 		r->signal = d->signal;
 		r->ngpus = d->ngpus;
+		r->mem_quota = d->mem_quota;
+		if ((live = job_find(c->srv, d->id))) {
+			r->mem_used = live->mem_used;
+			r->kernel_rate = job_kernel_rate(live, now);
+		}
 		r->name = d->name;
 		r->cmd = cmds[i];
 	}
@@ -503,47 +510,215 @@ out:
 
 /* --- the preload and `kmux run` ------------------------------------------- */
 
-void job_register(struct conn *c, const struct proto_msg *m)
+/* ADMIT for j, in reply to seq. */
+static void send_admit(struct conn *c, uint32_t seq, const struct job *j)
 {
-	const struct proto_register *r = &m->u.reg;
-	struct proto_msg a = { .type = PROTO_ADMIT, .seq = m->seq };
+	struct proto_msg a = { .type = PROTO_ADMIT, .seq = seq };
 	struct server *srv = c->srv;
-	char err[ERRLEN];
-	struct job *j;
 
-	if (r->job == 0) {
-		/* Uncooperative processes: not yet; the preload fails open. */
-		server_client_error(c, m->seq, ENOSYS, "registration of "
-				    "processes kmux did not start is not "
-				    "supported yet");
-		return;
-	}
-	j = job_find(srv, (int64_t)r->job);
-	if (!j || j->state != PROTO_JOB_RUNNING ||
-	    !server_client_may(c, j->uid)) {
-		server_client_error(c, m->seq, ENOENT, "no running job %llu",
-				    (unsigned long long)r->job);
-		return;
-	}
-	/* `kmux run`: the daemon learns the pid from the preload. */
-	if (j->pid <= 0) {
-		j->pid = (pid_t)r->pid;
-		j->pid_start = r->pid_start;
-		if (db_job_set_pid(srv->db, j->id, j->pid, j->pid_start, err,
-				   sizeof(err)))
-			log_warn("daemon: job %lld: %s", (long long)j->id, err);
-	}
 	a.u.admit.job = (uint64_t)j->id;
 	a.u.admit.quota = j->place.quota;
 	a.u.admit.ngpus = j->place.ngpus;
 	for (uint32_t i = 0; i < j->place.ngpus; i++)
 		a.u.admit.gpus[i] = srv->gpus[j->place.slot[i]].index;
 	if (a.u.admit.ngpus == 0) {
-		server_client_error(c, m->seq, ENODEV, "job %lld's GPUs are "
-				    "gone", (long long)j->id);
+		server_client_error(c, seq, ENODEV, "job %lld's GPUs are gone",
+				    (long long)j->id);
 		return;
 	}
 	server_client_send(c, &a);
+}
+
+/*
+ * The process behind a preload's connection: SO_PEERCRED's pid when there
+ * is one (the preload's own getpid() is another number in another pid
+ * namespace), and its start time read here.
+ */
+static void reg_process(const struct conn *c, const struct proto_register *r,
+			pid_t *pid, uint64_t *start)
+{
+	*pid = c->pid > 0 ? c->pid : (pid_t)r->pid;
+	if (*pid == (pid_t)r->pid && r->pid_start)
+		*start = r->pid_start;
+	else if (db_proc_start_time(*pid, start))
+		*start = 0;
+}
+
+/*
+ * Can a registering process ever be placed here?  0, or an ERROR sent
+ * (its preload then runs unmanaged).
+ */
+static int reg_check_fit(struct conn *c, uint32_t seq,
+			 const struct proto_register *r, struct admit_task *t)
+{
+	struct server *srv = c->srv;
+	char need[SIZE_FORMAT_MAX];
+	uint64_t have = 0;
+	int e;
+
+	if (srv->ngpus == 0) {
+		server_client_error(c, seq, ENODEV, "this node has no GPUs "
+				    "kmux can use: %s", srv->nvml_why);
+		return -ENODEV;
+	}
+	for (size_t i = 0; i < srv->ngpus; i++)
+		have |= UINT64_C(1) << srv->gpus[i].index;
+	if (r->gpus & ~have) {
+		server_client_error(c, seq, ENODEV, "CUDA_VISIBLE_DEVICES names "
+				    "GPU %d, which kmuxd does not manage",
+				    __builtin_ctzll(r->gpus & ~have));
+		return -ENODEV;
+	}
+	e = admit_check(t, srv->gpus, srv->ngpus, &srv->policy);
+	if (e == -ENODEV) {
+		server_client_error(c, seq, ENODEV, "%u GPUs wanted, but only "
+				    "%u can be used", r->ngpus, r->gpus ?
+				    (unsigned)__builtin_popcountll(r->gpus) :
+				    (unsigned)srv->ngpus);
+		return e;
+	}
+	if (e == -ENOSPC) {
+		size_format(r->mem, need, sizeof(need));
+		server_client_error(c, seq, E2BIG, "%s per GPU wanted, more than "
+				    "any of its GPUs can give", need);
+		return e;
+	}
+	return e;
+}
+
+/* /proc/PID/cwd, or "/" when it cannot be read (another user's process). */
+static void reg_cwd(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/cwd", (int)pid);
+	n = readlink(path, buf, len - 1);
+	if (n <= 0 || buf[0] != '/')
+		n = 0, buf[n++] = '/';
+	buf[n] = '\0';
+}
+
+/*
+ * A process kmux did not start (job 0), or one that ran before the daemon
+ * restarted and that the database does not know (PROTO_REG_F_RUNNING): a
+ * job of its own, owned by this connection.  Queued like any job (QUEUED,
+ * then ADMIT from job_start), or taken as running on what it holds.
+ */
+static void reg_new_job(struct conn *c, const struct proto_msg *m)
+{
+	const struct proto_register *r = &m->u.reg;
+	struct server *srv = c->srv;
+	bool running = r->flags & PROTO_REG_F_RUNNING;
+	char cwd[PATH_MAX], err[ERRLEN];
+	struct admit_task t;
+	struct db_job dj;
+	struct job *j;
+	pid_t pid;
+	uint64_t start;
+	int e;
+
+	reg_process(c, r, &pid, &start);
+	admit_task_init(&t, 0, r->ngpus, r->mem, NULL, &srv->policy, 0);
+	t.gpu_mask = r->gpus;
+	if (!running && reg_check_fit(c, m->seq, r, &t))
+		return;
+	reg_cwd(pid, cwd, sizeof(cwd));
+	memset(&dj, 0, sizeof(dj));
+	dj.name = (char *)(r->name ? r->name : "");
+	dj.uid = c->uid;
+	dj.argc = r->argv.count;
+	dj.argv = (char *)r->argv.block;
+	dj.argv_len = r->argv.bytes;
+	dj.cwd = cwd;
+	dj.flags = DB_JOB_F_REGISTERED;
+	dj.ngpus = r->ngpus;
+	dj.mem_request = r->mem;
+	dj.submit_us = server_now_us();
+	dj.pid = pid;
+	dj.pid_start = start;
+	e = db_job_insert(srv->db, &dj, err, sizeof(err));
+	if (!e && running)
+		e = db_job_start(srv->db, dj.id, r->gpus, r->mem, pid, start,
+				 dj.submit_us, err, sizeof(err));
+	if (e) {
+		server_client_error(c, m->seq, -e, "cannot record the process: "
+				    "%s", err);
+		return;
+	}
+	j = calloc(1, sizeof(*j));
+	if (!j) {
+		server_client_error(c, m->seq, ENOMEM, "out of memory");
+		return;
+	}
+	j->id = dj.id;
+	j->uid = c->uid;
+	j->flags = dj.flags;
+	j->submit_us = dj.submit_us;
+	j->profile_key = dj.profile_key;
+	j->pid = pid;
+	j->pid_start = start;
+	j->owner = c;
+	j->owner_seq = m->seq;
+	job_task_init(srv, j, r->ngpus, r->mem, 0);
+	j->task.gpu_mask = r->gpus;
+	if (running) {
+		j->state = PROTO_JOB_RUNNING;
+		j->start_us = dj.submit_us;
+		TAILQ_INSERT_TAIL(&srv->running, j, entry);
+		job_recommit(srv, j, r->gpus, r->mem);
+		log_info("daemon: job %lld: pid %d, running before this daemon "
+			 "started, registered again", (long long)j->id, (int)pid);
+		send_admit(c, m->seq, j);
+		return;
+	}
+	j->state = PROTO_JOB_QUEUED;
+	TAILQ_INSERT_TAIL(&srv->queued, j, entry);
+	log_info("daemon: job %lld: pid %d registered (uid %u, %u GPU(s)), "
+		 "queued", (long long)j->id, (int)pid, (unsigned)c->uid,
+		 r->ngpus);
+	server_kick(srv);
+}
+
+void job_register(struct conn *c, const struct proto_msg *m)
+{
+	const struct proto_register *r = &m->u.reg;
+	struct server *srv = c->srv;
+	char err[ERRLEN];
+	struct job *j;
+
+	if (r->job == 0) {
+		reg_new_job(c, m);
+		return;
+	}
+	j = job_find(srv, (int64_t)r->job);
+	if (!j || j->state != PROTO_JOB_RUNNING ||
+	    !server_client_may(c, j->uid)) {
+		/* Its daemon died and this one does not know it: adopt it. */
+		if (r->flags & PROTO_REG_F_RUNNING) {
+			reg_new_job(c, m);
+			return;
+		}
+		server_client_error(c, m->seq, ENOENT, "no running job %llu",
+				    (unsigned long long)r->job);
+		return;
+	}
+	/* `kmux run`: the daemon learns the pid from the preload. */
+	if (j->pid <= 0) {
+		reg_process(c, r, &j->pid, &j->pid_start);
+		if (db_job_set_pid(srv->db, j->id, j->pid, j->pid_start, err,
+				   sizeof(err)))
+			log_warn("daemon: job %lld: %s", (long long)j->id, err);
+	}
+	/* A registered process back after a restart: its connection is its
+	 * life again. */
+	if ((j->flags & DB_JOB_F_REGISTERED) && !j->owner) {
+		j->owner = c;
+		j->owner_seq = m->seq;
+		log_info("daemon: job %lld: pid %d registered again",
+			 (long long)j->id, (int)j->pid);
+	}
+	send_admit(c, m->seq, j);
 }
 
 void job_finished(struct conn *c, const struct proto_msg *m)
@@ -567,10 +742,27 @@ void job_alloc_update(struct conn *c, const struct proto_msg *m)
 {
 	const struct proto_alloc_update *u = &m->u.alloc;
 	struct job *j = job_find(c->srv, (int64_t)u->job);
+	uint64_t now = server_now_us();
 	char err[ERRLEN];
 
 	/* Fire and forget: a stale update is not worth an error. */
-	if (!j || !server_client_may(c, j->uid) || u->peak <= j->mem_peak)
+	if (!j || !server_client_may(c, j->uid))
+		return;
+	j->mem_used = u->resident;
+	/* The rate over a window of at least a second; a counter that went
+	 * back (another process of the job) starts a new window. */
+	if (!j->rate_us || u->kernels < j->rate_kernels) {
+		j->rate_us = now;
+		j->rate_kernels = u->kernels;
+	} else if (now - j->rate_us >= SERVER_RATE_WINDOW_US) {
+		j->kernel_rate = (double)(u->kernels - j->rate_kernels) * 1e6 /
+				 (double)(now - j->rate_us);
+		j->rate_us = now;
+		j->rate_kernels = u->kernels;
+	}
+	j->kernels = u->kernels;
+	j->report_us = now;
+	if (u->peak <= j->mem_peak)
 		return;
 	j->mem_peak = u->peak;
 	if (j->task.mem_source == ADMIT_MEM_GUESSED && u->peak > j->task.mem)
@@ -615,8 +807,13 @@ void job_conn_gone(struct conn *c)
 			continue;
 		j->owner = NULL;
 		/* Its process may outlive the client: watch it in /proc. */
-		if (j->pid <= 0 || !job_proc_alive(j->pid, j->pid_start, NULL))
+		if (j->pid <= 0 || !job_proc_alive(j->pid, j->pid_start, NULL)) {
 			job_finish(srv, j, PROTO_JOB_EXITED, PROTO_EXIT_UNKNOWN,
 				   0);
+		} else if (j->flags & DB_JOB_F_REGISTERED) {
+			/* Its preload hung up: it is exiting, most likely. */
+			j->lingering = 1;
+			job_poll_soon(srv);
+		}
 	}
 }

@@ -276,6 +276,41 @@ void job_poll(struct server *srv)
 	}
 }
 
+#define JOB_POLL_SOON_MS 20
+#define JOB_LINGER_MAX 100	/* 2 s of quick polls, then the tick's */
+
+static void on_poll_soon(evutil_socket_t fd, short what, void *arg)
+{
+	struct server *srv = arg;
+	struct job *j;
+	bool again = false;
+
+	(void)fd;
+	(void)what;
+	srv->poll_soon = false;
+	job_poll(srv);
+	TAILQ_FOREACH(j, &srv->running, entry) {
+		if ((j->flags & DB_JOB_F_REGISTERED) && !j->owner &&
+		    j->lingering && j->lingering < JOB_LINGER_MAX) {
+			j->lingering++;
+			again = true;
+		}
+	}
+	if (again)
+		job_poll_soon(srv);
+}
+
+void job_poll_soon(struct server *srv)
+{
+	struct timeval tv = { 0, JOB_POLL_SOON_MS * 1000 };
+
+	if (srv->poll_soon || srv->stopping)
+		return;
+	if (event_base_once(srv->base, -1, EV_TIMEOUT, on_poll_soon, srv,
+			    &tv) == 0)
+		srv->poll_soon = true;
+}
+
 void job_sample(struct server *srv)
 {
 	uint64_t now = server_now_us();
@@ -541,7 +576,7 @@ static int job_start(struct server *srv, struct job *j,
 	int r;
 
 	/* Running in the database before it runs: never started twice. */
-	r = db_job_start(srv->db, j->id, mask, pl->quota, 0, 0,
+	r = db_job_start(srv->db, j->id, mask, pl->quota, j->pid, j->pid_start,
 			 server_now_us(), err, sizeof(err));
 	if (r) {
 		if (!srv->db_stalled)
@@ -565,7 +600,8 @@ static int job_start(struct server *srv, struct job *j,
 	log_info("daemon: job %lld admitted on GPU %s, quota %s",
 		 (long long)j->id, list, q);
 
-	if (j->flags & DB_JOB_F_FOREGROUND) {
+	/* `kmux run` and registered processes start themselves. */
+	if (j->flags & (DB_JOB_F_FOREGROUND | DB_JOB_F_REGISTERED)) {
 		struct proto_msg m = { .type = PROTO_ADMIT, .seq = j->owner_seq };
 
 		m.u.admit.job = (uint64_t)j->id;
@@ -673,22 +709,35 @@ void job_schedule(struct server *srv)
 
 /* --- recovery ------------------------------------------------------------- */
 
-/* A running job from the database: its GPUs are taken again. */
-static void job_recommit(struct server *srv, struct job *j,
-			 const struct db_job *dj)
+/*
+ * A job that already runs on the GPUs of mask with quota (recovered from
+ * the database, or a preload re-registering): its memory is committed
+ * again, whatever is committed there already, since it holds it anyway.
+ */
+void job_recommit(struct server *srv, struct job *j, uint64_t mask,
+		  uint64_t quota)
 {
 	struct admit_placement pl = { 0 };
 
 	for (size_t i = 0; i < srv->ngpus; i++)
-		if (dj->gpus & (UINT64_C(1) << srv->gpus[i].index))
+		if (mask & (UINT64_C(1) << srv->gpus[i].index))
 			pl.slot[pl.ngpus++] = (uint32_t)i;
-	pl.quota = dj->mem_quota;
-	j->task.mem = dj->mem_quota;
+	pl.quota = quota;
+	j->task.mem = quota;
 	j->task.mem_source = ADMIT_MEM_DECLARED;
 	j->place = pl;
 	j->placed = pl.ngpus > 0;
 	if (j->placed)
 		admit_commit(srv->gpus, srv->ngpus, &j->task, &pl, ++srv->stamp);
+}
+
+uint32_t job_kernel_rate(const struct job *j, uint64_t now_us)
+{
+	if (!j->report_us || now_us - j->report_us > SERVER_RATE_STALE_US ||
+	    !(j->kernel_rate > 0))
+		return 0;
+	return j->kernel_rate >= 4e9 ? UINT32_MAX :
+	       (uint32_t)(j->kernel_rate + 0.5);
 }
 
 int job_recover(struct server *srv, char *err, size_t errlen)
@@ -733,7 +782,7 @@ int job_recover(struct server *srv, char *err, size_t errlen)
 		job_task_init(srv, j, dj->ngpus, dj->mem_request, dj->prio);
 		if (j->state == PROTO_JOB_RUNNING) {
 			TAILQ_INSERT_TAIL(&srv->running, j, entry);
-			job_recommit(srv, j, dj);
+			job_recommit(srv, j, dj->gpus, dj->mem_quota);
 		} else if (j->flags & (DB_JOB_F_FOREGROUND |
 				       DB_JOB_F_REGISTERED)) {
 			/* Its client was connected to the daemon that died. */

@@ -59,15 +59,29 @@ void quota_init(const char *env)
 	log_debug("memory quota: %llu bytes", (unsigned long long)v);
 }
 
+void quota_set_admitted(uint64_t limit)
+{
+	quota_global.limit = limit;
+	quota_on = 1;
+}
+
 int quota_try_reserve(struct quota *q, uint64_t n)
 {
 	uint64_t used = atomic_load_explicit(&q->used, memory_order_relaxed);
+	uint64_t peak;
 
 	do {
 		if (n > q->limit || used > q->limit - n)
 			return -ENOSPC;
 	} while (!atomic_compare_exchange_weak_explicit(&q->used, &used,
 			used + n, memory_order_relaxed, memory_order_relaxed));
+	/* The peak kmuxd learns a command's need from (register.c). */
+	used += n;
+	peak = atomic_load_explicit(&q->peak, memory_order_relaxed);
+	while (peak < used &&
+	       !atomic_compare_exchange_weak_explicit(&q->peak, &peak, used,
+			memory_order_relaxed, memory_order_relaxed))
+		;
 	return 0;
 }
 
@@ -84,6 +98,11 @@ void quota_give_back(struct quota *q, uint64_t n)
 uint64_t quota_used(const struct quota *q)
 {
 	return atomic_load_explicit(&q->used, memory_order_relaxed);
+}
+
+uint64_t quota_peak(const struct quota *q)
+{
+	return atomic_load_explicit(&q->peak, memory_order_relaxed);
 }
 
 void quota_clamp_info(const struct quota *q, size_t *free_bytes,

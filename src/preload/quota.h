@@ -23,6 +23,7 @@
 struct quota {
 	uint64_t limit;			/* bytes */
 	_Atomic uint64_t used;		/* bytes committed */
+	_Atomic uint64_t peak;		/* the most `used` has been */
 };
 
 /* Written once by the constructor, read without synchronization after. */
@@ -39,11 +40,19 @@ int quota_parse(const char *s, uint64_t *out);
 /* From the constructor: KMUX_MEM_QUOTA's value (NULL: not set). */
 void quota_init(const char *env);
 
+/*
+ * The quota kmuxd admitted the process with (register.c), set at the first
+ * cuInit before the real one, so before any allocation: a limit of
+ * UINT64_MAX counts without limiting.
+ */
+void quota_set_admitted(uint64_t limit);
+
 /* Reserve n bytes: 0, or -ENOSPC when used + n would exceed the limit. */
 int quota_try_reserve(struct quota *q, uint64_t n);
 /* Give back n bytes (never below 0). */
 void quota_give_back(struct quota *q, uint64_t n);
 uint64_t quota_used(const struct quota *q);
+uint64_t quota_peak(const struct quota *q);
 
 /* cuMemGetInfo: total = min(limit, total), free = min(free, limit - used). */
 void quota_clamp_info(const struct quota *q, size_t *free_bytes,

@@ -8,6 +8,7 @@
  * that task placement can later present a task with the GPUs it was given.
  */
 #include "preload.h"
+#include "register.h"
 #include "streams.h"
 #include "verify.h"
 
@@ -25,6 +26,10 @@ KMUX_EXPORT CUresult CUDAAPI cuInit(unsigned flags)
 {
 	if (NO_DRIVER(cuInit))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	/* kmuxd first: an admitted GPU is set in CUDA_VISIBLE_DEVICES
+	 * before the driver reads it.  Fails open but for a cancel. */
+	if (register_at_init())
+		return CUDA_ERROR_NO_DEVICE;
 	return REAL(cuInit)(flags);
 }
 

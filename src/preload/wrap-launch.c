@@ -13,6 +13,7 @@
  */
 #include "kparams.h"
 #include "preload.h"
+#include "register.h"
 #include "streams.h"
 #include "verify.h"
 
@@ -231,6 +232,12 @@ static int launch_sched(struct launch_op *op, CUresult *r)
 	return streams_run(&rq, r);
 }
 
+/* For kmuxd's kernels/s (register.c): one relaxed add, no fence. */
+static inline void launch_count(void)
+{
+	atomic_fetch_add_explicit(&kmux_launches, 1, memory_order_relaxed);
+}
+
 static CUresult launch_go(struct launch_op *op)
 {
 	CUresult r;
@@ -267,6 +274,7 @@ KMUX_EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned gx,
 {
 	if (NO_DRIVER(cuLaunchKernel))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	launch_count();
 	if (likely(!kmux_tracking))
 		return REAL(cuLaunchKernel)(f, gx, gy, gz, bx, by, bz, shmem,
 					    s, params, extra);
@@ -281,6 +289,7 @@ KMUX_EXPORT CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned gx,
 {
 	if (NO_DRIVER(cuLaunchKernel_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	launch_count();
 	if (likely(!kmux_tracking))
 		return REAL(cuLaunchKernel_ptsz)(f, gx, gy, gz, bx, by, bz,
 						 shmem, s, params, extra);
@@ -314,6 +323,7 @@ KMUX_EXPORT CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *c,
 {
 	if (NO_DRIVER(cuLaunchKernelEx))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	launch_count();
 	if (likely(!kmux_tracking))
 		return REAL(cuLaunchKernelEx)(c, f, params, extra);
 	return launch_kernel_ex(0, c, f, params, extra);
@@ -324,6 +334,7 @@ KMUX_EXPORT CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *c,
 {
 	if (NO_DRIVER(cuLaunchKernelEx_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	launch_count();
 	if (likely(!kmux_tracking))
 		return REAL(cuLaunchKernelEx_ptsz)(c, f, params, extra);
 	return launch_kernel_ex(1, c, f, params, extra);
@@ -350,6 +361,7 @@ KMUX_EXPORT CUresult CUDAAPI cuLaunchCooperativeKernel(CUfunction f,
 {
 	if (NO_DRIVER(cuLaunchCooperativeKernel))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	launch_count();
 	if (likely(!kmux_tracking))
 		return REAL(cuLaunchCooperativeKernel)(f, gx, gy, gz, bx, by,
 						       bz, shmem, s, params);
@@ -363,6 +375,7 @@ KMUX_EXPORT CUresult CUDAAPI cuLaunchCooperativeKernel_ptsz(CUfunction f,
 {
 	if (NO_DRIVER(cuLaunchCooperativeKernel_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	launch_count();
 	if (likely(!kmux_tracking))
 		return REAL(cuLaunchCooperativeKernel_ptsz)(f, gx, gy, gz, bx,
 							    by, bz, shmem, s,
@@ -385,6 +398,7 @@ KMUX_EXPORT CUresult CUDAAPI cuGraphLaunch(CUgraphExec g, CUstream s)
 {
 	if (NO_DRIVER(cuGraphLaunch))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	launch_count();
 	if (likely(!kmux_tracking))
 		return REAL(cuGraphLaunch)(g, s);
 	return launch_graph(0, g, s);
@@ -394,6 +408,7 @@ KMUX_EXPORT CUresult CUDAAPI cuGraphLaunch_ptsz(CUgraphExec g, CUstream s)
 {
 	if (NO_DRIVER(cuGraphLaunch_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	launch_count();
 	if (likely(!kmux_tracking))
 		return REAL(cuGraphLaunch_ptsz)(g, s);
 	return launch_graph(1, g, s);

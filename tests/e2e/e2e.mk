@@ -1,6 +1,6 @@
 # tests/e2e/e2e.mk - driver-API programs the end-to-end tests run on
 # tests/simcuda, with and without libkmux.so preloaded.
-E2E_PROGS = drv-basic drv-dlopen drv-threads quota
+E2E_PROGS = drv-basic drv-dlopen drv-threads quota reg
 E2E_BINS = $(E2E_PROGS:%=$(BUILD)/tests/e2e/%)
 TEST_TARGETS += $(E2E_BINS)
 
@@ -14,6 +14,11 @@ $(BUILD)/tests/e2e/drv-basic: tests/e2e/progs/drv-basic.c tests/e2e/progs/e2e-co
 
 # The memory quota's program (issue 4, t70-quota.sh).
 $(BUILD)/tests/e2e/quota: tests/e2e/progs/quota.c tests/e2e/progs/e2e-common.h $(E2E_SIMDIR)/libcuda.so.1
+	@mkdir -p $(dir $@)
+	$(CC) $(E2E_CFLAGS) -o $@ $< -L$(E2E_SIMDIR) -lcuda
+
+# An uncooperative program for kmuxd's registration tests (t6b-t6f).
+$(BUILD)/tests/e2e/reg: tests/e2e/progs/reg.c tests/e2e/progs/e2e-common.h $(E2E_SIMDIR)/libcuda.so.1
 	@mkdir -p $(dir $@)
 	$(CC) $(E2E_CFLAGS) -o $@ $< -L$(E2E_SIMDIR) -lcuda
 

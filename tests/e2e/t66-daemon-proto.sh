@@ -12,7 +12,7 @@ python3 - "$KMUX_SOCKET" >"$TMP/proto" 2>&1 <<'PY'
 import errno, os, socket, struct, sys
 
 path = sys.argv[1]
-MAGIC, VERSION = 0x58554d4b, 1
+MAGIC, VERSION = 0x58554d4b, 2
 
 def frame(typ, payload=b"", seq=7, version=VERSION, length=None):
     n = len(payload) if length is None else length
@@ -66,7 +66,7 @@ def case(name, data, want_err, want_seq=None, after_hello=False, keep=False):
 
 case("garbage", b"GET / HTTP/1.0\r\n\r\n", errno.EPROTO)
 case("oversized", frame(105, length=2 << 20), errno.EMSGSIZE, 7)
-case("version 2", frame(105, struct.pack("<II", 0, 0), version=2),
+case("version 1", frame(105, struct.pack("<II", 0, 0), version=1),
      errno.EPROTONOSUPPORT, 7)
 case("before HELLO", frame(105, struct.pack("<II", 0, 0)), errno.EPROTO, 7)
 case("bad HELLO role", frame(100, struct.pack("<HHI", 9, 0, 1) + s("x")),

@@ -38,7 +38,7 @@ class Conn:
 
     def send(self, typ, payload):
         self.seq += 1
-        self.c.sendall(struct.pack("<IHHII", MAGIC, 1, typ, len(payload),
+        self.c.sendall(struct.pack("<IHHII", MAGIC, 2, typ, len(payload),
                                    self.seq) + payload)
         return self.seq
 
@@ -75,14 +75,23 @@ check("then ADMIT with its GPU and its 10 GiB quota", typ == 202 and rseq == seq
 
 # The preload of that process registers: same ADMIT; the daemon learns its pid.
 pre = Conn()
-pre.send(103, struct.pack("<QQII", job, 0, os.getpid(), 0) + strv(["fg-cmd", "x"]))
+def register(job, argv, mem=0, gpus=0, flags=0, ngpus=1, name=""):
+    return (struct.pack("<QQQQIIII", job, 0, mem, gpus, os.getpid(), flags,
+                        ngpus, 0) + s(name) + strv(argv))
+
+pre.send(103, register(job, ["fg-cmd", "x"]))
 typ, _, p = pre.recv()
 check("REGISTER of the job -> ADMIT", typ == 202 and struct.unpack("<QQ", p[:16]) == (job, 10 * GiB))
-pre.send(104, struct.pack("<QIIQQQ", job, os.getpid(), 0, 1 * GiB, 3 * GiB, 0))
-# REGISTER of a process kmux did not start: not supported yet (fail open).
-pre.send(103, struct.pack("<QQII", 0, 0, os.getpid(), 0) + strv(["other"]))
-typ, _, p = pre.recv()
-check("REGISTER of an unknown process -> ERROR ENOSYS", typ == 201 and struct.unpack("<i", p[:4])[0] == 38)
+pre.send(104, struct.pack("<QIIQQQQ", job, os.getpid(), 0, 1 * GiB, 3 * GiB, 0, 0))
+# REGISTER of a process kmux did not start: a job of its own, admitted on
+# the declared 2 GiB beside the 10 GiB run job.
+other = Conn()
+other.send(103, register(0, ["other"], mem=2 * GiB, name="uncoop"))
+typ, _, p = other.recv()
+check("REGISTER of a process kmux did not start -> ADMIT (a new job, 2 GiB)",
+      typ == 202 and struct.unpack("<Q", p[8:16])[0] == 2 * GiB and
+      struct.unpack("<Q", p[:8])[0] not in (0, job))
+other.c.close()
 print("JOB %d" % job)
 sys.stdout.flush()
 # A RUN client that hangs up while queued takes its job with it.

@@ -187,7 +187,8 @@ static const char *const argv3[] = { "python3", "train.py", "--epochs=3" };
 static const char *const env1[] = { "CUDA_VISIBLE_DEVICES=0" };
 static const struct proto_job_rec recs[] = {
 	{ .id = 1, .gpus = 1, .mem_request = 1 << 30, .state = PROTO_JOB_RUNNING,
-	  .exit_code = PROTO_EXIT_UNKNOWN, .ngpus = 1, .name = "train",
+	  .exit_code = PROTO_EXIT_UNKNOWN, .ngpus = 1, .mem_quota = 1 << 30,
+	  .mem_used = 1 << 20, .kernel_rate = 50, .name = "train",
 	  .cmd = "python3 train.py" },
 	{ .id = 2, .state = PROTO_JOB_EXITED, .exit_code = 1, .ngpus = 2,
 	  .name = "", .cmd = "./a.out" },
@@ -238,10 +239,11 @@ int main(int argc, char **argv)
 	m[i] = m[i - 1];
 	m[i++].type = PROTO_RUN;
 	m[i].type = PROTO_REGISTER;
-	m[i++].u.reg = (struct proto_register){ 0, 12345, 99,
-						{ 1, argv3, NULL, 0 } };
+	m[i++].u.reg = (struct proto_register){ .pid_start = 12345,
+		.pid = 99, .mem = 1 << 30, .gpus = 0x3, .ngpus = 1,
+		.name = "slurm-1.0.0", .argv = { 1, argv3, NULL, 0 } };
 	m[i].type = PROTO_ALLOC_UPDATE;
-	m[i++].u.alloc = (struct proto_alloc_update){ 1, 99, 0, 10, 20, 0 };
+	m[i++].u.alloc = (struct proto_alloc_update){ 1, 99, 0, 10, 20, 0, 5 };
 	m[i].type = PROTO_PS;
 	m[i++].u.ps = (struct proto_ps){ 0, 0 };
 	m[i].type = PROTO_WAIT;

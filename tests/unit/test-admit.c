@@ -338,6 +338,47 @@ static void test_multi_gpu(void **state)
 	assert_int_equal(admit_place(g, 65, &t, &pol, &pl), -EINVAL);
 }
 
+/* A task restricted to some GPUs (CUDA_VISIBLE_DEVICES set before kmux). */
+static void test_gpu_mask(void **state)
+{
+	struct admit_gpu g[3] = { gpu(0, 80), gpu(1, 80), gpu(5, 80) };
+	struct admit_task t = task(1, 10 * GiB, 1), q[2];
+	struct admit_decision d;
+	struct admit_placement pl;
+
+	(void)state;
+	g[0].util_valid = g[1].util_valid = g[2].util_valid = true;
+	g[0].util = 0.9;
+	g[1].util = 0.0;
+	g[2].util = 0.5;
+	/* Unrestricted: the idle GPU.  Restricted by index, not by slot. */
+	assert_int_equal(admit_place(g, 3, &t, &pol, &pl), 0);
+	assert_int_equal(pl.slot[0], 1);
+	t.gpu_mask = (UINT64_C(1) << 5) | 1;
+	assert_int_equal(admit_place(g, 3, &t, &pol, &pl), 0);
+	assert_int_equal(pl.slot[0], 2);
+	/* Its GPUs full: it waits, even though GPU 1 is free. */
+	g[2].mem_committed = 75 * GiB;
+	g[0].mem_committed = 75 * GiB;
+	assert_int_equal(admit_place(g, 3, &t, &pol, &pl), -EAGAIN);
+	/* More GPUs than the mask allows, or a mask of GPUs not here. */
+	t.ngpus = 3;
+	assert_int_equal(admit_check(&t, g, 3, &pol), -ENODEV);
+	t.ngpus = 1;
+	t.gpu_mask = UINT64_C(1) << 7;
+	assert_int_equal(admit_check(&t, g, 3, &pol), -ENODEV);
+	/* Backfill respects it too: the restricted head waits, the next
+	 * task goes on GPU 1. */
+	q[0] = task(1, 10 * GiB, 1);
+	q[0].gpu_mask = 1;
+	q[1] = task(2, 10 * GiB, 1);
+	q[1].gpu_mask = 2;
+	assert_int_equal(admit_next(q, 2, g, 3, &pol, 0, &d), 0);
+	assert_int_equal(d.task, 1);
+	assert_int_equal(d.place.slot[0], 1);
+	assert_true(d.backfilled);
+}
+
 static void test_any_number_of_gpus(void **state)
 {
 	struct admit_gpu g[16];
@@ -941,6 +982,7 @@ int main(void)
 		cmocka_unit_test_setup(test_picks_less_busy, setup),
 		cmocka_unit_test_setup(test_ties_deterministic, setup),
 		cmocka_unit_test_setup(test_multi_gpu, setup),
+		cmocka_unit_test_setup(test_gpu_mask, setup),
 		cmocka_unit_test_setup(test_any_number_of_gpus, setup),
 		cmocka_unit_test_setup(test_learned_vs_guessed, setup),
 		cmocka_unit_test_setup(test_exclusive, setup),

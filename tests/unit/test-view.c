@@ -129,6 +129,9 @@ static void setup_jobs(void)
 	jobs3[0].mem_peak = 3 * GiB;
 	jobs3[0].start_us = T0 + 1000000;
 	jobs3[0].pid = 4242;
+	jobs3[0].mem_quota = 10 * GiB;
+	jobs3[0].mem_used = 2 * GiB + 512 * (GiB >> 10);
+	jobs3[0].kernel_rate = 1530;
 	jobs3[0].name = "train";
 	jobs3[0].cmd = "python train.py --epochs 3";
 	jobs3[1] = rec(8, PROTO_JOB_QUEUED, -1, 0);
@@ -182,6 +185,9 @@ static void test_ps_json(void **state)
 	assert_int_equal(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "gpus"), 0)->valuedouble, 1);
 	assert_true(cJSON_GetObjectItem(j, "mem_request")->valuedouble == 10.0 * GiB);
 	assert_true(cJSON_GetObjectItem(j, "start_us")->valuedouble == (double)(T0 + 1000000));
+	assert_true(cJSON_GetObjectItem(j, "mem_quota")->valuedouble == 10.0 * GiB);
+	assert_true(cJSON_GetObjectItem(j, "mem_used")->valuedouble == 2.5 * GiB);
+	assert_int_equal(cJSON_GetObjectItem(j, "kernel_rate")->valuedouble, 1530);
 	assert_string_equal(cJSON_GetObjectItem(j, "cmd")->valuestring,
 			    "python train.py --epochs 3");
 	j = cJSON_GetArrayItem(a, 1);
@@ -222,7 +228,9 @@ static void test_top(void **state)
 		"GPU   BUSY  UTIL TASKS  COMMITTED          USED       TOTAL\n"
 		"  0   1.25   73%     1  10.00 GiB (62%)    11.00 GiB  16.00 GiB\n"
 		"  1   0.00    0%     0  0 B (0%)           0 B        16.00 GiB\n\n"
-		"    ID  STATE"));
+		"    ID  STATE      GPUS              USED / QUOTA   KERN/S  RUNTIME  NAME         COMMAND\n"
+		"     7  running    1         2.50 GiB / 10.00 GiB     1530    12.3s  train        python train.py --epochs 3\n"
+		"     8  queued     -                        - / -        -        -  -            sleep 1\n"));
 	free(s);
 	o = view_top_json(&gpus2, &list3, T0);
 	s = cJSON_PrintUnformatted(o);

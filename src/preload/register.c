@@ -1,0 +1,701 @@
+/*
+ * register.c - the preload's client of kmuxd (see register.h): finding the
+ * daemon, HELLO and REGISTER at the first cuInit, waiting while queued,
+ * applying ADMIT (CUDA_VISIBLE_DEVICES when the user set none, the memory
+ * quota), and the helper thread that reports usage and registers again
+ * after a daemon restart.
+ *
+ * Nothing here may stop the program: every failure ends in "run unmanaged"
+ * (before admission) or "run on and retry" (after), with a log line.  The
+ * only blocking wait without a bound is the one the user asked for by
+ * running under kmux: queued behind other tasks.  Replies the program waits
+ * for otherwise come within REG_REPLY_MS or are given up on.
+ *
+ * After registration only the helper thread touches `reg`; before, only the
+ * thread inside pthread_once.  A forked child closes its copy of the
+ * connection (pthread_atfork): the parent's registration is not its own.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "paths.h"
+#include "proto.h"
+#include "quota.h"
+#include "register.h"
+#include "size.h"
+
+#define REG_REPLY_MS 2000	/* HELLO's OK, REGISTER's first answer */
+#define REG_REPORT_MS 250	/* ALLOC_UPDATE, when something changed */
+#define REG_BACKOFF_MIN_MS 100
+#define REG_BACKOFF_MAX_MS 5000
+/* Queued, and the daemon went away: look for it this long, then run. */
+#define REG_QUEUED_LOST_MS 10000
+#define REG_ARGV_MAX 65536	/* of /proc/self/cmdline kept */
+#define REG_RX 65536
+
+_Atomic uint64_t kmux_launches;
+
+static struct reg {
+	int fd;
+	char sock[PATH_MAX];
+	uint32_t seq;
+
+	/* What it registers with. */
+	uint64_t job;		/* KMUX_JOB, then what ADMIT said */
+	uint64_t mem;		/* KMUX_MEM */
+	uint64_t visible;	/* CUDA_VISIBLE_DEVICES as a mask */
+	bool visible_set;
+	char name[PROTO_MAX_NAME];
+	char *argv;		/* /proc/self/cmdline */
+	uint32_t argc, argv_len;
+	pid_t pid;
+	uint64_t pid_start;
+
+	/* What it was admitted with. */
+	uint64_t quota;
+	uint64_t gpus;		/* mask of GPU indices */
+	uint32_t gpu0;
+
+	/* The last report sent on this connection. */
+	bool reported;
+	uint64_t r_resident, r_peak, r_kernels;
+
+	uint8_t rx[REG_RX];
+	size_t rx_len, rx_used;	/* bytes in rx; of them, the last message's */
+	uint8_t tx[8192];
+} reg = { .fd = -1 };
+
+static pthread_once_t reg_once = PTHREAD_ONCE_INIT;
+static int reg_result;
+static bool reg_thread_started;
+/* The helper thread's sends and reconnects, against the last report at
+ * exit (reg_fini); receiving is the thread's alone. */
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+/* --- what the process is -------------------------------------------------- */
+
+/* /proc/self/cmdline as a strv block (the key of the command's profile). */
+static int read_cmdline(void)
+{
+	char *buf = malloc(REG_ARGV_MAX + 1);
+	size_t len = 0;
+	ssize_t n;
+	int fd;
+
+	if (!buf)
+		return -ENOMEM;
+	fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		while (len < REG_ARGV_MAX &&
+		       (n = read(fd, buf + len, REG_ARGV_MAX - len)) != 0) {
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0)
+				break;
+			len += (size_t)n;
+		}
+		close(fd);
+	}
+	if (len == 0) {
+		memcpy(buf, "?", 2);
+		len = 2;
+	}
+	/* A cut or rewritten command line ends without its NUL. */
+	if (buf[len - 1] != '\0')
+		buf[len++] = '\0';
+	reg.argc = 0;
+	for (size_t i = 0; i < len; i++)
+		reg.argc += buf[i] == '\0';
+	reg.argv = buf;
+	reg.argv_len = (uint32_t)len;
+	return 0;
+}
+
+/* Field 22 of /proc/self/stat: the start time the daemon tells pids by. */
+static uint64_t read_start_time(void)
+{
+	char buf[1024], *p;
+	unsigned long long v = 0;
+	ssize_t n;
+	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	/* After "(comm)": state is field 3, so 19 more fields to 22. */
+	for (int f = 3; p && f <= 22; f++)
+		p = strchr(p + 1, ' ');
+	if (p && sscanf(p, " %llu", &v) != 1)
+		v = 0;
+	return v;
+}
+
+/*
+ * CUDA_VISIBLE_DEVICES as a mask of indices: 0, or -EINVAL for what cannot
+ * be mapped to the daemon's GPU indices (UUIDs, MIG names, negatives).
+ */
+static int parse_visible(const char *v, uint64_t *mask)
+{
+	const char *p = v;
+
+	*mask = 0;
+	while (*p) {
+		char *end;
+		unsigned long i;
+
+		while (*p == ' ')
+			p++;
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+		i = strtoul(p, &end, 10);
+		if (i >= PROTO_MAX_GPUS)
+			return -EINVAL;
+		*mask |= UINT64_C(1) << i;
+		p = end;
+		while (*p == ' ')
+			p++;
+		if (*p == ',')
+			p++;
+		else if (*p)
+			return -EINVAL;
+	}
+	return 0;
+}
+
+/* --- the connection ------------------------------------------------------- */
+
+static void conn_close(void)
+{
+	if (reg.fd >= 0)
+		close(reg.fd);
+	reg.fd = -1;
+	reg.rx_len = reg.rx_used = 0;
+	reg.reported = false;
+}
+
+/* Connect to path with a bounded wait; the fd, or -errno. */
+static int conn_open(const char *path)
+{
+	struct timeval tv = { REG_REPLY_MS / 1000, (REG_REPLY_MS % 1000) * 1000 };
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd, e;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	/* Bounds connect() (a full backlog) and every send. */
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		e = -errno;
+		close(fd);
+		return e;
+	}
+	return fd;
+}
+
+static int conn_send(const struct proto_msg *m)
+{
+	struct proto_buf out = { reg.tx, sizeof(reg.tx), 0 };
+	struct proto_msg copy = *m;
+	size_t off = 0;
+	ssize_t n;
+	int e;
+
+	copy.seq = ++reg.seq;
+	e = proto_encode(&out, &copy);
+	if (e)
+		return e;
+	while (off < out.len) {
+		n = send(reg.fd, reg.tx + off, out.len - off, MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return errno == EAGAIN ? -ETIMEDOUT : -errno;
+		off += (size_t)n;
+	}
+	return 0;
+}
+
+/*
+ * The next message, waiting up to timeout_ms (-1: for ever).  It points
+ * into reg.rx until the next call.  0, -ETIMEDOUT, -EPIPE (closed), or a
+ * decoding error.
+ */
+static int conn_recv(struct proto_msg *m, int timeout_ms)
+{
+	uint64_t deadline = timeout_ms < 0 ? 0 : now_ms() + (uint64_t)timeout_ms;
+	struct pollfd p = { .fd = reg.fd, .events = POLLIN };
+	size_t used;
+	ssize_t n;
+	int e, wait;
+
+	memmove(reg.rx, reg.rx + reg.rx_used, reg.rx_len - reg.rx_used);
+	reg.rx_len -= reg.rx_used;
+	reg.rx_used = 0;
+	for (;;) {
+		e = proto_decode(reg.rx, reg.rx_len, m, &used);
+		if (e == 0) {
+			reg.rx_used = used;
+			return 0;
+		}
+		if (e != -EAGAIN)
+			return e;
+		if (reg.rx_len == sizeof(reg.rx))
+			return -EMSGSIZE;	/* never sent to a preload */
+		wait = -1;
+		if (timeout_ms >= 0) {
+			uint64_t now = now_ms();
+
+			if (now >= deadline)
+				return -ETIMEDOUT;
+			wait = (int)(deadline - now);
+		}
+		e = poll(&p, 1, wait);
+		if (e < 0 && errno == EINTR)
+			continue;
+		if (e < 0)
+			return -errno;
+		if (e == 0)
+			continue;
+		n = read(reg.fd, reg.rx + reg.rx_len, sizeof(reg.rx) - reg.rx_len);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EPIPE;
+		reg.rx_len += (size_t)n;
+	}
+}
+
+/*
+ * HELLO, then REGISTER: as a new process (running false), or as one that
+ * holds reg.gpus and reg.quota (after a daemon restart).
+ */
+static int conn_register(bool running)
+{
+	struct proto_msg m = { .type = PROTO_HELLO };
+	struct proto_register *r = &m.u.reg;
+	int e;
+
+	m.u.hello.role = PROTO_ROLE_PRELOAD;
+	m.u.hello.pid = (uint32_t)reg.pid;
+	m.u.hello.ident = "libkmux";
+	e = conn_send(&m);
+	if (e == 0)
+		e = conn_recv(&m, REG_REPLY_MS);
+	if (e)
+		return e;
+	if (m.type == PROTO_ERROR) {
+		log_warn("kmuxd on %s refused this process: %s", reg.sock,
+			 m.u.error.message);
+		return -m.u.error.err;
+	}
+	if (m.type != PROTO_OK)
+		return -EPROTO;
+	memset(&m, 0, sizeof(m));
+	m.type = PROTO_REGISTER;
+	r->job = reg.job;
+	r->pid = (uint32_t)reg.pid;
+	r->pid_start = reg.pid_start;
+	r->name = reg.name;
+	r->argv.count = reg.argc;
+	r->argv.block = reg.argv;
+	r->argv.bytes = reg.argv_len;
+	if (running) {
+		r->flags = PROTO_REG_F_RUNNING;
+		r->gpus = reg.gpus;
+		r->ngpus = (uint32_t)__builtin_popcountll(reg.gpus);
+		r->mem = reg.quota;
+	} else {
+		r->gpus = reg.visible;
+		r->ngpus = reg.visible ?
+			   (uint32_t)__builtin_popcountll(reg.visible) : 1;
+		r->mem = reg.mem;
+	}
+	return conn_send(&m);
+}
+
+/* --- admission ------------------------------------------------------------ */
+
+/* Go: these GPUs (in CUDA_VISIBLE_DEVICES unless the user chose), this quota. */
+static void apply_admit(const struct proto_admit *a)
+{
+	char list[PROTO_MAX_GPUS * 4] = "", q[SIZE_FORMAT_MAX];
+	size_t off = 0;
+
+	reg.job = a->job;
+	reg.quota = a->quota;
+	reg.gpus = 0;
+	reg.gpu0 = a->gpus[0];
+	for (uint32_t i = 0; i < a->ngpus; i++) {
+		reg.gpus |= UINT64_C(1) << a->gpus[i];
+		off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%u",
+					i ? "," : "", a->gpus[i]);
+	}
+	if (!reg.visible_set) {
+		/* Before the real cuInit reads them. */
+		setenv("CUDA_VISIBLE_DEVICES", list, 1);
+		setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 0);
+	}
+	quota_set_admitted(a->quota);
+	size_format(a->quota, q, sizeof(q));
+	log_info("admitted by kmuxd as job %llu: GPU %s, quota %s",
+		 (unsigned long long)a->job, list, q);
+}
+
+/*
+ * The answer to REGISTER: ADMIT (0), QUEUED then ADMIT (0, after a wait),
+ * EXITED while queued (-ECANCELED), ERROR or no answer (<0: unmanaged).
+ * While queued, a daemon that goes away is looked for again for
+ * REG_QUEUED_LOST_MS, and the process registers anew with the next one.
+ */
+static int wait_admission(void)
+{
+	struct proto_msg m;
+	uint64_t lost_since = 0;
+	unsigned backoff = REG_BACKOFF_MIN_MS;
+	bool queued = false;
+	int e;
+
+	for (;;) {
+		e = reg.fd >= 0 ? conn_recv(&m, queued ? -1 : REG_REPLY_MS) :
+		    -EPIPE;
+		if (e == 0 && m.type == PROTO_ADMIT) {
+			apply_admit(&m.u.admit);
+			return 0;
+		}
+		if (e == 0 && m.type == PROTO_QUEUED) {
+			if (!queued)
+				log_info("queued by kmuxd as job %llu "
+					 "(position %u): waiting for a GPU",
+					 (unsigned long long)m.u.queued.job,
+					 m.u.queued.position);
+			queued = true;
+			continue;
+		}
+		if (e == 0 && m.type == PROTO_EXITED) {
+			log_warn("kmuxd cancelled job %llu while it was queued: "
+				 "cuInit fails", (unsigned long long)
+				 m.u.exited.job);
+			return -ECANCELED;
+		}
+		if (e == 0 && m.type == PROTO_ERROR) {
+			log_warn("kmuxd on %s: %s; running unmanaged", reg.sock,
+				 m.u.error.message);
+			return -m.u.error.err;
+		}
+		if (e == 0)
+			continue;	/* nothing else is ours to act on */
+		if (!queued || (e != -EPIPE && e != -ECONNRESET)) {
+			log_warn("kmuxd on %s: no answer (%s); running "
+				 "unmanaged", reg.sock, strerror(-e));
+			return e;
+		}
+		/* Queued and the daemon went away: find the next one. */
+		conn_close();
+		if (!lost_since)
+			lost_since = now_ms();
+		if (now_ms() - lost_since > REG_QUEUED_LOST_MS) {
+			log_warn("kmuxd on %s went away while this process was "
+				 "queued; running unmanaged", reg.sock);
+			return -EPIPE;
+		}
+		sleep_ms(backoff);
+		backoff = backoff * 2 > REG_BACKOFF_MAX_MS ? REG_BACKOFF_MAX_MS :
+			  backoff * 2;
+		reg.fd = conn_open(reg.sock);
+		if (reg.fd >= 0 && conn_register(false))
+			conn_close();
+		if (reg.fd >= 0) {
+			lost_since = 0;
+			queued = false;
+		}
+	}
+}
+
+/* --- the helper thread ---------------------------------------------------- */
+
+/* ALLOC_UPDATE when memory or the launch count changed since the last. */
+static int report(void)
+{
+	struct proto_msg m = { .type = PROTO_ALLOC_UPDATE };
+	uint64_t res = quota_used(&quota_global), peak = quota_peak(&quota_global);
+	uint64_t k = atomic_load_explicit(&kmux_launches, memory_order_relaxed);
+
+	if (peak < res)
+		peak = res;	/* read apart: never report resident > peak */
+	if (reg.reported && res == reg.r_resident && peak == reg.r_peak &&
+	    k == reg.r_kernels)
+		return 0;
+	m.u.alloc.job = reg.job;
+	m.u.alloc.pid = (uint32_t)reg.pid;
+	m.u.alloc.gpu = reg.gpu0;
+	m.u.alloc.resident = res;
+	m.u.alloc.peak = peak;
+	m.u.alloc.kernels = k;
+	if (conn_send(&m))
+		return -EPIPE;
+	reg.reported = true;
+	reg.r_resident = res;
+	reg.r_peak = peak;
+	reg.r_kernels = k;
+	return 0;
+}
+
+/* After a daemon restart: tell the new one what this process holds. */
+static int reregister(void)
+{
+	struct proto_msg m;
+	int e;
+
+	reg.fd = conn_open(reg.sock);
+	if (reg.fd < 0)
+		return reg.fd;
+	e = conn_register(true);
+	while (e == 0 && (e = conn_recv(&m, REG_REPLY_MS)) == 0) {
+		if (m.type == PROTO_ADMIT) {
+			log_info("registered again with kmuxd as job %llu",
+				 (unsigned long long)m.u.admit.job);
+			reg.job = m.u.admit.job;
+			return 0;
+		}
+		if (m.type == PROTO_ERROR) {
+			e = -m.u.error.err;
+			break;
+		}
+	}
+	conn_close();
+	return e ? e : -EPROTO;
+}
+
+static void *reg_thread(void *arg)
+{
+	unsigned backoff = REG_BACKOFF_MIN_MS;
+	uint64_t next = 0, now;
+	struct proto_msg m;
+	int e;
+
+	(void)arg;
+	for (;;) {
+		if (reg.fd < 0) {
+			sleep_ms(backoff);
+			pthread_mutex_lock(&reg_lock);
+			e = reregister();
+			pthread_mutex_unlock(&reg_lock);
+			if (e == 0) {
+				backoff = REG_BACKOFF_MIN_MS;
+				next = 0;
+			} else {
+				backoff = backoff * 2 > REG_BACKOFF_MAX_MS ?
+					  REG_BACKOFF_MAX_MS : backoff * 2;
+			}
+			continue;
+		}
+		now = now_ms();
+		if (now >= next) {
+			next = now + REG_REPORT_MS;
+			pthread_mutex_lock(&reg_lock);
+			e = report();
+			pthread_mutex_unlock(&reg_lock);
+			if (e == 0)
+				continue;
+		} else {
+			/* Only replies to stale updates come: read them to
+			 * see the connection close. */
+			e = conn_recv(&m, (int)(next - now));
+			if (e == 0 || e == -ETIMEDOUT)
+				continue;
+		}
+		log_warn("kmuxd on %s went away; job %llu runs on and registers "
+			 "again when a daemon is back", reg.sock,
+			 (unsigned long long)reg.job);
+		pthread_mutex_lock(&reg_lock);
+		conn_close();
+		pthread_mutex_unlock(&reg_lock);
+	}
+	return NULL;
+}
+
+/*
+ * At exit: the last usage, so that a program that ends between two
+ * reports still teaches the daemon its peak.  Never waits: if the thread
+ * is busy (reconnecting), the report is skipped.
+ */
+__attribute__((destructor)) static void reg_fini(void)
+{
+	if (!reg_thread_started || getpid() != reg.pid ||
+	    pthread_mutex_trylock(&reg_lock))
+		return;
+	if (reg.fd >= 0)
+		report();
+	pthread_mutex_unlock(&reg_lock);
+}
+
+/* The child of a fork: its parent's registration is not its own. */
+static void reg_atfork_child(void)
+{
+	if (reg.fd >= 0)
+		close(reg.fd);
+	reg.fd = -1;
+}
+
+static int start_thread(void)
+{
+	sigset_t all, old;
+	pthread_attr_t at;
+	pthread_t t;
+	int e;
+
+	/* The program's signal handlers never run on kmux's thread. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&at, 256 * 1024);
+	e = pthread_create(&t, &at, reg_thread, NULL);
+	pthread_attr_destroy(&at);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return -e;
+}
+
+/* --- start ---------------------------------------------------------------- */
+
+/* The daemon's socket: KMUX_SOCKET alone, else per-user, then system. */
+static int find_daemon(void)
+{
+	struct kmux_paths p;
+	char err[256], tried[2][PATH_MAX];
+	int n = 0, fd = -ENOENT;
+
+	if (paths_resolve(&p, false, NULL, "/", err, sizeof(err)) == 0)
+		snprintf(tried[n++], PATH_MAX, "%s", p.socket);
+	if (!getenv("KMUX_SOCKET") || !*getenv("KMUX_SOCKET"))
+		snprintf(tried[n++], PATH_MAX, "%s/%s", PATHS_SYSTEM_RUN_DIR,
+			 PATHS_SOCKET_NAME);
+	for (int i = 0; i < n; i++) {
+		fd = conn_open(tried[i]);
+		snprintf(reg.sock, sizeof(reg.sock), "%s", tried[i]);
+		if (fd >= 0)
+			return fd;
+		if (fd != -ENOENT && fd != -ECONNREFUSED && fd != -ENOTDIR)
+			log_warn("cannot reach kmuxd on %s: %s", tried[i],
+				 strerror(-fd));
+	}
+	log_info("no kmuxd on %s: running unmanaged", n ? tried[0] : "?");
+	return fd;
+}
+
+static void reg_init(void)
+{
+	const char *v;
+	char *end;
+	int e;
+
+	v = getenv("KMUX_REGISTER");
+	if (v && strcmp(v, "0") == 0)
+		return;
+	v = getenv("KMUX_JOB");
+	if (v && *v) {
+		reg.job = strtoull(v, &end, 10);
+		if (*end || reg.job == 0) {
+			log_warn("KMUX_JOB=%s is not a job id; not registering", v);
+			return;
+		}
+	}
+	v = getenv("KMUX_MEM");
+	if (v && *v && (size_parse(v, &reg.mem) || reg.mem == 0)) {
+		log_warn("KMUX_MEM=%s is not a size (e.g. 12G); not declared", v);
+		reg.mem = 0;
+	}
+	v = getenv("CUDA_VISIBLE_DEVICES");
+	if (v) {
+		reg.visible_set = true;
+		if (parse_visible(v, &reg.visible)) {
+			log_info("CUDA_VISIBLE_DEVICES=%s names no GPU indices "
+				 "kmuxd can place on; running unmanaged", v);
+			return;
+		}
+		if (!reg.visible)
+			return;		/* no GPU at all: nothing to share */
+	}
+	reg.fd = find_daemon();
+	if (reg.fd < 0)
+		return;
+	if (read_cmdline())
+		goto unmanaged;
+	reg.pid = getpid();
+	reg.pid_start = read_start_time();
+	v = getenv("KMUX_NAME");
+	if (!v || !*v) {
+		v = strrchr(reg.argv, '/');
+		v = v ? v + 1 : reg.argv;
+	}
+	snprintf(reg.name, sizeof(reg.name), "%s", v);
+	e = conn_register(false);
+	if (e) {
+		log_warn("kmuxd on %s: cannot register (%s); running unmanaged",
+			 reg.sock, strerror(-e));
+		goto unmanaged;
+	}
+	e = wait_admission();
+	if (e == -ECANCELED) {
+		reg_result = e;
+		goto unmanaged;
+	}
+	if (e)
+		goto unmanaged;
+	pthread_atfork(NULL, NULL, reg_atfork_child);
+	e = start_thread();
+	reg_thread_started = e == 0;
+	if (e) {
+		/* Admitted all the same: only the reports are lost. */
+		log_warn("cannot start the kmuxd reporting thread: %s",
+			 strerror(-e));
+	}
+	return;
+unmanaged:
+	conn_close();
+}
+
+int register_at_init(void)
+{
+	pthread_once(&reg_once, reg_init);
+	return reg_result;
+}

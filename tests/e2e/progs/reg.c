@@ -1,0 +1,74 @@
+/*
+ * reg.c - a CUDA program that knows nothing of kmux, for the registration
+ * tests (t6b-t6f): what an uncooperative process does, and what it sees.
+ *
+ *   reg [ALLOC_MIB [HOLD_MS [KERNELS]]]     (default 64 MiB, 0 ms, 0)
+ *
+ * Prints, one fact a line:
+ *   start                      before cuInit (so a test can see it wait)
+ *   cvd=LIST                   CUDA_VISIBLE_DEVICES after cuInit ("unset")
+ *   total=MIB                  cuMemGetInfo's total (the quota, if any)
+ *   alloc err=E                cuMemAlloc of ALLOC_MIB
+ *   ready                      holding: launches KERNELS kernels over HOLD_MS
+ *   done                       freed, about to exit 0
+ */
+#include <stdint.h>
+#include <time.h>
+
+#include "e2e-common.h"
+
+#define MIB (1024u * 1024u)
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+int main(int argc, char **argv)
+{
+	unsigned long mib = argc > 1 ? strtoul(argv[1], NULL, 10) : 64;
+	long hold = argc > 2 ? strtol(argv[2], NULL, 10) : 0;
+	long kernels = argc > 3 ? strtol(argv[3], NULL, 10) : 0;
+	const char *cvd;
+	CUdevice dev;
+	CUcontext ctx;
+	CUmodule mod;
+	CUfunction fill;
+	CUdeviceptr p = 0;
+	size_t f = 0, t = 0;
+	CUresult r;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	printf("start\n");
+	CHECK(cuInit(0));
+	cvd = getenv("CUDA_VISIBLE_DEVICES");
+	printf("cvd=%s\n", cvd ? cvd : "unset");
+	CHECK(cuDeviceGet(&dev, 0));
+	CHECK(cuCtxCreate(&ctx, NULL, 0, dev));
+	CHECK(cuMemGetInfo(&f, &t));
+	printf("total=%zu\n", t / MIB);
+	r = cuMemAlloc(&p, mib * MIB);
+	printf("alloc err=%d\n", (int)r);
+	CHECK(cuModuleLoad(&mod, e2e_module_path()));
+	CHECK(cuModuleGetFunction(&fill, mod, "fill_u32"));
+	printf("ready\n");
+	for (long k = 0; k < kernels; k++) {
+		CUdeviceptr q = p;
+		unsigned v = (unsigned)k, n = 256;
+		void *params[] = { &q, &v, &n };
+
+		if (r == CUDA_SUCCESS)
+			CHECK(cuLaunchKernel(fill, 1, 1, 1, 256, 1, 1, 0, 0,
+					     params, NULL));
+		sleep_ms(hold / kernels);
+	}
+	if (kernels == 0)
+		sleep_ms(hold);
+	CHECK(cuCtxSynchronize());
+	if (p)
+		CHECK(cuMemFree(p));
+	printf("done\n");
+	return 0;
+}

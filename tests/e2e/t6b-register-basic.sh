@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Uncooperative processes (issue 4, item 3): a CUDA program started with
+# LD_PRELOAD alone, not by kmux, registers with kmuxd at its first cuInit.
+# It becomes a job (named after argv[0], or KMUX_NAME), is given a GPU in
+# CUDA_VISIBLE_DEVICES and a quota, appears in `kmux ps` while it runs, and
+# its job ends (memory released) when it exits.  It waits in cuInit while
+# the memory it needs is taken, and starts when that frees.  KMUX_MEM
+# declares its need.  With no daemon it runs unmanaged, as without kmux.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/kmuxd-lib.sh"
+
+R=$PROGS/reg
+has() { grep -qx "$2" "$1"; }
+# job_of NAME: the id of the newest job called NAME.
+job_of() {
+	"$KMUX" ps --all --json | python3 -c '
+import json, sys
+ids = [j["id"] for j in json.load(sys.stdin) if j["name"] == sys.argv[1]]
+print(max(ids) if ids else "")' "$1"
+}
+# wait_line FILE LINE [TENTHS]
+wait_line() {
+	local i
+	for i in $(seq "${3:-100}"); do
+		grep -qx "$2" "$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# No daemon yet: unmanaged, the program's own view, one info line (KMUX_LOG).
+KMUX_LOG=info LD_PRELOAD=$PRELOAD "$R" 16 >"$TMP/none" 2>"$TMP/none.err"
+check "no daemon: the program runs (exit 0)" [ $? -eq 0 ]
+check "no daemon: no GPU chosen for it" has "$TMP/none" "cvd=unset"
+check "no daemon: no quota (all of the simulated 16 GiB)" has "$TMP/none" "total=16384"
+check "no daemon: one info line says it runs unmanaged" \
+	[ "$(grep -c "no kmuxd on $KMUX_SOCKET: running unmanaged" "$TMP/none.err")" = 1 ]
+
+start_daemon
+
+# Registered: a job named after the program, GPU 0, a guessed quota (25% of
+# the 16 GiB GPU); running in ps while it holds, released after it exits.
+LD_PRELOAD=$PRELOAD "$R" 16 1500 >"$TMP/one" 2>&1 &
+p1=$!
+check "registered: it starts" wait_line "$TMP/one" ready
+j1=$(job_of reg)
+check "registered: a job named after argv[0]" [ -n "$j1" ]
+check "  ... running, with the process's pid" \
+	[ "$(jq_job "$j1" 'j["state"], j["pid"]')" = "('running', $p1)" ]
+check "  ... GPU 0 in its CUDA_VISIBLE_DEVICES" has "$TMP/one" "cvd=0"
+check "  ... quota: the guess, 4 GiB, which cuMemGetInfo reports" has "$TMP/one" "total=4096"
+check "  ... ps --json shows that quota" [ "$(jq_job "$j1" 'j["mem_quota"] >> 20')" = 4096 ]
+check "  ... committed on the GPU" [ "$(top_json 't["gpus"][0]["mem_committed"] >> 20')" = 4096 ]
+wait "$p1"
+check "  ... the program exits 0" [ $? -eq 0 ]
+check "  ... its job ends when it exits" wait_state "$j1" exited 20
+check "  ... and nothing stays committed" [ "$(top_json 't["gpus"][0]["mem_committed"]')" = 0 ]
+
+# KMUX_MEM and KMUX_NAME (the Slurm plugin's interface): a 10 GiB task
+# holds the GPU; a second one waits in cuInit until the first exits.
+KMUX_MEM=10G KMUX_NAME=first LD_PRELOAD=$PRELOAD "$R" 16 2000 >"$TMP/a" 2>&1 &
+pa=$!
+check "KMUX_MEM=10G: admitted" wait_line "$TMP/a" ready
+ja=$(job_of first)
+check "  ... named by KMUX_NAME" [ -n "$ja" ]
+check "  ... its quota is the declared 10 GiB" has "$TMP/a" "total=10240"
+check "  ... ps: mem_request 10 GiB" [ "$(jq_job "$ja" 'j["mem_request"] >> 30')" = 10 ]
+KMUX_MEM=10G KMUX_NAME=second LD_PRELOAD=$PRELOAD "$R" 16 >"$TMP/b" 2>&1 &
+pb=$!
+sleep 0.5
+jb=$(job_of second)
+check "a second 10 GiB task: queued" [ "$(jq_job "$jb" 'j["state"]')" = queued ]
+check "  ... it waits inside cuInit" cond 'has "$TMP/b" start && ! has "$TMP/b" ready'
+wait "$pa"
+check "  ... it starts once the first has exited" wait_line "$TMP/b" ready 50
+wait "$pb"
+check "  ... and completes (exit 0)" [ $? -eq 0 ]
+check "  ... it started after the first ended" [ "$(python3 -c '
+import json, subprocess, sys
+jobs = {j["id"]: j for j in json.load(sys.stdin)}
+print(jobs[int(sys.argv[2])]["start_us"] >= jobs[int(sys.argv[1])]["end_us"])' "$ja" "$jb" \
+	< <("$KMUX" ps --all --json))" = True ]
+
+# A declared need no GPU can hold: refused, and the program runs unmanaged.
+KMUX_MEM=100G LD_PRELOAD=$PRELOAD "$R" 16 >"$TMP/big" 2>&1
+check "KMUX_MEM beyond any GPU: the program still runs (fail open)" \
+	cond '[ $? -eq 0 ] && has "$TMP/big" "cvd=unset" && has "$TMP/big" "total=16384"'
+# KMUX_REGISTER=0: not registered.
+n0=$("$KMUX" ps --all --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
+KMUX_REGISTER=0 LD_PRELOAD=$PRELOAD "$R" 16 >"$TMP/off" 2>&1
+check "KMUX_REGISTER=0: runs without registering" \
+	cond 'has "$TMP/off" "cvd=unset" && [ "$("$KMUX" ps --all --json | python3 -c "import json,sys; print(len(json.load(sys.stdin)))")" = "$n0" ]'
+finish
