@@ -24,7 +24,7 @@ if ! wait_until 50 cond '[ -n "$(slurm_job)" ]'; then
 	finish
 fi
 read -r kid kpid kstate kname <<<"$(slurm_job)"
-check "the task registered with n1's kmuxd as $kname" [[ $kname == slurm-*.0.0 ]]
+check "the task registered with n1's kmuxd as $kname" cond "[[ $kname == slurm-*.0.0 ]]"
 check "registered as running" [ "$kstate" = running ]
 check "its declared 256 MiB are committed" [ "$(committed)" -ge $((256 * 1048576)) ]
 kill -9 "$kpid"
