@@ -47,8 +47,8 @@ check "  ... with the node name and the weight as scontrol arguments" \
 t0=$(date +%s%N)
 a=$("$KMUX" submit -m 12G -- sleep 100)
 wait_for 30 cond '[ "$(weight)" = 4 ]'
-check "a 12G job: weight 4, within 1 s ($(( ($(date +%s%N) - t0) / 1000000 )) ms)" \
-	cond '[ "$(weight)" = 4 ] && [ $(( ($(date +%s%N) - t0) / 1000000 )) -lt 1000 ]'
+check "a 12G job: weight 4, within 2 s ($(( ($(date +%s%N) - t0) / 1000000 )) ms)" \
+	cond '[ "$(weight)" = 4 ] && [ $(( ($(date +%s%N) - t0) / 1000000 )) -lt 2000 ]'
 "$KMUX" cancel -s KILL "$a" >/dev/null
 check "job ended: weight back to 1" wait_for 30 cond '[ "$(weight)" = 1 ]'
 
