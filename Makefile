@@ -85,6 +85,7 @@ UNIT_TESTS =
 -include $(sort $(wildcard tests/simcuda/*.mk))
 -include $(sort $(wildcard tests/unit/*.mk))
 -include $(sort $(wildcard tests/e2e/*.mk))
+-include contrib/slurm/slurm.mk
 
 UNIT_BINS = $(UNIT_TESTS:%=$(BUILD)/tests/unit/%)
 

@@ -9,6 +9,7 @@
 #include "cmd.h"
 #include "daemon/admit.h"
 #include "daemon/server.h"
+#include "daemon/slurm-weight.h"
 #include "log.h"
 
 enum {
@@ -17,6 +18,8 @@ enum {
 	OPT_STATE_DIR,
 	OPT_KILL_GRACE,
 	OPT_PLACEMENT,
+	OPT_SLURM_NODE,
+	OPT_SLURM_INTERVAL,
 };
 
 static void help(void)
@@ -39,6 +42,9 @@ static void help(void)
 	      "      --placement P     busyness (default): the least busy GPU that\n"
 	      "                        fits; roundrobin: the GPU used longest ago\n"
 	      "                        that fits, ignoring busyness (a baseline)\n"
+	      "      --slurm-node NAME keep Slurm node NAME's weight in step with\n"
+	      "                        this node's busyness (docs/slurm.md)\n"
+	      "      --slurm-interval SEC  at most one weight update per SEC (10)\n"
 	      "  -v, --verbose         log every connection and request\n"
 	      "  -h, --help            this help\n"
 	      "\n"
@@ -56,6 +62,9 @@ static int daemon_exec(int argc, char **argv)
 		{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
 		{ "kill-grace", required_argument, NULL, OPT_KILL_GRACE },
 		{ "placement", required_argument, NULL, OPT_PLACEMENT },
+		{ "slurm-node", required_argument, NULL, OPT_SLURM_NODE },
+		{ "slurm-interval", required_argument, NULL,
+		  OPT_SLURM_INTERVAL },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -63,6 +72,7 @@ static int daemon_exec(int argc, char **argv)
 	struct server_opts o = {
 		.kill_grace_s = SERVER_KILL_GRACE_S,
 		.log_level = KMUX_LOG_INFO,
+		.slurm_interval_s = SLURM_WEIGHT_INTERVAL_S,
 	};
 	enum admit_placement_kind place;
 	char *end;
@@ -97,6 +107,23 @@ static int daemon_exec(int argc, char **argv)
 					"roundrobin)", optarg);
 			o.placement = (int)place;
 			break;
+		case OPT_SLURM_NODE:
+			if (!slurm_weight_node_ok(optarg))
+				return cmd_usage_error(&cmd_daemon_entry,
+					"bad --slurm-node '%s' (a Slurm node "
+					"name: letters, digits, '.', '_', '-')",
+					optarg);
+			o.slurm_node = optarg;
+			break;
+		case OPT_SLURM_INTERVAL:
+			o.slurm_interval_s = strtod(optarg, &end);
+			if (end == optarg || *end ||
+			    !(o.slurm_interval_s >= 0.1) ||
+			    o.slurm_interval_s > 3600)
+				return cmd_usage_error(&cmd_daemon_entry,
+					"bad --slurm-interval '%s' (seconds, "
+					"0.1..3600)", optarg);
+			break;
 		case 'v':
 			o.log_level = KMUX_LOG_DEBUG;
 			break;
@@ -121,7 +148,8 @@ const struct cmd_entry cmd_daemon_entry = {
 	.name = "daemon",
 	.usage = "[-f|--foreground] [--system] [--socket PATH] "
 		 "[--state-dir DIR] [--kill-grace SEC] "
-		 "[--placement busyness|roundrobin] [-v]",
+		 "[--placement busyness|roundrobin] [--slurm-node NAME "
+		 "[--slurm-interval SEC]] [-v]",
 	.summary = "run kmuxd, the job queue and GPU scheduler",
 	.exec = daemon_exec,
 };

@@ -8,6 +8,7 @@
  *	job-request.c    what clients ask: submit, ps, top, wait, cancel,
  *	                 logs, and the preload's messages
  *	nvml.c           the GPUs
+ *	slurm-weight.c   busyness as the node's Slurm weight
  *
  * One thread, one libevent loop: nothing here is locked.
  */
@@ -31,6 +32,7 @@ struct bufferevent;
 struct db;
 struct nvml;
 struct server;
+struct slurm_weight;
 
 /* One client connection: the CLI, or later a preload. */
 struct conn {
@@ -136,6 +138,8 @@ struct server {
 	uint64_t next_conn_id;
 	struct waiter_list waiters;
 	struct follower_list followers;
+
+	struct slurm_weight *slurm;	/* --slurm-node: slurm-weight.c */
 
 	struct event *ev_sigchld, *ev_sigterm, *ev_sigint;
 	struct event *ev_tick;		/* sampling, orphans, aging */

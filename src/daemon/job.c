@@ -35,6 +35,7 @@
 #include "log.h"
 #include "nvml.h"
 #include "size.h"
+#include "slurm-weight.h"
 
 #define ERRLEN 512
 
@@ -219,8 +220,11 @@ void job_reap(struct server *srv)
 		TAILQ_FOREACH(j, &srv->running, entry)
 			if (j->child && j->pid == pid)
 				break;
-		if (!j)
+		if (!j) {
+			/* Not a job: scontrol (slurm-weight.c), or nothing. */
+			slurm_weight_reaped(srv, pid, st);
 			continue;
+		}
 		status_split(st, &code, &sig);
 		job_finish(srv, j, j->cancelling ? PROTO_JOB_CANCELLED :
 			   PROTO_JOB_EXITED, code, sig);

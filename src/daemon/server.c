@@ -34,6 +34,7 @@
 #include "log.h"
 #include "nvml.h"
 #include "server.h"
+#include "slurm-weight.h"
 
 uint64_t server_now_us(void)
 {
@@ -238,6 +239,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 	job_sample(srv);
 	job_poll(srv);
 	job_schedule(srv);
+	slurm_weight_tick(srv);
 }
 
 static void on_schedule(evutil_socket_t fd, short what, void *arg)
@@ -461,6 +463,12 @@ static int server_init(struct server *srv, const struct server_opts *o,
 	r = job_recover(srv, err, errlen);
 	if (r)
 		return r;
+	if (o->slurm_node) {
+		r = slurm_weight_init(srv, o->slurm_node, o->slurm_interval_s,
+				      err, errlen);
+		if (r)
+			return r;
+	}
 	server_kick(srv);
 	return 0;
 }
@@ -469,6 +477,7 @@ static void server_free(struct server *srv)
 {
 	server_client_free_all(srv);
 	job_free_all(srv);
+	slurm_weight_free(srv);
 	if (srv->listener)
 		evconnlistener_free(srv->listener);
 	/* Only our own socket: never one another daemon bound. */
