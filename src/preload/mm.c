@@ -167,7 +167,7 @@ static void mm_report(void)
 		 "%llu resident (peak %llu), %llu evicted; %llu backed "
 		 "(%llu bytes), %llu evictions (%llu bytes), %llu restores "
 		 "(%llu bytes), %llu evictions abandoned, %llu backing "
-		 "failures, %llu pinned",
+		 "failures, %llu pinned; largest object %llu bytes",
 		 (int)getpid(), mm_on == MM_EVICT ? "evict" : "lazy",
 		 (unsigned long long)s.objects, (unsigned long long)s.reserved,
 		 (unsigned long long)s.resident,
@@ -180,7 +180,8 @@ static void mm_report(void)
 		 (unsigned long long)s.restore_bytes,
 		 (unsigned long long)s.evict_failed,
 		 (unsigned long long)s.back_failed,
-		 (unsigned long long)s.pinned);
+		 (unsigned long long)s.pinned,
+		 (unsigned long long)s.largest);
 }
 
 int mm_init(const char *mode, const char *min, const char *budget)
@@ -308,6 +309,8 @@ CUresult mm_alloc(CUdeviceptr *dptr, uint64_t size)
 	pthread_mutex_lock(&mm_mu);
 	mm_link(o);
 	mm_st.reserved += span;
+	if (span > mm_st.largest)
+		mm_st.largest = span;
 	pthread_mutex_unlock(&mm_mu);
 	*dptr = base;
 	return CUDA_SUCCESS;

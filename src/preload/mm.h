@@ -94,6 +94,7 @@ uint64_t mm_resident(void);
 struct mm_stats {
 	uint64_t objects, reserved, resident, evicted;	/* now, bytes */
 	uint64_t peak_resident;
+	uint64_t largest;	/* the largest object managed, bytes */
 	uint64_t backs, back_bytes;
 	uint64_t evicts, evict_bytes, restores, restore_bytes;
 	uint64_t evict_failed, back_failed, pinned;
