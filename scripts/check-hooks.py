@@ -6,6 +6,8 @@
     HOOK, every name a driver name (cu + upper case letter);
   - every HOOK has exactly one exported wrapper definition in src/preload/*.c
     and every exported driver wrapper has a HOOK;
+  - every cuda.h entry point that puts work on a stream is hooked
+    (scripts/gen-wrap-opaque.py decides which do);
   - when build/libkmux.so exists: its dynamic symbols are exactly the hooks,
     dlsym and the public kmux_* API.
 Exit 0 when all agree, 1 with one line per problem otherwise.
@@ -85,6 +87,20 @@ if declared is not None:
         b, v = split_version(name)
         if b in newest_hooked and v > newest_hooked[b] and name not in hooks:
             problems.append("cuda.h declares %s, newer than every hooked %s variant" % (name, b))
+
+# Every entry point that puts work on a stream must be wrapped (or kmux's
+# pool runs unordered with it): gen-wrap-opaque.py knows which those are and
+# which submit nothing; what it would generate must all be hooked already.
+if declared is not None:
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "gen_wrap_opaque", os.path.join(root, "scripts/gen-wrap-opaque.py"))
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    for name in gen.wanted(gen.declarations(), gen.defined_elsewhere()):
+        if name not in hooks:
+            problems.append("cuda.h's %s puts work on a stream but is not "
+                            "wrapped: run scripts/gen-wrap-opaque.py" % name)
 
 lib = os.path.join(root, os.environ.get("BUILD", "build"), "libkmux.so")
 if os.path.exists(lib):

@@ -342,16 +342,61 @@ KMUX_EXPORT CUresult CUDAAPI cuStreamCreateWithPriority(CUstream *s,
 	return r;
 }
 
-KMUX_EXPORT CUresult CUDAAPI cuStreamDestroy_v2(CUstream s)
+static CUresult stream_destroy(CUstream s, CUresult (*real)(CUstream))
 {
-	if (NO_DRIVER(cuStreamDestroy_v2))
-		return CUDA_ERROR_NOT_INITIALIZED;
 	if (unlikely(kmux_streams))
 		streams_stream_destroying(s);
 	/* Its pending work can no longer be waited for by name. */
 	if (unlikely(mm_on))
 		mm_stream_gone(s);
-	return REAL(cuStreamDestroy_v2)(s);
+	return real(s);
+}
+
+KMUX_EXPORT CUresult CUDAAPI cuStreamDestroy_v2(CUstream s)
+{
+	if (NO_DRIVER(cuStreamDestroy_v2))
+		return CUDA_ERROR_NOT_INITIALIZED;
+	return stream_destroy(s, REAL(cuStreamDestroy_v2));
+}
+
+/* The CUDA 3.x ABI, for programs built against it. */
+KMUX_EXPORT CUresult CUDAAPI cuStreamDestroy(CUstream s)
+{
+	if (NO_DRIVER(cuStreamDestroy))
+		return CUDA_ERROR_NOT_INITIALIZED;
+	return stream_destroy(s, REAL(cuStreamDestroy));
+}
+
+/*
+ * The CUDA 10.0 ABI of cuStreamBeginCapture (no mode: global), still
+ * exported by the driver: the scheduler must learn of these captures too.
+ */
+static CUresult capture_begin_v1(CUstream s, int per_thread,
+				 CUresult (*real)(CUstream))
+{
+	CUresult r;
+
+	if (likely(!kmux_streams))
+		return real(s);
+	streams_capture_begin(s, per_thread);
+	r = real(s);
+	if (r != CUDA_SUCCESS)
+		streams_capture_end(s, per_thread);
+	return r;
+}
+
+KMUX_EXPORT CUresult CUDAAPI cuStreamBeginCapture(CUstream s)
+{
+	if (NO_DRIVER(cuStreamBeginCapture))
+		return CUDA_ERROR_NOT_INITIALIZED;
+	return capture_begin_v1(s, 0, REAL(cuStreamBeginCapture));
+}
+
+KMUX_EXPORT CUresult CUDAAPI cuStreamBeginCapture_ptsz(CUstream s)
+{
+	if (NO_DRIVER(cuStreamBeginCapture_ptsz))
+		return CUDA_ERROR_NOT_INITIALIZED;
+	return capture_begin_v1(s, 1, REAL(cuStreamBeginCapture_ptsz));
 }
 
 KMUX_EXPORT CUresult CUDAAPI cuStreamBeginCapture_v2(CUstream s,

@@ -7,11 +7,12 @@
 # itself from simcuda's records (tests/e2e/progs/streams-cases.c).
 . "$(dirname "$0")/lib.sh"
 
-for m in graph hostfunc callback managed hostmem regex opaque capture waitevent; do
+for m in graph hostfunc callback managed hostmem regex opaque streamop capture waitevent; do
 	rm -f "$TMP"/sim.*
 	KMUX_BARRIER_KERNELS='^probe$' SIMCUDA_LOG=$TMP/sim.%p KMUX_STREAMS=8 \
 		LD_PRELOAD=$PRELOAD "$PROGS/streams-cases" $m >"$TMP/$m" 2>&1
-	check "$m: keeps its place ($(head -c 60 "$TMP/$m"))" [ $? -eq 0 ]
+	rc=$?
+	check "$m: keeps its place ($(head -c 60 "$TMP/$m"))" [ $rc -eq 0 ]
 	check "$m: no conflicting overlap" "$SIMDIR/simcuda-check" -q "$TMP"/sim.*
 done
 

@@ -10,7 +10,8 @@ for m in own blocking; do
 	rm -f "$TMP"/sim.*
 	SIMCUDA_LOG=$TMP/sim.%p KMUX_STREAMS=4 LD_PRELOAD=$PRELOAD \
 		"$PROGS/streams-cases" $m >"$TMP/$m" 2>&1
-	check "$m: $(head -c 70 "$TMP/$m")" [ $? -eq 0 ]
+	rc=$?
+	check "$m: $(head -c 70 "$TMP/$m")" [ $rc -eq 0 ]
 	check "$m: no conflicting overlap" "$SIMDIR/simcuda-check" -q "$TMP"/sim.*
 done
 

@@ -30,6 +30,7 @@ check "operations were degraded to barriers" \
 for m in capture graph hostfunc; do
 	KMUX_DEBUG_STREAMS_FAIL=2 KMUX_STREAMS=4 LD_PRELOAD=$PRELOAD \
 		"$PROGS/streams-cases" $m >"$TMP/$m" 2>&1
-	check "$m under injected failures: $(head -c 50 "$TMP/$m")" [ $? -eq 0 ]
+	rc=$?
+	check "$m under injected failures: $(head -c 50 "$TMP/$m")" [ $rc -eq 0 ]
 done
 finish

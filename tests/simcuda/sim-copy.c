@@ -441,6 +441,29 @@ SIM_API CUresult cuMemsetD32Async_ptsz(CUdeviceptr d, unsigned int ui,
 	return set(hStream, 1, 0, d, 0, ui, 4, N, 1);
 }
 
+/*
+ * Stream memory operations: a 32-bit write in stream order is a one-word
+ * memset as far as ordering and the overlap check go (no flags modelled).
+ * kmux cannot see what it touches, which is what its tests need.
+ */
+SIM_API CUresult cuStreamWriteValue32_v2(CUstream hStream, CUdeviceptr addr,
+					 cuuint32_t value, unsigned int flags)
+{
+	if (flags & ~(unsigned)CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER)
+		return CUDA_ERROR_INVALID_VALUE;
+	return set(hStream, 0, 0, addr, 0, value, 4, 1, 1);
+}
+
+SIM_API CUresult cuStreamWriteValue32_v2_ptsz(CUstream hStream,
+					      CUdeviceptr addr,
+					      cuuint32_t value,
+					      unsigned int flags)
+{
+	if (flags & ~(unsigned)CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER)
+		return CUDA_ERROR_INVALID_VALUE;
+	return set(hStream, 1, 0, addr, 0, value, 4, 1, 1);
+}
+
 SIM_API CUresult cuMemsetD2D8_v2(CUdeviceptr d, size_t pitch, unsigned char uc,
 				 size_t w, size_t h)
 {

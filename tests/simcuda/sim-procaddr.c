@@ -199,6 +199,8 @@ static const struct pa table[] = {
 	PA("cuStreamGetDevice", 12080, PT, cuStreamGetDevice_ptsz),
 	PA("cuStreamWaitEvent", 3020, LEG, cuStreamWaitEvent),
 	PA("cuStreamWaitEvent", 7000, PT, cuStreamWaitEvent_ptsz),
+	PA("cuStreamWriteValue32", 12000, LEG, cuStreamWriteValue32_v2),
+	PA("cuStreamWriteValue32", 12000, PT, cuStreamWriteValue32_v2_ptsz),
 	PA("cuStreamAddCallback", 5000, LEG, cuStreamAddCallback),
 	PA("cuStreamAddCallback", 7000, PT, cuStreamAddCallback_ptsz),
 	PA("cuLaunchHostFunc", 10000, LEG, cuLaunchHostFunc),

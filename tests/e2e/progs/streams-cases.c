@@ -29,6 +29,8 @@
  *   blocking     a blocking stream appears mid-way: its work follows the
  *                default stream's and the default stream's follows it,
  *                while the pool keeps scheduling
+ *   streamop     cuStreamWriteValue32 on the default stream (an entry
+ *                point kmux does not model) runs alone, in order
  *   chase        a kernel writes a buffer through a pointer stored in
  *                device memory; prints the hashes of two read-backs
  *                (scheduling breaks it: `kmux verify` must tell)
@@ -251,6 +253,24 @@ static int case_opaque(void)
 	CHECK(cuLaunchKernel(f_pause0, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, e));
 	around_after();
 	return check_barrier(is_pause0, 1);
+}
+
+static int is_memset(const struct simcuda_op_info *o)
+{
+	return o->kind == SIMCUDA_OP_MEMSET;
+}
+
+/*
+ * An entry point kmux does not model (wrap-opaque.c) on the default
+ * stream: it runs there, after all earlier default-stream work and before
+ * all later.
+ */
+static int case_streamop(void)
+{
+	around_before();
+	CHECK(cuStreamWriteValue32(NULL, buf[5], 7, 0));
+	around_after();
+	return check_barrier(is_memset, 1);
 }
 
 static int case_capture(void)
@@ -490,6 +510,8 @@ int main(int argc, char **argv)
 		r = case_memory(m);
 	else if (!strcmp(m, "opaque"))
 		r = case_opaque();
+	else if (!strcmp(m, "streamop"))
+		r = case_streamop();
 	else if (!strcmp(m, "capture"))
 		r = case_capture();
 	else if (!strcmp(m, "waitevent"))
