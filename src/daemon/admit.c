@@ -540,6 +540,36 @@ void admit_commit(struct admit_gpu *gpus, size_t n, const struct admit_task *t,
 	}
 }
 
+int admit_grow(struct admit_gpu *gpus, size_t n, struct admit_placement *pl,
+	       uint64_t want, const struct admit_policy *p)
+{
+	uint64_t more;
+	uint32_t i;
+
+	if (want <= pl->quota || pl->ngpus > ADMIT_MAX_GPUS)
+		return -EINVAL;
+	more = want - pl->quota;
+	/* All or nothing: a task's quota is the same on each of its GPUs. */
+	for (i = 0; i < pl->ngpus; i++) {
+		const struct admit_gpu *g;
+		uint64_t cap;
+
+		if (pl->slot[i] >= n)
+			return -EINVAL;
+		g = &gpus[pl->slot[i]];
+		cap = admit_capacity(g, p);
+		if (g->mem_committed > cap || more > cap - g->mem_committed)
+			return -ENOSPC;
+	}
+	for (i = 0; i < pl->ngpus; i++) {
+		struct admit_gpu *g = &gpus[pl->slot[i]];
+
+		g->mem_committed = sat_add(g->mem_committed, more);
+	}
+	pl->quota = want;
+	return 0;
+}
+
 void admit_release(struct admit_gpu *gpus, size_t n, const struct admit_task *t,
 		   const struct admit_placement *pl)
 {

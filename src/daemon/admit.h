@@ -228,6 +228,15 @@ void admit_release(struct admit_gpu *gpus, size_t n, const struct admit_task *t,
 		   const struct admit_placement *pl);
 
 /*
+ * A running task placed by pl needs more memory than its quota (an unknown
+ * task outgrowing its guess): raise pl->quota to want on every GPU of pl,
+ * if each can commit the difference.  0 (pl->quota is want), -ENOSPC when
+ * a GPU lacks the room (nothing changes), -EINVAL when want <= pl->quota.
+ */
+int admit_grow(struct admit_gpu *gpus, size_t n, struct admit_placement *pl,
+	       uint64_t want, const struct admit_policy *p);
+
+/*
  * Fold a utilization sample (0..1, clamped) taken dt_s seconds after the
  * previous one into g->util: an exponential moving average with time
  * constant util_tau_s, weight dt / (tau + dt) (no libm needed).  The first

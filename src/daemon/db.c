@@ -721,6 +721,27 @@ int db_job_update_peak(struct db *db, int64_t id, uint64_t peak, char *err,
 	return rc;
 }
 
+int db_job_set_quota(struct db *db, int64_t id, uint64_t quota, char *err,
+		     size_t errlen)
+{
+	sqlite3_stmt *st = NULL;
+	char what[64];
+	int rc;
+
+	if (db == NULL)
+		return set_err(err, errlen, -EINVAL, "set quota: no db");
+	snprintf(what, sizeof(what), "set quota of job %" PRId64, id);
+	rc = prepare(db, "UPDATE jobs SET mem_quota = ? WHERE id = ?", &st,
+		     err, errlen, what);
+	if (rc < 0)
+		return rc;
+	sqlite3_bind_int64(st, 1, clamp_i64(quota));
+	sqlite3_bind_int64(st, 2, id);
+	rc = update_one(db, st, id, what, err, errlen);
+	sqlite3_finalize(st);
+	return rc;
+}
+
 void db_job_release(struct db_job *j)
 {
 	if (j == NULL)

@@ -161,6 +161,10 @@ int db_job_finish(struct db *db, int64_t id, uint32_t state, int32_t exit_code,
 int db_job_update_peak(struct db *db, int64_t id, uint64_t peak, char *err,
 		       size_t errlen);
 
+/* A running job's quota grew (an unknown task outgrew its guess). */
+int db_job_set_quota(struct db *db, int64_t id, uint64_t quota, char *err,
+		     size_t errlen);
+
 /* -ENOENT if no such job. */
 int db_job_get(struct db *db, int64_t id, struct db_job *out, char *err,
 	       size_t errlen);

@@ -755,6 +755,61 @@ void job_finished(struct conn *c, const struct proto_msg *m)
 		   f->signal);
 }
 
+/*
+ * ALLOC_UPDATE with want > 0: a running task's allocation would pass its
+ * quota.  A need that was guessed or learned may grow while its GPUs have
+ * uncommitted room (the guess is "corrected as it allocates"); a declared
+ * need is what the user promised and stays the limit.  The answer is ADMIT
+ * with the new quota, or ERROR (the allocation then fails for that task
+ * alone).
+ */
+static void job_want(struct conn *c, const struct proto_msg *m, struct job *j)
+{
+	const uint64_t mib = UINT64_C(1) << 20;
+	struct server *srv = c->srv;
+	uint64_t want = m->u.alloc.want;
+	struct proto_msg a = { .type = PROTO_ADMIT, .seq = m->seq };
+	char err[ERRLEN], q[SIZE_FORMAT_MAX], w[SIZE_FORMAT_MAX];
+	int r;
+
+	if (!j || j->state != PROTO_JOB_RUNNING || !j->placed ||
+	    !server_client_may(c, j->uid)) {
+		server_client_error(c, m->seq, ENOENT, "no running job %llu",
+				    (unsigned long long)m->u.alloc.job);
+		return;
+	}
+	size_format(j->place.quota, q, sizeof(q));
+	if (j->task.mem_source == ADMIT_MEM_DECLARED) {
+		server_client_error(c, m->seq, EDQUOT, "job %lld declared "
+				    "%s; it may not grow", (long long)j->id, q);
+		return;
+	}
+	want = want > UINT64_MAX - (mib - 1) ? UINT64_MAX
+					     : (want + mib - 1) & ~(mib - 1);
+	if (want <= j->place.quota)
+		goto answer;	/* granted already (another thread asked) */
+	r = admit_grow(srv->gpus, srv->ngpus, &j->place, want, &srv->policy);
+	size_format(want, w, sizeof(w));
+	if (r) {
+		server_client_error(c, m->seq, ENOSPC, "job %lld: no room to "
+				    "grow from %s to %s on its GPUs",
+				    (long long)j->id, q, w);
+		return;
+	}
+	j->task.mem = want;
+	log_info("daemon: job %lld grew from %s to %s", (long long)j->id, q,
+		 w);
+	if (db_job_set_quota(srv->db, j->id, want, err, sizeof(err)))
+		log_warn("daemon: job %lld: %s", (long long)j->id, err);
+answer:
+	a.u.admit.job = (uint64_t)j->id;
+	a.u.admit.quota = j->place.quota;
+	a.u.admit.ngpus = j->place.ngpus;
+	for (uint32_t i = 0; i < j->place.ngpus; i++)
+		a.u.admit.gpus[i] = srv->gpus[j->place.slot[i]].index;
+	server_client_send(c, &a);
+}
+
 void job_alloc_update(struct conn *c, const struct proto_msg *m)
 {
 	const struct proto_alloc_update *u = &m->u.alloc;
@@ -762,6 +817,10 @@ void job_alloc_update(struct conn *c, const struct proto_msg *m)
 	uint64_t now = server_now_us();
 	char err[ERRLEN];
 
+	if (u->want) {
+		job_want(c, m, j);
+		return;
+	}
 	/* Fire and forget: a stale update is not worth an error. */
 	if (!j || !server_client_may(c, j->uid))
 		return;

@@ -289,7 +289,8 @@ CUresult mm_alloc(CUdeviceptr *dptr, uint64_t size)
 	if (size > UINT64_MAX - g)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	span = (size + g - 1) / g * g;
-	if (quota_on && span > quota_global.limit)
+	/* Under evict the budget is fixed; a lazy quota may still grow. */
+	if (quota_on && mm_on == MM_EVICT && span > quota_global.limit)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	if (quota_on && mm_on == MM_LAZY && quota_reserve(span))
 		return CUDA_ERROR_OUT_OF_MEMORY;
@@ -513,7 +514,8 @@ static CUresult mm_back(struct mm_obj *o, uint64_t seq)
 
 	if (o->state == MM_RESIDENT)
 		return CUDA_SUCCESS;
-	while (charge && quota_reserve(o->span)) {
+	/* The budget is the limit here: evict rather than grow it. */
+	while (charge && quota_try_reserve(&quota_global, o->span)) {
 		if (mm_evict_one(seq)) {
 			log_warn("memory: 0x%llx+%llu does not fit in the "
 				 "budget beside the operation's other objects",
@@ -583,13 +585,13 @@ int mm_reserve(uint64_t n)
 {
 	int err = 0;
 
-	if (!quota_reserve(n))
-		return 0;
 	if (mm_on != MM_EVICT)
-		return -ENOSPC;
+		return quota_reserve(n) ? -ENOSPC : 0;
+	if (!quota_try_reserve(&quota_global, n))
+		return 0;
 	pthread_mutex_lock(&mm_mu);
 	mm_seq++;
-	while (quota_reserve(n)) {
+	while (quota_try_reserve(&quota_global, n)) {
 		if (mm_evict_one(mm_seq + 1)) {
 			err = -ENOSPC;
 			break;

@@ -12,6 +12,7 @@
 
 int quota_on;
 struct quota quota_global;
+int (*quota_grow)(uint64_t want);
 
 int quota_parse(const char *s, uint64_t *out)
 {
@@ -63,6 +64,18 @@ void quota_set_admitted(uint64_t limit)
 {
 	quota_global.limit = limit;
 	quota_on = 1;
+}
+
+int quota_reserve_grow(uint64_t n)
+{
+	uint64_t used;
+
+	if (!quota_grow)
+		return -ENOSPC;
+	used = quota_used(&quota_global);
+	if (n > UINT64_MAX - used || quota_grow(used + n))
+		return -ENOSPC;
+	return quota_try_reserve(&quota_global, n);
 }
 
 int quota_try_reserve(struct quota *q, uint64_t n)

@@ -21,7 +21,7 @@
 #include <stdint.h>
 
 struct quota {
-	uint64_t limit;			/* bytes */
+	_Atomic uint64_t limit;		/* bytes; grows through quota_grow */
 	_Atomic uint64_t used;		/* bytes committed */
 	_Atomic uint64_t peak;		/* the most `used` has been */
 };
@@ -58,10 +58,27 @@ uint64_t quota_peak(const struct quota *q);
 void quota_clamp_info(const struct quota *q, size_t *free_bytes,
 		      size_t *total_bytes);
 
-/* The global quota's shorthands for the wrappers (only when quota_on). */
+/*
+ * Set once admitted by kmuxd (register.c): ask the daemon to raise the
+ * global limit to at least want bytes.  0 when the limit now allows it,
+ * <0 when the daemon said no (a declared need, no room on the GPU) or could
+ * not be asked.  NULL: the limit is fixed.
+ */
+extern int (*quota_grow)(uint64_t want);
+
+/* quota_reserve()'s slow path: the limit is reached; try to grow it. */
+int quota_reserve_grow(uint64_t n);
+
+/*
+ * The global quota's shorthands for the wrappers (only when quota_on).  An
+ * allocation past the limit asks kmuxd for more first (a need kmuxd only
+ * guessed follows the task as it allocates).
+ */
 static inline int quota_reserve(uint64_t n)
 {
-	return quota_try_reserve(&quota_global, n);
+	if (quota_try_reserve(&quota_global, n) == 0)
+		return 0;
+	return quota_reserve_grow(n);
 }
 
 static inline void quota_release(uint64_t n)

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "mm.h"
 #include "paths.h"
 #include "proto.h"
 #include "quota.h"
@@ -342,7 +343,9 @@ static int conn_register(bool running)
 		r->flags = PROTO_REG_F_RUNNING;
 		r->gpus = reg.gpus;
 		r->ngpus = (uint32_t)__builtin_popcountll(reg.gpus);
-		r->mem = reg.quota;
+		/* What it holds now: the quota may have grown since ADMIT. */
+		r->mem = quota_grow ? atomic_load(&quota_global.limit)
+				    : reg.quota;
 	} else {
 		r->gpus = reg.visible;
 		r->ngpus = reg.visible ?
@@ -448,6 +451,108 @@ static int wait_admission(void)
 			queued = false;
 		}
 	}
+}
+
+/* --- growing the quota ------------------------------------------------------ */
+
+/*
+ * quota_grow (quota.h): an allocation would pass the quota.  Ask kmuxd on
+ * a connection of this call's own (the helper thread owns the other one):
+ * HELLO, then ALLOC_UPDATE with want; ADMIT carries the new quota, ERROR a
+ * refusal.  One thread asks at a time; the others then find the limit
+ * already raised.
+ */
+static pthread_mutex_t grow_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int grow_exchange(int fd, uint64_t want, uint64_t *quota)
+{
+	uint8_t tx[512], rx[4096];
+	struct proto_buf out = { tx, sizeof(tx), 0 };
+	struct proto_msg m = { .type = PROTO_HELLO, .seq = 1 };
+	uint64_t deadline = now_ms() + REG_REPLY_MS;
+	size_t len = 0, used;
+	ssize_t n;
+	int e;
+
+	m.u.hello.role = PROTO_ROLE_PRELOAD;
+	m.u.hello.pid = (uint32_t)reg.pid;
+	m.u.hello.ident = "libkmux";
+	e = proto_encode(&out, &m);
+	m = (struct proto_msg){ .type = PROTO_ALLOC_UPDATE, .seq = 2 };
+	m.u.alloc.job = reg.job;
+	m.u.alloc.pid = (uint32_t)reg.pid;
+	m.u.alloc.gpu = reg.gpu0;
+	m.u.alloc.resident = quota_used(&quota_global);
+	m.u.alloc.peak = quota_peak(&quota_global);
+	if (m.u.alloc.peak < m.u.alloc.resident)
+		m.u.alloc.peak = m.u.alloc.resident;
+	m.u.alloc.want = want;
+	m.u.alloc.kernels = atomic_load_explicit(&kmux_launches,
+						 memory_order_relaxed);
+	if (!e)
+		e = proto_encode(&out, &m);
+	if (e)
+		return e;
+	if (send(fd, tx, out.len, MSG_NOSIGNAL) != (ssize_t)out.len)
+		return -EPIPE;
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		uint64_t now;
+
+		e = proto_decode(rx, len, &m, &used);
+		if (e == 0) {
+			if (m.type == PROTO_ADMIT && m.seq == 2) {
+				*quota = m.u.admit.quota;
+				return 0;
+			}
+			if (m.type == PROTO_ERROR && m.seq == 2) {
+				log_info("kmuxd: no more memory: %s",
+					 m.u.error.message);
+				return -m.u.error.err;
+			}
+			memmove(rx, rx + used, len - used);	/* HELLO's OK */
+			len -= used;
+			continue;
+		}
+		if (e != -EAGAIN || len == sizeof(rx))
+			return e ? e : -EMSGSIZE;
+		now = now_ms();
+		if (now >= deadline)
+			return -ETIMEDOUT;
+		e = poll(&p, 1, (int)(deadline - now));
+		if (e < 0 && errno == EINTR)
+			continue;
+		if (e <= 0)
+			return e ? -errno : -ETIMEDOUT;
+		n = read(fd, rx + len, sizeof(rx) - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n ? -errno : -EPIPE;
+		len += (size_t)n;
+	}
+}
+
+static int reg_grow(uint64_t want)
+{
+	uint64_t quota = 0;
+	int fd, e;
+
+	pthread_mutex_lock(&grow_lock);
+	if (atomic_load(&quota_global.limit) >= want) {
+		pthread_mutex_unlock(&grow_lock);
+		return 0;
+	}
+	fd = conn_open(reg.sock);
+	e = fd < 0 ? fd : grow_exchange(fd, want, &quota);
+	if (fd >= 0)
+		close(fd);
+	if (e == 0 && quota > atomic_load(&quota_global.limit))
+		atomic_store(&quota_global.limit, quota);
+	pthread_mutex_unlock(&grow_lock);
+	if (e)
+		return e;
+	return quota >= want ? 0 : -ENOSPC;
 }
 
 /* --- the helper thread ---------------------------------------------------- */
@@ -574,6 +679,9 @@ static void reg_atfork_child(void)
 	if (reg.fd >= 0)
 		close(reg.fd);
 	reg.fd = -1;
+	/* Not this process's registration to grow. */
+	quota_grow = NULL;
+	pthread_mutex_init(&grow_lock, NULL);
 }
 
 static int start_thread(void)
@@ -682,6 +790,9 @@ static void reg_init(void)
 	if (e)
 		goto unmanaged;
 	pthread_atfork(NULL, NULL, reg_atfork_child);
+	/* Under the memory manager's evict mode the quota is its budget. */
+	if (mm_on != MM_EVICT)
+		quota_grow = reg_grow;
 	e = start_thread();
 	reg_thread_started = e == 0;
 	if (e) {

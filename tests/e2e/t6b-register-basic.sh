@@ -8,34 +8,7 @@
 # declares its need.  With no daemon it runs unmanaged, as without kmux.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/kmuxd-lib.sh"
-
-R=$PROGS/reg
-has() { grep -qx "$2" "$1"; }
-# job_of NAME: the id of the newest job called NAME.
-job_of() {
-	"$KMUX" ps --all --json | python3 -c '
-import json, sys
-ids = [j["id"] for j in json.load(sys.stdin) if j["name"] == sys.argv[1]]
-print(max(ids) if ids else "")' "$1"
-}
-# wait_line FILE LINE [TENTHS]
-# wait_job NAME: until a job called NAME exists (the process registered).
-wait_job() {
-	local i
-	for i in $(seq 100); do
-		[ -n "$(job_of "$1")" ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
-wait_line() {
-	local i
-	for i in $(seq "${3:-100}"); do
-		grep -qx "$2" "$1" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	return 1
-}
+. "$(dirname "$0")/reg-lib.sh"
 
 # No daemon yet: unmanaged, the program's own view, one info line (KMUX_LOG).
 KMUX_LOG=info LD_PRELOAD=$PRELOAD "$R" 16 >"$TMP/none" 2>"$TMP/none.err"

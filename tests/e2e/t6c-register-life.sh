@@ -11,31 +11,7 @@ KMUX_FAKE_GPUS=2:16G
 . "$(dirname "$0")/kmuxd-lib.sh"
 export SIMCUDA_DEVICES=2
 
-R=$PROGS/reg
-has() { grep -qx "$2" "$1"; }
-job_of() {
-	"$KMUX" ps --all --json | python3 -c '
-import json, sys
-ids = [j["id"] for j in json.load(sys.stdin) if j["name"] == sys.argv[1]]
-print(max(ids) if ids else "")' "$1"
-}
-# wait_job NAME: until a job called NAME exists (the process registered).
-wait_job() {
-	local i
-	for i in $(seq 100); do
-		[ -n "$(job_of "$1")" ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
-wait_line() {
-	local i
-	for i in $(seq "${3:-100}"); do
-		grep -qx "$2" "$1" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	return 1
-}
+. "$(dirname "$0")/reg-lib.sh"
 committed() { top_json "sum(g['mem_committed'] for g in t['gpus']) >> 30"; }
 
 start_daemon

@@ -636,6 +636,41 @@ static void test_commit_release(void **state)
 	assert_int_equal(g[pl.slot[0]].ntasks, 0);
 }
 
+/* An unknown task outgrows its guess: all its GPUs grow, or none. */
+static void test_grow(void **state)
+{
+	struct admit_gpu g[2] = { gpu(0, 80), gpu(1, 80) };
+	struct admit_task t = task(1, 10 * GiB, 2), o = task(2, 60 * GiB, 1);
+	struct admit_placement pl, plo;
+	uint64_t cap = admit_capacity(&g[0], &pol);
+
+	(void)state;
+	assert_int_equal(admit_place(g, 2, &t, &pol, &pl), 0);
+	admit_commit(g, 2, &t, &pl, 1);
+	assert_int_equal(admit_grow(g, 2, &pl, 20 * GiB, &pol), 0);
+	assert_int_equal(pl.quota, 20 * GiB);
+	assert_int_equal(g[0].mem_committed, 20 * GiB);
+	assert_int_equal(g[1].mem_committed, 20 * GiB);
+	/* Not a growth. */
+	assert_int_equal(admit_grow(g, 2, &pl, 20 * GiB, &pol), -EINVAL);
+	assert_int_equal(admit_grow(g, 2, &pl, 1 * GiB, &pol), -EINVAL);
+	/* Another task fills most of GPU 1: no room there, nothing moves. */
+	o.mem = cap - 20 * GiB - 5 * GiB;
+	plo = (struct admit_placement){ .ngpus = 1, .slot = { 1 },
+					.quota = o.mem };
+	admit_commit(g, 2, &o, &plo, 2);
+	assert_int_equal(admit_grow(g, 2, &pl, 26 * GiB, &pol), -ENOSPC);
+	assert_int_equal(pl.quota, 20 * GiB);
+	assert_int_equal(g[0].mem_committed, 20 * GiB);
+	/* Exactly the room left. */
+	assert_int_equal(admit_grow(g, 2, &pl, 25 * GiB, &pol), 0);
+	assert_int_equal(g[1].mem_committed, cap);
+	/* Releasing gives back the grown quota. */
+	admit_release(g, 2, &t, &pl);
+	assert_int_equal(g[0].mem_committed, 0);
+	assert_int_equal(g[1].mem_committed, o.mem);
+}
+
 static void test_util_sample(void **state)
 {
 	struct admit_gpu g = gpu(0, 80);
@@ -1045,6 +1080,7 @@ int main(void)
 		cmocka_unit_test_setup(test_round_robin, setup),
 		cmocka_unit_test_setup(test_round_robin_rotation, setup),
 		cmocka_unit_test_setup(test_commit_release, setup),
+		cmocka_unit_test_setup(test_grow, setup),
 		cmocka_unit_test_setup(test_util_sample, setup),
 		cmocka_unit_test_setup(test_fifo_and_backfill, setup),
 		cmocka_unit_test_setup(test_never_fits_reported, setup),
