@@ -5,10 +5,18 @@
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
+#include <time.h>
 
 #include "client.h"
 #include "cmd.h"
 #include "view.h"
+
+/*
+ * A daemon that goes away while a job runs is usually being restarted
+ * (systemd, an upgrade): the job keeps running, the new daemon recovers it
+ * from its database, so look for it this long before giving up.
+ */
+#define WAIT_RECONNECT_S 60
 
 static void help(void)
 {
@@ -22,7 +30,8 @@ static void help(void)
 	      "\n"
 	      "Exit status: the job's; 125 when it is not known: no such job, no\n"
 	      "daemon, the job was cancelled before it started or never could\n"
-	      "run, or its daemon died while it ran (the message says which);\n"
+	      "run, or its daemon died while it ran and did not come back within\n"
+	      "60 s (the message says which);\n"
 	      "2 for bad usage.  See kmux-wait(1).\n", stdout);
 }
 
@@ -65,6 +74,45 @@ static int job_status(const struct proto_exited *x)
 	return KMUX_EXIT_WAIT_UNKNOWN;
 }
 
+static double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/*
+ * The connection to kmuxd was lost while waiting: connect again and ask
+ * again, with a growing pause, until WAIT_RECONNECT_S have passed.  The
+ * new daemon answers for the job as the old one would have.
+ */
+static int wait_again(struct client *cl, struct proto_msg *req,
+		      struct proto_msg *rep)
+{
+	double deadline = mono_s() + WAIT_RECONNECT_S;
+	struct timespec pause = { 0, 100 * 1000 * 1000 };
+	int r = -ECONNRESET;
+
+	fprintf(stderr, "kmux: wait: %s; waiting up to %d s for kmuxd to "
+		"come back\n", cl->err, WAIT_RECONNECT_S);
+	while (r == -ECONNRESET || r == -ENOENT || r == -ECONNREFUSED) {
+		if (mono_s() >= deadline) {
+			snprintf(cl->err, sizeof(cl->err), "kmuxd did not come "
+				 "back within %d s", WAIT_RECONNECT_S);
+			return -ECONNRESET;
+		}
+		nanosleep(&pause, NULL);
+		if (pause.tv_nsec < 800 * 1000 * 1000)
+			pause.tv_nsec *= 2;
+		client_close(cl);
+		r = client_open(cl, 0);
+		if (r == 0)
+			r = client_call(cl, req, rep);
+	}
+	return r;
+}
+
 static int wait_exec(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -97,6 +145,8 @@ static int wait_exec(int argc, char **argv)
 		return KMUX_EXIT_WAIT_UNKNOWN;
 	}
 	r = client_call(&cl, &req, &rep);
+	if (r == -ECONNRESET)
+		r = wait_again(&cl, &req, &rep);
 	if (r == 0 && rep.type != PROTO_EXITED) {
 		snprintf(cl.err, sizeof(cl.err), "unexpected %s reply",
 			 proto_type_name(rep.type));

@@ -44,4 +44,20 @@ check "a job that died with no daemon is exited, status unknown" \
 	[ "$(jq_job "$d" 'j["state"], j["exit_code"]')" = "('exited', None)" ]
 expect_rc 0 "the job queued behind it runs" "$KMUX" wait "$e"
 check "  ... output intact" grep -qx e-ran <("$KMUX" logs "$e")
+
+# `kmux wait` outlives a daemon restart: it connects again and gets the
+# status from the new daemon.
+f=$("$KMUX" submit -m 10G -- sleep 1)
+g=$("$KMUX" submit -m 10G -- sh -c 'exit 7')
+wait_state "$f" running
+"$KMUX" wait "$g" >"$TMP/w.out" 2>"$TMP/w.err" &
+wp=$!
+sleep 0.3
+kill -9 "$(daemon_pid)"
+sleep 0.5
+start_daemon
+wait "$wp"
+check "wait across a restart: the job's own status (7)" [ $? -eq 7 ]
+check "  ... after saying it waits for kmuxd" \
+	grep -q "waiting up to 60 s for kmuxd to come back" "$TMP/w.err"
 finish
