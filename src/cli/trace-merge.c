@@ -49,7 +49,7 @@
 static const char *const type_names[] = {
 	[TL_PROCESS] = "process", [TL_LAUNCH] = "launch", [TL_GPU] = "gpu",
 	[TL_COPY] = "copy", [TL_SYNC] = "sync", [TL_ALLOC] = "alloc",
-	[TL_FREE] = "free", [TL_EXIT] = "exit",
+	[TL_FREE] = "free", [TL_EXIT] = "exit", [TL_MM] = "mm",
 };
 
 static const char *const api_names[] = {
@@ -490,6 +490,13 @@ int trace_line_parse(const char *s, size_t len, struct trace_line *out,
 				 &out->timing_dropped) < 0)
 			r = -EINVAL;
 		break;
+	case TL_MM:
+		r = parse_times(&p, out, 0, 0);
+		if (!r && (pf_u64(&p, "resident", 1, &out->resident) < 0 ||
+			   pf_u64(&p, "evicted", 1, &out->evicted) < 0 ||
+			   pf_u64(&p, "reserved", 1, &out->reserved) < 0))
+			r = -EINVAL;
+		break;
 	}
 out:
 	cJSON_Delete(root);
@@ -685,6 +692,13 @@ struct gpurec {
 	int64_t t, d;
 };
 
+/* A "mm" line: the memory manager's totals in one process after a change. */
+struct mmrec {
+	uint32_t proc;
+	int64_t t;
+	uint64_t resident, evicted;
+};
+
 struct kstat {
 	uint64_t count, timed;
 	int64_t total_ns;
@@ -699,6 +713,8 @@ struct trace_merge {
 	size_t nids, capids;
 	struct gpurec *gpus;
 	size_t ngpus, capgpus;
+	struct mmrec *mms;
+	size_t nmms, capmms;
 
 	char **names;		/* interned kernel names, as the driver gave them */
 	char **dnames;		/* the same for display (demangled), or NULL */
@@ -763,6 +779,7 @@ void trace_merge_free(struct trace_merge *m)
 	free(m->evs);
 	free(m->ids);
 	free(m->gpus);
+	free(m->mms);
 	free(m->names);
 	free(m->kstats);
 	free(m->name_map.e);
@@ -895,6 +912,13 @@ static int add_event(struct trace_merge *m, struct reader *rd,
 			return -ENOMEM;
 		m->gpus[m->ngpus++] = (struct gpurec){ (uint32_t)rd->proc,
 						       l->seq, t, l->d };
+		return 0;
+	}
+	if (l->type == TL_MM) {
+		if (GROW(m->mms, m->capmms, m->nmms + 1))
+			return -ENOMEM;
+		m->mms[m->nmms++] = (struct mmrec){ (uint32_t)rd->proc, t,
+						    l->resident, l->evicted };
 		return 0;
 	}
 	if (l->type == TL_EXIT) {
@@ -1914,8 +1938,33 @@ static cJSON *counter_json(const struct trace_merge *m, int pid, int64_t t,
 	return j;
 }
 
+/* The memory manager's track: resident and evicted bytes (KMUX_MEMORY). */
+static cJSON *mm_counter_json(const struct trace_merge *m,
+			      const struct mmrec *r)
+{
+	cJSON *j = cJSON_CreateObject(), *args;
+
+	if (!j)
+		return NULL;
+	cJSON_AddStringToObject(j, "name", "kmux memory manager");
+	cJSON_AddStringToObject(j, "ph", "C");
+	cJSON_AddNumberToObject(j, "ts", us(m, r->t));
+	cJSON_AddNumberToObject(j, "pid", m->procs[r->proc].pid);
+	cJSON_AddNumberToObject(j, "tid", 0);
+	args = cJSON_AddObjectToObject(j, "args");
+	if (!args) {
+		cJSON_Delete(j);
+		return NULL;
+	}
+	cJSON_AddNumberToObject(args, "resident", (double)r->resident);
+	cJSON_AddNumberToObject(args, "evicted", (double)r->evicted);
+	return j;
+}
+
 static void write_counters(const struct trace_merge *m, struct out *o)
 {
+	for (size_t i = 0; i < m->nmms; i++)
+		emit(o, mm_counter_json(m, &m->mms[i]));
 	for (size_t i = 0; i < m->nmem; i++) {
 		const struct mev *e = &m->evs[m->memorder[i]];
 

@@ -28,6 +28,7 @@ enum trace_line_type {
 	TL_ALLOC,
 	TL_FREE,
 	TL_EXIT,
+	TL_MM,		/* the memory manager's totals after a change */
 };
 
 /* enum trace_api of the preload, by name. */
@@ -83,6 +84,9 @@ struct trace_line {
 
 	/* TL_EXIT */
 	uint64_t timing_dropped;
+
+	/* TL_MM */
+	uint64_t resident, evicted, reserved;
 };
 
 /*

@@ -38,6 +38,7 @@
 #include "alloc-table.h"
 #include "log.h"
 #include "mm.h"
+#include "trace.h"
 #include "preload.h"
 #include "quota.h"
 #include "streams.h"
@@ -128,6 +129,12 @@ int mm_parse_mode(const char *s)
 	if (!strcmp(s, "evict"))
 		return MM_EVICT;
 	return -EINVAL;
+}
+
+/* The totals after a change, for `kmux trace`'s memory-manager counter. */
+static void mm_trace_totals(void)
+{
+	trace_mm(mm_st.resident, mm_st.evicted, mm_st.reserved, trace_now());
 }
 
 static int mm_trace_fields(char *buf, size_t len)
@@ -312,6 +319,7 @@ CUresult mm_alloc(CUdeviceptr *dptr, uint64_t size)
 	mm_st.reserved += span;
 	if (span > mm_st.largest)
 		mm_st.largest = span;
+	mm_trace_totals();
 	pthread_mutex_unlock(&mm_mu);
 	*dptr = base;
 	return CUDA_SUCCESS;
@@ -389,6 +397,7 @@ static void mm_now_resident(struct mm_obj *o)
 		mm_st.peak_resident = mm_st.resident;
 	atomic_store_explicit(&mm_res_bytes, mm_st.resident,
 			      memory_order_relaxed);
+	mm_trace_totals();
 }
 
 /* Wait for the work that touched o (mm_mu held).  0 or a CUDA error. */
@@ -469,6 +478,7 @@ static int mm_evict(struct mm_obj *o)
 	mm_st.evicted += o->span;
 	mm_st.evicts++;
 	mm_st.evict_bytes += o->size;
+	mm_trace_totals();
 	return 0;
 
 abandon:
@@ -706,6 +716,7 @@ CUresult mm_free(uint64_t base)
 	mm_st.reserved -= o->span;
 	if (o->pinned)
 		mm_st.pinned--;
+	mm_trace_totals();
 	mm_unlink(o);
 	pthread_mutex_unlock(&mm_mu);
 	free(o);

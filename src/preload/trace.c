@@ -46,6 +46,9 @@
  *	event_query.
  *   {"type":"alloc"|"free","tid":T,"t":NS,"id":N,"base":"0x..","size":N,
  *    "kind":"device"|"managed"|"host"|"vmm","dev":N}
+ *   {"type":"mm","t":NS,"resident":N,"evicted":N,"reserved":N}
+ *	the memory manager's bytes (resident, copied out to the host,
+ *	address space reserved) after each change (KMUX_MEMORY lazy/evict).
  *   {"type":"exit","t":NS,"timing_dropped":N[,"streams":N,"sched_ops":N,
  *    "sched_barriers":N,"bridged":N,"waits_issued":N,"waits_pruned":N]}
  *	normal process exit; timing_dropped counts timed launches whose GPU
@@ -105,6 +108,7 @@ enum rec_type {
 	REC_ALLOC,
 	REC_FREE,
 	REC_GPU,
+	REC_MM,		/* the memory manager's bytes after a change */
 };
 
 #define REC_LAUNCH_IDS	5	/* allocation ids inside a launch record */
@@ -147,6 +151,9 @@ struct rec {
 		struct {
 			uint64_t seq;
 		} gpu;
+		struct {
+			uint64_t resident, evicted, reserved;
+		} mm;
 	};
 };
 _Static_assert(sizeof(struct rec) == 128, "trace records are 128 bytes");
@@ -616,6 +623,14 @@ static unsigned fmt_rec(struct fmt *f, pid_t tid, const struct rec *r)
 		FMT_LIT(f, ",\"kind\":");
 		fmt_str_field(f, NAME_OF(alloc_names, r->sub));
 		FMT_I64(f, ",\"dev\":", r->alloc.dev);
+		FMT_LIT(f, "}\n");
+		return 1;
+	case REC_MM:
+		FMT_LIT(f, "{\"type\":\"mm\"");
+		FMT_I64(f, ",\"t\":", rel(r->t));
+		FMT_U64(f, ",\"resident\":", r->mm.resident);
+		FMT_U64(f, ",\"evicted\":", r->mm.evicted);
+		FMT_U64(f, ",\"reserved\":", r->mm.reserved);
 		FMT_LIT(f, "}\n");
 		return 1;
 	case REC_GPU:
@@ -1646,6 +1661,25 @@ void trace_alloc(const struct alloc *a, int is_free, uint64_t t)
 	r->alloc.base = a->base;
 	r->alloc.size = a->size;
 	r->alloc.dev = a->device;
+	rec_commit(b, 1);
+	after_event(b, t);
+}
+
+void trace_mm(uint64_t resident, uint64_t evicted, uint64_t reserved,
+	      uint64_t t)
+{
+	struct tbuf *b;
+	struct rec *r;
+
+	if (!tracing() || !(b = tbuf_get()))
+		return;
+	r = rec_reserve(b, 1);
+	r->type = REC_MM;
+	r->t = t;
+	r->d = 0;
+	r->mm.resident = resident;
+	r->mm.evicted = evicted;
+	r->mm.reserved = reserved;
 	rec_commit(b, 1);
 	after_event(b, t);
 }

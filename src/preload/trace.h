@@ -106,6 +106,9 @@ void trace_sync(enum trace_sync_kind kind, uint64_t obj, uint64_t t_begin,
 		uint64_t t_end, CUresult result);
 /* is_free: 0 for an allocation, 1 for its release. */
 void trace_alloc(const struct alloc *a, int is_free, uint64_t t);
+/* The memory manager's totals after a change (mm.c, its lock held). */
+void trace_mm(uint64_t resident, uint64_t evicted, uint64_t reserved,
+	      uint64_t t);
 
 /*
  * wait == 0, after a host synchronization: resolve the timed launches that

@@ -108,6 +108,18 @@ check "KMUX_MEMORY=bogus: a warning" grep -q "KMUX_MEMORY=bogus is not quota, la
 KMUX_LOG=warn LD_PRELOAD=$PRELOAD KMUX_LAZY_MIN=x KMUX_MEMORY=lazy "$M" unused >"$TMP/b2" 2>"$TMP/b2.err"
 check "KMUX_LAZY_MIN=x: unmanaged, a warning" bash -c "grep -qx 'unused delta=256' '$TMP/b2' && grep -q 'KMUX_LAZY_MIN=x' '$TMP/b2.err'"
 
+# kmux trace shows the memory manager's resident and evicted bytes as a
+# counter track of their own.
+KMUX_LAZY_MIN=1 KMUX_MEMORY=evict KMUX_MEM_BUDGET=7M "$KMUX" trace -q -o "$TMP/mm.json" -- \
+	"$PROGS/rand-dag" 3 200 >/dev/null 2>&1
+check "kmux trace: a 'kmux memory manager' counter track with evicted bytes" \
+	python3 -c '
+import json, sys
+ev = [e for e in json.load(open(sys.argv[1]))["traceEvents"]
+      if e.get("ph") == "C" and e.get("name") == "kmux memory manager"]
+sys.exit(0 if ev and any(e["args"]["evicted"] > 0 for e in ev)
+         and any(e["args"]["resident"] > 0 for e in ev) else 1)' "$TMP/mm.json"
+
 # kmux run --memory MODE and kmux verify --memory MODE.
 "$KMUX" run --memory=lazy -- env >"$TMP/env" 2>&1
 check "kmux run --memory=lazy: KMUX_MEMORY=lazy in CMD's environment" grep -qx KMUX_MEMORY=lazy "$TMP/env"

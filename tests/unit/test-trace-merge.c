@@ -660,6 +660,55 @@ static void test_line_parse(void **state)
 			 -EINVAL);
 }
 
+/* The memory manager's lines become a counter track of their own. */
+static void test_mm_counter(void **state)
+{
+	static const char fix[] =
+		"{\"type\":\"process\",\"version\":1,\"pid\":300,\"ppid\":1,"
+		"\"cmdline\":\"mm\",\"t0\":1000000000,\"wall0\":5,\"timing\":0}\n"
+		"{\"type\":\"mm\",\"t\":1000,\"resident\":0,\"evicted\":0,"
+		"\"reserved\":4194304}\n"
+		"{\"type\":\"mm\",\"t\":2000,\"resident\":4194304,"
+		"\"evicted\":0,\"reserved\":4194304}\n"
+		"{\"type\":\"mm\",\"t\":3000,\"resident\":0,"
+		"\"evicted\":4194304,\"reserved\":4194304}\n"
+		"{\"type\":\"exit\",\"t\":4000,\"timing_dropped\":0}\n";
+	char *dir = tmpdir_new(), err[128];
+	const cJSON *ev, *e, *args;
+	struct trace_merge *m;
+	struct trace_line l;
+	double last_evicted = -1;
+	int n = 0;
+	cJSON *t;
+
+	(void)state;
+	/* Every field is required. */
+	assert_int_equal(trace_line_parse("{\"type\":\"mm\",\"t\":1,"
+					  "\"resident\":1,\"reserved\":1}",
+					  49, &l, err, sizeof(err)), -EINVAL);
+	write_file(dir, "kmux-trace.300.jsonl", fix);
+	m = merge_dir(dir, 0);
+	t = written(m);
+	assert_int_equal(trace_merge_summary(m)->lines_skipped, 0);
+	ev = cJSON_GetObjectItemCaseSensitive(t, "traceEvents");
+	cJSON_ArrayForEach(e, ev) {
+		if (strcmp(str(e, "ph"), "C") ||
+		    strcmp(str(e, "name"), "kmux memory manager"))
+			continue;
+		args = cJSON_GetObjectItem(e, "args");
+		assert_int_equal((int)num(e, "pid"), 300);
+		if (n == 1)
+			assert_true(num(args, "resident") == 4194304);
+		last_evicted = num(args, "evicted");
+		n++;
+	}
+	assert_int_equal(n, 3);
+	assert_true(last_evicted == 4194304);
+	cJSON_Delete(t);
+	trace_merge_free(m);
+	tmpdir_remove(dir);
+}
+
 static void test_formats(void **state)
 {
 	char b[32];
@@ -1374,6 +1423,7 @@ int main(void)
 		cmocka_unit_test(test_human_summary),
 		cmocka_unit_test(test_line_parse),
 		cmocka_unit_test(test_formats),
+		cmocka_unit_test(test_mm_counter),
 		cmocka_unit_test(test_recorder_threads),
 		cmocka_unit_test(test_recorder_full_buffer),
 		cmocka_unit_test(test_recorder_periodic_and_kill),
