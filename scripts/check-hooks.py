@@ -96,8 +96,14 @@ if declared is not None:
     spec = importlib.util.spec_from_file_location(
         "gen_wrap_opaque", os.path.join(root, "scripts/gen-wrap-opaque.py"))
     gen = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gen)
-    for name in gen.wanted(gen.declarations(), gen.defined_elsewhere()):
+    try:
+        spec.loader.exec_module(gen)
+        wanted = gen.wanted(gen.declarations(), gen.defined_elsewhere())
+    except (OSError, subprocess.CalledProcessError) as e:
+        wanted = []
+        problems.append("cannot list the stream-taking entry points "
+                        "(scripts/gen-wrap-opaque.py): %s" % e)
+    for name in wanted:
         if name not in hooks:
             problems.append("cuda.h's %s puts work on a stream but is not "
                             "wrapped: run scripts/gen-wrap-opaque.py" % name)
