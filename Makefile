@@ -41,7 +41,7 @@ COMPILE = $(CC) $(KMUX_CPPFLAGS) $(KMUX_CFLAGS) -MMD -MP
 # --- libkmux.so: the preload ------------------------------------------------
 # Only the libc-only parts of src/common may go in here.
 PRELOAD_COMMON = src/common/log.c src/common/paths.c src/common/proto.c \
-		 src/common/size.c
+		 src/common/size.c src/common/sock.c
 PRELOAD_SRCS = $(sort $(wildcard src/preload/*.c)) $(PRELOAD_COMMON)
 PRELOAD_OBJS = $(PRELOAD_SRCS:%.c=$(BUILD)/obj/preload/%.o)
 

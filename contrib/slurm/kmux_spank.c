@@ -36,14 +36,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <slurm/spank.h>
 
 #include "ks-env.h"
 #include "size.h"
+#include "sock.h"
 
 SPANK_PLUGIN(kmux, 1);
 
@@ -255,19 +254,11 @@ static int ks_expand_socket(spank_t sp, char *out, size_t len)
 /* 0 if something accepts connections on path, else -errno. */
 static int ks_probe_socket(const char *path)
 {
-	struct sockaddr_un sa;
 	int fd, r;
 
-	memset(&sa, 0, sizeof(sa));
-	sa.sun_family = AF_UNIX;
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	strcpy(sa.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	r = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) ? -errno : 0;
-	close(fd);
+	r = sock_connect_unix(path, 0, &fd);
+	if (r == 0)
+		close(fd);
 	return r;
 }
 

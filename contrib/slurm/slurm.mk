@@ -13,7 +13,8 @@
 
 SLURM_INCLUDE ?= /usr/include
 SLURM_SPANK_H := $(wildcard $(SLURM_INCLUDE)/slurm/spank.h)
-SPANK_SRCS = contrib/slurm/kmux_spank.c contrib/slurm/ks-env.c src/common/size.c
+SPANK_SRCS = contrib/slurm/kmux_spank.c contrib/slurm/ks-env.c src/common/size.c \
+	     src/common/sock.c
 SPANK_CFLAGS = -std=gnu11 -Wall -Wextra $(WERROR) -O2 -g -fPIC \
 	-D_GNU_SOURCE -I$(SLURM_INCLUDE) \
 	-iquote contrib/slurm -iquote src/common
@@ -30,7 +31,7 @@ endif
 # SPANK finds the plugin's symbols by name: the version script exports
 # those alone, so size_parse and the helpers never clash with anything in
 # the loading program.
-$(BUILD)/kmux_spank.so: $(SPANK_SRCS) contrib/slurm/ks-env.h src/common/size.h contrib/slurm/kmux_spank.map
+$(BUILD)/kmux_spank.so: $(SPANK_SRCS) contrib/slurm/ks-env.h src/common/size.h src/common/sock.h contrib/slurm/kmux_spank.map
 	@mkdir -p $(dir $@)
 	$(CC) $(SPANK_CFLAGS) -shared -o $@ $(SPANK_SRCS) \
 		-Wl,--version-script=contrib/slurm/kmux_spank.map $(LDFLAGS)

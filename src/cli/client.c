@@ -10,39 +10,17 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "client.h"
 #include "cmd.h"
+#include "sock.h"
 
 #ifndef KMUX_VERSION
 #define KMUX_VERSION "0.1.0"
 #endif
-
-static int sock_connect(const char *path, int *fdp)
-{
-	struct sockaddr_un sa;
-	int fd, r;
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sun_family = AF_UNIX;
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	strcpy(sa.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
-		r = -errno;
-		close(fd);
-		return r;
-	}
-	*fdp = fd;
-	return 0;
-}
 
 /* Run `kmux daemon --socket PATH` (this very binary) and wait for it. */
 static int run_daemon(struct client *c)
@@ -106,11 +84,11 @@ static int autostart(struct client *c)
 			close(fd);
 		return r;
 	}
-	r = sock_connect(c->paths.socket, &c->fd);
+	r = sock_connect_unix(c->paths.socket, 0, &c->fd);
 	if (r) {
 		r = run_daemon(c);
 		if (r == 0 || r == -ECONNREFUSED)
-			r = sock_connect(c->paths.socket, &c->fd);
+			r = sock_connect_unix(c->paths.socket, 0, &c->fd);
 		if (r)
 			snprintf(c->err, sizeof(c->err), "cannot start kmuxd "
 				 "on %s", c->paths.socket);
@@ -150,7 +128,7 @@ int client_open(struct client *c, unsigned flags)
 		snprintf(c->err, sizeof(c->err), "out of memory");
 		return -ENOMEM;
 	}
-	r = sock_connect(c->paths.socket, &c->fd);
+	r = sock_connect_unix(c->paths.socket, 0, &c->fd);
 	if ((r == -ENOENT || r == -ECONNREFUSED) && (flags & CLIENT_AUTOSTART))
 		return autostart(c) ?: hello(c);
 	if (r == -ENOENT || r == -ECONNREFUSED) {

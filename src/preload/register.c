@@ -25,7 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -36,6 +35,7 @@
 #include "quota.h"
 #include "register.h"
 #include "size.h"
+#include "sock.h"
 
 #define REG_REPLY_MS 2000	/* HELLO's OK, REGISTER's first answer */
 #define REG_REPORT_MS 250	/* ALLOC_UPDATE, when something changed */
@@ -210,24 +210,11 @@ static void conn_close(void)
 /* Connect to path with a bounded wait; the fd, or -errno. */
 static int conn_open(const char *path)
 {
-	struct timeval tv = { REG_REPLY_MS / 1000, (REG_REPLY_MS % 1000) * 1000 };
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int fd, e;
 
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	strcpy(sa.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	/* Bounds connect() (a full backlog) and every send. */
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
-		e = -errno;
-		close(fd);
-		return e;
-	}
-	return fd;
+	/* The timeout bounds connect() (a full backlog) and every send. */
+	e = sock_connect_unix(path, REG_REPLY_MS, &fd);
+	return e ? e : fd;
 }
 
 static int conn_send(const struct proto_msg *m)
