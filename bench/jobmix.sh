@@ -47,6 +47,8 @@
 #   JOBMIX_SETTLE_S (2)         pause between modes (GPU memory drains)
 #   JOBMIX_MODES                modes to run (default: all that apply)
 #   JOBMIX_MIX                  another mix file
+#   JOBMIX_KMUXD_ARGS           more `kmux daemon` options for the kmux modes
+#                               (e.g. "--busy-max 3" for a policy sweep)
 #   JOBMIX_SIM=1                no GPU: stand-in jobs (bench/jobmix/simjob.c)
 #                               on tests/simcuda, kmuxd on KMUX_FAKE_GPUS,
 #                               a stand-in MPS control; JOBMIX_SIM_GPUS (1),
@@ -416,8 +418,10 @@ run_kmux() {
 	KSTATE=$WORK/kmux-$placement/state
 	mkdir -p "${KSOCK%/*}"
 	chmod 700 "${KSOCK%/*}"
-	log "kmux: KMUX_SOCKET=\$W/kmux-$placement/run/sock KMUX_STATE_DIR=\$W/kmux-$placement/state build/kmux daemon --placement $placement"
-	if ! kx daemon --placement "$placement" >>"$LOG" 2>&1; then
+	# shellcheck disable=SC2206
+	local extra=(${JOBMIX_KMUXD_ARGS:-})
+	log "kmux: KMUX_SOCKET=\$W/kmux-$placement/run/sock KMUX_STATE_DIR=\$W/kmux-$placement/state build/kmux daemon --placement $placement ${extra[*]}"
+	if ! kx daemon --placement "$placement" "${extra[@]}" >>"$LOG" 2>&1; then
 		log "kmux: the daemon did not start: mode skipped"
 		KSOCK=""
 		return 1

@@ -18,6 +18,8 @@ enum {
 	OPT_STATE_DIR,
 	OPT_KILL_GRACE,
 	OPT_PLACEMENT,
+	OPT_BUSY_MAX,
+	OPT_DEFAULT_BUSY,
 	OPT_SLURM_NODE,
 	OPT_SLURM_INTERVAL,
 };
@@ -42,6 +44,10 @@ static void help(void)
 	      "      --placement P     busyness (default): the least busy GPU that\n"
 	      "                        fits; roundrobin: the GPU used longest ago\n"
 	      "                        that fits, ignoring busyness (a baseline)\n"
+	      "      --busy-max X      admit a task while the GPU's predicted\n"
+	      "                        busyness stays at most X (1.5)\n"
+	      "      --default-busy X  busyness predicted for a task never seen\n"
+	      "                        before, 0 < X <= 1 (0.5)\n"
 	      "      --slurm-node NAME keep Slurm node NAME's weight in step with\n"
 	      "                        this node's busyness (docs/slurm.md)\n"
 	      "      --slurm-interval SEC  at most one weight update per SEC (10)\n"
@@ -62,6 +68,8 @@ static int daemon_exec(int argc, char **argv)
 		{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
 		{ "kill-grace", required_argument, NULL, OPT_KILL_GRACE },
 		{ "placement", required_argument, NULL, OPT_PLACEMENT },
+		{ "busy-max", required_argument, NULL, OPT_BUSY_MAX },
+		{ "default-busy", required_argument, NULL, OPT_DEFAULT_BUSY },
 		{ "slurm-node", required_argument, NULL, OPT_SLURM_NODE },
 		{ "slurm-interval", required_argument, NULL,
 		  OPT_SLURM_INTERVAL },
@@ -107,6 +115,22 @@ static int daemon_exec(int argc, char **argv)
 					"roundrobin)", optarg);
 			o.placement = (int)place;
 			break;
+		case OPT_BUSY_MAX:
+			o.busy_max = strtod(optarg, &end);
+			if (end == optarg || *end || !(o.busy_max > 0) ||
+			    o.busy_max > 1000)
+				return cmd_usage_error(&cmd_daemon_entry,
+					"bad --busy-max '%s' (a number, 0 < X "
+					"<= 1000)", optarg);
+			break;
+		case OPT_DEFAULT_BUSY:
+			o.default_busy = strtod(optarg, &end);
+			if (end == optarg || *end || !(o.default_busy > 0) ||
+			    o.default_busy > 1)
+				return cmd_usage_error(&cmd_daemon_entry,
+					"bad --default-busy '%s' (0 < X <= 1)",
+					optarg);
+			break;
 		case OPT_SLURM_NODE:
 			if (!slurm_weight_node_ok(optarg))
 				return cmd_usage_error(&cmd_daemon_entry,
@@ -148,7 +172,8 @@ const struct cmd_entry cmd_daemon_entry = {
 	.name = "daemon",
 	.usage = "[-f|--foreground] [--system] [--socket PATH] "
 		 "[--state-dir DIR] [--kill-grace SEC] "
-		 "[--placement busyness|roundrobin] [--slurm-node NAME "
+		 "[--placement busyness|roundrobin] [--busy-max X] "
+		 "[--default-busy X] [--slurm-node NAME "
 		 "[--slurm-interval SEC]] [-v]",
 	.summary = "run kmuxd, the job queue and GPU scheduler",
 	.exec = daemon_exec,

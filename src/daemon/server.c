@@ -418,8 +418,14 @@ static int server_init(struct server *srv, const struct server_opts *o,
 	TAILQ_INIT(&srv->followers);
 	admit_policy_default(&srv->policy);
 	srv->policy.placement = (enum admit_placement_kind)o->placement;
+	if (o->busy_max > 0)
+		srv->policy.busy_max = o->busy_max;
+	if (o->default_busy > 0)
+		srv->policy.default_busy = o->default_busy;
 	if (admit_policy_check(&srv->policy)) {
-		snprintf(err, errlen, "bad placement %d", o->placement);
+		snprintf(err, errlen, "bad admission policy (placement %d, "
+			 "busy-max %g, default-busy %g)", o->placement,
+			 srv->policy.busy_max, srv->policy.default_busy);
 		return -EINVAL;
 	}
 	if (o->system && srv->uid != 0)
@@ -614,8 +620,9 @@ int server_main(const struct server_opts *o)
 		 "running job(s), %zu lost while no daemon ran", srv.ngpus,
 		 nvml_source(srv.nvml), srv.recovered.queued,
 		 srv.recovered.running_kept, srv.recovered.lost);
-	log_info("daemon: placement %s",
-		 admit_placement_name(srv.policy.placement));
+	log_info("daemon: placement %s, busy-max %g, default-busy %g",
+		 admit_placement_name(srv.policy.placement),
+		 srv.policy.busy_max, srv.policy.default_busy);
 	if (event_base_dispatch(srv.base) < 0)
 		log_error("daemon: event loop failed");
 	else

@@ -18,6 +18,8 @@ struct server_opts {
 	double kill_grace_s;	/* cancel: SIGTERM, then SIGKILL after this */
 	int log_level;		/* KMUX_LOG_* */
 	int placement;		/* enum admit_placement_kind; 0 = busyness */
+	double busy_max;	/* > 0: admit_policy.busy_max instead */
+	double default_busy;	/* > 0: admit_policy.default_busy instead */
 	const char *slurm_node;	/* busyness as this node's Slurm weight */
 	double slurm_interval_s;	/* at most one weight update per this */
 };
