@@ -22,7 +22,8 @@
 #   rounds.csv     one row per placement round
 #   placement.csv  one row per placed job
 #   weights.csv    every reading of the two nodes' weights
-#   slurm.log      the checks, failures, and the daemons' logs at the end
+#   slurm.log      the checks and failures
+#   logs/          slurmctld's, each slurmd's and each kmuxd's log
 #
 # Knobs (environment): SLURM_BENCH_N (60 timed runs a variant),
 # SLURM_BENCH_WARMUP (5 rounds, not counted), SLURM_BENCH_ROUNDS (6
@@ -57,9 +58,11 @@ LOG=$OUT/slurm.log
 save_logs() {
 	local f
 	[ -n "${SC:-}" ] || return 0
-	for f in "$SC"/log/*.log "$SC"/kmux/*/state/kmuxd.log; do
-		[ -f "$f" ] && { echo "--- $f"; tail -n 40 "$f"; }
-	done >>"$LOG"
+	mkdir -p "$OUT/logs"
+	cp "$SC"/log/*.log "$OUT/logs/" 2>/dev/null
+	for f in "$SC"/kmux/*/state/kmuxd.log; do
+		[ -f "$f" ] && cp "$f" "$OUT/logs/kmuxd.$(basename "$(dirname "$(dirname "$f")")").log"
+	done
 }
 trap 'save_logs; cluster_stop' EXIT
 cluster_install || { echo "bench/slurm: cannot install $SC_PKGS" >&2; exit 1; }

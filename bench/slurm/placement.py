@@ -81,6 +81,14 @@ class Poller(threading.Thread):
         return None
 
 
+def jobs_on(node):
+    """Slurm jobs on node, in any state (a completing one still holds its
+    CPU: with both CPUs held, Slurm skips the node whatever its weight)."""
+    p = subprocess.run(["timeout", "10", "squeue", "-h", "-o", "%N"],
+                       capture_output=True, text=True)
+    return sum(1 for l in p.stdout.split() if l == node)
+
+
 def kmux(args, node, *argv):
     env = dict(os.environ, KMUX_SOCKET=os.path.join(args.sockdir, node, "sock"))
     return subprocess.run(["timeout", "30", args.kmux] + list(argv), env=env,
@@ -132,9 +140,10 @@ def main():
             open(os.path.join(args.out, "rounds.csv"), "w", newline="") as rf:
         pw = csv.writer(pf)
         pw.writerow(["round", "busy", "job", "t_submit_ms", "t_end_ms",
-                     "after_update", "node", "to_idle", "rc"])
+                     "after_update", "node", "to_idle", "rc",
+                     "jobs_on_idle_before"])
         rw = csv.writer(rf)
-        rw.writerow(["round", "busy", "quiet_s", "update_lo_ms", "update_ms",
+        rw.writerow(["round", "t0", "busy", "quiet_s", "update_lo_ms", "update_ms",
                      "w_busy", "w_idle", "fall_ms", "jobs", "before_update",
                      "before_to_idle", "after_update", "after_to_idle"])
         for r in range(args.rounds):
@@ -154,12 +163,13 @@ def main():
             jobs = []
             for k in range(args.jobs):
                 time.sleep(max(0.0, t0 + k * args.spacing_ms / 1000.0 - time.time()))
+                held = jobs_on(i)
                 a = time.time()
                 p = subprocess.run(["timeout", "60", "srun", "-N1", "-n1", "sh",
                                     "-c", "echo $SLURMD_NODENAME"],
                                    capture_output=True, text=True)
                 e = time.time()
-                jobs.append((k, a, e, p.stdout.strip(), p.returncode))
+                jobs.append((k, a, e, p.stdout.strip(), p.returncode, held))
                 if p.returncode:
                     log.write("round %d job %d: rc=%d %s\n" %
                               (r, k, p.returncode, p.stderr.strip()))
@@ -176,7 +186,7 @@ def main():
             fall = wait_for(poller, t_idle, all_one, 15)
 
             nb = nbi = na = nai = 0
-            for k, a, e, node, rc in jobs:
+            for k, a, e, node, rc, held in jobs:
                 after = t_upd is not None and a >= t_upd
                 to_idle = node == i
                 if after:
@@ -187,8 +197,8 @@ def main():
                     nbi += to_idle
                 pw.writerow([r, b, k, "%.1f" % ((a - t0) * 1e3),
                              "%.1f" % ((e - t0) * 1e3), int(after), node,
-                             int(to_idle), rc])
-            rw.writerow([r, b, "%.2f" % quiet,
+                             int(to_idle), rc, held])
+            rw.writerow([r, "%.6f" % t0, b, "%.2f" % quiet,
                          "" if up is None else "%.1f" % ((up[0] - t0) * 1e3),
                          "" if up is None else "%.1f" % ((up[1] - t0) * 1e3),
                          wb, wi,

@@ -127,6 +127,14 @@ def placement(out, lines):
                   "met" if tot_ai == tot_a else "MISSED"))
     lines.append("* jobs started before the update (or while it was being read) that "
                  "went to the idle node: %d of %d" % (tot_bi, tot_b))
+    miss = [j for j in jobs if j["after_update"] == "1" and j["to_idle"] == "0"]
+    if miss:
+        lines.append("* of the %d after the update that went to the busy node, %d "
+                     "started with Slurm jobs (running or completing) listed on the "
+                     "idle node just before (jobs_on_idle_before in placement.csv; "
+                     "two fill a node of 2 CPUs)" %
+                     (len(miss), sum(1 for j in miss
+                                     if int(j.get("jobs_on_idle_before") or 0) > 0)))
     fails = [j for j in jobs if j["rc"] != "0"]
     if fails:
         lines.append("* %d placement job(s) failed (see slurm.log)" % len(fails))
