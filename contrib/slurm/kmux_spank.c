@@ -14,7 +14,8 @@
  *     the job's output, or the step refused when the admin says `strict`),
  *     and each task's environment: LD_PRELOAD with libkmux.so (once, even
  *     for srun inside sbatch), KMUX_MEM / KMUX_MEM_QUOTA, KMUX_NAME,
- *     KMUX_STREAMS, KMUX_EXCLUSIVE and KMUX_SOCKET.
+ *     KMUX_STREAMS, KMUX_EXCLUSIVE, KMUX_SOCKET and KMUX_LOG=warn (unless
+ *     the user set it).
  *
  * The preload itself registers the process with kmuxd at its first cuInit
  * and the daemon releases it when it exits, so nothing here talks the
@@ -376,6 +377,13 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 			return -1;
 	}
 	if (ks_opt.exclusive && ks_set(sp, "KMUX_EXCLUSIVE", "1"))
+		return -1;
+	/* The preload logs only errors by default; in a batch job its
+	 * warnings (kmuxd went away, registered again, a bad setting) are
+	 * the only way the user learns of them.  A KMUX_LOG of the user's
+	 * own wins. */
+	if (spank_getenv(sp, "KMUX_LOG", v, sizeof(v)) == ESPANK_ENV_NOEXIST &&
+	    ks_set(sp, "KMUX_LOG", "warn"))
 		return -1;
 	return 0;
 }

@@ -17,7 +17,10 @@ job=$(envof "$TMP/env" SLURM_JOB_ID)
 check "KMUX_NAME=slurm-JOB.STEP.TASK" [ "$(envof "$TMP/env" KMUX_NAME)" = "slurm-$job.0.0" ]
 check "KMUX_SOCKET is node n1's kmuxd" [ "$(envof "$TMP/env" KMUX_SOCKET)" = "$SC/kmux/n1/sock" ]
 check "Slurm's GPU binding is kept (CUDA_VISIBLE_DEVICES)" [ -n "$(envof "$TMP/env" CUDA_VISIBLE_DEVICES)" ]
+check "KMUX_LOG=warn: the preload's warnings reach the job's output" [ "$(envof "$TMP/env" KMUX_LOG)" = warn ]
 check "kmuxd answers: no warning" [ ! -s "$TMP/env.err" ]
+KMUX_LOG=error T_SRUN -w n1 --kmux-mem=64M env >"$TMP/env2" 2>&1
+check "the user's own KMUX_LOG is kept" [ "$(envof "$TMP/env2" KMUX_LOG)" = error ]
 check "job_submit.lua asked for kmuxmem:64 (MiB)" \
 	cond "job_field $job TresPerNode | grep -q 'kmuxmem:64'"
 
@@ -37,7 +40,7 @@ check "no --kmux-mem: no quota" [ -z "$(envof "$TMP/opts" KMUX_MEM_QUOTA)" ]
 # No kmux option: the plugin leaves the step alone.
 T_SRUN -w n1 env >"$TMP/plain"
 check "no kmux option: no preload" [ -z "$(envof "$TMP/plain" LD_PRELOAD)" ]
-check "no kmux option: no KMUX_ variable" cond "! grep -q '^KMUX_' '$TMP/plain'"
+check "no kmux option: no KMUX_ variable" cond "! grep -v '^KMUX_SLURM_' '$TMP/plain' | grep -q '^KMUX_'"
 
 # sbatch --kmux-mem, and srun inside it.
 cat >"$TMP/batch.sh" <<'EOS'

@@ -33,4 +33,7 @@ d=$(sub --kmux-mem=1G --wrap "sleep 2")
 wait_until 50 cond "job_state_is $c RUNNING && job_state_is $d RUNNING"
 check "two 1G jobs (2048 of 2048 MiB) run at once" \
 	cond "job_state_is $c RUNNING && job_state_is $d RUNNING"
+# Gone before the next test: busy CPUs on n1 would steer t40's jobs.
+scancel --quiet "$c" "$d"
+wait_until 100 cond '[ -z "$(squeue -h -o %i)" ]'
 finish

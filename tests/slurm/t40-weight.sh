@@ -18,7 +18,13 @@ print(" ".join(str(j["id"]) for j in json.load(sys.stdin)))'); do
 	done
 }
 heavier() { [ "$(node_weight "$1")" -gt "$(node_weight "$2")" ]; }
-where() { T_SRUN sh -c 'echo $SLURMD_NODENAME'; }
+# A job still completing holds its CPU: two of them make a node full, and
+# Slurm then sends the next job elsewhere whatever the weights say.
+no_jobs() { [ -z "$(squeue -h -o %i)" ]; }
+where() {
+	wait_until 50 no_jobs
+	T_SRUN sh -c 'echo $SLURMD_NODENAME'
+}
 
 # steer BUSY FREE: make BUSY busy, time the weight, place three jobs.
 steer() {
@@ -39,6 +45,10 @@ steer() {
 	check "$1 busy: 3 of 3 new jobs go to $2 ($n)" [ "$n" -eq 3 ]
 }
 
+# Only the weights may differ between the nodes: no job of an earlier
+# test may hold a CPU (a full node is skipped whatever its weight).
+wait_until 100 no_jobs
+check "no Slurm job left running" no_jobs
 check "idle nodes: weight 1 each" cond "[ \"\$(node_weight n1)\" = 1 ] && [ \"\$(node_weight n2)\" = 1 ]"
 steer n1 n2
 steer n2 n1
