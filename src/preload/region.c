@@ -264,9 +264,11 @@ static void rc_close(void)
 
 static void warn_noop(const char *why)
 {
+	/* Shown whatever KMUX_LOG says: the user asked for exclusivity and
+	 * does not get it, which their timings must not hide. */
 	if (!warned_noop)
-		log_warn("exclusive region requested, but %s: the region is "
-			 "not exclusive", why);
+		fprintf(stderr, "kmux: warning: exclusive region requested, "
+			"but %s: the region is not exclusive\n", why);
 	warned_noop = true;
 }
 
@@ -352,8 +354,9 @@ static int region_leave(void)
 		REAL(cuCtxSynchronize)();
 	m.u.rleave.pid = (uint32_t)getpid();
 	e = rc_send(&m);
-	if (!e)
-		e = rc_recv(&m, rx, sizeof(rx), REGION_REPLY_MS);
+	/* A revoked region's connection is closed, its ERROR still unread. */
+	if (!e || e == -EPIPE || e == -ECONNRESET)
+		e = rc_recv(&m, rx, sizeof(rx), e ? 0 : REGION_REPLY_MS);
 	if (!e && m.type == PROTO_ERROR) {
 		/* Revoked (it lasted too long): say so to the caller. */
 		log_warn("kmuxd: %s", m.u.error.message);
