@@ -137,6 +137,53 @@ kill -9 "$pfh" 2>/dev/null; wait "$pfh" 2>/dev/null
 wait "$pfs"
 check "  ... and it finished" grep -q '^done' "$TMP/fs"
 
+# Python: the context manager over the preloaded library (ctypes only).
+export PYTHONPATH=$ROOT/python
+cat >"$TMP/ex.py" <<'PY'
+import sys, kmux
+print("available", kmux.available())
+with kmux.exclusive() as ex:
+    print("exclusive", ex, kmux.depth())
+    with kmux.exclusive() as ex2:
+        print("nested", ex2, kmux.depth())
+    sys.stdout.flush()
+    import time; time.sleep(1.0)
+print("after", kmux.depth())
+try:
+    with kmux.exclusive():
+        kmux.end()
+except kmux.KmuxError as e:
+    print("error", e.errno)
+PY
+python3 "$TMP/ex.py" >"$TMP/py0" 2>&1
+check "python without kmux: a no-op region" grep -qx "exclusive False 0" "$TMP/py0"
+LD_PRELOAD=$PRELOAD "$R" busy 3000 >"$TMP/psib" 2>&1 &
+ppsib=$!
+wait_line "$TMP/psib" '^ready'
+LD_PRELOAD=$PRELOAD python3 "$TMP/ex.py" >"$TMP/py1" 2>&1 &
+ppy=$!
+wait_line "$TMP/py1" '^nested' 50
+sleep 0.2
+check "python: with kmux.exclusive() holds the GPU (the sibling is frozen)" [ "$(state_of $ppsib)" = T ]
+wait "$ppy"
+check "  ... exclusive, nested (depth 2), released (depth 0)" \
+	cond 'grep -qx "exclusive True 1" "$TMP/py1" && grep -qx "nested True 2" "$TMP/py1" && grep -qx "after 0" "$TMP/py1"'
+check "  ... an end too many raises KmuxError(EPERM)" grep -qx "error 1" "$TMP/py1"
+check "  ... the sibling is thawed" [ "$(state_of $ppsib)" != T ]
+wait "$ppsib"
+
+# kmux run --exclusive: the command-granular baseline, no job beside it.
+"$KMUX" run --exclusive -n exA -- "$PROGS/reg" 16 1500 >"$TMP/xa" 2>&1 &
+pxa=$!
+wait_line "$TMP/xa" '^ready'
+"$KMUX" run -n exB -- "$PROGS/reg" 16 >"$TMP/xb" 2>&1 &
+pxb=$!
+sleep 0.5
+check "kmux run --exclusive: a second job waits while it runs" cond '! grep -q "^start" "$TMP/xb"'
+wait "$pxa" "$pxb"
+check "  ... and runs after it" grep -q '^done' "$TMP/xb"
+expect_rc 2 "kmux run --exclusive without a command" "$KMUX" run --exclusive
+
 # --region-max: a region held too long is revoked; its end says so.
 stop_daemon
 start_daemon --region-max 0.5
