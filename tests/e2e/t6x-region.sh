@@ -155,7 +155,7 @@ try:
 except kmux.KmuxError as e:
     print("error", e.errno)
 PY
-python3 "$TMP/ex.py" >"$TMP/py0" 2>&1
+env -u KMUX_LIBRARY python3 "$TMP/ex.py" >"$TMP/py0" 2>&1
 check "python without kmux: a no-op region" grep -qx "exclusive False 0" "$TMP/py0"
 LD_PRELOAD=$PRELOAD "$R" busy 3000 >"$TMP/psib" 2>&1 &
 ppsib=$!
