@@ -56,21 +56,28 @@ export KMUX_LIBRARY=${KMUX_LIB:-$ROOT/build/libkmux.so}
 unset XDG_RUNTIME_DIR
 mkdir -p "$WORK/run"
 chmod 700 "$WORK/run"
+# The benchmark commands get the environment's LD_LIBRARY_PATH (PY_LD);
+# kmux alone gets build/devlibs in front (KMUX_LD: libraries this machine
+# may lack, bench/gpu/prepare.sh), never the commands it runs.
 if [ $DRY = 1 ]; then
-	export LD_LIBRARY_PATH=$ROOT/build/simcuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+	PY_LD=$ROOT/build/simcuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 	export KMUX_FAKE_GPUS=1:141G
 	DRYFLAG=--dry
 else
-	[ -d "$ROOT/build/devlibs" ] &&
-		export LD_LIBRARY_PATH=$ROOT/build/devlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+	PY_LD=${LD_LIBRARY_PATH:-}
 	DRYFLAG=
 fi
+KMUX_LD=$PY_LD
+[ -d "$ROOT/build/devlibs" ] && KMUX_LD=$ROOT/build/devlibs${PY_LD:+:$PY_LD}
+KM="env LD_LIBRARY_PATH=$KMUX_LD $KMUX"
+PYC="env LD_LIBRARY_PATH=$PY_LD"
 
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" | tee -a "$LOG"; }
 left() { echo $(( DEADLINE - $(date +%s) )); }
 cleanup() {
 	local p
 	p=$(cat "$KMUX_SOCKET.lock" 2>/dev/null)
+	cp "$WORK"/*.cmds "$D/" 2>/dev/null
 	[ -n "$p" ] && kill "$p" 2>/dev/null
 	sleep 0.5
 	cp "$KMUX_STATE_DIR/kmuxd.log" "$D/kmuxd.log" 2>/dev/null
@@ -96,7 +103,7 @@ for f, c, j in b[:int(sys.argv[1])]:
 PY
 log "batch: $(wc -l <"$WORK/batch") commands"
 
-"$KMUX" daemon --placement roundrobin --region-max 60 >>"$LOG" 2>&1 ||
+$KM daemon --placement roundrobin --region-max 60 >>"$LOG" 2>&1 ||
 	log "WARNING: kmux daemon did not start: region modes will be no-ops"
 
 # run_mode NAME J TIMEOUT BENCH-OPTS... -- : the batch's command lines are
@@ -111,7 +118,7 @@ run_mode() {
 	fi
 	log "$name: -j $j, at most ${to}s"
 	t0=$(date +%s.%N)
-	timeout -k 5 "$to" "$KMUX" bench run -j "$j" "$@" -f "$WORK/$name.cmds" \
+	timeout -k 5 "$to" $KM bench run -j "$j" "$@" -f "$WORK/$name.cmds" \
 		--json "$D/$name/records.jsonl" -o "$D/$name/out" \
 		2>"$D/$name/bench.err"
 	rc=$?
@@ -120,20 +127,20 @@ run_mode() {
 }
 
 while read -r f c j; do
-	echo "$KMUX run --exclusive -m $MEM -n kb-$f -- $PY $KB $f $c $j --region $DRYFLAG"
+	echo "$KM run --exclusive -m $MEM -n kb-$f -- $PYC $PY $KB $f $c $j --region $DRYFLAG"
 done <"$WORK/batch" >"$WORK/seq.cmds"
 for n in $NS; do
 	while read -r f c j; do
-		echo "KMUX_MEM=$MEM KMUX_NAME=kb-$f $PY $KB $f $c $j --region $DRYFLAG"
+		echo "$PYC KMUX_MEM=$MEM KMUX_NAME=kb-$f $PY $KB $f $c $j --region $DRYFLAG"
 	done <"$WORK/batch" >"$WORK/region$n.cmds"
 done
 while read -r f c j; do
-	echo "$PY $KB $f $c $j $DRYFLAG"
+	echo "$PYC $PY $KB $f $c $j $DRYFLAG"
 done <"$WORK/batch" >"$WORK/none$NONE_N.cmds"
 
 # Fill the Triton and CuPy compile caches first (not reported), so that no
 # mode pays the first compilation for the others.
-printf '%s\n' "$PY $KB triton_add 0.1 1.00 $DRYFLAG" "$PY $KB cupy_saxpy 0.1 1.00 $DRYFLAG" >"$WORK/warm.cmds"
+printf '%s\n' "$PYC $PY $KB triton_add 0.1 1.00 $DRYFLAG" "$PYC $PY $KB cupy_saxpy 0.1 1.00 $DRYFLAG" >"$WORK/warm.cmds"
 run_mode warm 2 60 --no-preload
 
 # The sequential baseline first, with at most half the budget: everything

@@ -48,6 +48,26 @@ struct bench_opts {
 	bool no_preload;
 };
 
+/* SIGINT/SIGTERM/SIGHUP: stop the batch (set by the handler). */
+static volatile sig_atomic_t bench_stop;
+
+static void on_stop(int sig)
+{
+	bench_stop = sig;
+}
+
+static void stop_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop;	/* no SA_RESTART: waitpid returns */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+}
+
 static double mono_s(void)
 {
 	struct timespec ts;
@@ -166,8 +186,16 @@ static pid_t start(const struct bench_opts *o, char **env, size_t i,
 	char *argv[] = { "/bin/sh", "-c", c->line, NULL };
 	pid_t pid = fork();
 
-	if (pid != 0)
+	if (pid != 0) {
+		if (pid > 0)
+			setpgid(pid, pid);
 		return pid;
+	}
+	/* Its own process group: stopping the batch stops all of it. */
+	setpgid(0, 0);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
 	if (o->out_dir && (redirect(o->out_dir, i, "out", STDOUT_FILENO) ||
 			   redirect(o->out_dir, i, "err", STDERR_FILENO)))
 		_exit(126);
@@ -205,6 +233,8 @@ static int bench_run(int argc, char **argv)
 	struct bench_opts o = { .concurrency = 1 };
 	struct bench_cmd *cmds = NULL;
 	size_t n = 0, cap = 0, next = 0, done = 0, failed = 0, running = 0;
+	size_t nall = 0;	/* commands read; n shrinks when stopped */
+	bool stopped = false;
 	char lib[4096], err[4200], **env = NULL, *end;
 	FILE *out = stdout;
 	double t0;
@@ -246,6 +276,7 @@ static int bench_run(int argc, char **argv)
 			goto out_nomem;
 	if (o.file && read_file(o.file, &cmds, &n, &cap))
 		goto out;
+	nall = n;
 	if (n == 0) {
 		r = cmd_usage_error(e, "no commands given");
 		goto out;
@@ -269,12 +300,28 @@ static int bench_run(int argc, char **argv)
 			strerror(errno));
 		goto out;
 	}
+	stop_signals();
 	t0 = mono_s();
 	while (done < n) {
 		int st;
 		pid_t pid;
 
-		while (next < n && running < (size_t)o.concurrency) {
+		if (bench_stop && !stopped) {
+			/* Killed (a timeout): the whole of every running
+			 * command, then no more. */
+			fprintf(stderr, "kmux: bench: signal %d: stopping %zu "
+				"running command(s), %zu not started\n",
+				(int)bench_stop, running, n - next);
+			for (size_t i = 0; i < next; i++)
+				if (cmds[i].pid > 0)
+					kill(-cmds[i].pid, SIGKILL);
+			n = next;
+			stopped = true;
+			if (done >= n)
+				break;
+		}
+		while (!bench_stop && next < n &&
+		       running < (size_t)o.concurrency) {
 			cmds[next].start = mono_s();
 			cmds[next].pid = start(&o, env, next, &cmds[next]);
 			if (cmds[next].pid < 0) {
@@ -293,6 +340,8 @@ static int bench_run(int argc, char **argv)
 		if (!running)
 			continue;
 		pid = waitpid(-1, &st, 0);
+		if (pid < 0 && errno == EINTR && bench_stop)
+			continue;	/* the stop above */
 		if (pid < 0 && errno == EINTR)
 			continue;
 		if (pid < 0) {
@@ -320,7 +369,7 @@ static int bench_run(int argc, char **argv)
 			failed, wall, wall > 0 ? (double)n * 60.0 / wall : 0.0,
 			o.concurrency);
 	}
-	r = failed ? KMUX_EXIT_FAILURE : KMUX_EXIT_OK;
+	r = failed || bench_stop ? KMUX_EXIT_FAILURE : KMUX_EXIT_OK;
 	goto out;
 out_nomem:
 	fprintf(stderr, "kmux: bench: out of memory\n");
@@ -328,7 +377,7 @@ out:
 	if (out && out != stdout)
 		fclose(out);
 	spawn_env_free(env);
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < (nall > n ? nall : n); i++)
 		free(cmds[i].line);
 	free(cmds);
 	return r;

@@ -28,6 +28,14 @@ check "  ... exit codes and signals recorded" [ "$(jl "$TMP/l.json" '[(x["exit"]
 check "  ... each under the preload, its output in DIR/I.out" grep -q "libkmux.so" "$TMP/outd/1.out"
 "$KMUX" bench run --no-preload -o "$TMP/np" 'echo "[$LD_PRELOAD]"' >/dev/null 2>&1
 check "--no-preload: without it" cond '[ -s "$TMP/np/0.out" ] && ! grep -q libkmux "$TMP/np/0.out"'
+# Stopped (a timeout): every running command's process group is killed.
+timeout 1 "$KMUX" bench run -j 2 "echo \$\$ >$TMP/p1; exec sleep 30" "sh -c 'echo \$\$ >$TMP/p2; sleep 30'" "sleep 30" >"$TMP/to" 2>"$TMP/to.err"
+sleep 0.3
+# Alive and not a zombie (an orphan's zombie waits for init to reap it).
+alive() { local s; s=$(ps -o stat= -p "$1" 2>/dev/null); [ -n "$s" ] && [ "${s#Z}" = "$s" ]; }
+check "stopped by a signal: the running commands are killed" \
+	cond '! alive "$(cat "$TMP/p1")" && ! alive "$(cat "$TMP/p2")"'
+check "  ... recorded as killed, the third never started" [ "$(jl "$TMP/to" '[x["signal"] for x in r]')" = "[9, 9]" ]
 expect_rc 2 "no commands" "$KMUX" bench run
 expect_rc 2 "bad -j" "$KMUX" bench run -j 0 true
 expect_rc 2 "unknown subcommand" "$KMUX" bench fly
