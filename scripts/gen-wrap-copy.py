@@ -33,6 +33,7 @@ HEAD = '''/*
  * the stream scheduler runs it on a pool stream).  copy.c does the rest.
  */
 #include "copy.h"
+#include "region.h"
 '''
 
 
@@ -111,6 +112,7 @@ def wrapper(n):
     b += ["KMUX_EXPORT CUresult CUDAAPI %s(%s)" % (n, ",\n\t\t".join(pl)), "{",
           "\tstruct copy_call c;", "",
           "\tif (NO_DRIVER(%s))" % n, "\t\treturn CUDA_ERROR_NOT_INITIALIZED;",
+          "\tKMUX_GATE();",
           "\tif (likely(!kmux_tracking))", "\t\treturn REAL(%s)(%s);" % (n, args)]
     if kind in ("TRACE_COPY_2D", "TRACE_COPY_3D"):
         b += ["\tif (!pCopy)", "\t\treturn REAL(%s)(%s);" % (n, args)]

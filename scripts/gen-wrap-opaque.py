@@ -150,6 +150,7 @@ def emit(n, args):
     b += ["KMUX_EXPORT CUresult CUDAAPI %s(%s)" % (n, proto), "{",
           "\tif (NO_DRIVER(%s))" % n,
           "\t\treturn CUDA_ERROR_NOT_INITIALIZED;",
+          "\tKMUX_GATE();",
           "\tif (likely(!kmux_tracking))",
           "\t\treturn REAL(%s)(%s);" % (n, plain)]
     arg = "&(struct %s){ %s }" % (st, plain) if params else "NULL"

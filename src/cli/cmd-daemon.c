@@ -5,6 +5,7 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cmd.h"
 #include "daemon/admit.h"
@@ -22,6 +23,9 @@ enum {
 	OPT_DEFAULT_BUSY,
 	OPT_SLURM_NODE,
 	OPT_SLURM_INTERVAL,
+	OPT_REGION_MAX,
+	OPT_REGION_DRAIN,
+	OPT_REGION_FREEZE,
 };
 
 static void help(void)
@@ -51,6 +55,12 @@ static void help(void)
 	      "      --slurm-node NAME keep Slurm node NAME's weight in step with\n"
 	      "                        this node's busyness (docs/slurm.md)\n"
 	      "      --slurm-interval SEC  at most one weight update per SEC (10)\n"
+	      "      --region-max SEC  revoke an exclusive region held longer\n"
+	      "                        (60; 0: never)\n"
+	      "      --region-drain SEC  wait this long at most for the other\n"
+	      "                        tasks to drain before a region (2)\n"
+	      "      --region-freeze on|off  stop the other tasks on the GPU\n"
+	      "                        during a region (on)\n"
 	      "  -v, --verbose         log every connection and request\n"
 	      "  -h, --help            this help\n"
 	      "\n"
@@ -73,6 +83,9 @@ static int daemon_exec(int argc, char **argv)
 		{ "slurm-node", required_argument, NULL, OPT_SLURM_NODE },
 		{ "slurm-interval", required_argument, NULL,
 		  OPT_SLURM_INTERVAL },
+		{ "region-max", required_argument, NULL, OPT_REGION_MAX },
+		{ "region-drain", required_argument, NULL, OPT_REGION_DRAIN },
+		{ "region-freeze", required_argument, NULL, OPT_REGION_FREEZE },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -81,6 +94,9 @@ static int daemon_exec(int argc, char **argv)
 		.kill_grace_s = SERVER_KILL_GRACE_S,
 		.log_level = KMUX_LOG_INFO,
 		.slurm_interval_s = SLURM_WEIGHT_INTERVAL_S,
+		.region_max_s = SERVER_REGION_MAX_S,
+		.region_drain_s = SERVER_REGION_DRAIN_S,
+		.region_freeze = true,
 	};
 	enum admit_placement_kind place;
 	char *end;
@@ -148,6 +164,29 @@ static int daemon_exec(int argc, char **argv)
 					"bad --slurm-interval '%s' (seconds, "
 					"0.1..3600)", optarg);
 			break;
+		case OPT_REGION_MAX:
+			o.region_max_s = strtod(optarg, &end);
+			if (end == optarg || *end || !(o.region_max_s >= 0) ||
+			    o.region_max_s > 86400)
+				return cmd_usage_error(&cmd_daemon_entry,
+					"bad --region-max '%s' (seconds, "
+					"0..86400)", optarg);
+			break;
+		case OPT_REGION_DRAIN:
+			o.region_drain_s = strtod(optarg, &end);
+			if (end == optarg || *end || !(o.region_drain_s >= 0) ||
+			    o.region_drain_s > 600)
+				return cmd_usage_error(&cmd_daemon_entry,
+					"bad --region-drain '%s' (seconds, "
+					"0..600)", optarg);
+			break;
+		case OPT_REGION_FREEZE:
+			if (strcmp(optarg, "on") && strcmp(optarg, "off"))
+				return cmd_usage_error(&cmd_daemon_entry,
+					"bad --region-freeze '%s' (on or off)",
+					optarg);
+			o.region_freeze = strcmp(optarg, "on") == 0;
+			break;
 		case 'v':
 			o.log_level = KMUX_LOG_DEBUG;
 			break;
@@ -174,7 +213,8 @@ const struct cmd_entry cmd_daemon_entry = {
 		 "[--state-dir DIR] [--kill-grace SEC] "
 		 "[--placement busyness|roundrobin] [--busy-max X] "
 		 "[--default-busy X] [--slurm-node NAME "
-		 "[--slurm-interval SEC]] [-v]",
+		 "[--slurm-interval SEC]] [--region-max SEC] "
+		 "[--region-drain SEC] [--region-freeze on|off] [-v]",
 	.summary = "run kmuxd, the job queue and GPU scheduler",
 	.exec = daemon_exec,
 };

@@ -7,7 +7,7 @@
  * daemon grants.
  *
  * The rule for talking to the daemon is explicit on purpose: any of
- * --gpus/--mem/--name asks for admission; without them `kmux run` never
+ * --gpus/--mem/--name/--exclusive asks for admission; without them `kmux run` never
  * touches the daemon (so --streams and plain runs behave the same with or
  * without one).
  *
@@ -40,6 +40,7 @@ struct run_opts {
 	uint32_t ngpus;		/* default 1 */
 	uint64_t mem;		/* bytes per GPU, 0: the daemon learns/guesses */
 	const char *name;
+	uint32_t flags;		/* PROTO_JOB_F_* (--exclusive) */
 };
 
 static void help(void)
@@ -61,6 +62,10 @@ static void help(void)
 	      "  -m, --mem SIZE    memory per GPU (512M, 12G, 1.5GiB), enforced\n"
 	      "                    as CMD's quota; implies admission\n"
 	      "  -n, --name NAME   a name for ps and top; implies admission\n"
+	      "  -x, --exclusive   the GPUs alone for the whole command: no\n"
+	      "                    other job is admitted beside it (the\n"
+	      "                    command-granular baseline of exclusive\n"
+	      "                    regions); implies admission\n"
 	      "  -h, --help        this help\n"
 	      "\n"
 	      "With --gpus, --mem or --name, kmuxd (started if none runs)\n"
@@ -89,6 +94,7 @@ static int run_parse(int argc, char **argv, struct run_opts *o)
 		{ "mem", required_argument, NULL, 'm' },
 		{ "name", required_argument, NULL, 'n' },
 		{ "memory", required_argument, NULL, 'M' },
+		{ "exclusive", no_argument, NULL, 'x' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -98,7 +104,7 @@ static int run_parse(int argc, char **argv, struct run_opts *o)
 	int c, r;
 
 	/* '+': CMD's own options are CMD's. */
-	while ((c = getopt_long(argc, argv, "+:s:g:m:n:h", longopts,
+	while ((c = getopt_long(argc, argv, "+:s:g:m:n:xh", longopts,
 				NULL)) != -1) {
 		switch (c) {
 		case 's':
@@ -134,6 +140,10 @@ static int run_parse(int argc, char **argv, struct run_opts *o)
 				return cmd_usage_error(e, "--name is longer "
 					"than %d bytes", PROTO_MAX_NAME - 1);
 			o->name = optarg;
+			o->admit = true;
+			break;
+		case 'x':
+			o->flags |= PROTO_JOB_F_EXCLUSIVE;
 			o->admit = true;
 			break;
 		case 'M':
@@ -217,6 +227,7 @@ static int run_admit(struct client *c, const struct run_opts *o, char **cmd,
 		envc++;
 	while (cmd[argc])
 		argc++;
+	req.u.job.flags = o->flags;
 	req.u.job.ngpus = o->ngpus;
 	req.u.job.mem = o->mem;
 	req.u.job.name = o->name ? o->name : "";
@@ -370,7 +381,7 @@ static int run_exec(int argc, char **argv)
 
 const struct cmd_entry cmd_run_entry = {
 	.name = "run",
-	.usage = "[-s N] [--memory MODE] [-g K] [-m SIZE] [-n NAME] [--] CMD [ARGS...]",
+	.usage = "[-s N] [--memory MODE] [-g K] [-m SIZE] [-n NAME] [-x] [--] CMD [ARGS...]",
 	.summary = "run a command under kmux in the foreground (admitted by "
 		   "kmuxd with --gpus/--mem/--name)",
 	.exec = run_exec,

@@ -37,6 +37,7 @@ extern const struct cmd_entry cmd_wait_entry;
 extern const struct cmd_entry cmd_cancel_entry;
 extern const struct cmd_entry cmd_logs_entry;
 extern const struct cmd_entry cmd_top_entry;
+extern const struct cmd_entry cmd_bench_entry;
 
 /* NULL-terminated. */
 extern const struct cmd_entry *const cmd_table[];

@@ -30,6 +30,7 @@ const struct cmd_entry *const cmd_table[] = {
 	&cmd_cancel_entry,
 	&cmd_logs_entry,
 	&cmd_top_entry,
+	&cmd_bench_entry,
 	&cmd_daemon_entry,
 	NULL,
 };

@@ -372,6 +372,18 @@ static bool msg_ok(const struct proto_msg *m)
 		       (m->u.log.length == 0 || m->u.log.data != NULL);
 	case PROTO_QUEUED:
 		return m->u.queued.job > 0;
+	case PROTO_REGION_ENTER:
+		return m->u.renter.pid > 0 && m->u.renter.gpu < PROTO_MAX_GPUS &&
+		       m->u.renter.flags == 0;
+	case PROTO_REGION_LEAVE:
+		return m->u.rleave.pid > 0;
+	case PROTO_DRAINED:
+		return m->u.drained.token > 0 && m->u.drained.pid > 0;
+	case PROTO_DRAIN:
+		return m->u.drain.token > 0 && m->u.drain.gpu < PROTO_MAX_GPUS;
+	case PROTO_REGION_GRANTED:
+		return m->u.granted.region > 0 &&
+		       m->u.granted.gpu < PROTO_MAX_GPUS;
 	}
 	return false;
 }
@@ -757,6 +769,54 @@ static int rd_payload(struct rd *r, struct proto_msg *m)
 		m->u.queued.position = le32toh(w.position);
 		return 0;
 	}
+	case PROTO_REGION_ENTER: {
+		struct proto_wire_region_enter w;
+
+		if (rd_bytes(r, &w, sizeof(w)) < 0 || w.reserved != 0)
+			return -EBADMSG;
+		m->u.renter.job = le64toh(w.job);
+		m->u.renter.pid = le32toh(w.pid);
+		m->u.renter.gpu = le32toh(w.gpu);
+		m->u.renter.flags = le32toh(w.flags);
+		return 0;
+	}
+	case PROTO_REGION_LEAVE: {
+		struct proto_wire_region_leave w;
+
+		if (rd_bytes(r, &w, sizeof(w)) < 0 || w.reserved != 0)
+			return -EBADMSG;
+		m->u.rleave.pid = le32toh(w.pid);
+		return 0;
+	}
+	case PROTO_DRAINED: {
+		struct proto_wire_drained w;
+
+		if (rd_bytes(r, &w, sizeof(w)) < 0 || w.reserved != 0)
+			return -EBADMSG;
+		m->u.drained.token = le64toh(w.token);
+		m->u.drained.pid = le32toh(w.pid);
+		return 0;
+	}
+	case PROTO_DRAIN: {
+		struct proto_wire_drain w;
+
+		if (rd_bytes(r, &w, sizeof(w)) < 0 || w.reserved != 0)
+			return -EBADMSG;
+		m->u.drain.token = le64toh(w.token);
+		m->u.drain.gpu = le32toh(w.gpu);
+		return 0;
+	}
+	case PROTO_REGION_GRANTED: {
+		struct proto_wire_region_granted w;
+
+		if (rd_bytes(r, &w, sizeof(w)) < 0)
+			return -EBADMSG;
+		m->u.granted.region = le64toh(w.region);
+		m->u.granted.waited_us = le64toh(w.waited_us);
+		m->u.granted.gpu = le32toh(w.gpu);
+		m->u.granted.frozen = le32toh(w.frozen);
+		return 0;
+	}
 	}
 	return -EBADMSG;	/* unknown type */
 }
@@ -986,6 +1046,54 @@ static int wr_payload(struct wr *w, const struct proto_msg *m)
 		wr_bytes(w, &x, sizeof(x));
 		return 0;
 	}
+	case PROTO_REGION_ENTER: {
+		struct proto_wire_region_enter x = {
+			.job = htole64(m->u.renter.job),
+			.pid = htole32(m->u.renter.pid),
+			.gpu = htole32(m->u.renter.gpu),
+			.flags = htole32(m->u.renter.flags),
+		};
+
+		wr_bytes(w, &x, sizeof(x));
+		return 0;
+	}
+	case PROTO_REGION_LEAVE: {
+		struct proto_wire_region_leave x = {
+			.pid = htole32(m->u.rleave.pid),
+		};
+
+		wr_bytes(w, &x, sizeof(x));
+		return 0;
+	}
+	case PROTO_DRAINED: {
+		struct proto_wire_drained x = {
+			.token = htole64(m->u.drained.token),
+			.pid = htole32(m->u.drained.pid),
+		};
+
+		wr_bytes(w, &x, sizeof(x));
+		return 0;
+	}
+	case PROTO_DRAIN: {
+		struct proto_wire_drain x = {
+			.token = htole64(m->u.drain.token),
+			.gpu = htole32(m->u.drain.gpu),
+		};
+
+		wr_bytes(w, &x, sizeof(x));
+		return 0;
+	}
+	case PROTO_REGION_GRANTED: {
+		struct proto_wire_region_granted x = {
+			.region = htole64(m->u.granted.region),
+			.waited_us = htole64(m->u.granted.waited_us),
+			.gpu = htole32(m->u.granted.gpu),
+			.frozen = htole32(m->u.granted.frozen),
+		};
+
+		wr_bytes(w, &x, sizeof(x));
+		return 0;
+	}
 	}
 	return -EINVAL;
 }
@@ -1121,6 +1229,11 @@ PROTO_ENCODER(exited, PROTO_EXITED, exited, struct proto_exited)
 PROTO_ENCODER(gpu_list, PROTO_GPU_LIST, gpus, struct proto_gpu_list)
 PROTO_ENCODER(log_data, PROTO_LOG_DATA, log, struct proto_log_data)
 PROTO_ENCODER(queued, PROTO_QUEUED, queued, struct proto_queued)
+PROTO_ENCODER(region_enter, PROTO_REGION_ENTER, renter, struct proto_region_enter)
+PROTO_ENCODER(region_leave, PROTO_REGION_LEAVE, rleave, struct proto_region_leave)
+PROTO_ENCODER(drained, PROTO_DRAINED, drained, struct proto_drained)
+PROTO_ENCODER(drain, PROTO_DRAIN, drain, struct proto_drain)
+PROTO_ENCODER(region_granted, PROTO_REGION_GRANTED, granted, struct proto_region_granted)
 
 const char *proto_type_name(uint16_t type)
 {
@@ -1144,6 +1257,11 @@ const char *proto_type_name(uint16_t type)
 	case PROTO_GPU_LIST: return "GPU_LIST";
 	case PROTO_LOG_DATA: return "LOG_DATA";
 	case PROTO_QUEUED: return "QUEUED";
+	case PROTO_REGION_ENTER: return "REGION_ENTER";
+	case PROTO_REGION_LEAVE: return "REGION_LEAVE";
+	case PROTO_DRAINED: return "DRAINED";
+	case PROTO_DRAIN: return "DRAIN";
+	case PROTO_REGION_GRANTED: return "REGION_GRANTED";
 	}
 	return "?";
 }
@@ -1151,7 +1269,7 @@ const char *proto_type_name(uint16_t type)
 bool proto_type_is_request(uint16_t type)
 {
 	/* The 1xx block is numbered without gaps. */
-	return type >= PROTO_HELLO && type <= PROTO_FINISHED;
+	return type >= PROTO_HELLO && type <= PROTO_DRAINED;
 }
 
 static const char *const state_names[] = {

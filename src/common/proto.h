@@ -54,7 +54,7 @@
 #include <stdint.h>
 
 #define PROTO_MAGIC 0x58554d4bu		/* the bytes "KMUX" read as u32 LE */
-#define PROTO_VERSION 2
+#define PROTO_VERSION 3
 #define PROTO_HDR_SIZE 16
 #define PROTO_MAX_MSG (1u << 20)	/* header included */
 #define PROTO_MAX_PAYLOAD (PROTO_MAX_MSG - PROTO_HDR_SIZE)
@@ -83,6 +83,10 @@ enum proto_type {
 	PROTO_LOGS = 108,	/* -> LOG_DATA ... (flag EOF on the last) */
 	PROTO_TOP = 109,	/* -> GPU_LIST then JOB_LIST */
 	PROTO_FINISHED = 110,	/* client of RUN: the command exited */
+	PROTO_REGION_ENTER = 111, /* preload: this process wants its GPU alone
+				   * -> REGION_GRANTED (after a FIFO wait) */
+	PROTO_REGION_LEAVE = 112, /* preload: the region is over -> OK */
+	PROTO_DRAINED = 113,	/* preload: DRAIN done (its streams are idle) */
 
 	/* daemon -> client */
 	PROTO_OK = 200,
@@ -93,6 +97,9 @@ enum proto_type {
 	PROTO_GPU_LIST = 205,
 	PROTO_LOG_DATA = 206,
 	PROTO_QUEUED = 207,	/* accepted, waiting: position in the queue */
+	PROTO_DRAIN = 208,	/* to a preload: finish your GPU work, answer
+				 * DRAINED; the gate stays closed meanwhile */
+	PROTO_REGION_GRANTED = 209, /* the region is yours */
 };
 
 /* Job states, shared by the wire and the daemon's database. */
@@ -293,7 +300,44 @@ struct proto_wire_queued {
 	uint32_t reserved;
 } PROTO_PACKED;
 
+struct proto_wire_region_enter {
+	uint64_t job;
+	uint32_t pid;
+	uint32_t gpu;
+	uint32_t flags;
+	uint32_t reserved;
+} PROTO_PACKED;
+
+struct proto_wire_region_leave {
+	uint32_t pid;
+	uint32_t reserved;
+} PROTO_PACKED;
+
+struct proto_wire_drained {
+	uint64_t token;
+	uint32_t pid;
+	uint32_t reserved;
+} PROTO_PACKED;
+
+struct proto_wire_drain {
+	uint64_t token;
+	uint32_t gpu;
+	uint32_t reserved;
+} PROTO_PACKED;
+
+struct proto_wire_region_granted {
+	uint64_t region;
+	uint64_t waited_us;
+	uint32_t gpu;
+	uint32_t frozen;
+} PROTO_PACKED;
+
 _Static_assert(sizeof(struct proto_wire_hdr) == PROTO_HDR_SIZE, "hdr");
+_Static_assert(sizeof(struct proto_wire_region_enter) == 24, "region_enter");
+_Static_assert(sizeof(struct proto_wire_region_leave) == 8, "region_leave");
+_Static_assert(sizeof(struct proto_wire_drained) == 16, "drained");
+_Static_assert(sizeof(struct proto_wire_drain) == 16, "drain");
+_Static_assert(sizeof(struct proto_wire_region_granted) == 24, "granted");
 _Static_assert(sizeof(struct proto_wire_hello) == 8, "hello");
 _Static_assert(sizeof(struct proto_wire_job_req) == 24, "job_req");
 _Static_assert(sizeof(struct proto_wire_register) == 48, "register");
@@ -495,6 +539,35 @@ struct proto_queued {
 	uint32_t position;		/* 0: next */
 };
 
+/* REGION_ENTER: the caller's pid must be the connection's (SO_PEERCRED). */
+struct proto_region_enter {
+	uint64_t job;			/* the job it was admitted as; 0: by pid */
+	uint32_t pid;			/* > 0 */
+	uint32_t gpu;			/* < PROTO_MAX_GPUS */
+	uint32_t flags;			/* none defined: 0 */
+};
+
+struct proto_region_leave {
+	uint32_t pid;			/* > 0 */
+};
+
+struct proto_drained {
+	uint64_t token;			/* DRAIN's, > 0 */
+	uint32_t pid;			/* > 0 */
+};
+
+struct proto_drain {
+	uint64_t token;			/* > 0, echoed in DRAINED */
+	uint32_t gpu;			/* < PROTO_MAX_GPUS */
+};
+
+struct proto_region_granted {
+	uint64_t region;		/* > 0, for the log */
+	uint64_t waited_us;		/* queued + draining */
+	uint32_t gpu;			/* < PROTO_MAX_GPUS */
+	uint32_t frozen;		/* processes frozen for it */
+};
+
 struct proto_msg {
 	uint16_t type;			/* enum proto_type */
 	uint32_t seq;
@@ -517,6 +590,11 @@ struct proto_msg {
 		struct proto_gpu_list gpus;
 		struct proto_log_data log;
 		struct proto_queued queued;
+		struct proto_region_enter renter;
+		struct proto_region_leave rleave;
+		struct proto_drained drained;
+		struct proto_drain drain;
+		struct proto_region_granted granted;
 	} u;
 };
 
@@ -584,6 +662,16 @@ int proto_encode_log_data(struct proto_buf *out, uint32_t seq,
 			  const struct proto_log_data *m);
 int proto_encode_queued(struct proto_buf *out, uint32_t seq,
 			const struct proto_queued *m);
+int proto_encode_region_enter(struct proto_buf *out, uint32_t seq,
+			      const struct proto_region_enter *m);
+int proto_encode_region_leave(struct proto_buf *out, uint32_t seq,
+			      const struct proto_region_leave *m);
+int proto_encode_drained(struct proto_buf *out, uint32_t seq,
+			 const struct proto_drained *m);
+int proto_encode_drain(struct proto_buf *out, uint32_t seq,
+		       const struct proto_drain *m);
+int proto_encode_region_granted(struct proto_buf *out, uint32_t seq,
+				const struct proto_region_granted *m);
 
 /*
  * Decode the frame at the start of buf[0..len).  For stream reassembly:

@@ -47,6 +47,40 @@ struct conn {
 	uint16_t role;
 	bool closing;		/* no more requests; freed once flushed */
 	bool free_scheduled;
+	/* A preload's registration once admitted: the process whose work a
+	 * region on its GPUs drains and freezes (region.c). */
+	int64_t reg_job;
+	pid_t reg_pid;
+};
+
+/* An exclusive region (region.c), waiting, draining or held. */
+enum region_state { REGION_WAITING, REGION_DRAINING, REGION_HELD };
+
+#define REGION_MAX_PEERS 64	/* tasks drained and frozen per region */
+
+struct region {
+	TAILQ_ENTRY(region) entry;	/* its GPU's FIFO while waiting */
+	struct conn *conn;	/* the region's own connection */
+	uint32_t seq;
+	uint64_t id;
+	pid_t pid;
+	uint64_t pid_start;
+	int64_t job;
+	uint32_t gpu;
+	enum region_state state;
+	uint64_t req_us, grant_us, drain_until_us;
+	uint64_t token;		/* DRAIN's */
+	struct conn *acks[REGION_MAX_PEERS];	/* DRAINED still awaited */
+	size_t nacks;
+	struct { pid_t pid; uint64_t start; } frozen[REGION_MAX_PEERS];
+	size_t nfrozen;
+};
+
+TAILQ_HEAD(region_list, region);
+
+struct region_gpu {
+	struct region_list waiting;	/* FIFO */
+	struct region *holder;		/* draining or held */
 };
 
 /* A queued or running job (ended jobs live in the database only). */
@@ -141,6 +175,16 @@ struct server {
 
 	struct slurm_weight *slurm;	/* --slurm-node: slurm-weight.c */
 
+	/* Exclusive regions (region.c). */
+	struct region_gpu regions[ADMIT_MAX_GPUS];
+	uint8_t *gates;			/* <socket>.gates, mapped */
+	char gates_path[PATH_MAX + 16];
+	uint64_t region_max_us;		/* --region-max */
+	uint64_t region_drain_us;	/* --region-drain */
+	bool region_freeze;		/* --region-freeze */
+	uint64_t next_region, next_token;
+	struct event *ev_region;	/* limits, dead holders, drain timeouts */
+
 	struct event *ev_sigchld, *ev_sigterm, *ev_sigint;
 	struct event *ev_tick;		/* sampling, orphans, aging */
 	struct event *ev_schedule;	/* admission, run from the loop */
@@ -216,6 +260,17 @@ void job_poll_soon(struct server *srv);
 void job_sample(struct server *srv);
 void job_free_all(struct server *srv);
 struct job *job_find(struct server *srv, int64_t id);
+
+/* job.c: the GPU indices a running job was placed on, as a mask. */
+uint64_t job_gpu_mask(struct server *srv, const struct job *j);
+
+/* region.c */
+int region_init(struct server *srv, char *err, size_t errlen);
+void region_free(struct server *srv);
+void region_enter(struct conn *c, const struct proto_msg *m);
+void region_leave(struct conn *c, const struct proto_msg *m);
+void region_drained(struct conn *c, const struct proto_msg *m);
+void region_conn_gone(struct conn *c);
 
 /* job-request.c */
 void job_submit(struct conn *c, const struct proto_msg *m);

@@ -526,6 +526,10 @@ static void send_admit(struct conn *c, uint32_t seq, const struct job *j)
 				    (long long)j->id);
 		return;
 	}
+	if (c->role == PROTO_ROLE_PRELOAD) {
+		c->reg_job = j->id;
+		c->reg_pid = c->pid;
+	}
 	server_client_send(c, &a);
 }
 

@@ -115,6 +115,11 @@ static uint64_t place_mask(struct server *srv, const struct admit_placement *pl,
 	return mask;
 }
 
+uint64_t job_gpu_mask(struct server *srv, const struct job *j)
+{
+	return j->placed ? place_mask(srv, &j->place, NULL, 0) : 0;
+}
+
 /* What the task needs: declared, learned from earlier runs, or guessed. */
 void job_task_init(struct server *srv, struct job *j, uint32_t ngpus,
 		   uint64_t mem_request, int32_t prio)
@@ -609,6 +614,10 @@ static int job_start(struct server *srv, struct job *j,
 		m.u.admit.ngpus = pl->ngpus;
 		for (uint32_t i = 0; i < pl->ngpus; i++)
 			m.u.admit.gpus[i] = srv->gpus[pl->slot[i]].index;
+		if (j->owner && j->owner->role == PROTO_ROLE_PRELOAD) {
+			j->owner->reg_job = j->id;
+			j->owner->reg_pid = j->owner->pid;
+		}
 		if (!j->owner || !server_client_send(j->owner, &m))
 			job_finish(srv, j, PROTO_JOB_CANCELLED,
 				   PROTO_EXIT_UNKNOWN, 0);

@@ -30,6 +30,7 @@ static void conn_free(struct conn *c)
 
 	log_debug("daemon: connection %llu closed",
 		  (unsigned long long)c->id);
+	region_conn_gone(c);
 	job_conn_gone(c);
 	TAILQ_REMOVE(&srv->conns, c, entry);
 	bufferevent_free(c->bev);
@@ -194,6 +195,15 @@ static void dispatch(struct conn *c, const struct proto_msg *m)
 		break;
 	case PROTO_ALLOC_UPDATE:
 		job_alloc_update(c, m);
+		break;
+	case PROTO_REGION_ENTER:
+		region_enter(c, m);
+		break;
+	case PROTO_REGION_LEAVE:
+		region_leave(c, m);
+		break;
+	case PROTO_DRAINED:
+		region_drained(c, m);
 		break;
 	default:
 		conn_reject(c, m->seq, EPROTO, "unknown request");

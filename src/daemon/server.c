@@ -411,6 +411,9 @@ static int server_init(struct server *srv, const struct server_opts *o,
 	srv->system = o->system;
 	srv->uid = getuid();
 	srv->kill_grace_s = o->kill_grace_s;
+	srv->region_max_us = (uint64_t)(o->region_max_s * 1e6);
+	srv->region_drain_us = (uint64_t)(o->region_drain_s * 1e6);
+	srv->region_freeze = o->region_freeze;
 	TAILQ_INIT(&srv->queued);
 	TAILQ_INIT(&srv->running);
 	TAILQ_INIT(&srv->conns);
@@ -469,6 +472,9 @@ static int server_init(struct server *srv, const struct server_opts *o,
 	r = job_recover(srv, err, errlen);
 	if (r)
 		return r;
+	r = region_init(srv, err, errlen);
+	if (r)
+		return r;
 	if (o->slurm_node) {
 		r = slurm_weight_init(srv, o->slurm_node, o->slurm_interval_s,
 				      err, errlen);
@@ -482,6 +488,7 @@ static int server_init(struct server *srv, const struct server_opts *o,
 static void server_free(struct server *srv)
 {
 	server_client_free_all(srv);
+	region_free(srv);
 	job_free_all(srv);
 	slurm_weight_free(srv);
 	if (srv->listener)

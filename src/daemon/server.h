@@ -22,9 +22,14 @@ struct server_opts {
 	double default_busy;	/* > 0: admit_policy.default_busy instead */
 	const char *slurm_node;	/* busyness as this node's Slurm weight */
 	double slurm_interval_s;	/* at most one weight update per this */
+	double region_max_s;	/* revoke a region held longer; 0: never */
+	double region_drain_s;	/* wait at most this for DRAINED */
+	bool region_freeze;	/* SIGSTOP the other tasks during a region */
 };
 
 #define SERVER_KILL_GRACE_S 10.0
+#define SERVER_REGION_MAX_S 60.0
+#define SERVER_REGION_DRAIN_S 2.0
 
 /*
  * Run the daemon until SIGTERM or SIGINT.  Without foreground, fork first:

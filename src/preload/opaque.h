@@ -6,6 +6,7 @@
 #define KMUX_OPAQUE_H
 
 #include "preload.h"
+#include "region.h"
 #include "streams.h"
 
 /*

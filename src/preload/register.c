@@ -33,6 +33,7 @@
 #include "paths.h"
 #include "proto.h"
 #include "quota.h"
+#include "region.h"
 #include "register.h"
 #include "size.h"
 #include "sock.h"
@@ -81,6 +82,8 @@ static struct reg {
 static pthread_once_t reg_once = PTHREAD_ONCE_INIT;
 static int reg_result;
 static bool reg_thread_started;
+/* Admitted and connected: the gates are the daemon's word (region.c). */
+static _Atomic bool reg_up;
 /* The helper thread's sends and reconnects, against the last report at
  * exit (reg_fini); receiving is the thread's alone. */
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -200,6 +203,7 @@ static int parse_visible(const char *v, uint64_t *mask)
 
 static void conn_close(void)
 {
+	atomic_store(&reg_up, false);
 	if (reg.fd >= 0)
 		close(reg.fd);
 	reg.fd = -1;
@@ -571,6 +575,24 @@ static int report(void)
 	return 0;
 }
 
+/*
+ * Another task enters an exclusive region on this GPU: its gate is closed
+ * already; finish what this process has in flight, then say so.
+ */
+static int drained(uint64_t token)
+{
+	struct proto_msg m = { .type = PROTO_DRAINED };
+	int e;
+
+	region_drain();
+	m.u.drained.token = token;
+	m.u.drained.pid = (uint32_t)reg.pid;
+	pthread_mutex_lock(&reg_lock);
+	e = conn_send(&m);
+	pthread_mutex_unlock(&reg_lock);
+	return e ? -EPIPE : 0;
+}
+
 /* After a daemon restart: tell the new one what this process holds. */
 static int reregister(void)
 {
@@ -586,6 +608,7 @@ static int reregister(void)
 			log_info("registered again with kmuxd as job %llu",
 				 (unsigned long long)m.u.admit.job);
 			reg.job = m.u.admit.job;
+			atomic_store(&reg_up, true);
 			return 0;
 		}
 		if (m.type == PROTO_ERROR) {
@@ -632,6 +655,8 @@ static void *reg_thread(void *arg)
 			/* Only replies to stale updates come: read them to
 			 * see the connection close. */
 			e = conn_recv(&m, (int)(next - now));
+			if (e == 0 && m.type == PROTO_DRAIN)
+				e = drained(m.u.drain.token);
 			if (e == 0 || e == -ETIMEDOUT)
 				continue;
 		}
@@ -663,6 +688,7 @@ __attribute__((destructor)) static void reg_fini(void)
 /* The child of a fork: its parent's registration is not its own. */
 static void reg_atfork_child(void)
 {
+	atomic_store(&reg_up, false);
 	if (reg.fd >= 0)
 		close(reg.fd);
 	reg.fd = -1;
@@ -780,6 +806,8 @@ static void reg_init(void)
 	/* Under the memory manager's evict mode the quota is its budget. */
 	if (mm_on != MM_EVICT)
 		quota_grow = reg_grow;
+	region_gates_map(reg.sock, reg.gpu0);
+	atomic_store(&reg_up, true);
 	e = start_thread();
 	reg_thread_started = e == 0;
 	if (e) {
@@ -790,6 +818,22 @@ static void reg_init(void)
 	return;
 unmanaged:
 	conn_close();
+}
+
+int register_admitted(char *sock, size_t len, uint64_t *job, uint32_t *gpu)
+{
+	/* After pthread_once: reg's admission fields no longer change. */
+	if (!reg_thread_started || !reg.job)
+		return -ENOTCONN;
+	snprintf(sock, len, "%s", reg.sock);
+	*job = reg.job;
+	*gpu = reg.gpu0;
+	return 0;
+}
+
+bool register_daemon_up(void)
+{
+	return atomic_load(&reg_up);
 }
 
 int register_at_init(void)

@@ -30,6 +30,8 @@
 #define KMUX_REGISTER_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Kernel and graph launches so far (wrap-launch.c adds, relaxed). */
@@ -41,5 +43,14 @@ extern _Atomic uint64_t kmux_launches;
  * the daemon cancelled this process while it was queued, cuInit fails.
  */
 int register_at_init(void);
+
+/*
+ * For exclusive regions (region.c): the daemon's socket, the job and first
+ * GPU this process was admitted with.  0, or -ENOTCONN when no daemon
+ * admitted it.
+ */
+int register_admitted(char *sock, size_t len, uint64_t *job, uint32_t *gpu);
+/* True while the helper thread is connected to kmuxd. */
+bool register_daemon_up(void);
 
 #endif

@@ -10,6 +10,7 @@
  * the stream scheduler runs it on a pool stream).  copy.c does the rest.
  */
 #include "copy.h"
+#include "region.h"
 
 struct args_cuMemcpy {
 	CUdeviceptr dst;
@@ -36,6 +37,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpy(CUdeviceptr dst,
 
 	if (NO_DRIVER(cuMemcpy))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpy)(dst, src, ByteCount);
 	copy_begin(&c, TRACE_COPY_ANY, dst,
@@ -65,6 +67,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *pCopy,
 
 	if (NO_DRIVER(cuMemcpy2DAsync_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpy2DAsync_v2)(pCopy, hStream);
 	if (!pCopy)
@@ -99,6 +102,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *pCopy,
 
 	if (NO_DRIVER(cuMemcpy2DAsync_v2_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpy2DAsync_v2_ptsz)(pCopy, hStream);
 	if (!pCopy)
@@ -128,6 +132,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *pCopy)
 
 	if (NO_DRIVER(cuMemcpy2DUnaligned_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpy2DUnaligned_v2)(pCopy);
 	if (!pCopy)
@@ -157,6 +162,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D *pC
 
 	if (NO_DRIVER(cuMemcpy2DUnaligned_v2_ptds))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpy2DUnaligned_v2_ptds)(pCopy);
 	if (!pCopy)
@@ -189,6 +195,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpy2D_v2(const CUDA_MEMCPY2D *pCopy)
 
 	if (NO_DRIVER(cuMemcpy2D_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpy2D_v2)(pCopy);
 	if (!pCopy)
@@ -221,6 +228,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D *pCopy)
 
 	if (NO_DRIVER(cuMemcpy2D_v2_ptds))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpy2D_v2_ptds)(pCopy);
 	if (!pCopy)
@@ -253,6 +261,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *pCopy,
 
 	if (NO_DRIVER(cuMemcpy3DAsync_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpy3DAsync_v2)(pCopy, hStream);
 	if (!pCopy)
@@ -287,6 +296,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D *pCopy,
 
 	if (NO_DRIVER(cuMemcpy3DAsync_v2_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpy3DAsync_v2_ptsz)(pCopy, hStream);
 	if (!pCopy)
@@ -319,6 +329,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpy3D_v2(const CUDA_MEMCPY3D *pCopy)
 
 	if (NO_DRIVER(cuMemcpy3D_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpy3D_v2)(pCopy);
 	if (!pCopy)
@@ -351,6 +362,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpy3D_v2_ptds(const CUDA_MEMCPY3D *pCopy)
 
 	if (NO_DRIVER(cuMemcpy3D_v2_ptds))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpy3D_v2_ptds)(pCopy);
 	if (!pCopy)
@@ -387,6 +399,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyAsync(CUdeviceptr dst,
 
 	if (NO_DRIVER(cuMemcpyAsync))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyAsync)(dst, src, ByteCount, hStream);
 	copy_begin(&c, TRACE_COPY_ANY, dst,
@@ -422,6 +435,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyAsync_ptsz(CUdeviceptr dst,
 
 	if (NO_DRIVER(cuMemcpyAsync_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyAsync_ptsz)(dst, src, ByteCount, hStream);
 	copy_begin(&c, TRACE_COPY_ANY, dst,
@@ -455,6 +469,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyDtoDAsync_v2(CUdeviceptr dstDevice,
 
 	if (NO_DRIVER(cuMemcpyDtoDAsync_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyDtoDAsync_v2)(dstDevice, srcDevice, ByteCount, hStream);
 	copy_begin(&c, TRACE_COPY_DTOD, dstDevice,
@@ -490,6 +505,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dstDevice,
 
 	if (NO_DRIVER(cuMemcpyDtoDAsync_v2_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyDtoDAsync_v2_ptsz)(dstDevice, srcDevice, ByteCount, hStream);
 	copy_begin(&c, TRACE_COPY_DTOD, dstDevice,
@@ -523,6 +539,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyDtoD_v2(CUdeviceptr dstDevice,
 
 	if (NO_DRIVER(cuMemcpyDtoD_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyDtoD_v2)(dstDevice, srcDevice, ByteCount);
 	copy_begin(&c, TRACE_COPY_DTOD, dstDevice,
@@ -556,6 +573,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyDtoD_v2_ptds(CUdeviceptr dstDevice,
 
 	if (NO_DRIVER(cuMemcpyDtoD_v2_ptds))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyDtoD_v2_ptds)(dstDevice, srcDevice, ByteCount);
 	copy_begin(&c, TRACE_COPY_DTOD, dstDevice,
@@ -589,6 +607,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyDtoHAsync_v2(void *dstHost,
 
 	if (NO_DRIVER(cuMemcpyDtoHAsync_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyDtoHAsync_v2)(dstHost, srcDevice, ByteCount, hStream);
 	copy_begin(&c, TRACE_COPY_DTOH, (uint64_t)(uintptr_t)dstHost,
@@ -624,6 +643,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyDtoHAsync_v2_ptsz(void *dstHost,
 
 	if (NO_DRIVER(cuMemcpyDtoHAsync_v2_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyDtoHAsync_v2_ptsz)(dstHost, srcDevice, ByteCount, hStream);
 	copy_begin(&c, TRACE_COPY_DTOH, (uint64_t)(uintptr_t)dstHost,
@@ -657,6 +677,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyDtoH_v2(void *dstHost,
 
 	if (NO_DRIVER(cuMemcpyDtoH_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyDtoH_v2)(dstHost, srcDevice, ByteCount);
 	copy_begin(&c, TRACE_COPY_DTOH, (uint64_t)(uintptr_t)dstHost,
@@ -690,6 +711,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyDtoH_v2_ptds(void *dstHost,
 
 	if (NO_DRIVER(cuMemcpyDtoH_v2_ptds))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyDtoH_v2_ptds)(dstHost, srcDevice, ByteCount);
 	copy_begin(&c, TRACE_COPY_DTOH, (uint64_t)(uintptr_t)dstHost,
@@ -723,6 +745,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice,
 
 	if (NO_DRIVER(cuMemcpyHtoDAsync_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyHtoDAsync_v2)(dstDevice, srcHost, ByteCount, hStream);
 	copy_begin(&c, TRACE_COPY_HTOD, dstDevice,
@@ -758,6 +781,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dstDevice,
 
 	if (NO_DRIVER(cuMemcpyHtoDAsync_v2_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyHtoDAsync_v2_ptsz)(dstDevice, srcHost, ByteCount, hStream);
 	copy_begin(&c, TRACE_COPY_HTOD, dstDevice,
@@ -791,6 +815,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyHtoD_v2(CUdeviceptr dstDevice,
 
 	if (NO_DRIVER(cuMemcpyHtoD_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyHtoD_v2)(dstDevice, srcHost, ByteCount);
 	copy_begin(&c, TRACE_COPY_HTOD, dstDevice,
@@ -824,6 +849,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyHtoD_v2_ptds(CUdeviceptr dstDevice,
 
 	if (NO_DRIVER(cuMemcpyHtoD_v2_ptds))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyHtoD_v2_ptds)(dstDevice, srcHost, ByteCount);
 	copy_begin(&c, TRACE_COPY_HTOD, dstDevice,
@@ -861,6 +887,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyPeer(CUdeviceptr dstDevice,
 
 	if (NO_DRIVER(cuMemcpyPeer))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyPeer)(dstDevice, dstContext, srcDevice, srcContext, ByteCount);
 	copy_begin(&c, TRACE_COPY_PEER, dstDevice,
@@ -900,6 +927,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyPeerAsync(CUdeviceptr dstDevice,
 
 	if (NO_DRIVER(cuMemcpyPeerAsync))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyPeerAsync)(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream);
 	copy_begin(&c, TRACE_COPY_PEER, dstDevice,
@@ -941,6 +969,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyPeerAsync_ptsz(CUdeviceptr dstDevice,
 
 	if (NO_DRIVER(cuMemcpyPeerAsync_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyPeerAsync_ptsz)(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream);
 	copy_begin(&c, TRACE_COPY_PEER, dstDevice,
@@ -980,6 +1009,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyPeer_ptds(CUdeviceptr dstDevice,
 
 	if (NO_DRIVER(cuMemcpyPeer_ptds))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyPeer_ptds)(dstDevice, dstContext, srcDevice, srcContext, ByteCount);
 	copy_begin(&c, TRACE_COPY_PEER, dstDevice,
@@ -1015,6 +1045,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpy_ptds(CUdeviceptr dst,
 
 	if (NO_DRIVER(cuMemcpy_ptds))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpy_ptds)(dst, src, ByteCount);
 	copy_begin(&c, TRACE_COPY_ANY, dst,
@@ -1048,6 +1079,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD16Async(CUdeviceptr dstDevice,
 
 	if (NO_DRIVER(cuMemsetD16Async))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemsetD16Async)(dstDevice, us, N, hStream);
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
@@ -1083,6 +1115,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD16Async_ptsz(CUdeviceptr dstDevice,
 
 	if (NO_DRIVER(cuMemsetD16Async_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemsetD16Async_ptsz)(dstDevice, us, N, hStream);
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
@@ -1116,6 +1149,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD16_v2(CUdeviceptr dstDevice,
 
 	if (NO_DRIVER(cuMemsetD16_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemsetD16_v2)(dstDevice, us, N);
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
@@ -1149,6 +1183,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD16_v2_ptds(CUdeviceptr dstDevice,
 
 	if (NO_DRIVER(cuMemsetD16_v2_ptds))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemsetD16_v2_ptds)(dstDevice, us, N);
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
@@ -1186,6 +1221,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD2D16Async(CUdeviceptr dstDevice,
 
 	if (NO_DRIVER(cuMemsetD2D16Async))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemsetD2D16Async)(dstDevice, dstPitch, us, Width, Height, hStream);
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
@@ -1225,6 +1261,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD2D16Async_ptsz(CUdeviceptr dstDevice,
 
 	if (NO_DRIVER(cuMemsetD2D16Async_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemsetD2D16Async_ptsz)(dstDevice, dstPitch, us, Width, Height, hStream);
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
@@ -1262,6 +1299,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD2D16_v2(CUdeviceptr dstDevice,
 
 	if (NO_DRIVER(cuMemsetD2D16_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemsetD2D16_v2)(dstDevice, dstPitch, us, Width, Height);
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
@@ -1299,6 +1337,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD2D16_v2_ptds(CUdeviceptr dstDevice,
 
 	if (NO_DRIVER(cuMemsetD2D16_v2_ptds))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemsetD2D16_v2_ptds)(dstDevice, dstPitch, us, Width, Height);
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
@@ -1336,6 +1375,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD2D32Async(CUdeviceptr dstDevice,
 
 	if (NO_DRIVER(cuMemsetD2D32Async))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemsetD2D32Async)(dstDevice, dstPitch, ui, Width, Height, hStream);
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
@@ -1375,6 +1415,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD2D32Async_ptsz(CUdeviceptr dstDevice,
 
 	if (NO_DRIVER(cuMemsetD2D32Async_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemsetD2D32Async_ptsz)(dstDevice, dstPitch, ui, Width, Height, hStream);
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
@@ -1412,6 +1453,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD2D32_v2(CUdeviceptr dstDevice,
 
 	if (NO_DRIVER(cuMemsetD2D32_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemsetD2D32_v2)(dstDevice, dstPitch, ui, Width, Height);
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
@@ -1449,6 +1491,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD2D32_v2_ptds(CUdeviceptr dstDevice,
 
 	if (NO_DRIVER(cuMemsetD2D32_v2_ptds))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemsetD2D32_v2_ptds)(dstDevice, dstPitch, ui, Width, Height);
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
@@ -1486,6 +1529,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD2D8Async(CUdeviceptr dstDevice,
 
 	if (NO_DRIVER(cuMemsetD2D8Async))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemsetD2D8Async)(dstDevice, dstPitch, uc, Width, Height, hStream);
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
@@ -1525,6 +1569,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD2D8Async_ptsz(CUdeviceptr dstDevice,
 
 	if (NO_DRIVER(cuMemsetD2D8Async_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemsetD2D8Async_ptsz)(dstDevice, dstPitch, uc, Width, Height, hStream);
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
@@ -1562,6 +1607,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD2D8_v2(CUdeviceptr dstDevice,
 
 	if (NO_DRIVER(cuMemsetD2D8_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemsetD2D8_v2)(dstDevice, dstPitch, uc, Width, Height);
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
@@ -1599,6 +1645,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD2D8_v2_ptds(CUdeviceptr dstDevice,
 
 	if (NO_DRIVER(cuMemsetD2D8_v2_ptds))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemsetD2D8_v2_ptds)(dstDevice, dstPitch, uc, Width, Height);
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
@@ -1632,6 +1679,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr dstDevice,
 
 	if (NO_DRIVER(cuMemsetD32Async))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemsetD32Async)(dstDevice, ui, N, hStream);
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
@@ -1667,6 +1715,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD32Async_ptsz(CUdeviceptr dstDevice,
 
 	if (NO_DRIVER(cuMemsetD32Async_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemsetD32Async_ptsz)(dstDevice, ui, N, hStream);
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
@@ -1700,6 +1749,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD32_v2(CUdeviceptr dstDevice,
 
 	if (NO_DRIVER(cuMemsetD32_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemsetD32_v2)(dstDevice, ui, N);
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
@@ -1733,6 +1783,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD32_v2_ptds(CUdeviceptr dstDevice,
 
 	if (NO_DRIVER(cuMemsetD32_v2_ptds))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemsetD32_v2_ptds)(dstDevice, ui, N);
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
@@ -1766,6 +1817,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dstDevice,
 
 	if (NO_DRIVER(cuMemsetD8Async))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemsetD8Async)(dstDevice, uc, N, hStream);
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
@@ -1801,6 +1853,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD8Async_ptsz(CUdeviceptr dstDevice,
 
 	if (NO_DRIVER(cuMemsetD8Async_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemsetD8Async_ptsz)(dstDevice, uc, N, hStream);
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
@@ -1834,6 +1887,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD8_v2(CUdeviceptr dstDevice,
 
 	if (NO_DRIVER(cuMemsetD8_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemsetD8_v2)(dstDevice, uc, N);
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
@@ -1867,6 +1921,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD8_v2_ptds(CUdeviceptr dstDevice,
 
 	if (NO_DRIVER(cuMemsetD8_v2_ptds))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemsetD8_v2_ptds)(dstDevice, uc, N);
 	copy_begin(&c, TRACE_MEMSET, dstDevice,

@@ -8,6 +8,7 @@
  * that task placement can later present a task with the GPUs it was given.
  */
 #include "preload.h"
+#include "region.h"
 #include "register.h"
 #include "streams.h"
 #include "verify.h"
@@ -80,7 +81,13 @@ KMUX_EXPORT CUresult CUDAAPI cuCtxCreate_v2(CUcontext *ctx, unsigned flags,
 {
 	if (NO_DRIVER(cuCtxCreate_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
-	return REAL(cuCtxCreate_v2)(ctx, flags, dev);
+	CUresult r;
+
+	r = REAL(cuCtxCreate_v2)(ctx, flags, dev);
+	/* For a region's drain (rare call: a lock is fine here). */
+	if (r == CUDA_SUCCESS && ctx)
+		region_ctx_seen(*ctx);
+	return r;
 }
 
 KMUX_EXPORT CUresult CUDAAPI cuCtxCreate_v3(CUcontext *ctx,
@@ -89,7 +96,13 @@ KMUX_EXPORT CUresult CUDAAPI cuCtxCreate_v3(CUcontext *ctx,
 {
 	if (NO_DRIVER(cuCtxCreate_v3))
 		return CUDA_ERROR_NOT_INITIALIZED;
-	return REAL(cuCtxCreate_v3)(ctx, params, nparams, flags, dev);
+	CUresult r;
+
+	r = REAL(cuCtxCreate_v3)(ctx, params, nparams, flags, dev);
+	/* For a region's drain (rare call: a lock is fine here). */
+	if (r == CUDA_SUCCESS && ctx)
+		region_ctx_seen(*ctx);
+	return r;
 }
 
 KMUX_EXPORT CUresult CUDAAPI cuCtxCreate_v4(CUcontext *ctx,
@@ -97,7 +110,13 @@ KMUX_EXPORT CUresult CUDAAPI cuCtxCreate_v4(CUcontext *ctx,
 {
 	if (NO_DRIVER(cuCtxCreate_v4))
 		return CUDA_ERROR_NOT_INITIALIZED;
-	return REAL(cuCtxCreate_v4)(ctx, params, flags, dev);
+	CUresult r;
+
+	r = REAL(cuCtxCreate_v4)(ctx, params, flags, dev);
+	/* For a region's drain (rare call: a lock is fine here). */
+	if (r == CUDA_SUCCESS && ctx)
+		region_ctx_seen(*ctx);
+	return r;
 }
 
 KMUX_EXPORT CUresult CUDAAPI cuCtxDestroy_v2(CUcontext ctx)
@@ -106,6 +125,7 @@ KMUX_EXPORT CUresult CUDAAPI cuCtxDestroy_v2(CUcontext ctx)
 		return CUDA_ERROR_NOT_INITIALIZED;
 	if (kmux_tracking)
 		ctx_going(ctx);
+	region_ctx_gone(ctx);
 	return REAL(cuCtxDestroy_v2)(ctx);
 }
 
@@ -119,6 +139,8 @@ KMUX_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *ctx,
 	r = REAL(cuDevicePrimaryCtxRetain)(ctx, dev);
 	if (unlikely(kmux_tracking) && r == CUDA_SUCCESS)
 		streams_primary_retained(dev, *ctx);
+	if (r == CUDA_SUCCESS)
+		region_ctx_seen(*ctx);
 	return r;
 }
 

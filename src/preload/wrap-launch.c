@@ -14,6 +14,7 @@
 #include "kparams.h"
 #include "mm.h"
 #include "preload.h"
+#include "region.h"
 #include "register.h"
 #include "streams.h"
 #include "verify.h"
@@ -306,6 +307,7 @@ KMUX_EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned gx,
 {
 	if (NO_DRIVER(cuLaunchKernel))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	launch_count();
 	if (likely(!kmux_tracking))
 		return REAL(cuLaunchKernel)(f, gx, gy, gz, bx, by, bz, shmem,
@@ -321,6 +323,7 @@ KMUX_EXPORT CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned gx,
 {
 	if (NO_DRIVER(cuLaunchKernel_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	launch_count();
 	if (likely(!kmux_tracking))
 		return REAL(cuLaunchKernel_ptsz)(f, gx, gy, gz, bx, by, bz,
@@ -355,6 +358,7 @@ KMUX_EXPORT CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *c,
 {
 	if (NO_DRIVER(cuLaunchKernelEx))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	launch_count();
 	if (likely(!kmux_tracking))
 		return REAL(cuLaunchKernelEx)(c, f, params, extra);
@@ -366,6 +370,7 @@ KMUX_EXPORT CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *c,
 {
 	if (NO_DRIVER(cuLaunchKernelEx_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	launch_count();
 	if (likely(!kmux_tracking))
 		return REAL(cuLaunchKernelEx_ptsz)(c, f, params, extra);
@@ -393,6 +398,7 @@ KMUX_EXPORT CUresult CUDAAPI cuLaunchCooperativeKernel(CUfunction f,
 {
 	if (NO_DRIVER(cuLaunchCooperativeKernel))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	launch_count();
 	if (likely(!kmux_tracking))
 		return REAL(cuLaunchCooperativeKernel)(f, gx, gy, gz, bx, by,
@@ -407,6 +413,7 @@ KMUX_EXPORT CUresult CUDAAPI cuLaunchCooperativeKernel_ptsz(CUfunction f,
 {
 	if (NO_DRIVER(cuLaunchCooperativeKernel_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	launch_count();
 	if (likely(!kmux_tracking))
 		return REAL(cuLaunchCooperativeKernel_ptsz)(f, gx, gy, gz, bx,
@@ -430,6 +437,7 @@ KMUX_EXPORT CUresult CUDAAPI cuGraphLaunch(CUgraphExec g, CUstream s)
 {
 	if (NO_DRIVER(cuGraphLaunch))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	launch_count();
 	if (likely(!kmux_tracking))
 		return REAL(cuGraphLaunch)(g, s);
@@ -440,6 +448,7 @@ KMUX_EXPORT CUresult CUDAAPI cuGraphLaunch_ptsz(CUgraphExec g, CUstream s)
 {
 	if (NO_DRIVER(cuGraphLaunch_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	launch_count();
 	if (likely(!kmux_tracking))
 		return REAL(cuGraphLaunch_ptsz)(g, s);

@@ -30,6 +30,7 @@ KMUX_EXPORT CUresult CUDAAPI cuGraphUpload(CUgraphExec hGraph,
 {
 	if (NO_DRIVER(cuGraphUpload))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuGraphUpload)(hGraph, hStream);
 	return opaque_run(hStream, 0, issue_cuGraphUpload, &(struct args_cuGraphUpload){ hGraph, hStream });
@@ -53,6 +54,7 @@ KMUX_EXPORT CUresult CUDAAPI cuGraphUpload_ptsz(CUgraphExec hGraphExec,
 {
 	if (NO_DRIVER(cuGraphUpload_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuGraphUpload_ptsz)(hGraphExec, hStream);
 	return opaque_run(hStream, 1, issue_cuGraphUpload_ptsz, &(struct args_cuGraphUpload_ptsz){ hGraphExec, hStream });
@@ -78,6 +80,7 @@ KMUX_EXPORT CUresult CUDAAPI cuGraphicsMapResources(unsigned int count,
 {
 	if (NO_DRIVER(cuGraphicsMapResources))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuGraphicsMapResources)(count, resources, hStream);
 	return opaque_run(hStream, 0, issue_cuGraphicsMapResources, &(struct args_cuGraphicsMapResources){ count, resources, hStream });
@@ -103,6 +106,7 @@ KMUX_EXPORT CUresult CUDAAPI cuGraphicsMapResources_ptsz(unsigned int count,
 {
 	if (NO_DRIVER(cuGraphicsMapResources_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuGraphicsMapResources_ptsz)(count, resources, hStream);
 	return opaque_run(hStream, 1, issue_cuGraphicsMapResources_ptsz, &(struct args_cuGraphicsMapResources_ptsz){ count, resources, hStream });
@@ -128,6 +132,7 @@ KMUX_EXPORT CUresult CUDAAPI cuGraphicsUnmapResources(unsigned int count,
 {
 	if (NO_DRIVER(cuGraphicsUnmapResources))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuGraphicsUnmapResources)(count, resources, hStream);
 	return opaque_run(hStream, 0, issue_cuGraphicsUnmapResources, &(struct args_cuGraphicsUnmapResources){ count, resources, hStream });
@@ -153,6 +158,7 @@ KMUX_EXPORT CUresult CUDAAPI cuGraphicsUnmapResources_ptsz(unsigned int count,
 {
 	if (NO_DRIVER(cuGraphicsUnmapResources_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuGraphicsUnmapResources_ptsz)(count, resources, hStream);
 	return opaque_run(hStream, 1, issue_cuGraphicsUnmapResources_ptsz, &(struct args_cuGraphicsUnmapResources_ptsz){ count, resources, hStream });
@@ -180,6 +186,7 @@ KMUX_EXPORT CUresult CUDAAPI cuLaunchGridAsync(CUfunction f,
 {
 	if (NO_DRIVER(cuLaunchGridAsync))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuLaunchGridAsync)(f, grid_width, grid_height, hStream);
 	return opaque_run(hStream, 0, issue_cuLaunchGridAsync, &(struct args_cuLaunchGridAsync){ f, grid_width, grid_height, hStream });
@@ -209,6 +216,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemBatchDecompressAsync(CUmemDecompressParams *pa
 {
 	if (NO_DRIVER(cuMemBatchDecompressAsync))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemBatchDecompressAsync)(paramsArray, count, flags, errorIndex, stream);
 	return opaque_run(stream, 0, issue_cuMemBatchDecompressAsync, &(struct args_cuMemBatchDecompressAsync){ paramsArray, count, flags, errorIndex, stream });
@@ -238,6 +246,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemBatchDecompressAsync_ptsz(CUmemDecompressParam
 {
 	if (NO_DRIVER(cuMemBatchDecompressAsync_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemBatchDecompressAsync_ptsz)(paramsArray, count, flags, errorIndex, stream);
 	return opaque_run(stream, 1, issue_cuMemBatchDecompressAsync_ptsz, &(struct args_cuMemBatchDecompressAsync_ptsz){ paramsArray, count, flags, errorIndex, stream });
@@ -273,6 +282,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemDiscardAndPrefetchBatchAsync(CUdeviceptr *dptr
 {
 	if (NO_DRIVER(cuMemDiscardAndPrefetchBatchAsync))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemDiscardAndPrefetchBatchAsync)(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream);
 	return opaque_run(hStream, 0, issue_cuMemDiscardAndPrefetchBatchAsync, &(struct args_cuMemDiscardAndPrefetchBatchAsync){ dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream });
@@ -308,6 +318,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemDiscardAndPrefetchBatchAsync_ptsz(CUdeviceptr 
 {
 	if (NO_DRIVER(cuMemDiscardAndPrefetchBatchAsync_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemDiscardAndPrefetchBatchAsync_ptsz)(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream);
 	return opaque_run(hStream, 1, issue_cuMemDiscardAndPrefetchBatchAsync_ptsz, &(struct args_cuMemDiscardAndPrefetchBatchAsync_ptsz){ dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream });
@@ -337,6 +348,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemDiscardBatchAsync(CUdeviceptr *dptrs,
 {
 	if (NO_DRIVER(cuMemDiscardBatchAsync))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemDiscardBatchAsync)(dptrs, sizes, count, flags, hStream);
 	return opaque_run(hStream, 0, issue_cuMemDiscardBatchAsync, &(struct args_cuMemDiscardBatchAsync){ dptrs, sizes, count, flags, hStream });
@@ -366,6 +378,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemDiscardBatchAsync_ptsz(CUdeviceptr *dptrs,
 {
 	if (NO_DRIVER(cuMemDiscardBatchAsync_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemDiscardBatchAsync_ptsz)(dptrs, sizes, count, flags, hStream);
 	return opaque_run(hStream, 1, issue_cuMemDiscardBatchAsync_ptsz, &(struct args_cuMemDiscardBatchAsync_ptsz){ dptrs, sizes, count, flags, hStream });
@@ -391,6 +404,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemMapArrayAsync(CUarrayMapInfo *mapInfoList,
 {
 	if (NO_DRIVER(cuMemMapArrayAsync))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemMapArrayAsync)(mapInfoList, count, hStream);
 	return opaque_run(hStream, 0, issue_cuMemMapArrayAsync, &(struct args_cuMemMapArrayAsync){ mapInfoList, count, hStream });
@@ -416,6 +430,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemMapArrayAsync_ptsz(CUarrayMapInfo *mapInfoList
 {
 	if (NO_DRIVER(cuMemMapArrayAsync_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemMapArrayAsync_ptsz)(mapInfoList, count, hStream);
 	return opaque_run(hStream, 1, issue_cuMemMapArrayAsync_ptsz, &(struct args_cuMemMapArrayAsync_ptsz){ mapInfoList, count, hStream });
@@ -443,6 +458,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemPrefetchAsync(CUdeviceptr devPtr,
 {
 	if (NO_DRIVER(cuMemPrefetchAsync))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemPrefetchAsync)(devPtr, count, dstDevice, hStream);
 	return opaque_run(hStream, 0, issue_cuMemPrefetchAsync, &(struct args_cuMemPrefetchAsync){ devPtr, count, dstDevice, hStream });
@@ -470,6 +486,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemPrefetchAsync_ptsz(CUdeviceptr devPtr,
 {
 	if (NO_DRIVER(cuMemPrefetchAsync_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemPrefetchAsync_ptsz)(devPtr, count, dstDevice, hStream);
 	return opaque_run(hStream, 1, issue_cuMemPrefetchAsync_ptsz, &(struct args_cuMemPrefetchAsync_ptsz){ devPtr, count, dstDevice, hStream });
@@ -499,6 +516,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemPrefetchAsync_v2(CUdeviceptr devPtr,
 {
 	if (NO_DRIVER(cuMemPrefetchAsync_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemPrefetchAsync_v2)(devPtr, count, location, flags, hStream);
 	return opaque_run(hStream, 0, issue_cuMemPrefetchAsync_v2, &(struct args_cuMemPrefetchAsync_v2){ devPtr, count, location, flags, hStream });
@@ -528,6 +546,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemPrefetchAsync_v2_ptsz(CUdeviceptr devPtr,
 {
 	if (NO_DRIVER(cuMemPrefetchAsync_v2_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemPrefetchAsync_v2_ptsz)(devPtr, count, location, flags, hStream);
 	return opaque_run(hStream, 1, issue_cuMemPrefetchAsync_v2_ptsz, &(struct args_cuMemPrefetchAsync_v2_ptsz){ devPtr, count, location, flags, hStream });
@@ -563,6 +582,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemPrefetchBatchAsync(CUdeviceptr *dptrs,
 {
 	if (NO_DRIVER(cuMemPrefetchBatchAsync))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemPrefetchBatchAsync)(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream);
 	return opaque_run(hStream, 0, issue_cuMemPrefetchBatchAsync, &(struct args_cuMemPrefetchBatchAsync){ dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream });
@@ -598,6 +618,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemPrefetchBatchAsync_ptsz(CUdeviceptr *dptrs,
 {
 	if (NO_DRIVER(cuMemPrefetchBatchAsync_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemPrefetchBatchAsync_ptsz)(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream);
 	return opaque_run(hStream, 1, issue_cuMemPrefetchBatchAsync_ptsz, &(struct args_cuMemPrefetchBatchAsync_ptsz){ dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream });
@@ -619,6 +640,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpy2D(const CUDA_MEMCPY2D_v1 *pCopy)
 {
 	if (NO_DRIVER(cuMemcpy2D))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpy2D)(pCopy);
 	return opaque_run(NULL, 0, issue_cuMemcpy2D, &(struct args_cuMemcpy2D){ pCopy });
@@ -642,6 +664,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpy2DAsync(const CUDA_MEMCPY2D_v1 *pCopy,
 {
 	if (NO_DRIVER(cuMemcpy2DAsync))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpy2DAsync)(pCopy, hStream);
 	return opaque_run(hStream, 0, issue_cuMemcpy2DAsync, &(struct args_cuMemcpy2DAsync){ pCopy, hStream });
@@ -663,6 +686,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpy2DUnaligned(const CUDA_MEMCPY2D_v1 *pCopy)
 {
 	if (NO_DRIVER(cuMemcpy2DUnaligned))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpy2DUnaligned)(pCopy);
 	return opaque_run(NULL, 0, issue_cuMemcpy2DUnaligned, &(struct args_cuMemcpy2DUnaligned){ pCopy });
@@ -684,6 +708,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpy3D(const CUDA_MEMCPY3D_v1 *pCopy)
 {
 	if (NO_DRIVER(cuMemcpy3D))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpy3D)(pCopy);
 	return opaque_run(NULL, 0, issue_cuMemcpy3D, &(struct args_cuMemcpy3D){ pCopy });
@@ -707,6 +732,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpy3DAsync(const CUDA_MEMCPY3D_v1 *pCopy,
 {
 	if (NO_DRIVER(cuMemcpy3DAsync))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpy3DAsync)(pCopy, hStream);
 	return opaque_run(hStream, 0, issue_cuMemcpy3DAsync, &(struct args_cuMemcpy3DAsync){ pCopy, hStream });
@@ -736,6 +762,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpy3DBatchAsync(size_t numOps,
 {
 	if (NO_DRIVER(cuMemcpy3DBatchAsync))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpy3DBatchAsync)(numOps, opList, failIdx, flags, hStream);
 	return opaque_run(hStream, 0, issue_cuMemcpy3DBatchAsync, &(struct args_cuMemcpy3DBatchAsync){ numOps, opList, failIdx, flags, hStream });
@@ -765,6 +792,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpy3DBatchAsync_ptsz(size_t numOps,
 {
 	if (NO_DRIVER(cuMemcpy3DBatchAsync_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpy3DBatchAsync_ptsz)(numOps, opList, failIdx, flags, hStream);
 	return opaque_run(hStream, 1, issue_cuMemcpy3DBatchAsync_ptsz, &(struct args_cuMemcpy3DBatchAsync_ptsz){ numOps, opList, failIdx, flags, hStream });
@@ -792,6 +820,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpy3DBatchAsync_v2(size_t numOps,
 {
 	if (NO_DRIVER(cuMemcpy3DBatchAsync_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpy3DBatchAsync_v2)(numOps, opList, flags, hStream);
 	return opaque_run(hStream, 0, issue_cuMemcpy3DBatchAsync_v2, &(struct args_cuMemcpy3DBatchAsync_v2){ numOps, opList, flags, hStream });
@@ -819,6 +848,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpy3DBatchAsync_v2_ptsz(size_t numOps,
 {
 	if (NO_DRIVER(cuMemcpy3DBatchAsync_v2_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpy3DBatchAsync_v2_ptsz)(numOps, opList, flags, hStream);
 	return opaque_run(hStream, 1, issue_cuMemcpy3DBatchAsync_v2_ptsz, &(struct args_cuMemcpy3DBatchAsync_v2_ptsz){ numOps, opList, flags, hStream });
@@ -840,6 +870,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpy3DPeer(const CUDA_MEMCPY3D_PEER *pCopy)
 {
 	if (NO_DRIVER(cuMemcpy3DPeer))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpy3DPeer)(pCopy);
 	return opaque_run(NULL, 0, issue_cuMemcpy3DPeer, &(struct args_cuMemcpy3DPeer){ pCopy });
@@ -863,6 +894,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpy3DPeerAsync(const CUDA_MEMCPY3D_PEER *pCopy
 {
 	if (NO_DRIVER(cuMemcpy3DPeerAsync))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpy3DPeerAsync)(pCopy, hStream);
 	return opaque_run(hStream, 0, issue_cuMemcpy3DPeerAsync, &(struct args_cuMemcpy3DPeerAsync){ pCopy, hStream });
@@ -886,6 +918,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpy3DPeerAsync_ptsz(const CUDA_MEMCPY3D_PEER *
 {
 	if (NO_DRIVER(cuMemcpy3DPeerAsync_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpy3DPeerAsync_ptsz)(pCopy, hStream);
 	return opaque_run(hStream, 1, issue_cuMemcpy3DPeerAsync_ptsz, &(struct args_cuMemcpy3DPeerAsync_ptsz){ pCopy, hStream });
@@ -907,6 +940,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpy3DPeer_ptds(const CUDA_MEMCPY3D_PEER *pCopy
 {
 	if (NO_DRIVER(cuMemcpy3DPeer_ptds))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpy3DPeer_ptds)(pCopy);
 	return opaque_run(NULL, 1, issue_cuMemcpy3DPeer_ptds, &(struct args_cuMemcpy3DPeer_ptds){ pCopy });
@@ -936,6 +970,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyAtoA(CUarray dstArray,
 {
 	if (NO_DRIVER(cuMemcpyAtoA))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyAtoA)(dstArray, dstOffset, srcArray, srcOffset, ByteCount);
 	return opaque_run(NULL, 0, issue_cuMemcpyAtoA, &(struct args_cuMemcpyAtoA){ dstArray, dstOffset, srcArray, srcOffset, ByteCount });
@@ -965,6 +1000,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyAtoA_v2(CUarray dstArray,
 {
 	if (NO_DRIVER(cuMemcpyAtoA_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyAtoA_v2)(dstArray, dstOffset, srcArray, srcOffset, ByteCount);
 	return opaque_run(NULL, 0, issue_cuMemcpyAtoA_v2, &(struct args_cuMemcpyAtoA_v2){ dstArray, dstOffset, srcArray, srcOffset, ByteCount });
@@ -994,6 +1030,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyAtoA_v2_ptds(CUarray dstArray,
 {
 	if (NO_DRIVER(cuMemcpyAtoA_v2_ptds))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyAtoA_v2_ptds)(dstArray, dstOffset, srcArray, srcOffset, ByteCount);
 	return opaque_run(NULL, 1, issue_cuMemcpyAtoA_v2_ptds, &(struct args_cuMemcpyAtoA_v2_ptds){ dstArray, dstOffset, srcArray, srcOffset, ByteCount });
@@ -1021,6 +1058,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyAtoD(CUdeviceptr_v1 dstDevice,
 {
 	if (NO_DRIVER(cuMemcpyAtoD))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyAtoD)(dstDevice, srcArray, srcOffset, ByteCount);
 	return opaque_run(NULL, 0, issue_cuMemcpyAtoD, &(struct args_cuMemcpyAtoD){ dstDevice, srcArray, srcOffset, ByteCount });
@@ -1048,6 +1086,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyAtoD_v2(CUdeviceptr dstDevice,
 {
 	if (NO_DRIVER(cuMemcpyAtoD_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyAtoD_v2)(dstDevice, srcArray, srcOffset, ByteCount);
 	return opaque_run(NULL, 0, issue_cuMemcpyAtoD_v2, &(struct args_cuMemcpyAtoD_v2){ dstDevice, srcArray, srcOffset, ByteCount });
@@ -1075,6 +1114,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyAtoD_v2_ptds(CUdeviceptr dstDevice,
 {
 	if (NO_DRIVER(cuMemcpyAtoD_v2_ptds))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyAtoD_v2_ptds)(dstDevice, srcArray, srcOffset, ByteCount);
 	return opaque_run(NULL, 1, issue_cuMemcpyAtoD_v2_ptds, &(struct args_cuMemcpyAtoD_v2_ptds){ dstDevice, srcArray, srcOffset, ByteCount });
@@ -1102,6 +1142,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyAtoH(void *dstHost,
 {
 	if (NO_DRIVER(cuMemcpyAtoH))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyAtoH)(dstHost, srcArray, srcOffset, ByteCount);
 	return opaque_run(NULL, 0, issue_cuMemcpyAtoH, &(struct args_cuMemcpyAtoH){ dstHost, srcArray, srcOffset, ByteCount });
@@ -1131,6 +1172,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyAtoHAsync(void *dstHost,
 {
 	if (NO_DRIVER(cuMemcpyAtoHAsync))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyAtoHAsync)(dstHost, srcArray, srcOffset, ByteCount, hStream);
 	return opaque_run(hStream, 0, issue_cuMemcpyAtoHAsync, &(struct args_cuMemcpyAtoHAsync){ dstHost, srcArray, srcOffset, ByteCount, hStream });
@@ -1160,6 +1202,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyAtoHAsync_v2(void *dstHost,
 {
 	if (NO_DRIVER(cuMemcpyAtoHAsync_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyAtoHAsync_v2)(dstHost, srcArray, srcOffset, ByteCount, hStream);
 	return opaque_run(hStream, 0, issue_cuMemcpyAtoHAsync_v2, &(struct args_cuMemcpyAtoHAsync_v2){ dstHost, srcArray, srcOffset, ByteCount, hStream });
@@ -1189,6 +1232,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyAtoHAsync_v2_ptsz(void *dstHost,
 {
 	if (NO_DRIVER(cuMemcpyAtoHAsync_v2_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyAtoHAsync_v2_ptsz)(dstHost, srcArray, srcOffset, ByteCount, hStream);
 	return opaque_run(hStream, 1, issue_cuMemcpyAtoHAsync_v2_ptsz, &(struct args_cuMemcpyAtoHAsync_v2_ptsz){ dstHost, srcArray, srcOffset, ByteCount, hStream });
@@ -1216,6 +1260,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyAtoH_v2(void *dstHost,
 {
 	if (NO_DRIVER(cuMemcpyAtoH_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyAtoH_v2)(dstHost, srcArray, srcOffset, ByteCount);
 	return opaque_run(NULL, 0, issue_cuMemcpyAtoH_v2, &(struct args_cuMemcpyAtoH_v2){ dstHost, srcArray, srcOffset, ByteCount });
@@ -1243,6 +1288,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyAtoH_v2_ptds(void *dstHost,
 {
 	if (NO_DRIVER(cuMemcpyAtoH_v2_ptds))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyAtoH_v2_ptds)(dstHost, srcArray, srcOffset, ByteCount);
 	return opaque_run(NULL, 1, issue_cuMemcpyAtoH_v2_ptds, &(struct args_cuMemcpyAtoH_v2_ptds){ dstHost, srcArray, srcOffset, ByteCount });
@@ -1280,6 +1326,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyBatchAsync(CUdeviceptr *dsts,
 {
 	if (NO_DRIVER(cuMemcpyBatchAsync))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyBatchAsync)(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, failIdx, hStream);
 	return opaque_run(hStream, 0, issue_cuMemcpyBatchAsync, &(struct args_cuMemcpyBatchAsync){ dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, failIdx, hStream });
@@ -1317,6 +1364,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyBatchAsync_ptsz(CUdeviceptr *dsts,
 {
 	if (NO_DRIVER(cuMemcpyBatchAsync_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyBatchAsync_ptsz)(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, failIdx, hStream);
 	return opaque_run(hStream, 1, issue_cuMemcpyBatchAsync_ptsz, &(struct args_cuMemcpyBatchAsync_ptsz){ dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, failIdx, hStream });
@@ -1352,6 +1400,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyBatchAsync_v2(CUdeviceptr *dsts,
 {
 	if (NO_DRIVER(cuMemcpyBatchAsync_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyBatchAsync_v2)(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, hStream);
 	return opaque_run(hStream, 0, issue_cuMemcpyBatchAsync_v2, &(struct args_cuMemcpyBatchAsync_v2){ dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, hStream });
@@ -1387,6 +1436,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyBatchAsync_v2_ptsz(CUdeviceptr *dsts,
 {
 	if (NO_DRIVER(cuMemcpyBatchAsync_v2_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyBatchAsync_v2_ptsz)(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, hStream);
 	return opaque_run(hStream, 1, issue_cuMemcpyBatchAsync_v2_ptsz, &(struct args_cuMemcpyBatchAsync_v2_ptsz){ dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, hStream });
@@ -1414,6 +1464,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyDtoA(CUarray dstArray,
 {
 	if (NO_DRIVER(cuMemcpyDtoA))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyDtoA)(dstArray, dstOffset, srcDevice, ByteCount);
 	return opaque_run(NULL, 0, issue_cuMemcpyDtoA, &(struct args_cuMemcpyDtoA){ dstArray, dstOffset, srcDevice, ByteCount });
@@ -1441,6 +1492,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyDtoA_v2(CUarray dstArray,
 {
 	if (NO_DRIVER(cuMemcpyDtoA_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyDtoA_v2)(dstArray, dstOffset, srcDevice, ByteCount);
 	return opaque_run(NULL, 0, issue_cuMemcpyDtoA_v2, &(struct args_cuMemcpyDtoA_v2){ dstArray, dstOffset, srcDevice, ByteCount });
@@ -1468,6 +1520,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyDtoA_v2_ptds(CUarray dstArray,
 {
 	if (NO_DRIVER(cuMemcpyDtoA_v2_ptds))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyDtoA_v2_ptds)(dstArray, dstOffset, srcDevice, ByteCount);
 	return opaque_run(NULL, 1, issue_cuMemcpyDtoA_v2_ptds, &(struct args_cuMemcpyDtoA_v2_ptds){ dstArray, dstOffset, srcDevice, ByteCount });
@@ -1493,6 +1546,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyDtoD(CUdeviceptr_v1 dstDevice,
 {
 	if (NO_DRIVER(cuMemcpyDtoD))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyDtoD)(dstDevice, srcDevice, ByteCount);
 	return opaque_run(NULL, 0, issue_cuMemcpyDtoD, &(struct args_cuMemcpyDtoD){ dstDevice, srcDevice, ByteCount });
@@ -1520,6 +1574,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyDtoDAsync(CUdeviceptr_v1 dstDevice,
 {
 	if (NO_DRIVER(cuMemcpyDtoDAsync))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyDtoDAsync)(dstDevice, srcDevice, ByteCount, hStream);
 	return opaque_run(hStream, 0, issue_cuMemcpyDtoDAsync, &(struct args_cuMemcpyDtoDAsync){ dstDevice, srcDevice, ByteCount, hStream });
@@ -1545,6 +1600,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyDtoH(void *dstHost,
 {
 	if (NO_DRIVER(cuMemcpyDtoH))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyDtoH)(dstHost, srcDevice, ByteCount);
 	return opaque_run(NULL, 0, issue_cuMemcpyDtoH, &(struct args_cuMemcpyDtoH){ dstHost, srcDevice, ByteCount });
@@ -1572,6 +1628,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyDtoHAsync(void *dstHost,
 {
 	if (NO_DRIVER(cuMemcpyDtoHAsync))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyDtoHAsync)(dstHost, srcDevice, ByteCount, hStream);
 	return opaque_run(hStream, 0, issue_cuMemcpyDtoHAsync, &(struct args_cuMemcpyDtoHAsync){ dstHost, srcDevice, ByteCount, hStream });
@@ -1599,6 +1656,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyHtoA(CUarray dstArray,
 {
 	if (NO_DRIVER(cuMemcpyHtoA))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyHtoA)(dstArray, dstOffset, srcHost, ByteCount);
 	return opaque_run(NULL, 0, issue_cuMemcpyHtoA, &(struct args_cuMemcpyHtoA){ dstArray, dstOffset, srcHost, ByteCount });
@@ -1628,6 +1686,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyHtoAAsync(CUarray dstArray,
 {
 	if (NO_DRIVER(cuMemcpyHtoAAsync))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyHtoAAsync)(dstArray, dstOffset, srcHost, ByteCount, hStream);
 	return opaque_run(hStream, 0, issue_cuMemcpyHtoAAsync, &(struct args_cuMemcpyHtoAAsync){ dstArray, dstOffset, srcHost, ByteCount, hStream });
@@ -1657,6 +1716,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyHtoAAsync_v2(CUarray dstArray,
 {
 	if (NO_DRIVER(cuMemcpyHtoAAsync_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyHtoAAsync_v2)(dstArray, dstOffset, srcHost, ByteCount, hStream);
 	return opaque_run(hStream, 0, issue_cuMemcpyHtoAAsync_v2, &(struct args_cuMemcpyHtoAAsync_v2){ dstArray, dstOffset, srcHost, ByteCount, hStream });
@@ -1686,6 +1746,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyHtoAAsync_v2_ptsz(CUarray dstArray,
 {
 	if (NO_DRIVER(cuMemcpyHtoAAsync_v2_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyHtoAAsync_v2_ptsz)(dstArray, dstOffset, srcHost, ByteCount, hStream);
 	return opaque_run(hStream, 1, issue_cuMemcpyHtoAAsync_v2_ptsz, &(struct args_cuMemcpyHtoAAsync_v2_ptsz){ dstArray, dstOffset, srcHost, ByteCount, hStream });
@@ -1713,6 +1774,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyHtoA_v2(CUarray dstArray,
 {
 	if (NO_DRIVER(cuMemcpyHtoA_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyHtoA_v2)(dstArray, dstOffset, srcHost, ByteCount);
 	return opaque_run(NULL, 0, issue_cuMemcpyHtoA_v2, &(struct args_cuMemcpyHtoA_v2){ dstArray, dstOffset, srcHost, ByteCount });
@@ -1740,6 +1802,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyHtoA_v2_ptds(CUarray dstArray,
 {
 	if (NO_DRIVER(cuMemcpyHtoA_v2_ptds))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyHtoA_v2_ptds)(dstArray, dstOffset, srcHost, ByteCount);
 	return opaque_run(NULL, 1, issue_cuMemcpyHtoA_v2_ptds, &(struct args_cuMemcpyHtoA_v2_ptds){ dstArray, dstOffset, srcHost, ByteCount });
@@ -1765,6 +1828,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyHtoD(CUdeviceptr_v1 dstDevice,
 {
 	if (NO_DRIVER(cuMemcpyHtoD))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyHtoD)(dstDevice, srcHost, ByteCount);
 	return opaque_run(NULL, 0, issue_cuMemcpyHtoD, &(struct args_cuMemcpyHtoD){ dstDevice, srcHost, ByteCount });
@@ -1792,6 +1856,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyHtoDAsync(CUdeviceptr_v1 dstDevice,
 {
 	if (NO_DRIVER(cuMemcpyHtoDAsync))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyHtoDAsync)(dstDevice, srcHost, ByteCount, hStream);
 	return opaque_run(hStream, 0, issue_cuMemcpyHtoDAsync, &(struct args_cuMemcpyHtoDAsync){ dstDevice, srcHost, ByteCount, hStream });
@@ -1817,6 +1882,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD16(CUdeviceptr_v1 dstDevice,
 {
 	if (NO_DRIVER(cuMemsetD16))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemsetD16)(dstDevice, us, N);
 	return opaque_run(NULL, 0, issue_cuMemsetD16, &(struct args_cuMemsetD16){ dstDevice, us, N });
@@ -1846,6 +1912,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD2D16(CUdeviceptr_v1 dstDevice,
 {
 	if (NO_DRIVER(cuMemsetD2D16))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemsetD2D16)(dstDevice, dstPitch, us, Width, Height);
 	return opaque_run(NULL, 0, issue_cuMemsetD2D16, &(struct args_cuMemsetD2D16){ dstDevice, dstPitch, us, Width, Height });
@@ -1875,6 +1942,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD2D32(CUdeviceptr_v1 dstDevice,
 {
 	if (NO_DRIVER(cuMemsetD2D32))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemsetD2D32)(dstDevice, dstPitch, ui, Width, Height);
 	return opaque_run(NULL, 0, issue_cuMemsetD2D32, &(struct args_cuMemsetD2D32){ dstDevice, dstPitch, ui, Width, Height });
@@ -1904,6 +1972,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD2D8(CUdeviceptr_v1 dstDevice,
 {
 	if (NO_DRIVER(cuMemsetD2D8))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemsetD2D8)(dstDevice, dstPitch, uc, Width, Height);
 	return opaque_run(NULL, 0, issue_cuMemsetD2D8, &(struct args_cuMemsetD2D8){ dstDevice, dstPitch, uc, Width, Height });
@@ -1929,6 +1998,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD32(CUdeviceptr_v1 dstDevice,
 {
 	if (NO_DRIVER(cuMemsetD32))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemsetD32)(dstDevice, ui, N);
 	return opaque_run(NULL, 0, issue_cuMemsetD32, &(struct args_cuMemsetD32){ dstDevice, ui, N });
@@ -1954,6 +2024,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD8(CUdeviceptr_v1 dstDevice,
 {
 	if (NO_DRIVER(cuMemsetD8))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemsetD8)(dstDevice, uc, N);
 	return opaque_run(NULL, 0, issue_cuMemsetD8, &(struct args_cuMemsetD8){ dstDevice, uc, N });
@@ -1981,6 +2052,7 @@ KMUX_EXPORT CUresult CUDAAPI cuSignalExternalSemaphoresAsync(const CUexternalSem
 {
 	if (NO_DRIVER(cuSignalExternalSemaphoresAsync))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuSignalExternalSemaphoresAsync)(extSemArray, paramsArray, numExtSems, stream);
 	return opaque_run(stream, 0, issue_cuSignalExternalSemaphoresAsync, &(struct args_cuSignalExternalSemaphoresAsync){ extSemArray, paramsArray, numExtSems, stream });
@@ -2008,6 +2080,7 @@ KMUX_EXPORT CUresult CUDAAPI cuSignalExternalSemaphoresAsync_ptsz(const CUextern
 {
 	if (NO_DRIVER(cuSignalExternalSemaphoresAsync_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuSignalExternalSemaphoresAsync_ptsz)(extSemArray, paramsArray, numExtSems, stream);
 	return opaque_run(stream, 1, issue_cuSignalExternalSemaphoresAsync_ptsz, &(struct args_cuSignalExternalSemaphoresAsync_ptsz){ extSemArray, paramsArray, numExtSems, stream });
@@ -2035,6 +2108,7 @@ KMUX_EXPORT CUresult CUDAAPI cuStreamAttachMemAsync(CUstream hStream,
 {
 	if (NO_DRIVER(cuStreamAttachMemAsync))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuStreamAttachMemAsync)(hStream, dptr, length, flags);
 	return opaque_run(hStream, 0, issue_cuStreamAttachMemAsync, &(struct args_cuStreamAttachMemAsync){ hStream, dptr, length, flags });
@@ -2062,6 +2136,7 @@ KMUX_EXPORT CUresult CUDAAPI cuStreamAttachMemAsync_ptsz(CUstream hStream,
 {
 	if (NO_DRIVER(cuStreamAttachMemAsync_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuStreamAttachMemAsync_ptsz)(hStream, dptr, length, flags);
 	return opaque_run(hStream, 1, issue_cuStreamAttachMemAsync_ptsz, &(struct args_cuStreamAttachMemAsync_ptsz){ hStream, dptr, length, flags });
@@ -2089,6 +2164,7 @@ KMUX_EXPORT CUresult CUDAAPI cuStreamBatchMemOp(CUstream stream,
 {
 	if (NO_DRIVER(cuStreamBatchMemOp))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuStreamBatchMemOp)(stream, count, paramArray, flags);
 	return opaque_run(stream, 0, issue_cuStreamBatchMemOp, &(struct args_cuStreamBatchMemOp){ stream, count, paramArray, flags });
@@ -2116,6 +2192,7 @@ KMUX_EXPORT CUresult CUDAAPI cuStreamBatchMemOp_ptsz(CUstream stream,
 {
 	if (NO_DRIVER(cuStreamBatchMemOp_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuStreamBatchMemOp_ptsz)(stream, count, paramArray, flags);
 	return opaque_run(stream, 1, issue_cuStreamBatchMemOp_ptsz, &(struct args_cuStreamBatchMemOp_ptsz){ stream, count, paramArray, flags });
@@ -2143,6 +2220,7 @@ KMUX_EXPORT CUresult CUDAAPI cuStreamBatchMemOp_v2(CUstream stream,
 {
 	if (NO_DRIVER(cuStreamBatchMemOp_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuStreamBatchMemOp_v2)(stream, count, paramArray, flags);
 	return opaque_run(stream, 0, issue_cuStreamBatchMemOp_v2, &(struct args_cuStreamBatchMemOp_v2){ stream, count, paramArray, flags });
@@ -2170,6 +2248,7 @@ KMUX_EXPORT CUresult CUDAAPI cuStreamBatchMemOp_v2_ptsz(CUstream stream,
 {
 	if (NO_DRIVER(cuStreamBatchMemOp_v2_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuStreamBatchMemOp_v2_ptsz)(stream, count, paramArray, flags);
 	return opaque_run(stream, 1, issue_cuStreamBatchMemOp_v2_ptsz, &(struct args_cuStreamBatchMemOp_v2_ptsz){ stream, count, paramArray, flags });
@@ -2197,6 +2276,7 @@ KMUX_EXPORT CUresult CUDAAPI cuStreamWaitValue32(CUstream stream,
 {
 	if (NO_DRIVER(cuStreamWaitValue32))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuStreamWaitValue32)(stream, addr, value, flags);
 	return opaque_run(stream, 0, issue_cuStreamWaitValue32, &(struct args_cuStreamWaitValue32){ stream, addr, value, flags });
@@ -2224,6 +2304,7 @@ KMUX_EXPORT CUresult CUDAAPI cuStreamWaitValue32_ptsz(CUstream stream,
 {
 	if (NO_DRIVER(cuStreamWaitValue32_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuStreamWaitValue32_ptsz)(stream, addr, value, flags);
 	return opaque_run(stream, 1, issue_cuStreamWaitValue32_ptsz, &(struct args_cuStreamWaitValue32_ptsz){ stream, addr, value, flags });
@@ -2251,6 +2332,7 @@ KMUX_EXPORT CUresult CUDAAPI cuStreamWaitValue32_v2(CUstream stream,
 {
 	if (NO_DRIVER(cuStreamWaitValue32_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuStreamWaitValue32_v2)(stream, addr, value, flags);
 	return opaque_run(stream, 0, issue_cuStreamWaitValue32_v2, &(struct args_cuStreamWaitValue32_v2){ stream, addr, value, flags });
@@ -2278,6 +2360,7 @@ KMUX_EXPORT CUresult CUDAAPI cuStreamWaitValue32_v2_ptsz(CUstream stream,
 {
 	if (NO_DRIVER(cuStreamWaitValue32_v2_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuStreamWaitValue32_v2_ptsz)(stream, addr, value, flags);
 	return opaque_run(stream, 1, issue_cuStreamWaitValue32_v2_ptsz, &(struct args_cuStreamWaitValue32_v2_ptsz){ stream, addr, value, flags });
@@ -2305,6 +2388,7 @@ KMUX_EXPORT CUresult CUDAAPI cuStreamWaitValue64(CUstream stream,
 {
 	if (NO_DRIVER(cuStreamWaitValue64))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuStreamWaitValue64)(stream, addr, value, flags);
 	return opaque_run(stream, 0, issue_cuStreamWaitValue64, &(struct args_cuStreamWaitValue64){ stream, addr, value, flags });
@@ -2332,6 +2416,7 @@ KMUX_EXPORT CUresult CUDAAPI cuStreamWaitValue64_ptsz(CUstream stream,
 {
 	if (NO_DRIVER(cuStreamWaitValue64_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuStreamWaitValue64_ptsz)(stream, addr, value, flags);
 	return opaque_run(stream, 1, issue_cuStreamWaitValue64_ptsz, &(struct args_cuStreamWaitValue64_ptsz){ stream, addr, value, flags });
@@ -2359,6 +2444,7 @@ KMUX_EXPORT CUresult CUDAAPI cuStreamWaitValue64_v2(CUstream stream,
 {
 	if (NO_DRIVER(cuStreamWaitValue64_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuStreamWaitValue64_v2)(stream, addr, value, flags);
 	return opaque_run(stream, 0, issue_cuStreamWaitValue64_v2, &(struct args_cuStreamWaitValue64_v2){ stream, addr, value, flags });
@@ -2386,6 +2472,7 @@ KMUX_EXPORT CUresult CUDAAPI cuStreamWaitValue64_v2_ptsz(CUstream stream,
 {
 	if (NO_DRIVER(cuStreamWaitValue64_v2_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuStreamWaitValue64_v2_ptsz)(stream, addr, value, flags);
 	return opaque_run(stream, 1, issue_cuStreamWaitValue64_v2_ptsz, &(struct args_cuStreamWaitValue64_v2_ptsz){ stream, addr, value, flags });
@@ -2413,6 +2500,7 @@ KMUX_EXPORT CUresult CUDAAPI cuStreamWriteValue32(CUstream stream,
 {
 	if (NO_DRIVER(cuStreamWriteValue32))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuStreamWriteValue32)(stream, addr, value, flags);
 	return opaque_run(stream, 0, issue_cuStreamWriteValue32, &(struct args_cuStreamWriteValue32){ stream, addr, value, flags });
@@ -2440,6 +2528,7 @@ KMUX_EXPORT CUresult CUDAAPI cuStreamWriteValue32_ptsz(CUstream stream,
 {
 	if (NO_DRIVER(cuStreamWriteValue32_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuStreamWriteValue32_ptsz)(stream, addr, value, flags);
 	return opaque_run(stream, 1, issue_cuStreamWriteValue32_ptsz, &(struct args_cuStreamWriteValue32_ptsz){ stream, addr, value, flags });
@@ -2467,6 +2556,7 @@ KMUX_EXPORT CUresult CUDAAPI cuStreamWriteValue32_v2(CUstream stream,
 {
 	if (NO_DRIVER(cuStreamWriteValue32_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuStreamWriteValue32_v2)(stream, addr, value, flags);
 	return opaque_run(stream, 0, issue_cuStreamWriteValue32_v2, &(struct args_cuStreamWriteValue32_v2){ stream, addr, value, flags });
@@ -2494,6 +2584,7 @@ KMUX_EXPORT CUresult CUDAAPI cuStreamWriteValue32_v2_ptsz(CUstream stream,
 {
 	if (NO_DRIVER(cuStreamWriteValue32_v2_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuStreamWriteValue32_v2_ptsz)(stream, addr, value, flags);
 	return opaque_run(stream, 1, issue_cuStreamWriteValue32_v2_ptsz, &(struct args_cuStreamWriteValue32_v2_ptsz){ stream, addr, value, flags });
@@ -2521,6 +2612,7 @@ KMUX_EXPORT CUresult CUDAAPI cuStreamWriteValue64(CUstream stream,
 {
 	if (NO_DRIVER(cuStreamWriteValue64))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuStreamWriteValue64)(stream, addr, value, flags);
 	return opaque_run(stream, 0, issue_cuStreamWriteValue64, &(struct args_cuStreamWriteValue64){ stream, addr, value, flags });
@@ -2548,6 +2640,7 @@ KMUX_EXPORT CUresult CUDAAPI cuStreamWriteValue64_ptsz(CUstream stream,
 {
 	if (NO_DRIVER(cuStreamWriteValue64_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuStreamWriteValue64_ptsz)(stream, addr, value, flags);
 	return opaque_run(stream, 1, issue_cuStreamWriteValue64_ptsz, &(struct args_cuStreamWriteValue64_ptsz){ stream, addr, value, flags });
@@ -2575,6 +2668,7 @@ KMUX_EXPORT CUresult CUDAAPI cuStreamWriteValue64_v2(CUstream stream,
 {
 	if (NO_DRIVER(cuStreamWriteValue64_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuStreamWriteValue64_v2)(stream, addr, value, flags);
 	return opaque_run(stream, 0, issue_cuStreamWriteValue64_v2, &(struct args_cuStreamWriteValue64_v2){ stream, addr, value, flags });
@@ -2602,6 +2696,7 @@ KMUX_EXPORT CUresult CUDAAPI cuStreamWriteValue64_v2_ptsz(CUstream stream,
 {
 	if (NO_DRIVER(cuStreamWriteValue64_v2_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuStreamWriteValue64_v2_ptsz)(stream, addr, value, flags);
 	return opaque_run(stream, 1, issue_cuStreamWriteValue64_v2_ptsz, &(struct args_cuStreamWriteValue64_v2_ptsz){ stream, addr, value, flags });
@@ -2629,6 +2724,7 @@ KMUX_EXPORT CUresult CUDAAPI cuWaitExternalSemaphoresAsync(const CUexternalSemap
 {
 	if (NO_DRIVER(cuWaitExternalSemaphoresAsync))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuWaitExternalSemaphoresAsync)(extSemArray, paramsArray, numExtSems, stream);
 	return opaque_run(stream, 0, issue_cuWaitExternalSemaphoresAsync, &(struct args_cuWaitExternalSemaphoresAsync){ extSemArray, paramsArray, numExtSems, stream });
@@ -2656,6 +2752,7 @@ KMUX_EXPORT CUresult CUDAAPI cuWaitExternalSemaphoresAsync_ptsz(const CUexternal
 {
 	if (NO_DRIVER(cuWaitExternalSemaphoresAsync_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	KMUX_GATE();
 	if (likely(!kmux_tracking))
 		return REAL(cuWaitExternalSemaphoresAsync_ptsz)(extSemArray, paramsArray, numExtSems, stream);
 	return opaque_run(stream, 1, issue_cuWaitExternalSemaphoresAsync_ptsz, &(struct args_cuWaitExternalSemaphoresAsync_ptsz){ extSemArray, paramsArray, numExtSems, stream });

@@ -1,6 +1,6 @@
 # tests/e2e/e2e.mk - driver-API programs the end-to-end tests run on
 # tests/simcuda, with and without libkmux.so preloaded.
-E2E_PROGS = drv-basic drv-dlopen drv-threads quota memory reg
+E2E_PROGS = drv-basic drv-dlopen drv-threads quota memory reg region
 E2E_BINS = $(E2E_PROGS:%=$(BUILD)/tests/e2e/%)
 TEST_TARGETS += $(E2E_BINS)
 
@@ -26,6 +26,11 @@ $(BUILD)/tests/e2e/memory: tests/e2e/progs/memory.c tests/e2e/progs/e2e-common.h
 $(BUILD)/tests/e2e/reg: tests/e2e/progs/reg.c tests/e2e/progs/e2e-common.h $(E2E_SIMDIR)/libcuda.so.1
 	@mkdir -p $(dir $@)
 	$(CC) $(E2E_CFLAGS) -o $@ $< -L$(E2E_SIMDIR) -lcuda
+
+# Exclusive regions (issue 6, t6x-region.sh): kmux.h through dlsym.
+$(BUILD)/tests/e2e/region: tests/e2e/progs/region.c tests/e2e/progs/e2e-common.h include/kmux.h $(E2E_SIMDIR)/libcuda.so.1
+	@mkdir -p $(dir $@)
+	$(CC) $(E2E_CFLAGS) -Iinclude -o $@ $< -L$(E2E_SIMDIR) -lcuda -ldl
 
 # Loads the driver itself: not linked with -lcuda.
 $(BUILD)/tests/e2e/drv-dlopen: tests/e2e/progs/drv-dlopen.c tests/e2e/progs/e2e-common.h

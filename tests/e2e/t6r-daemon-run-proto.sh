@@ -38,7 +38,7 @@ class Conn:
 
     def send(self, typ, payload):
         self.seq += 1
-        self.c.sendall(struct.pack("<IHHII", MAGIC, 2, typ, len(payload),
+        self.c.sendall(struct.pack("<IHHII", MAGIC, 3, typ, len(payload),
                                    self.seq) + payload)
         return self.seq
 

@@ -221,7 +221,7 @@ static int write_seed(const char *dir, const char *name,
 
 int main(int argc, char **argv)
 {
-	struct proto_msg m[19];
+	struct proto_msg m[24];
 	int i = 0, rc = 0;
 
 	if (argc != 2) {
@@ -276,6 +276,16 @@ int main(int argc, char **argv)
 	m[i++].u.log = (struct proto_log_data){ 1, 0, 0, sizeof(logb) - 1, logb };
 	m[i].type = PROTO_QUEUED;
 	m[i++].u.queued = (struct proto_queued){ 1, 0 };
+	m[i].type = PROTO_REGION_ENTER;
+	m[i++].u.renter = (struct proto_region_enter){ 1, 100, 0, 0 };
+	m[i].type = PROTO_REGION_LEAVE;
+	m[i++].u.rleave = (struct proto_region_leave){ 100 };
+	m[i].type = PROTO_DRAINED;
+	m[i++].u.drained = (struct proto_drained){ 1, 101 };
+	m[i].type = PROTO_DRAIN;
+	m[i++].u.drain = (struct proto_drain){ 1, 0 };
+	m[i].type = PROTO_REGION_GRANTED;
+	m[i++].u.granted = (struct proto_region_granted){ 1, 500, 0, 2 };
 
 	for (int k = 0; k < i; k++) {
 		char name[64];

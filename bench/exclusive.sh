@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# exclusive.sh - issue 6's measurement (KREX): a batch of KernelBench-style
+# benchmark commands (bench/exclusive/kbench.py: each imports torch, builds
+# inputs, compiles or loads a candidate -- torch ops, a Triton kernel, a
+# CuPy RawKernel --, checks it against a reference, then times it), run:
+#
+#   seq       command-granular exclusivity, one command at a time:
+#             `kmux run --exclusive` (the GPU alone for the whole command).
+#             Also the baseline: each kernel timed alone on an idle GPU.
+#   regionN   kmux regions, N commands at a time (`kmux bench run -j N`),
+#             the timed part inside `with kmux.exclusive():`
+#   noneN     no exclusivity, N at a time, no kmux (the timing damage)
+#
+# Run on the GPU machine from the repo root with build/ carried (as for
+# bench/streams.sh; kmux there needs LD_LIBRARY_PATH=build/devlibs):
+#
+#     bash bench/exclusive.sh            # the H200 run, < 540 s
+#     bash bench/exclusive.sh --dry      # no GPU: simcuda, sleeps for work
+#
+# Output under $OUT (default ./out):
+#   exclusive.md    throughput per mode, inflation per class, the commands
+#   exclusive.csv   one row per (mode, command): medians, p95, times
+#   exclusive.png   the plot (when matplotlib imports)
+#   exclusive/      raw: MODE/records.jsonl (kmux bench run), MODE/out/I.out
+#                   (each command's JSON line), I.err, kmuxd.log, exclusive.log
+#
+# Knobs: KMUX_EXCL_COUNT (64 commands), KMUX_EXCL_NS ("8 4": region modes,
+# in this order), KMUX_EXCL_NONE_N (8), KMUX_EXCL_BUDGET_S (520),
+# KMUX_EXCL_MEM (8G per command, declared to kmuxd).  A failing mode or
+# command does not stop the others; the report says what is missing.
+# Never changes GPU settings.
+set -u
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+DRY=0
+[ "${1:-}" = --dry ] && DRY=1
+OUT=${OUT:-./out}
+mkdir -p "$OUT/exclusive"
+OUT=$(cd "$OUT" && pwd)
+D=$OUT/exclusive
+LOG=$D/exclusive.log
+COUNT=${KMUX_EXCL_COUNT:-64}
+NS=${KMUX_EXCL_NS:-8 4}
+NONE_N=${KMUX_EXCL_NONE_N:-8}
+MEM=${KMUX_EXCL_MEM:-8G}
+BUDGET=${KMUX_EXCL_BUDGET_S:-520}
+DEADLINE=$(( $(date +%s) + BUDGET ))
+PY=${PYTHON:-python3}
+KMUX=${KMUX_BIN:-$ROOT/build/kmux}
+KB=$ROOT/bench/exclusive/kbench.py
+WORK=$(mktemp -d /tmp/kmux-excl.XXXXXX)
+export PYTHONPATH=$ROOT/python${PYTHONPATH:+:$PYTHONPATH}
+export PYTHONUNBUFFERED=1
+export TRITON_CACHE_DIR=$WORK/triton-cache CUPY_CACHE_DIR=$WORK/cupy-cache
+export KMUX_SOCKET=$WORK/run/sock KMUX_STATE_DIR=$WORK/state
+export KMUX_LIBRARY=${KMUX_LIB:-$ROOT/build/libkmux.so}
+unset XDG_RUNTIME_DIR
+mkdir -p "$WORK/run"
+chmod 700 "$WORK/run"
+# The benchmark commands get the environment's LD_LIBRARY_PATH (PY_LD);
+# kmux alone gets build/devlibs in front (KMUX_LD: libraries this machine
+# may lack, bench/gpu/prepare.sh), never the commands it runs.
+if [ $DRY = 1 ]; then
+	PY_LD=$ROOT/build/simcuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+	export KMUX_FAKE_GPUS=1:141G
+	DRYFLAG=--dry
+else
+	PY_LD=${LD_LIBRARY_PATH:-}
+	DRYFLAG=
+fi
+KMUX_LD=$PY_LD
+[ -d "$ROOT/build/devlibs" ] && KMUX_LD=$ROOT/build/devlibs${PY_LD:+:$PY_LD}
+KM="env LD_LIBRARY_PATH=$KMUX_LD $KMUX"
+PYC="env LD_LIBRARY_PATH=$PY_LD"
+
+log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" | tee -a "$LOG"; }
+left() { echo $(( DEADLINE - $(date +%s) )); }
+cleanup() {
+	local p
+	p=$(cat "$KMUX_SOCKET.lock" 2>/dev/null)
+	cp "$WORK"/*.cmds "$D/" 2>/dev/null
+	[ -n "$p" ] && kill "$p" 2>/dev/null
+	sleep 0.5
+	cp "$KMUX_STATE_DIR/kmuxd.log" "$D/kmuxd.log" 2>/dev/null
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+log "exclusive.sh: dry=$DRY count=$COUNT regions N=($NS) none N=$NONE_N budget ${BUDGET}s"
+{ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader 2>/dev/null || echo "no nvidia-smi"; } >"$D/gpu.txt"
+"$PY" -c 'import torch; print("torch", torch.__version__)' >>"$D/gpu.txt" 2>&1 || echo "no torch" >>"$D/gpu.txt"
+[ $DRY = 1 ] && echo "DRY RUN (simcuda; CPU loops stand in for kernels): the numbers mean nothing" >>"$D/gpu.txt"
+
+# The batch: 5 families x 3 classes x 5 size factors, shuffled with a fixed
+# seed so that classes mix, the first COUNT of them.
+"$PY" - "$COUNT" >"$WORK/batch" <<'PY'
+import random, sys
+fams = ["mm", "softmax", "gelu", "triton_add", "cupy_saxpy"]
+b = [(f, c, j) for f in fams for c in ("0.1", "1", "10")
+     for j in ("0.80", "0.90", "1.00", "1.10", "1.20")]
+random.Random(6).shuffle(b)
+for f, c, j in b[:int(sys.argv[1])]:
+    print(f, c, j)
+PY
+log "batch: $(wc -l <"$WORK/batch") commands"
+
+$KM daemon --placement roundrobin --region-max 60 >>"$LOG" 2>&1 ||
+	log "WARNING: kmux daemon did not start: region modes will be no-ops"
+
+# run_mode NAME J TIMEOUT BENCH-OPTS... -- : the batch's command lines are
+# in $WORK/NAME.cmds.
+run_mode() {
+	local name=$1 j=$2 to=$3 t0 rc
+	shift 3
+	mkdir -p "$D/$name"
+	if [ "$to" -lt 20 ]; then
+		log "$name: skipped (${to}s left)"
+		return
+	fi
+	log "$name: -j $j, at most ${to}s"
+	t0=$(date +%s.%N)
+	timeout -k 5 "$to" $KM bench run -j "$j" "$@" -f "$WORK/$name.cmds" \
+		--json "$D/$name/records.jsonl" -o "$D/$name/out" \
+		2>"$D/$name/bench.err"
+	rc=$?
+	echo "$t0 $(date +%s.%N) $rc $j" >"$D/$name/wall"
+	log "$name: exit $rc, $(tail -n 1 "$D/$name/bench.err")"
+}
+
+while read -r f c j; do
+	echo "$KM run --exclusive -m $MEM -n kb-$f -- $PYC $PY $KB $f $c $j --region $DRYFLAG"
+done <"$WORK/batch" >"$WORK/seq.cmds"
+for n in $NS; do
+	while read -r f c j; do
+		echo "$PYC KMUX_MEM=$MEM KMUX_NAME=kb-$f $PY $KB $f $c $j --region $DRYFLAG"
+	done <"$WORK/batch" >"$WORK/region$n.cmds"
+done
+while read -r f c j; do
+	echo "$PYC $PY $KB $f $c $j $DRYFLAG"
+done <"$WORK/batch" >"$WORK/none$NONE_N.cmds"
+
+# Fill the Triton and CuPy compile caches first (not reported), so that no
+# mode pays the first compilation for the others.
+printf '%s\n' "$PYC $PY $KB triton_add 0.1 1.00 $DRYFLAG" "$PYC $PY $KB cupy_saxpy 0.1 1.00 $DRYFLAG" >"$WORK/warm.cmds"
+run_mode warm 2 60 --no-preload
+
+# The sequential baseline first, with at most half the budget: everything
+# is compared with it.  Then the first region mode, no exclusivity, and
+# the other region modes while time is left.
+run_mode seq 1 $(( $(left) / 2 ))
+first=1
+for n in $NS; do
+	run_mode "region$n" "$n" $(( $(left) - 25 ))
+	if [ $first = 1 ]; then
+		run_mode "none$NONE_N" "$NONE_N" $(( $(left) - 25 )) --no-preload
+		first=0
+	fi
+done
+"$PY" "$ROOT/bench/exclusive/report.py" "$D" "$OUT" >>"$LOG" 2>&1 ||
+	log "WARNING: the report failed (raw output is in $D)"
+log "done: $OUT/exclusive.md"

@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""Report of bench/exclusive.sh: report.py RAWDIR OUTDIR.
+
+Reads RAWDIR/MODE/{wall,records.jsonl,out/I.out} for every mode, writes
+OUTDIR/exclusive.{md,csv,png}.  Definitions (also written in the .md):
+
+* throughput: commands that finished OK per minute of the mode's wall time;
+* a kernel's time: the median of its samples (throttled samples left out),
+  and its p95 sample;
+* inflation of a kernel in a mode: its time / its time in `seq` (timed
+  alone on an idle GPU) - 1, for the median and for the p95 sample;
+* per class (by the time measured alone: < 0.5 ms "0.1 ms", < 5 ms "1 ms",
+  else "10 ms"): p50 and p95 over the kernels of the class.
+"""
+import json
+import os
+import statistics
+import sys
+
+raw, outdir = sys.argv[1], sys.argv[2]
+TARGET = {"0.1 ms": 3.9, "1 ms": 1.5, "10 ms": 0.30}
+
+
+def pct(xs, q):
+    xs = sorted(xs)
+    if not xs:
+        return float("nan")
+    k = (len(xs) - 1) * q / 100.0
+    lo = int(k)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
+
+
+def load(mode):
+    d = os.path.join(raw, mode)
+    res = {"mode": mode, "ok": 0, "failed": 0, "kernels": {}, "wall": None,
+           "waits": [], "regions": [], "setups": []}
+    try:
+        t0, t1, rc, j = open(os.path.join(d, "wall")).read().split()
+        res["wall"], res["rc"], res["j"] = float(t1) - float(t0), int(rc), int(j)
+    except (OSError, ValueError):
+        return None
+    recs = {}
+    try:
+        for line in open(os.path.join(d, "records.jsonl")):
+            r = json.loads(line)
+            recs[r["i"]] = r
+    except (OSError, ValueError):
+        pass
+    for i, r in sorted(recs.items()):
+        k = None
+        try:
+            for line in open(os.path.join(d, "out", "%d.out" % i)):
+                if line.startswith("{"):
+                    k = json.loads(line)
+        except (OSError, ValueError):
+            k = None
+        if r["exit"] != 0 or not k or not k.get("ok"):
+            res["failed"] += 1
+            continue
+        res["ok"] += 1
+        s = sorted(k["samples_ms"])
+        res["kernels"][k["name"]] = {"median": k["median_ms"],
+                                     "p95": pct(s, 95), "exclusive":
+                                     k.get("exclusive"), "throttled":
+                                     k.get("n_throttled", 0)}
+        res["waits"].append(k.get("t_wait_s", 0))
+        res["regions"].append(k.get("t_region_s", 0))
+        res["setups"].append(k.get("t_setup_s", 0))
+    res["missing"] = 0
+    return res
+
+
+def cls(ms):
+    return "0.1 ms" if ms < 0.5 else ("1 ms" if ms < 5 else "10 ms")
+
+
+modes = [m for m in sorted(os.listdir(raw))
+         if os.path.isdir(os.path.join(raw, m)) and m != "warm"]
+data = {m: load(m) for m in modes}
+data = {m: v for m, v in data.items() if v}
+order = sorted(data, key=lambda m: (m != "seq", m.startswith("none"), m))
+base = data.get("seq")
+md, csv = [], ["mode,name,class,median_ms,p95_ms,infl_median_pct,infl_p95_pct"]
+md.append("# Exclusive regions (issue 6): bench/exclusive.sh\n")
+try:
+    md.append("GPU: " + open(os.path.join(raw, "gpu.txt")).read().strip()
+              .replace("\n", "; ") + "\n")
+except OSError:
+    pass
+md.append("Definitions: throughput = commands finished OK per minute of the "
+          "mode's wall time. A kernel's time = median of its samples "
+          "(throttled samples out); inflation = time in the mode / time in "
+          "`seq` (each command alone on an idle GPU) - 1, for the median "
+          "and for the p95 sample; per class (by the time alone) p50 and "
+          "p95 over the kernels. Targets (KREX): throughput >= 3.4x seq; "
+          "p95 inflation <= 0.30% (10 ms), 1.5% (1 ms), 3.9% (0.1 ms).\n")
+md.append("| mode | -j | OK | failed | wall s | commands/min | x seq | "
+          "mean wait s | mean region s |")
+md.append("|---|---|---|---|---|---|---|---|---|")
+seq_tp = None
+for m in order:
+    v = data[m]
+    tp = v["ok"] * 60.0 / v["wall"] if v["wall"] else 0.0
+    if m == "seq":
+        seq_tp = tp
+    md.append("| %s | %d | %d | %d | %.1f | %.1f | %s | %.2f | %.2f |" % (
+        m, v["j"], v["ok"], v["failed"], v["wall"], tp,
+        "%.2f" % (tp / seq_tp) if seq_tp else "n/a",
+        statistics.mean(v["waits"]) if v["waits"] else 0,
+        statistics.mean(v["regions"]) if v["regions"] else 0))
+md.append("")
+plot = {}
+if base:
+    md.append("Inflation against `seq`, per class (%): p50 / p95 over the "
+              "kernels of the median inflation; p95 over the kernels of the "
+              "p95-sample inflation.\n")
+    md.append("| mode | class | kernels | p50 (median) | p95 (median) | "
+              "p95 (p95 sample) | target p95 | met |")
+    md.append("|---|---|---|---|---|---|---|---|")
+    for m in order:
+        if m == "seq":
+            continue
+        per = {}
+        for name, k in data[m]["kernels"].items():
+            b = base["kernels"].get(name)
+            if not b or b["median"] <= 0:
+                continue
+            c = cls(b["median"])
+            im = (k["median"] / b["median"] - 1) * 100
+            ip = (k["p95"] / b["p95"] - 1) * 100 if b["p95"] > 0 else float("nan")
+            per.setdefault(c, []).append((im, ip))
+            csv.append("%s,%s,%s,%.6f,%.6f,%.3f,%.3f" % (
+                m, name, c, k["median"], k["p95"], im, ip))
+        for c in ("0.1 ms", "1 ms", "10 ms"):
+            xs = per.get(c, [])
+            if not xs:
+                continue
+            p95m = pct([x[0] for x in xs], 95)
+            md.append("| %s | %s | %d | %.2f | %.2f | %.2f | %.2f | %s |" % (
+                m, c, len(xs), pct([x[0] for x in xs], 50), p95m,
+                pct([x[1] for x in xs], 95), TARGET[c],
+                "yes" if p95m <= TARGET[c] else "no"))
+            plot.setdefault(m, {})[c] = p95m
+    for name, k in base["kernels"].items():
+        csv.append("seq,%s,%s,%.6f,%.6f,0,0" % (name, cls(k["median"]),
+                                               k["median"], k["p95"]))
+else:
+    md.append("No `seq` run: no inflation can be computed.\n")
+md.append("\nRaw output: exclusive/MODE/records.jsonl, exclusive/MODE/out/. "
+          "Persistent context workers (`kmux bench serve`) are not built: "
+          "their saving is not measured.")
+open(os.path.join(outdir, "exclusive.md"), "w").write("\n".join(md) + "\n")
+open(os.path.join(outdir, "exclusive.csv"), "w").write("\n".join(csv) + "\n")
+try:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(7, 4))
+    cl = ["0.1 ms", "1 ms", "10 ms"]
+    w = 0.8 / max(1, len(plot))
+    for i, (m, v) in enumerate(sorted(plot.items())):
+        ax.bar([x + i * w for x in range(3)], [v.get(c, 0) for c in cl], w,
+               label=m)
+    ax.set_xticks([x + 0.4 - w / 2 for x in range(3)], cl)
+    ax.set_ylabel("p95 inflation of kernel medians (%)")
+    ax.set_yscale("symlog", linthresh=1)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(os.path.join(outdir, "exclusive.png"), dpi=120)
+except Exception as e:  # noqa: BLE001 - the plot is optional
+    print("no plot:", e)
+print(open(os.path.join(outdir, "exclusive.md")).read())

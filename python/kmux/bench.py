@@ -1,0 +1,104 @@
+"""kmux.bench: timing aids for kernels timed inside exclusive regions.
+
+    from kmux.bench import time_cuda
+    r = time_cuda(fn, warmup=5, samples=50, flush_l2=True)
+    r["samples_ms"], r["median_ms"], r["throttled"], r["sm_mhz"]
+
+Each sample is one call of fn between two CUDA events.  Before each
+sample: optionally the L2 cache is flushed (a buffer larger than the L2 is
+written), so every sample starts cold, as nvbench does.  The SM clock is
+read through NVML before and after each sample, with the clock-throttle
+reasons; a sample during which the GPU was throttled (power, thermal, HW
+slowdown) is flagged, and the flagged samples are left out of the median.
+NVML is used through ctypes (libnvidia-ml.so.1); without it the clock
+fields are None.  Needs torch for the events (imported lazily).
+"""
+import ctypes
+import statistics
+
+__all__ = ["Nvml", "time_cuda"]
+
+# nvmlClocksThrottleReasons: idle (0x1) and application clocks (0x2) are
+# not throttling; everything else slows the SMs.
+_THROTTLE_MASK = ~(0x1 | 0x2) & 0xFFFFFFFFFFFFFFFF
+_NVML_CLOCK_SM = 1
+
+
+class Nvml:
+    """The few NVML calls used here; every method returns None on error."""
+
+    def __init__(self, index=0):
+        self.dev = None
+        try:
+            self.lib = ctypes.CDLL("libnvidia-ml.so.1")
+            if self.lib.nvmlInit_v2() != 0:
+                return
+            dev = ctypes.c_void_p()
+            if self.lib.nvmlDeviceGetHandleByIndex_v2(
+                    ctypes.c_uint(index), ctypes.byref(dev)) == 0:
+                self.dev = dev
+        except OSError:
+            pass
+
+    def sm_mhz(self):
+        if self.dev is None:
+            return None
+        v = ctypes.c_uint()
+        r = self.lib.nvmlDeviceGetClockInfo(self.dev, _NVML_CLOCK_SM,
+                                            ctypes.byref(v))
+        return v.value if r == 0 else None
+
+    def throttle(self):
+        if self.dev is None:
+            return None
+        v = ctypes.c_ulonglong()
+        r = self.lib.nvmlDeviceGetCurrentClocksThrottleReasons(
+            self.dev, ctypes.byref(v))
+        return (v.value & _THROTTLE_MASK) if r == 0 else None
+
+
+_nvml = None
+
+
+def _get_nvml(index):
+    global _nvml
+    if _nvml is None:
+        _nvml = Nvml(index)
+    return _nvml
+
+
+def time_cuda(fn, warmup=3, samples=20, flush_l2=True, l2_bytes=256 << 20,
+              nvml_index=0, device=None):
+    """Time fn() on the current CUDA stream; a dict of the results."""
+    import torch
+
+    dev = device or torch.device("cuda")
+    flush = torch.empty(l2_bytes // 4, dtype=torch.float32, device=dev) \
+        if flush_l2 else None
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    nv = _get_nvml(nvml_index)
+    start = torch.cuda.Event(enable_timing=True)
+    stop = torch.cuda.Event(enable_timing=True)
+    ms, flagged, clocks = [], [], []
+    for _ in range(samples):
+        if flush is not None:
+            flush.zero_()
+        c0, t0 = nv.sm_mhz(), nv.throttle()
+        start.record()
+        fn()
+        stop.record()
+        stop.synchronize()
+        c1, t1 = nv.sm_mhz(), nv.throttle()
+        ms.append(start.elapsed_time(stop))
+        flagged.append(bool(t0) or bool(t1))
+        clocks.append((c0, c1))
+    good = [m for m, f in zip(ms, flagged) if not f] or ms
+    return {
+        "samples_ms": ms,
+        "throttled": flagged,
+        "sm_mhz": clocks,
+        "median_ms": statistics.median(good),
+        "n_throttled": sum(flagged),
+    }
