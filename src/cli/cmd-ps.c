@@ -1,13 +1,18 @@
 /*
- * cmd-ps.c - `kmux ps`: the jobs kmuxd knows, as a table or as JSON.
+ * cmd-ps.c - `kmux ps`: the jobs kmuxd knows, as a table or as JSON; with
+ * no daemon running, the jobs as its database last recorded them.
  */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "client.h"
 #include "cmd.h"
+#include "daemon/db.h"
+#include "daemon/job-rec.h"
 #include "view.h"
 
 enum {
@@ -25,7 +30,12 @@ static void help(void)
 	      "      --json            a JSON array, one object per job\n"
 	      "  -h, --help            this help\n"
 	      "\n"
-	      "Exit status: 0; 5 when no daemon runs; 1 otherwise.\n"
+	      "With no daemon running, the jobs are read from its database\n"
+	      "(read-only; a warning says so): queued and running are what\n"
+	      "they were when the daemon stopped.\n"
+	      "\n"
+	      "Exit status: 0; 5 when no daemon runs and there is no database\n"
+	      "to read; 1 otherwise.\n"
 	      "See kmux-ps(1).\n", stdout);
 }
 
@@ -39,6 +49,69 @@ static int print_json(cJSON *j)
 	free(s);
 	cJSON_Delete(j);
 	return r;
+}
+
+static int ps_show(const struct proto_job_list *jobs, int json)
+{
+	if (json)
+		return print_json(view_ps_json(jobs, client_now_us())) ?
+		       KMUX_EXIT_FAILURE : KMUX_EXIT_OK;
+	view_ps_table(stdout, jobs, client_now_us());
+	return KMUX_EXIT_OK;
+}
+
+/*
+ * No daemon: what its database says, read-only.  The daemon's uid filter
+ * does not apply: the file is readable only by its owner (0600) anyway.
+ * 0 and the status, or -errno when there is no database to read.
+ */
+static int ps_offline(const struct client *cl, uint32_t states, int json,
+		      int *status)
+{
+	struct db_filter f = { -1, states };
+	struct proto_job_list list = { 0 };
+	struct proto_job_rec *recs = NULL;
+	char (*cmds)[JOB_REC_CMD_SHOWN + 1] = NULL;
+	char path[PATH_MAX + 16], err[512];
+	struct db_job *v = NULL;
+	struct db *db = NULL;
+	size_t n = 0;
+	int r;
+
+	if (!cl->paths.state_dir[0])
+		return -ENOENT;
+	snprintf(path, sizeof(path), "%s/%s", cl->paths.state_dir,
+		 PATHS_DB_NAME);
+	if (access(path, R_OK))
+		return -errno;
+	r = db_open(path, DB_OPEN_READONLY, &db, err, sizeof(err));
+	if (!r)
+		r = db_job_list(db, &f, &v, &n, err, sizeof(err));
+	if (r) {
+		fprintf(stderr, "kmux: ps: %s\n", err);
+		*status = KMUX_EXIT_FAILURE;
+		goto out;
+	}
+	recs = calloc(n ? n : 1, sizeof(*recs));
+	cmds = calloc(n ? n : 1, sizeof(*cmds));
+	if (!recs || !cmds) {
+		fprintf(stderr, "kmux: ps: out of memory\n");
+		*status = KMUX_EXIT_FAILURE;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++)
+		job_rec_from_db(&v[i], &recs[i], cmds[i], sizeof(cmds[i]));
+	list.count = (uint32_t)n;
+	list.vec = recs;
+	fprintf(stderr, "kmux: ps: no kmuxd is running; these are the jobs "
+		"as its database (%s) last recorded them\n", path);
+	*status = ps_show(&list, json);
+out:
+	free(recs);
+	free(cmds);
+	db_job_list_free(v, n);
+	db_close(db);
+	return 0;
 }
 
 static int ps_exec(int argc, char **argv)
@@ -74,6 +147,11 @@ static int ps_exec(int argc, char **argv)
 	req.u.ps.states = all ? 0 : (1u << PROTO_JOB_QUEUED) |
 				    (1u << PROTO_JOB_RUNNING);
 	r = client_open(&cl, 0);
+	if ((r == -ENOENT || r == -ECONNREFUSED) &&
+	    ps_offline(&cl, req.u.ps.states, json, &status) == 0) {
+		client_close(&cl);
+		return status;
+	}
 	if (r) {
 		fprintf(stderr, "kmux: ps: %s\n", cl.err);
 		client_close(&cl);
@@ -85,11 +163,8 @@ static int ps_exec(int argc, char **argv)
 	if (r) {
 		fprintf(stderr, "kmux: ps: %s\n", cl.err);
 		status = client_exit_status(r, 1);
-	} else if (json) {
-		if (print_json(view_ps_json(&rep.u.jobs, client_now_us())))
-			status = KMUX_EXIT_FAILURE;
 	} else {
-		view_ps_table(stdout, &rep.u.jobs, client_now_us());
+		status = ps_show(&rep.u.jobs, json);
 	}
 	if (fflush(stdout))
 		status = KMUX_EXIT_FAILURE;

@@ -213,8 +213,6 @@ struct server {
 #define SERVER_OUT_HIGH (4u * 1024 * 1024)
 #define SERVER_TICK_MS 500
 #define SERVER_FOLLOW_MS 100
-/* A job list shows at most this much of a command line. */
-#define SERVER_CMD_SHOWN 200
 
 uint64_t server_now_us(void);
 /* Run admission soon, from the loop (never re-entered). */

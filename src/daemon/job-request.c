@@ -20,6 +20,7 @@
 
 #include "daemon.h"
 #include "db.h"
+#include "job-rec.h"
 #include "log.h"
 #include "size.h"
 
@@ -154,31 +155,12 @@ void job_submit(struct conn *c, const struct proto_msg *m)
 	server_kick(srv);
 }
 
-/* "prog arg1 arg2", cut at SERVER_CMD_SHOWN bytes, into buf. */
-static void cmd_line(const struct db_job *dj, char *buf, size_t len)
-{
-	size_t off = 0, k = 0;
-
-	buf[0] = '\0';
-	for (uint32_t i = 0; i < dj->argc && k < dj->argv_len; i++) {
-		const char *s = dj->argv + k;
-
-		if (off + 1 < len)
-			off += (size_t)snprintf(buf + off, len - off, "%s%s",
-						i ? " " : "", s);
-		k += strlen(s) + 1;
-	}
-	if (off >= len)
-		off = len - 1;
-	buf[off] = '\0';
-}
-
 /* Send jobs v[0..n) as one JOB_LIST, dropping the oldest if too large. */
 static void send_job_list(struct conn *c, uint32_t seq, struct db_job *v,
 			  size_t n)
 {
 	struct proto_job_rec *recs = calloc(n ? n : 1, sizeof(*recs));
-	char (*cmds)[SERVER_CMD_SHOWN + 1] = calloc(n ? n : 1, sizeof(*cmds));
+	char (*cmds)[JOB_REC_CMD_SHOWN + 1] = calloc(n ? n : 1, sizeof(*cmds));
 	struct proto_msg m = { .type = PROTO_JOB_LIST, .seq = seq };
 	struct proto_buf *out = &c->srv->out;
 	uint64_t now = server_now_us();
@@ -193,27 +175,11 @@ static void send_job_list(struct conn *c, uint32_t seq, struct db_job *v,
 		struct proto_job_rec *r = &recs[i];
 		struct db_job *d = &v[i];
 
-		cmd_line(d, cmds[i], sizeof(cmds[i]));
-		r->id = (uint64_t)d->id;
-		r->gpus = d->gpus;
-		r->mem_request = d->mem_request;
-		r->mem_peak = d->mem_peak;
-		r->submit_us = d->submit_us;
-		r->start_us = d->start_us;
-		r->end_us = d->end_us;
-		r->uid = d->uid;
-		r->pid = d->pid > 0 ? (uint32_t)d->pid : 0;
-		r->state = d->state;
-		r->exit_code = d->exit_code;
-		r->signal = d->signal;
-		r->ngpus = d->ngpus;
-		r->mem_quota = d->mem_quota;
+		job_rec_from_db(d, r, cmds[i], sizeof(cmds[i]));
 		if ((live = job_find(c->srv, d->id))) {
 			r->mem_used = live->mem_used;
 			r->kernel_rate = job_kernel_rate(live, now);
 		}
-		r->name = d->name;
-		r->cmd = cmds[i];
 	}
 	/* Newest first to keep: the oldest ended jobs matter least. */
 	for (;;) {

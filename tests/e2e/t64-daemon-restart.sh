@@ -15,7 +15,10 @@ apid=$(jq_job "$a" 'j["pid"]')
 kill -9 "$(daemon_pid)"
 sleep 0.2
 check "after kill -9 the socket is stale" [ -S "$KMUX_SOCKET" ]
-expect_rc 5 "ps without a daemon" "$KMUX" ps
+expect_rc 0 "ps without a daemon reads its database" "$KMUX" ps
+check "  ... and says so" err_has "no kmuxd is running; these are the jobs as its database"
+check "  ... job $a as running, job $b as queued" \
+	cond 'grep -Eq "^ +$a +running" "$TMP/out" && grep -Eq "^ +$b +queued" "$TMP/out"'
 check "the running job outlived the daemon" kill -0 "$apid"
 expect_rc 0 "a new daemon starts on the stale socket" start_daemon
 check "  ... and logs that it replaced it" grep -q "replaced the stale socket" "$KMUX_STATE_DIR/kmuxd.log" 

@@ -56,8 +56,11 @@ expect_rc 0 "  ... and runs when its turn comes" "$KMUX" wait "$queued"
 check "  ... output intact" grep -qx kept <("$KMUX" logs "$queued")
 stop_daemon
 
-# No daemon: every command says so.
-expect_rc 5 "ps with no daemon" "$KMUX" ps
+# No daemon: every command says so; ps shows what the database recorded,
+# and with no database either it fails like the others.
+expect_rc 0 "ps with no daemon: from the database" "$KMUX" ps
+check "  ... says so" err_has "no kmuxd is running; these are the jobs as its database"
+KMUX_STATE_DIR=$TMP/nostate expect_rc 5 "ps with no daemon and no database" "$KMUX" ps
 check "  ... says so" err_has "no kmuxd is running on $KMUX_SOCKET"
 expect_rc 5 "cancel with no daemon" "$KMUX" cancel 1
 expect_rc 5 "logs with no daemon" "$KMUX" logs 1
