@@ -92,11 +92,11 @@ static int wait_again(struct client *cl, struct proto_msg *req,
 {
 	double deadline = mono_s() + WAIT_RECONNECT_S;
 	struct timespec pause = { 0, 100 * 1000 * 1000 };
-	int r = -ECONNRESET;
+	int r;
 
 	fprintf(stderr, "kmux: wait: %s; waiting up to %d s for kmuxd to "
 		"come back\n", cl->err, WAIT_RECONNECT_S);
-	while (r == -ECONNRESET || r == -ENOENT || r == -ECONNREFUSED) {
+	for (;;) {
 		if (mono_s() >= deadline) {
 			snprintf(cl->err, sizeof(cl->err), "kmuxd did not come "
 				 "back within %d s", WAIT_RECONNECT_S);
@@ -107,10 +107,15 @@ static int wait_again(struct client *cl, struct proto_msg *req,
 			pause.tv_nsec *= 2;
 		client_close(cl);
 		r = client_open(cl, 0);
+		/* Not listening yet: the new daemon is still starting. */
+		if (r == -ENOENT || r == -ECONNREFUSED)
+			continue;
 		if (r == 0)
 			r = client_call(cl, req, rep);
+		/* The daemon's own answers (no such job, ...) are final. */
+		if (r != -ECONNRESET)
+			return r;
 	}
-	return r;
 }
 
 static int wait_exec(int argc, char **argv)

@@ -63,4 +63,23 @@ wait "$wp"
 check "wait across a restart: the job's own status (7)" [ $? -eq 7 ]
 check "  ... after saying it waits for kmuxd" \
 	grep -q "waiting up to 60 s for kmuxd to come back" "$TMP/w.err"
+
+# A daemon that comes back without the job (its database lost) answers at
+# once: the wait ends then, not after the 60 s of looking for a daemon.
+h=$("$KMUX" submit -- sleep 5)
+wait_state "$h" running
+hpid=$(jq_job "$h" 'j["pid"]')
+"$KMUX" wait "$h" >"$TMP/w2.out" 2>"$TMP/w2.err" &
+wp=$!
+sleep 0.3
+kill -9 "$(daemon_pid)"
+rm -rf "$KMUX_STATE_DIR"
+start_daemon
+t0=$(date +%s)
+wait "$wp"
+rc=$?
+kill -9 -- "-$hpid" 2>/dev/null
+check "a restarted daemon that does not know the job: wait exits 125" [ "$rc" -eq 125 ]
+check "  ... within seconds, not the full 60 s" [ $(($(date +%s) - t0)) -le 5 ]
+check "  ... and says no such job" grep -qi "no .*job" "$TMP/w2.err"
 finish
