@@ -68,13 +68,6 @@ static void stop_signals(void)
 	sigaction(SIGHUP, &sa, NULL);
 }
 
-static double mono_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void help(void)
 {
@@ -301,7 +294,7 @@ static int bench_run(int argc, char **argv)
 		goto out;
 	}
 	stop_signals();
-	t0 = mono_s();
+	t0 = cmd_monotonic_s();
 	while (done < n) {
 		int st;
 		pid_t pid;
@@ -322,13 +315,13 @@ static int bench_run(int argc, char **argv)
 		}
 		while (!bench_stop && next < n &&
 		       running < (size_t)o.concurrency) {
-			cmds[next].start = mono_s();
+			cmds[next].start = cmd_monotonic_s();
 			cmds[next].pid = start(&o, env, next, &cmds[next]);
 			if (cmds[next].pid < 0) {
 				fprintf(stderr, "kmux: bench: fork: %s\n",
 					strerror(errno));
 				cmds[next].status = 127 << 8;
-				cmds[next].end = mono_s();
+				cmds[next].end = cmd_monotonic_s();
 				record(out, next, &cmds[next], t0);
 				failed++;
 				done++;
@@ -354,7 +347,7 @@ static int bench_run(int argc, char **argv)
 				continue;
 			cmds[i].pid = 0;
 			cmds[i].status = st;
-			cmds[i].end = mono_s();
+			cmds[i].end = cmd_monotonic_s();
 			record(out, i, &cmds[i], t0);
 			failed += !(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 			running--;
@@ -362,7 +355,7 @@ static int bench_run(int argc, char **argv)
 		}
 	}
 	{
-		double wall = mono_s() - t0;
+		double wall = cmd_monotonic_s() - t0;
 
 		fprintf(stderr, "kmux: bench: %zu command(s), %zu failed, "
 			"%.3f s, %.2f commands/min, concurrency %ld\n", n,

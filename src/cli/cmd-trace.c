@@ -193,13 +193,6 @@ static int remove_tmpdir(const char *dir)
 	return r;
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static void print_warnings(const struct trace_merge *m)
 {
@@ -332,7 +325,7 @@ static int trace_exec(int argc, char **argv)
 	env[2] = NULL;
 	fflush(stdout);
 	fflush(stderr);
-	t0 = now_s();
+	t0 = cmd_monotonic_s();
 	r = spawn_start(&(struct spawn_opts){ cmd, lib, env }, &sp);
 	if (r) {
 		if (sp.exec_errno) {
@@ -354,7 +347,7 @@ static int trace_exec(int argc, char **argv)
 	}
 
 	/* Whatever CMD did, what it traced is worth keeping. */
-	r = merge(&o, dir, now_s() - t0, &out, &sum);
+	r = merge(&o, dir, cmd_monotonic_s() - t0, &out, &sum);
 	if (o.keep) {
 		fprintf(stderr, "kmux trace: per-process files kept in %s\n",
 			dir);

@@ -74,13 +74,6 @@ static int job_status(const struct proto_exited *x)
 	return KMUX_EXIT_WAIT_UNKNOWN;
 }
 
-static double mono_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /*
  * The connection to kmuxd was lost while waiting: connect again and ask
@@ -90,14 +83,14 @@ static double mono_s(void)
 static int wait_again(struct client *cl, struct proto_msg *req,
 		      struct proto_msg *rep)
 {
-	double deadline = mono_s() + WAIT_RECONNECT_S;
+	double deadline = cmd_monotonic_s() + WAIT_RECONNECT_S;
 	struct timespec pause = { 0, 100 * 1000 * 1000 };
 	int r;
 
 	fprintf(stderr, "kmux: wait: %s; waiting up to %d s for kmuxd to "
 		"come back\n", cl->err, WAIT_RECONNECT_S);
 	for (;;) {
-		if (mono_s() >= deadline) {
+		if (cmd_monotonic_s() >= deadline) {
 			snprintf(cl->err, sizeof(cl->err), "kmuxd did not come "
 				 "back within %d s", WAIT_RECONNECT_S);
 			return -ECONNRESET;

@@ -59,4 +59,7 @@ int cmd_usage_error(const struct cmd_entry *e, const char *fmt, ...)
  */
 int cmd_option_error(const struct cmd_entry *e, char **argv, int c);
 
+/* Seconds on CLOCK_MONOTONIC: for timeouts and durations. */
+double cmd_monotonic_s(void);
+
 #endif

@@ -11,6 +11,7 @@
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,6 +35,14 @@ const struct cmd_entry *const cmd_table[] = {
 	&cmd_daemon_entry,
 	NULL,
 };
+
+double cmd_monotonic_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
 
 void cmd_print_usage(const struct cmd_entry *e, FILE *f)
 {
