@@ -114,6 +114,11 @@ struct job {
 	uint64_t rate_us;	/* ... and its start; 0: none yet */
 	double kernel_rate;	/* launches per second over the last window */
 	uint32_t lingering;	/* quick polls since its preload hung up */
+	/* Measured busyness: its processes' share of its GPUs' SMs (NVML),
+	 * summed over samples, for the profile its next run is admitted by. */
+	double busy_tick;	/* this sample, summed over its GPUs */
+	double busy_sum;
+	uint32_t busy_n;
 };
 
 /* A client blocked in WAIT. */

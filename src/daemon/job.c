@@ -172,13 +172,20 @@ void job_finish(struct server *srv, struct job *j, uint32_t state,
 {
 	uint64_t now = server_now_us();
 	char err[ERRLEN];
+	double busy;
 
 	if (db_job_finish(srv->db, j->id, state, code, sig, now, err,
 			  sizeof(err)))
 		log_error("daemon: job %lld: %s", (long long)j->id, err);
+	/* Measured when NVML could say (two samples at least), else the
+	 * prediction it ran with. */
+	busy = j->busy_n >= 2 ? j->busy_sum / j->busy_n : j->task.busy;
+	if (j->busy_n >= 2)
+		log_info("daemon: job %lld: measured busyness %.2f over %u "
+			 "samples", (long long)j->id, busy, j->busy_n);
 	if (state == PROTO_JOB_EXITED && j->mem_peak && j->start_us &&
 	    db_profile_update(srv->db, j->profile_key, j->mem_peak,
-			      j->task.busy, now - j->start_us, now, err,
+			      busy, now - j->start_us, now, err,
 			      sizeof(err)))
 		log_warn("daemon: job %lld: profile: %s", (long long)j->id, err);
 	if (j->placed)
@@ -316,6 +323,75 @@ void job_poll_soon(struct server *srv)
 		srv->poll_soon = true;
 }
 
+/* The running job whose process pid is, or descends from (16 levels). */
+static struct job *job_of_pid(struct server *srv, uint32_t pid)
+{
+	char path[64], buf[512];
+	struct job *j;
+	FILE *f;
+
+	for (int depth = 0; depth < 16 && pid > 1; depth++) {
+		const char *p;
+		unsigned int ppid;
+
+		TAILQ_FOREACH(j, &srv->running, entry)
+			if (j->pid > 0 && (uint32_t)j->pid == pid)
+				return j;
+		snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+		f = fopen(path, "re");
+		if (!f)
+			return NULL;
+		p = fgets(buf, sizeof(buf), f);
+		fclose(f);
+		/* "pid (comm) state ppid": comm may hold spaces and ')'. */
+		if (!p || !(p = strrchr(buf, ')')) ||
+		    sscanf(p + 1, " %*c %u", &ppid) != 1)
+			return NULL;
+		pid = ppid;
+	}
+	return NULL;
+}
+
+static bool job_on_gpu(const struct server *srv, const struct job *j,
+		       uint32_t index)
+{
+	for (uint32_t k = 0; k < j->place.ngpus; k++)
+		if (srv->gpus[j->place.slot[k]].index == index)
+			return true;
+	return false;
+}
+
+/*
+ * Each running job's processes' share of its GPUs' SMs in this sample
+ * (NVML per-process utilization): the busyness its profile learns.
+ */
+static void job_sample_busy(struct server *srv)
+{
+	struct nvml_proc_util u[NVML_MAX_PROCS];
+	struct job *j;
+	int n;
+
+	TAILQ_FOREACH(j, &srv->running, entry)
+		j->busy_tick = 0;
+	for (size_t i = 0; i < srv->ngpus; i++) {
+		n = nvml_process_util(srv->nvml, (uint32_t)i, u, NVML_MAX_PROCS);
+		for (int k = 0; k < n; k++) {
+			j = job_of_pid(srv, u[k].pid);
+			if (j && job_on_gpu(srv, j, srv->gpus[i].index))
+				j->busy_tick += u[k].sm;
+		}
+	}
+	TAILQ_FOREACH(j, &srv->running, entry) {
+		double b;
+
+		if (!j->placed || !j->place.ngpus)
+			continue;
+		b = j->busy_tick / j->place.ngpus;
+		j->busy_sum += b > 1.0 ? 1.0 : b;
+		j->busy_n++;
+	}
+}
+
 void job_sample(struct server *srv)
 {
 	uint64_t now = server_now_us();
@@ -323,7 +399,11 @@ void job_sample(struct server *srv)
 		    (double)(now - srv->last_sample_us) / 1e6 : 0;
 	struct nvml_sample s;
 
-	if (!srv->nvml || nvml_is_fake(srv->nvml))
+	if (!srv->nvml)
+		return;
+	if (nvml_has_process_util(srv->nvml))
+		job_sample_busy(srv);
+	if (nvml_is_fake(srv->nvml))
 		return;
 	for (size_t i = 0; i < srv->ngpus; i++)
 		if (nvml_sample(srv->nvml, (uint32_t)i, &s) == 0 &&

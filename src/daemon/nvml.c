@@ -26,6 +26,16 @@ struct nvml_mem {			/* nvmlMemory_t */
 	unsigned long long used;
 };
 
+struct nvml_proc_sample {		/* nvmlProcessUtilizationSample_t */
+	unsigned int pid;
+	unsigned long long ts;		/* µs */
+	unsigned int sm, mem, enc, dec;	/* percent */
+};
+
+#define NVML_ERROR_NOT_FOUND 6
+#define NVML_ERROR_INSUFFICIENT_SIZE 7
+#define NVML_PROC_SAMPLES 256
+
 struct nvml {
 	void *lib;			/* NULL: fake or none */
 	uint32_t count;
@@ -35,6 +45,11 @@ struct nvml {
 	nvml_ret_t (*shutdown)(void);
 	nvml_ret_t (*get_util)(nvml_dev_t, struct nvml_util *);
 	nvml_ret_t (*get_mem)(nvml_dev_t, struct nvml_mem *);
+	/* Optional (NVML 8+): per-process utilization, and where each GPU's
+	 * samples were last read up to. */
+	nvml_ret_t (*get_proc_util)(nvml_dev_t, struct nvml_proc_sample *,
+				    unsigned int *, unsigned long long);
+	unsigned long long proc_seen[NVML_MAX_GPUS];
 };
 
 int nvml_fake_parse(const char *spec, uint32_t *count, uint64_t *mem,
@@ -100,6 +115,8 @@ static int nvml_load(struct nvml *n, char *why, size_t whylen)
 	*(void **)&n->shutdown = dlsym(n->lib, "nvmlShutdown");
 	*(void **)&n->get_util = dlsym(n->lib, "nvmlDeviceGetUtilizationRates");
 	*(void **)&n->get_mem = dlsym(n->lib, "nvmlDeviceGetMemoryInfo");
+	*(void **)&n->get_proc_util = dlsym(n->lib,
+					    "nvmlDeviceGetProcessUtilization");
 	if (!init || !get_count || !get_handle || !n->shutdown ||
 	    !n->get_util || !n->get_mem) {
 		snprintf(why, whylen, "libnvidia-ml.so.1 lacks the functions "
@@ -217,4 +234,82 @@ int nvml_sample(struct nvml *n, uint32_t i, struct nvml_sample *s)
 	s->util_valid = n->get_util(n->dev[i], &u) == 0;
 	s->util = s->util_valid ? (u.gpu > 100 ? 1.0 : u.gpu / 100.0) : 0;
 	return 0;
+}
+
+/* KMUX_FAKE_PROC_UTIL: "GPU PID PERCENT" lines for GPU i. */
+static int fake_process_util(uint32_t i, struct nvml_proc_util *out,
+			     size_t max)
+{
+	const char *path = getenv("KMUX_FAKE_PROC_UTIL");
+	unsigned int gpu, pid, pct;
+	size_t n = 0;
+	char line[128];
+	FILE *f;
+
+	if (!path || !*path || !(f = fopen(path, "re")))
+		return 0;
+	while (n < max && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%u %u %u", &gpu, &pid, &pct) == 3 &&
+		    gpu == i && pid > 0)
+			out[n++] = (struct nvml_proc_util){
+				pid, pct > 100 ? 1.0 : pct / 100.0 };
+	fclose(f);
+	return (int)n;
+}
+
+int nvml_process_util(struct nvml *n, uint32_t i, struct nvml_proc_util *out,
+		      size_t max)
+{
+	struct nvml_proc_sample s[NVML_PROC_SAMPLES];
+	unsigned int count = NVML_PROC_SAMPLES, nsum[NVML_PROC_SAMPLES];
+	double sum[NVML_PROC_SAMPLES];
+	unsigned long long last = 0;
+	size_t found = 0;
+	nvml_ret_t rc;
+
+	if (i >= n->count)
+		return -EINVAL;
+	if (!n->lib)
+		return fake_process_util(i, out, max);
+	if (!n->get_proc_util)
+		return 0;
+	rc = n->get_proc_util(n->dev[i], s, &count, n->proc_seen[i]);
+	if (rc == NVML_ERROR_NOT_FOUND)
+		return 0;
+	if (rc && rc != NVML_ERROR_INSUFFICIENT_SIZE)
+		return -EIO;
+	if (count > NVML_PROC_SAMPLES)
+		count = NVML_PROC_SAMPLES;
+	/* Several samples per process: average them. */
+	for (unsigned int k = 0; k < count; k++) {
+		size_t j;
+
+		if (s[k].ts > last)
+			last = s[k].ts;
+		for (j = 0; j < found && out[j].pid != s[k].pid; j++)
+			;
+		if (j == found) {
+			if (found == max)
+				continue;
+			out[found++] = (struct nvml_proc_util){ s[k].pid, 0 };
+			sum[j] = 0;
+			nsum[j] = 0;
+		}
+		sum[j] += s[k].sm > 100 ? 1.0 : s[k].sm / 100.0;
+		nsum[j]++;
+	}
+	for (size_t j = 0; j < found; j++)
+		out[j].sm = sum[j] / nsum[j];
+	if (last)
+		n->proc_seen[i] = last;
+	return (int)found;
+}
+
+bool nvml_has_process_util(const struct nvml *n)
+{
+	const char *fake = getenv("KMUX_FAKE_PROC_UTIL");
+
+	if (!n->lib)
+		return n->count && fake && *fake;
+	return n->get_proc_util != NULL;
 }

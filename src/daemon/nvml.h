@@ -10,7 +10,9 @@
  * KMUX_FAKE_GPUS="N:MEM" (e.g. "2:16G") is a test knob: N simulated GPUs of
  * MEM bytes each (MEM in size_parse()'s grammar), never busy, nothing used;
  * "0" simulates a node without GPUs.  It wins over NVML, so tests can
- * simulate any number of GPUs on any machine.
+ * simulate any number of GPUs on any machine.  With it,
+ * KMUX_FAKE_PROC_UTIL=FILE simulates per-process utilization: lines
+ * "GPU PID PERCENT", read at every sample.
  */
 #ifndef KMUX_NVML_H
 #define KMUX_NVML_H
@@ -47,6 +49,26 @@ bool nvml_is_fake(const struct nvml *n);
 
 /* Read GPU i (0 .. count-1) now: 0 or -EIO (NVML refused; *s unchanged). */
 int nvml_sample(struct nvml *n, uint32_t i, struct nvml_sample *s);
+
+/* Processes nvml_process_util() reports per GPU, at most. */
+#define NVML_MAX_PROCS 256
+
+/* One process's share of GPU i's SMs over the last sampling period. */
+struct nvml_proc_util {
+	uint32_t pid;
+	double sm;		/* 0..1 */
+};
+
+/*
+ * The processes that used GPU i since the previous call for i (NVML's
+ * nvmlDeviceGetProcessUtilization: its samples averaged per process), at
+ * most max of them.  The number found (0: none ran, or NVML cannot say),
+ * or -EIO.
+ */
+int nvml_process_util(struct nvml *n, uint32_t i, struct nvml_proc_util *out,
+		      size_t max);
+/* Whether nvml_process_util() can tell at all (else 0 means "unknown"). */
+bool nvml_has_process_util(const struct nvml *n);
 
 /*
  * Parse a KMUX_FAKE_GPUS value: "N:MEM", 1 <= N <= 64, MEM > 0, or "0".

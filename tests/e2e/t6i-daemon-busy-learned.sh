@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Busyness is learned from measurements (issue 4, item 4): while a job
+# runs, kmuxd attributes each process's share of the GPU's SMs (NVML's
+# per-process utilization; here simulated by KMUX_FAKE_PROC_UTIL) to the job
+# it belongs to, and keeps the mean in the command's profile.  The next run
+# of the same command is admitted by it: with --busy-max 1, four runs of a
+# command measured at 0.2 share the GPU where the default prediction (0.5)
+# lets two.
+. "$(dirname "$0")/lib.sh"
+export KMUX_FAKE_GPUS=1:16G
+export KMUX_FAKE_PROC_UTIL=$TMP/util
+. "$(dirname "$0")/kmuxd-lib.sh"
+. "$(dirname "$0")/reg-lib.sh"
+: >"$KMUX_FAKE_PROC_UTIL"
+
+start_daemon --busy-max 1
+a=$("$KMUX" submit -m 1G -- "$R" 16 2500)
+check "the first run starts" wait_state "$a" running
+pid=$(jq_job "$a" 'j["pid"]')
+echo "0 $pid 20" >"$KMUX_FAKE_PROC_UTIL"
+"$KMUX" wait "$a" >/dev/null
+check "  ... it ends (exit 0)" [ $? -eq 0 ]
+check "  ... its busyness was measured: 0.20" \
+	grep -q "job $a: measured busyness 0.20" "$KMUX_STATE_DIR/kmuxd.log"
+: >"$KMUX_FAKE_PROC_UTIL"
+
+ids=""
+for i in 1 2 3 4; do ids="$ids $("$KMUX" submit -m 1G -- "$R" 16 2500)"; done
+set -- $ids
+j1=$1 j3=$3 j4=$4
+check "the same command four times, admitted by its learned 0.2: all run" \
+	wait_state "$j4" running 20
+check "  ... at once" \
+	cond '[ "$(jq_job "$j1" "j[\"state\"]")" = running ] && [ "$(jq_job "$j3" "j[\"state\"]")" = running ]'
+b=$("$KMUX" submit -m 1G -- "$R" 17 2500)
+c=$("$KMUX" submit -m 1G -- "$R" 17 2500)
+check "  ... while a command never seen (predicted 0.5) waits" \
+	cond '[ "$(jq_job "$c" "j[\"state\"]")" = queued ]'
+"$KMUX" wait "$c" >/dev/null
+check "  ... and runs when room frees (exit 0)" [ $? -eq 0 ]
+finish
