@@ -49,10 +49,20 @@
 
 _Atomic uint64_t kmux_launches;
 
-static struct reg {
+/* One connection to kmuxd: its socket, its buffers, its request numbers. */
+struct reg_io {
 	int fd;
-	char sock[PATH_MAX];
 	uint32_t seq;
+	uint8_t *rx, *tx;
+	size_t rx_cap, tx_cap;
+	size_t rx_len, rx_used;	/* bytes in rx; of them, the last message's */
+};
+
+static uint8_t reg_rx[REG_RX], reg_tx[8192];
+
+static struct reg {
+	struct reg_io io;	/* the helper thread's, for the life of the process */
+	char sock[PATH_MAX];
 
 	/* What it registers with. */
 	uint64_t job;		/* KMUX_JOB, then what ADMIT said */
@@ -73,11 +83,8 @@ static struct reg {
 	/* The last report sent on this connection. */
 	bool reported;
 	uint64_t r_resident, r_peak, r_kernels;
-
-	uint8_t rx[REG_RX];
-	size_t rx_len, rx_used;	/* bytes in rx; of them, the last message's */
-	uint8_t tx[8192];
-} reg = { .fd = -1 };
+} reg = { .io = { .fd = -1, .rx = reg_rx, .tx = reg_tx,
+		  .rx_cap = sizeof(reg_rx), .tx_cap = sizeof(reg_tx) } };
 
 static pthread_once_t reg_once = PTHREAD_ONCE_INIT;
 static int reg_result;
@@ -204,10 +211,10 @@ static int parse_visible(const char *v, uint64_t *mask)
 static void conn_close(void)
 {
 	atomic_store(&reg_up, false);
-	if (reg.fd >= 0)
-		close(reg.fd);
-	reg.fd = -1;
-	reg.rx_len = reg.rx_used = 0;
+	if (reg.io.fd >= 0)
+		close(reg.io.fd);
+	reg.io.fd = -1;
+	reg.io.rx_len = reg.io.rx_used = 0;
 	reg.reported = false;
 }
 
@@ -221,20 +228,20 @@ static int conn_open(const char *path)
 	return e ? e : fd;
 }
 
-static int conn_send(const struct proto_msg *m)
+static int io_send(struct reg_io *io, const struct proto_msg *m)
 {
-	struct proto_buf out = { reg.tx, sizeof(reg.tx), 0 };
+	struct proto_buf out = { io->tx, io->tx_cap, 0 };
 	struct proto_msg copy = *m;
 	size_t off = 0;
 	ssize_t n;
 	int e;
 
-	copy.seq = ++reg.seq;
+	copy.seq = ++io->seq;
 	e = proto_encode(&out, &copy);
 	if (e)
 		return e;
 	while (off < out.len) {
-		n = send(reg.fd, reg.tx + off, out.len - off, MSG_NOSIGNAL);
+		n = send(io->fd, io->tx + off, out.len - off, MSG_NOSIGNAL);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
@@ -246,29 +253,29 @@ static int conn_send(const struct proto_msg *m)
 
 /*
  * The next message, waiting up to timeout_ms (-1: for ever).  It points
- * into reg.rx until the next call.  0, -ETIMEDOUT, -EPIPE (closed), or a
+ * into io->rx until the next call.  0, -ETIMEDOUT, -EPIPE (closed), or a
  * decoding error.
  */
-static int conn_recv(struct proto_msg *m, int timeout_ms)
+static int io_recv(struct reg_io *io, struct proto_msg *m, int timeout_ms)
 {
 	uint64_t deadline = timeout_ms < 0 ? 0 : now_ms() + (uint64_t)timeout_ms;
-	struct pollfd p = { .fd = reg.fd, .events = POLLIN };
+	struct pollfd p = { .fd = io->fd, .events = POLLIN };
 	size_t used;
 	ssize_t n;
 	int e, wait;
 
-	memmove(reg.rx, reg.rx + reg.rx_used, reg.rx_len - reg.rx_used);
-	reg.rx_len -= reg.rx_used;
-	reg.rx_used = 0;
+	memmove(io->rx, io->rx + io->rx_used, io->rx_len - io->rx_used);
+	io->rx_len -= io->rx_used;
+	io->rx_used = 0;
 	for (;;) {
-		e = proto_decode(reg.rx, reg.rx_len, m, &used);
+		e = proto_decode(io->rx, io->rx_len, m, &used);
 		if (e == 0) {
-			reg.rx_used = used;
+			io->rx_used = used;
 			return 0;
 		}
 		if (e != -EAGAIN)
 			return e;
-		if (reg.rx_len == sizeof(reg.rx))
+		if (io->rx_len == io->rx_cap)
 			return -EMSGSIZE;	/* never sent to a preload */
 		wait = -1;
 		if (timeout_ms >= 0) {
@@ -285,15 +292,26 @@ static int conn_recv(struct proto_msg *m, int timeout_ms)
 			return -errno;
 		if (e == 0)
 			continue;
-		n = read(reg.fd, reg.rx + reg.rx_len, sizeof(reg.rx) - reg.rx_len);
+		n = read(io->fd, io->rx + io->rx_len, io->rx_cap - io->rx_len);
 		if (n < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
 		if (n < 0)
 			return -errno;
 		if (n == 0)
 			return -EPIPE;
-		reg.rx_len += (size_t)n;
+		io->rx_len += (size_t)n;
 	}
+}
+
+/* The helper thread's connection. */
+static int conn_send(const struct proto_msg *m)
+{
+	return io_send(&reg.io, m);
+}
+
+static int conn_recv(struct proto_msg *m, int timeout_ms)
+{
+	return io_recv(&reg.io, m, timeout_ms);
 }
 
 /*
@@ -389,7 +407,7 @@ static int wait_admission(void)
 	int e;
 
 	for (;;) {
-		e = reg.fd >= 0 ? conn_recv(&m, queued ? -1 : REG_REPLY_MS) :
+		e = reg.io.fd >= 0 ? conn_recv(&m, queued ? -1 : REG_REPLY_MS) :
 		    -EPIPE;
 		if (e == 0 && m.type == PROTO_ADMIT) {
 			apply_admit(&m.u.admit);
@@ -434,10 +452,10 @@ static int wait_admission(void)
 		sleep_ms(backoff);
 		backoff = backoff * 2 > REG_BACKOFF_MAX_MS ? REG_BACKOFF_MAX_MS :
 			  backoff * 2;
-		reg.fd = conn_open(reg.sock);
-		if (reg.fd >= 0 && conn_register(false))
+		reg.io.fd = conn_open(reg.sock);
+		if (reg.io.fd >= 0 && conn_register(false))
 			conn_close();
-		if (reg.fd >= 0) {
+		if (reg.io.fd >= 0) {
 			lost_since = 0;
 			queued = false;
 		}
@@ -458,18 +476,17 @@ static pthread_mutex_t grow_lock = PTHREAD_MUTEX_INITIALIZER;
 static int grow_exchange(int fd, uint64_t want, uint64_t *quota)
 {
 	uint8_t tx[512], rx[4096];
-	struct proto_buf out = { tx, sizeof(tx), 0 };
-	struct proto_msg m = { .type = PROTO_HELLO, .seq = 1 };
-	uint64_t deadline = now_ms() + REG_REPLY_MS;
-	size_t len = 0, used;
-	ssize_t n;
+	struct reg_io io = { .fd = fd, .rx = rx, .tx = tx,
+			     .rx_cap = sizeof(rx), .tx_cap = sizeof(tx) };
+	struct proto_msg m = { .type = PROTO_HELLO };
+	uint32_t asked;
 	int e;
 
 	m.u.hello.role = PROTO_ROLE_PRELOAD;
 	m.u.hello.pid = (uint32_t)reg.pid;
 	m.u.hello.ident = "libkmux";
-	e = proto_encode(&out, &m);
-	m = (struct proto_msg){ .type = PROTO_ALLOC_UPDATE, .seq = 2 };
+	e = io_send(&io, &m);
+	m = (struct proto_msg){ .type = PROTO_ALLOC_UPDATE };
 	m.u.alloc.job = reg.job;
 	m.u.alloc.pid = (uint32_t)reg.pid;
 	m.u.alloc.gpu = reg.gpu0;
@@ -481,47 +498,24 @@ static int grow_exchange(int fd, uint64_t want, uint64_t *quota)
 	m.u.alloc.kernels = atomic_load_explicit(&kmux_launches,
 						 memory_order_relaxed);
 	if (!e)
-		e = proto_encode(&out, &m);
-	if (e)
-		return e;
-	if (send(fd, tx, out.len, MSG_NOSIGNAL) != (ssize_t)out.len)
-		return -EPIPE;
-	for (;;) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		uint64_t now;
-
-		e = proto_decode(rx, len, &m, &used);
-		if (e == 0) {
-			if (m.type == PROTO_ADMIT && m.seq == 2) {
-				*quota = m.u.admit.quota;
-				return 0;
-			}
-			if (m.type == PROTO_ERROR && m.seq == 2) {
-				log_info("kmuxd: no more memory: %s",
-					 m.u.error.message);
-				return -m.u.error.err;
-			}
-			memmove(rx, rx + used, len - used);	/* HELLO's OK */
-			len -= used;
+		e = io_send(&io, &m);
+	asked = io.seq;
+	/* HELLO's OK first, then the answer to the request. */
+	while (!e && !(e = io_recv(&io, &m, REG_REPLY_MS))) {
+		if (m.seq != asked)
 			continue;
+		if (m.type == PROTO_ADMIT) {
+			*quota = m.u.admit.quota;
+			return 0;
 		}
-		if (e != -EAGAIN || len == sizeof(rx))
-			return e ? e : -EMSGSIZE;
-		now = now_ms();
-		if (now >= deadline)
-			return -ETIMEDOUT;
-		e = poll(&p, 1, (int)(deadline - now));
-		if (e < 0 && errno == EINTR)
-			continue;
-		if (e <= 0)
-			return e ? -errno : -ETIMEDOUT;
-		n = read(fd, rx + len, sizeof(rx) - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n ? -errno : -EPIPE;
-		len += (size_t)n;
+		if (m.type == PROTO_ERROR) {
+			log_info("kmuxd: no more memory: %s",
+				 m.u.error.message);
+			return -m.u.error.err;
+		}
+		return -EPROTO;
 	}
+	return e;
 }
 
 static int reg_grow(uint64_t want)
@@ -599,9 +593,9 @@ static int reregister(void)
 	struct proto_msg m;
 	int e;
 
-	reg.fd = conn_open(reg.sock);
-	if (reg.fd < 0)
-		return reg.fd;
+	reg.io.fd = conn_open(reg.sock);
+	if (reg.io.fd < 0)
+		return reg.io.fd;
 	e = conn_register(true);
 	while (e == 0 && (e = conn_recv(&m, REG_REPLY_MS)) == 0) {
 		if (m.type == PROTO_ADMIT) {
@@ -629,7 +623,7 @@ static void *reg_thread(void *arg)
 
 	(void)arg;
 	for (;;) {
-		if (reg.fd < 0) {
+		if (reg.io.fd < 0) {
 			sleep_ms(backoff);
 			pthread_mutex_lock(&reg_lock);
 			e = reregister();
@@ -680,7 +674,7 @@ __attribute__((destructor)) static void reg_fini(void)
 	if (!reg_thread_started || getpid() != reg.pid ||
 	    pthread_mutex_trylock(&reg_lock))
 		return;
-	if (reg.fd >= 0)
+	if (reg.io.fd >= 0)
 		report();
 	pthread_mutex_unlock(&reg_lock);
 }
@@ -689,9 +683,9 @@ __attribute__((destructor)) static void reg_fini(void)
 static void reg_atfork_child(void)
 {
 	atomic_store(&reg_up, false);
-	if (reg.fd >= 0)
-		close(reg.fd);
-	reg.fd = -1;
+	if (reg.io.fd >= 0)
+		close(reg.io.fd);
+	reg.io.fd = -1;
 	/* Not this process's registration to grow. */
 	quota_grow = NULL;
 	pthread_mutex_init(&grow_lock, NULL);
@@ -776,8 +770,8 @@ static void reg_init(void)
 		if (!reg.visible)
 			return;		/* no GPU at all: nothing to share */
 	}
-	reg.fd = find_daemon();
-	if (reg.fd < 0)
+	reg.io.fd = find_daemon();
+	if (reg.io.fd < 0)
 		return;
 	if (read_cmdline())
 		goto unmanaged;
