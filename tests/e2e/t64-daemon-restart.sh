@@ -56,8 +56,9 @@ wait_state "$f" running
 "$KMUX" wait "$g" >"$TMP/w.out" 2>"$TMP/w.err" &
 wp=$!
 sleep 0.3
-kill -9 "$(daemon_pid)"
-sleep 0.5
+dpid=$(daemon_pid)
+kill -9 "$dpid"
+for i in $(seq 50); do kill -0 "$dpid" 2>/dev/null || break; sleep 0.1; done
 start_daemon
 wait "$wp"
 check "wait across a restart: the job's own status (7)" [ $? -eq 7 ]
@@ -72,7 +73,9 @@ hpid=$(jq_job "$h" 'j["pid"]')
 "$KMUX" wait "$h" >"$TMP/w2.out" 2>"$TMP/w2.err" &
 wp=$!
 sleep 0.3
-kill -9 "$(daemon_pid)"
+dpid=$(daemon_pid)
+kill -9 "$dpid"
+for i in $(seq 50); do kill -0 "$dpid" 2>/dev/null || break; sleep 0.1; done
 rm -rf "$KMUX_STATE_DIR"
 start_daemon
 t0=$(date +%s)
