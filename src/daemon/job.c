@@ -323,6 +323,13 @@ void job_poll_soon(struct server *srv)
 		srv->poll_soon = true;
 }
 
+/* Samples (500 ms apart) before a job's own measurement replaces its
+ * predicted busyness; the least it is then taken to be; and the change
+ * worth making. */
+#define JOB_BUSY_CORRECT_SAMPLES 4
+#define JOB_BUSY_FLOOR 0.05
+#define JOB_BUSY_SLACK 0.05
+
 /* The running job whose process pid is, or descends from (16 levels). */
 static struct job *job_of_pid(struct server *srv, uint32_t pid)
 {
@@ -362,6 +369,34 @@ static bool job_on_gpu(const struct server *srv, const struct job *j,
 }
 
 /*
+ * A running job's predicted busyness is replaced by what it measured so far
+ * (as a guessed memory need is by what it allocates): its GPUs' committed
+ * busyness moves by the difference, so admission sees room as soon as the
+ * jobs there turn out lighter than predicted (or less room, heavier).  Small
+ * differences are left alone so that noise does not churn the queue.
+ */
+static void job_correct_busy(struct server *srv, struct job *j, double m)
+{
+	double d;
+
+	if (m < JOB_BUSY_FLOOR)
+		m = JOB_BUSY_FLOOR;
+	d = m - j->task.busy;
+	if (d > -JOB_BUSY_SLACK && d < JOB_BUSY_SLACK)
+		return;
+	for (uint32_t k = 0; k < j->place.ngpus; k++) {
+		struct admit_gpu *g = &srv->gpus[j->place.slot[k]];
+
+		g->busy_committed += d;
+		if (g->busy_committed < 0.0)
+			g->busy_committed = 0.0;
+	}
+	log_debug("daemon: job %lld: busyness %.2f -> %.2f (measured)",
+		  (long long)j->id, j->task.busy, m);
+	j->task.busy = m;
+}
+
+/*
  * Each running job's processes' share of its GPUs' SMs in this sample
  * (NVML per-process utilization): the busyness its profile learns.
  */
@@ -389,6 +424,8 @@ static void job_sample_busy(struct server *srv)
 		b = j->busy_tick / j->place.ngpus;
 		j->busy_sum += b > 1.0 ? 1.0 : b;
 		j->busy_n++;
+		if (j->busy_n >= JOB_BUSY_CORRECT_SAMPLES)
+			job_correct_busy(srv, j, j->busy_sum / j->busy_n);
 	}
 }
 

@@ -5,7 +5,7 @@
 # it belongs to, and keeps the mean in the command's profile.  The next run
 # of the same command is admitted by it: with --busy-max 1, four runs of a
 # command measured at 0.2 share the GPU where the default prediction (0.5)
-# lets two.
+# lets two.  And while a job runs, its measurement replaces its prediction.
 . "$(dirname "$0")/lib.sh"
 export KMUX_FAKE_GPUS=1:16G
 export KMUX_FAKE_PROC_UTIL=$TMP/util
@@ -38,4 +38,21 @@ check "  ... while a command never seen (predicted 0.5) waits" \
 	cond '[ "$(jq_job "$c" "j[\"state\"]")" = queued ]'
 "$KMUX" wait "$c" >/dev/null
 check "  ... and runs when room frees (exit 0)" [ $? -eq 0 ]
+
+# While running: two runs of a new command (0.5 each) fill the GPU; once
+# they measure 0.1 for two seconds, their prediction is corrected and a
+# third starts beside them.
+d=$("$KMUX" submit -m 1G -- "$R" 18 8000)
+e=$("$KMUX" submit -m 1G -- "$R" 18 8000)
+f=$("$KMUX" submit -m 1G -- "$R" 18 8000)
+wait_state "$e" running
+check "a new command: two run, the third waits (predicted 0.5 each)" \
+	cond '[ "$(jq_job "$f" "j[\"state\"]")" = queued ]'
+printf '0 %s 10\n0 %s 10\n' "$(jq_job "$d" 'j["pid"]')" "$(jq_job "$e" 'j["pid"]')" \
+	>"$KMUX_FAKE_PROC_UTIL"
+check "  ... measured at 0.1 while they run, the third starts beside them" \
+	wait_state "$f" running 50
+check "  ... while the first two still run" \
+	cond '[ "$(jq_job "$d" "j[\"state\"]")" = running ]'
+"$KMUX" cancel "$d" "$e" "$f" >/dev/null 2>&1
 finish
