@@ -31,6 +31,20 @@ def pct(xs, q):
     return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
 
 
+def last_err(d, i, r, k):
+    """Why command I failed: its last stderr line, else its exit."""
+    try:
+        lines = [x.strip() for x in open(os.path.join(d, "out", "%d.err" % i))
+                 if x.strip()]
+    except OSError:
+        lines = []
+    if lines:
+        return lines[-1][:200]
+    if k and not k.get("ok"):
+        return "wrong result (reference check failed)"
+    return "exit %s, signal %s" % (r.get("exit"), r.get("signal"))
+
+
 def load(mode):
     d = os.path.join(raw, mode)
     res = {"mode": mode, "ok": 0, "failed": 0, "kernels": {}, "wall": None,
@@ -57,6 +71,8 @@ def load(mode):
             k = None
         if r["exit"] != 0 or not k or not k.get("ok"):
             res["failed"] += 1
+            res.setdefault("why", []).append((r.get("cmd", "?"),
+                                               last_err(d, i, r, k)))
             continue
         res["ok"] += 1
         s = sorted(k["samples_ms"])
@@ -109,6 +125,12 @@ for m in order:
         "%.2f" % (tp / seq_tp) if seq_tp else "n/a",
         statistics.mean(v["waits"]) if v["waits"] else 0,
         statistics.mean(v["regions"]) if v["regions"] else 0))
+md.append("")
+for m in order:
+    for cmd, why in data[m].get("why", [])[:20]:
+        md.append("- failed in %s: `%s`: %s" % (m, cmd.split(" python3 ")[-1]
+                                               if " python3 " in cmd else cmd,
+                                               why))
 md.append("")
 plot = {}
 if base:
