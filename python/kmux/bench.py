@@ -10,6 +10,11 @@ written), so every sample starts cold, as nvbench does.  The SM clock is
 read through NVML before and after each sample, with the clock-throttle
 reasons; a sample during which the GPU was throttled (power, thermal, HW
 slowdown) is flagged, and the flagged samples are left out of the median.
+Before the start event the stream is held by a short spin kernel
+(hide_launch_us, torch.cuda._sleep), as nvbench's blocking kernel does: the
+host enqueues the start event, fn's launches and the stop event while the
+GPU spins, so a delay of the timing thread (another process on its CPU,
+Python's own dispatch) shorter than the spin is not counted in the sample.
 NVML is used through ctypes (libnvidia-ml.so.1); without it the clock
 fields are None.  Needs torch for the events (imported lazily).
 """
@@ -48,6 +53,14 @@ class Nvml:
                                             ctypes.byref(v))
         return v.value if r == 0 else None
 
+    def max_sm_mhz(self):
+        if self.dev is None:
+            return None
+        v = ctypes.c_uint()
+        r = self.lib.nvmlDeviceGetMaxClockInfo(self.dev, _NVML_CLOCK_SM,
+                                               ctypes.byref(v))
+        return v.value if r == 0 else None
+
     def throttle(self):
         if self.dev is None:
             return None
@@ -68,8 +81,10 @@ def _get_nvml(index):
 
 
 def time_cuda(fn, warmup=3, samples=20, flush_l2=True, l2_bytes=256 << 20,
-              nvml_index=0, device=None):
-    """Time fn() on the current CUDA stream; a dict of the results."""
+              nvml_index=0, device=None, hide_launch_us=500):
+    """Time fn() on the current CUDA stream; a dict of the results.
+
+    hide_launch_us: length of the spin before each sample (0: none)."""
     import torch
 
     dev = device or torch.device("cuda")
@@ -79,6 +94,11 @@ def time_cuda(fn, warmup=3, samples=20, flush_l2=True, l2_bytes=256 << 20,
         fn()
     torch.cuda.synchronize()
     nv = _get_nvml(nvml_index)
+    spin = getattr(torch.cuda, "_sleep", None) if hide_launch_us > 0 else None
+    # _sleep counts SM cycles; the maximum clock makes the spin at least
+    # hide_launch_us long whatever the current clock.
+    mhz = nv.max_sm_mhz() or 2000
+    cycles = int(hide_launch_us * mhz)
     start = torch.cuda.Event(enable_timing=True)
     stop = torch.cuda.Event(enable_timing=True)
     ms, flagged, clocks = [], [], []
@@ -86,6 +106,8 @@ def time_cuda(fn, warmup=3, samples=20, flush_l2=True, l2_bytes=256 << 20,
         if flush is not None:
             flush.zero_()
         c0, t0 = nv.sm_mhz(), nv.throttle()
+        if spin is not None:
+            spin(cycles)
         start.record()
         fn()
         stop.record()
@@ -101,4 +123,5 @@ def time_cuda(fn, warmup=3, samples=20, flush_l2=True, l2_bytes=256 << 20,
         "sm_mhz": clocks,
         "median_ms": statistics.median(good),
         "n_throttled": sum(flagged),
+        "hide_launch_us": hide_launch_us if spin is not None else 0,
     }
