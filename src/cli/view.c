@@ -262,12 +262,20 @@ static void gpu_line(FILE *f, const struct proto_gpu_rec *g)
 		used, tot);
 }
 
+/* Does r report a memory manager (kmux run --memory=lazy|evict)? */
+static bool has_mm(const struct proto_job_rec *r)
+{
+	return r->mem_reserved || r->mem_evicted || r->evicts;
+}
+
 /*
  * A task line of top: what it uses now, beside what it may use (its
- * quota), what its memory manager holds in host memory, and how fast it
- * launches kernels.
+ * quota), what its memory manager holds in host memory (the EVICTED
+ * column, only when some task has one: it would push the names off an
+ * 80-column terminal), and how fast it launches kernels.
  */
-static void task_line(FILE *f, const struct proto_job_rec *r, uint64_t now_us)
+static void task_line(FILE *f, const struct proto_job_rec *r, uint64_t now_us,
+		      bool mm)
 {
 	char state[32], gpus[200], used[SIZE_FORMAT_MAX], quota[SIZE_FORMAT_MAX];
 	char mem[2 * SIZE_FORMAT_MAX + 4], run[16], kps[24];
@@ -279,7 +287,7 @@ static void task_line(FILE *f, const struct proto_job_rec *r, uint64_t now_us)
 	mem_or(r->mem_quota, "-", quota, sizeof(quota));
 	snprintf(mem, sizeof(mem), "%s / %s", used, quota);
 	/* "-": no memory manager (or it never managed anything). */
-	if (r->mem_reserved || r->mem_evicted || r->evicts)
+	if (has_mm(r))
 		size_format(r->mem_evicted, ev, sizeof(ev));
 	else
 		snprintf(ev, sizeof(ev), "-");
@@ -288,8 +296,9 @@ static void task_line(FILE *f, const struct proto_job_rec *r, uint64_t now_us)
 	else
 		snprintf(kps, sizeof(kps), "-");
 	view_duration(view_runtime_us(r, now_us), run, sizeof(run));
-	fprintf(f, "%6llu  %-10s %-6s %23s %10s %8s %8s  %-12s %s\n",
-		(unsigned long long)r->id, state, gpus, mem, ev, kps, run,
+	fprintf(f, "%6llu  %-10s %-6s %23s%*s %8s %8s  %-12s %s\n",
+		(unsigned long long)r->id, state, gpus, mem, mm ? 11 : 0,
+		mm ? ev : "", kps, run,
 		*r->name ? r->name : "-", r->cmd);
 }
 
@@ -298,12 +307,16 @@ void view_top_tasks(FILE *f, const struct proto_job_list *jobs,
 {
 	struct proto_iter it = { 0 };
 	struct proto_job_rec r;
+	bool mm = false;
 
-	fprintf(f, "%6s  %-10s %-6s %23s %10s %8s %8s  %-12s %s\n", "ID",
-		"STATE", "GPUS", "USED / QUOTA", "EVICTED", "KERN/S", "RUNTIME",
-		"NAME", "COMMAND");
 	while (proto_job_list_next(jobs, &it, &r))
-		task_line(f, &r, now_us);
+		mm |= has_mm(&r);
+	fprintf(f, "%6s  %-10s %-6s %23s%*s %8s %8s  %-12s %s\n", "ID",
+		"STATE", "GPUS", "USED / QUOTA", mm ? 11 : 0, mm ? "EVICTED" : "",
+		"KERN/S", "RUNTIME", "NAME", "COMMAND");
+	it = (struct proto_iter){ 0 };
+	while (proto_job_list_next(jobs, &it, &r))
+		task_line(f, &r, now_us, mm);
 }
 
 void view_top_text(FILE *f, const struct proto_gpu_list *gpus,
