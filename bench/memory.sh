@@ -21,7 +21,9 @@
 #     (RESULT ms=) and the process wall time; medians.
 # PyTorch: bench/gpu/progs/torch_resnet.py --bench (resnet18 training):
 #     peak and median step time, none / lazy / evict (half of lazy's peak).
-# (b) (a memory-constrained job mix through the daemon) is NOT done here.
+# (a) sweep: phase_buffers also under evict budgets of 1/4, 1/3 and 1/2 of
+#     lazy's managed peak (KMUX_MEMBENCH_SWEEP names the apps).
+# (b) the memory-constrained job mix is bench/memory-mix.sh (its own call).
 #
 # Output under $OUT: memory.log (every command, run output tails),
 # memory.csv (app,mode,rep,key,value), memory.md (tables, GPU, commands).
@@ -187,6 +189,29 @@ for i in "${!APPS[@]}"; do
 	log "(a) $app: peak MiB none/lazy/evict-half: $(awk -F, -v a="$app" '$1==a && $4=="peak_mib" {printf "%s ", $5}' "$CSV")(budget ${half}M)"
 done
 
+# ------------------------------- (a) budget sweep (the 30% question as a curve)
+# Evict budgets of 1/4, 1/3 and 1/2 of lazy's managed peak (at least the
+# largest object: below it that allocation fails by design), fixed
+# fractions, never chosen from the outcome; peak and ROI time each.
+for app in ${KMUX_MEMBENCH_SWEEP:-phase_buffers memory-objects}; do
+	i=-1
+	for k in "${!APPS[@]}"; do [ "${APPS[$k]}" = "$app" ] && i=$k; done
+	[ "$i" -ge 0 ] || continue
+	kp=$(awk -F, -v a="$app" '$1==a && $2=="lazy" && $4=="kmux_peak_bytes" {v=$5} END {print v+0}' "$CSV")
+	big=$(awk -F, -v a="$app" '$1==a && $2=="lazy" && $4=="kmux_largest_bytes" {v=$5} END {print v+0}' "$CSV")
+	big=$(((big + 1048575) / 1048576))
+	for q in 4 3 2; do
+		have_time 40 || { log "(a) sweep: out of time at $app 1/$q"; break; }
+		bud=$((kp / q / 1048576))
+		[ "$bud" -lt "$big" ] && bud=$big
+		[ "$bud" -lt 1 ] && bud=1
+		csv "$app" "sweep-q$q" 0 budget_mib "$bud"
+		# shellcheck disable=SC2086
+		one "$app" "evict-sweep-q$q" 0 "${bud}M" 1 ${CMDS[$i]}
+	done
+	log "(a) sweep $app: peak MiB at 1/4, 1/3, 1/2: $(awk -F, -v a="$app" '$1==a && $2 ~ /^evict-sweep/ && $4=="peak_mib" {printf "%s ", $5}' "$CSV")"
+done
+
 # --------------------------------------------------- PyTorch (peak, time)
 TORCH=(python3 bench/gpu/progs/torch_resnet.py --bench --configs 64x224 --steps 20 --warmup 5)
 if [ "${KMUX_MEMBENCH_TORCH:-1}" = 1 ] && have_time 150 &&
@@ -225,7 +250,7 @@ done
 	echo "- date: $(date -u +%Y-%m-%dT%H:%MZ); GPU/driver: $(gpu_line); host: $(uname -srm), $(nproc) CPUs"
 	echo "- apps: \`APP plain $APP_ARGS\` (nvcc $NVCCFLAGS); kmux: \`kmux run [--memory=MODE] -- APP\`, evict: \`KMUX_MEM_BUDGET=B kmux run --memory=evict\`"
 	echo "- peak: max of nvidia-smi memory.used (-lms 20) during the run minus the value before it (MiB, CUDA context included, same for every mode)"
-	echo "- (b) job mix under the daemon: not measured"
+	echo "- (b) job mix under the daemon: bench/memory-mix.sh"
 	echo
 } >"$MD"
 "$PY" - "$CSV" >>"$MD" 2>>"$LOG" <<'EOF'
@@ -262,6 +287,28 @@ for a in apps:
     print("| %s | %s | %s | %s | %s | %s | %s | %s |" % (a, cell("none"), cell("lazy"), cell("evict-half"),
           rel("lazy"), rel("evict-half"), "%.0f" % ev[0] if ev else "n/a",
           "%.0f" % (kp[0] / 1048576) if kp else "n/a"))
+sweep = [a for a in apps if any(r for r in rows if r["app"] == a and r["mode"].startswith("evict-sweep"))]
+if sweep:
+    print("\n## (a) budget sweep: evict at fixed fractions of lazy's managed peak (at least the largest object)\n")
+    print("| app | budget | budget (MiB) | peak (MiB) | vs none | ROI ms | process wall ms | evictions |")
+    print("|---|---|---|---|---|---|---|---|")
+    for a in sweep:
+        base = vals(a, "none", "peak_mib", 0)
+        for q, name in ((4, "1/4"), (3, "1/3"), (2, "1/2")):
+            m = "evict-sweep-q%d" % q
+            bud = vals(a, "sweep-q%d" % q, "budget_mib", 0)
+            if not bud:
+                continue
+            pk = vals(a, m, "peak_mib", 0)
+            roi = vals(a, m, "roi_ms", 0)
+            wall = vals(a, m, "wall_ms", 0)
+            ev = vals(a, m, "evictions", 0)
+            f = failed(a, m, 0)
+            print("| %s | %s | %.0f | %s | %s | %s | %s | %s |" % (a, name, bud[0],
+                  "FAILED" if f else ("%.0f" % pk[0] if pk else "n/a"),
+                  "%+.1f%%" % (100.0 * (pk[0] - base[0]) / base[0]) if pk and base and base[0] and not f else "n/a",
+                  "%.3f" % roi[0] if roi else "n/a", "%.0f" % wall[0] if wall else "n/a",
+                  "%.0f" % ev[0] if ev else "n/a"))
 print("\n## (c) cost with ample memory: median ROI ms (process wall ms), repeats\n")
 print("| app | reps | none | quota | lazy | evict (1 TiB budget) | lazy vs none | evict vs none | failures |")
 print("|---|---|---|---|---|---|---|---|---|")

@@ -12,6 +12,7 @@
 #include "daemon/server.h"
 #include "daemon/slurm-weight.h"
 #include "log.h"
+#include "size.h"
 
 enum {
 	OPT_SYSTEM = 256,
@@ -26,6 +27,7 @@ enum {
 	OPT_REGION_MAX,
 	OPT_REGION_DRAIN,
 	OPT_REGION_FREEZE,
+	OPT_GPU_MEM,
 };
 
 static void help(void)
@@ -61,6 +63,9 @@ static void help(void)
 	      "                        tasks to drain before a region (2)\n"
 	      "      --region-freeze on|off  stop the other tasks on the GPU\n"
 	      "                        during a region (on)\n"
+	      "      --gpu-mem SIZE    admit as if each GPU had SIZE of memory at\n"
+	      "                        most, by commitments alone (benchmarks:\n"
+	      "                        a small GPU; NVML's used bytes ignored)\n"
 	      "  -v, --verbose         log every connection and request\n"
 	      "  -h, --help            this help\n"
 	      "\n"
@@ -86,6 +91,7 @@ static int daemon_exec(int argc, char **argv)
 		{ "region-max", required_argument, NULL, OPT_REGION_MAX },
 		{ "region-drain", required_argument, NULL, OPT_REGION_DRAIN },
 		{ "region-freeze", required_argument, NULL, OPT_REGION_FREEZE },
+		{ "gpu-mem", required_argument, NULL, OPT_GPU_MEM },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -187,6 +193,12 @@ static int daemon_exec(int argc, char **argv)
 					optarg);
 			o.region_freeze = strcmp(optarg, "on") == 0;
 			break;
+		case OPT_GPU_MEM:
+			if (size_parse(optarg, &o.gpu_mem) || o.gpu_mem == 0)
+				return cmd_usage_error(&cmd_daemon_entry,
+					"bad --gpu-mem '%s' (a size > 0, e.g. "
+					"16G)", optarg);
+			break;
 		case 'v':
 			o.log_level = KMUX_LOG_DEBUG;
 			break;
@@ -214,7 +226,8 @@ const struct cmd_entry cmd_daemon_entry = {
 		 "[--placement busyness|roundrobin] [--busy-max X] "
 		 "[--default-busy X] [--slurm-node NAME "
 		 "[--slurm-interval SEC]] [--region-max SEC] "
-		 "[--region-drain SEC] [--region-freeze on|off] [-v]",
+		 "[--region-drain SEC] [--region-freeze on|off] "
+		 "[--gpu-mem SIZE] [-v]",
 	.summary = "run kmuxd, the job queue and GPU scheduler",
 	.exec = daemon_exec,
 };

@@ -696,7 +696,7 @@ struct gpurec {
 struct mmrec {
 	uint32_t proc;
 	int64_t t;
-	uint64_t resident, evicted;
+	uint64_t resident, evicted, reserved;
 };
 
 struct kstat {
@@ -918,7 +918,8 @@ static int add_event(struct trace_merge *m, struct reader *rd,
 		if (GROW(m->mms, m->capmms, m->nmms + 1))
 			return -ENOMEM;
 		m->mms[m->nmms++] = (struct mmrec){ (uint32_t)rd->proc, t,
-						    l->resident, l->evicted };
+						    l->resident, l->evicted,
+						    l->reserved };
 		return 0;
 	}
 	if (l->type == TL_EXIT) {
@@ -1938,7 +1939,11 @@ static cJSON *counter_json(const struct trace_merge *m, int pid, int64_t t,
 	return j;
 }
 
-/* The memory manager's track: resident and evicted bytes (KMUX_MEMORY). */
+/*
+ * The memory manager's track (KMUX_MEMORY): resident, evicted, and
+ * "reserved" = address ranges with neither (never backed), so that the
+ * stacked counter adds up to every managed range.
+ */
 static cJSON *mm_counter_json(const struct trace_merge *m,
 			      const struct mmrec *r)
 {
@@ -1958,6 +1963,10 @@ static cJSON *mm_counter_json(const struct trace_merge *m,
 	}
 	cJSON_AddNumberToObject(args, "resident", (double)r->resident);
 	cJSON_AddNumberToObject(args, "evicted", (double)r->evicted);
+	cJSON_AddNumberToObject(args, "reserved",
+				r->reserved > r->resident + r->evicted ?
+				(double)(r->reserved - r->resident - r->evicted) :
+				0.0);
 	return j;
 }
 

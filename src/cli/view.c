@@ -214,6 +214,10 @@ static cJSON *job_json(const struct proto_job_rec *r, uint64_t now_us)
 	add_u64(o, "mem_peak", r->mem_peak);
 	add_u64(o, "mem_quota", r->mem_quota);
 	add_u64(o, "mem_used", r->mem_used);
+	add_u64(o, "mem_evicted", r->mem_evicted);
+	add_u64(o, "mem_reserved", r->mem_reserved);
+	add_u64(o, "evicts", r->evicts);
+	add_u64(o, "restores", r->restores);
 	cJSON_AddNumberToObject(o, "kernel_rate", r->kernel_rate);
 	add_u64(o, "submit_us", r->submit_us);
 	cJSON_AddItemToObject(o, "start_us", u64_or_null(r->start_us));
@@ -258,27 +262,43 @@ static void gpu_line(FILE *f, const struct proto_gpu_rec *g)
 		used, tot);
 }
 
+/* Does r report a memory manager (kmux run --memory=lazy|evict)? */
+static bool has_mm(const struct proto_job_rec *r)
+{
+	return r->mem_reserved || r->mem_evicted || r->evicts;
+}
+
 /*
  * A task line of top: what it uses now, beside what it may use (its
- * quota), and how fast it launches kernels.
+ * quota), what its memory manager holds in host memory (the EVICTED
+ * column, only when some task has one: it would push the names off an
+ * 80-column terminal), and how fast it launches kernels.
  */
-static void task_line(FILE *f, const struct proto_job_rec *r, uint64_t now_us)
+static void task_line(FILE *f, const struct proto_job_rec *r, uint64_t now_us,
+		      bool mm)
 {
 	char state[32], gpus[200], used[SIZE_FORMAT_MAX], quota[SIZE_FORMAT_MAX];
 	char mem[2 * SIZE_FORMAT_MAX + 4], run[16], kps[24];
+	char ev[SIZE_FORMAT_MAX];
 
 	view_state(r, state, sizeof(state));
 	view_gpus(r->gpus, gpus, sizeof(gpus));
 	mem_or(r->mem_used, "-", used, sizeof(used));
 	mem_or(r->mem_quota, "-", quota, sizeof(quota));
 	snprintf(mem, sizeof(mem), "%s / %s", used, quota);
+	/* "-": no memory manager (or it never managed anything). */
+	if (has_mm(r))
+		size_format(r->mem_evicted, ev, sizeof(ev));
+	else
+		snprintf(ev, sizeof(ev), "-");
 	if (r->state == PROTO_JOB_RUNNING)
 		snprintf(kps, sizeof(kps), "%u", r->kernel_rate);
 	else
 		snprintf(kps, sizeof(kps), "-");
 	view_duration(view_runtime_us(r, now_us), run, sizeof(run));
-	fprintf(f, "%6llu  %-10s %-6s %23s %8s %8s  %-12s %s\n",
-		(unsigned long long)r->id, state, gpus, mem, kps, run,
+	fprintf(f, "%6llu  %-10s %-6s %23s%*s %8s %8s  %-12s %s\n",
+		(unsigned long long)r->id, state, gpus, mem, mm ? 11 : 0,
+		mm ? ev : "", kps, run,
 		*r->name ? r->name : "-", r->cmd);
 }
 
@@ -287,11 +307,16 @@ void view_top_tasks(FILE *f, const struct proto_job_list *jobs,
 {
 	struct proto_iter it = { 0 };
 	struct proto_job_rec r;
+	bool mm = false;
 
-	fprintf(f, "%6s  %-10s %-6s %23s %8s %8s  %-12s %s\n", "ID", "STATE",
-		"GPUS", "USED / QUOTA", "KERN/S", "RUNTIME", "NAME", "COMMAND");
 	while (proto_job_list_next(jobs, &it, &r))
-		task_line(f, &r, now_us);
+		mm |= has_mm(&r);
+	fprintf(f, "%6s  %-10s %-6s %23s%*s %8s %8s  %-12s %s\n", "ID",
+		"STATE", "GPUS", "USED / QUOTA", mm ? 11 : 0, mm ? "EVICTED" : "",
+		"KERN/S", "RUNTIME", "NAME", "COMMAND");
+	it = (struct proto_iter){ 0 };
+	while (proto_job_list_next(jobs, &it, &r))
+		task_line(f, &r, now_us, mm);
 }
 
 void view_top_text(FILE *f, const struct proto_gpu_list *gpus,

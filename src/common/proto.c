@@ -272,7 +272,8 @@ static bool register_ok(const struct proto_register *m)
 
 static bool alloc_update_ok(const struct proto_alloc_update *m)
 {
-	return m->pid > 0 && m->gpu < PROTO_MAX_GPUS && m->resident <= m->peak;
+	return m->pid > 0 && m->gpu < PROTO_MAX_GPUS && m->resident <= m->peak &&
+	       !(m->flags & ~PROTO_ALLOC_F_MASK);
 }
 
 static bool job_rec_ok(const struct proto_job_rec *r)
@@ -384,6 +385,9 @@ static bool msg_ok(const struct proto_msg *m)
 	case PROTO_REGION_GRANTED:
 		return m->u.granted.region > 0 &&
 		       m->u.granted.gpu < PROTO_MAX_GPUS;
+	case PROTO_MEM_PRESSURE:
+		return m->u.pressure.give > 0 &&
+		       m->u.pressure.gpu < PROTO_MAX_GPUS;
 	}
 	return false;
 }
@@ -413,6 +417,10 @@ static int rd_job_rec(struct rd *r, struct proto_job_rec *rec)
 	rec->mem_quota = le64toh(w.mem_quota);
 	rec->mem_used = le64toh(w.mem_used);
 	rec->kernel_rate = le32toh(w.kernel_rate);
+	rec->mem_evicted = le64toh(w.mem_evicted);
+	rec->mem_reserved = le64toh(w.mem_reserved);
+	rec->evicts = le64toh(w.evicts);
+	rec->restores = le64toh(w.restores);
 	if (w.reserved != 0)
 		return -EBADMSG;
 	if (rd_str(r, &rec->name) < 0 || rd_str(r, &rec->cmd) < 0)
@@ -439,6 +447,10 @@ static void wr_job_rec(struct wr *w, const struct proto_job_rec *rec)
 		.mem_quota = htole64(rec->mem_quota),
 		.mem_used = htole64(rec->mem_used),
 		.kernel_rate = htole32(rec->kernel_rate),
+		.mem_evicted = htole64(rec->mem_evicted),
+		.mem_reserved = htole64(rec->mem_reserved),
+		.evicts = htole64(rec->evicts),
+		.restores = htole64(rec->restores),
 	};
 
 	wr_bytes(w, &x, sizeof(x));
@@ -600,7 +612,7 @@ static int rd_payload(struct rd *r, struct proto_msg *m)
 	case PROTO_ALLOC_UPDATE: {
 		struct proto_wire_alloc_update w;
 
-		if (rd_bytes(r, &w, sizeof(w)) < 0)
+		if (rd_bytes(r, &w, sizeof(w)) < 0 || w.reserved2 != 0)
 			return -EBADMSG;
 		m->u.alloc.job = le64toh(w.job);
 		m->u.alloc.pid = le32toh(w.pid);
@@ -609,6 +621,11 @@ static int rd_payload(struct rd *r, struct proto_msg *m)
 		m->u.alloc.peak = le64toh(w.peak);
 		m->u.alloc.want = le64toh(w.want);
 		m->u.alloc.kernels = le64toh(w.kernels);
+		m->u.alloc.evicted = le64toh(w.evicted);
+		m->u.alloc.reserved = le64toh(w.reserved);
+		m->u.alloc.evicts = le64toh(w.evicts);
+		m->u.alloc.restores = le64toh(w.restores);
+		m->u.alloc.flags = le32toh(w.flags);
 		return 0;
 	}
 	case PROTO_PS: {
@@ -817,6 +834,15 @@ static int rd_payload(struct rd *r, struct proto_msg *m)
 		m->u.granted.frozen = le32toh(w.frozen);
 		return 0;
 	}
+	case PROTO_MEM_PRESSURE: {
+		struct proto_wire_mem_pressure w;
+
+		if (rd_bytes(r, &w, sizeof(w)) < 0 || w.reserved != 0)
+			return -EBADMSG;
+		m->u.pressure.give = le64toh(w.give);
+		m->u.pressure.gpu = le32toh(w.gpu);
+		return 0;
+	}
 	}
 	return -EBADMSG;	/* unknown type */
 }
@@ -903,6 +929,11 @@ static int wr_payload(struct wr *w, const struct proto_msg *m)
 			.peak = htole64(m->u.alloc.peak),
 			.want = htole64(m->u.alloc.want),
 			.kernels = htole64(m->u.alloc.kernels),
+			.evicted = htole64(m->u.alloc.evicted),
+			.reserved = htole64(m->u.alloc.reserved),
+			.evicts = htole64(m->u.alloc.evicts),
+			.restores = htole64(m->u.alloc.restores),
+			.flags = htole32(m->u.alloc.flags),
 		};
 
 		wr_bytes(w, &x, sizeof(x));
@@ -1094,6 +1125,15 @@ static int wr_payload(struct wr *w, const struct proto_msg *m)
 		wr_bytes(w, &x, sizeof(x));
 		return 0;
 	}
+	case PROTO_MEM_PRESSURE: {
+		struct proto_wire_mem_pressure x = {
+			.give = htole64(m->u.pressure.give),
+			.gpu = htole32(m->u.pressure.gpu),
+		};
+
+		wr_bytes(w, &x, sizeof(x));
+		return 0;
+	}
 	}
 	return -EINVAL;
 }
@@ -1234,6 +1274,7 @@ PROTO_ENCODER(region_leave, PROTO_REGION_LEAVE, rleave, struct proto_region_leav
 PROTO_ENCODER(drained, PROTO_DRAINED, drained, struct proto_drained)
 PROTO_ENCODER(drain, PROTO_DRAIN, drain, struct proto_drain)
 PROTO_ENCODER(region_granted, PROTO_REGION_GRANTED, granted, struct proto_region_granted)
+PROTO_ENCODER(mem_pressure, PROTO_MEM_PRESSURE, pressure, struct proto_mem_pressure)
 
 const char *proto_type_name(uint16_t type)
 {
@@ -1262,6 +1303,7 @@ const char *proto_type_name(uint16_t type)
 	case PROTO_DRAINED: return "DRAINED";
 	case PROTO_DRAIN: return "DRAIN";
 	case PROTO_REGION_GRANTED: return "REGION_GRANTED";
+	case PROTO_MEM_PRESSURE: return "MEM_PRESSURE";
 	}
 	return "?";
 }

@@ -54,7 +54,7 @@
 #include <stdint.h>
 
 #define PROTO_MAGIC 0x58554d4bu		/* the bytes "KMUX" read as u32 LE */
-#define PROTO_VERSION 3
+#define PROTO_VERSION 4
 #define PROTO_HDR_SIZE 16
 #define PROTO_MAX_MSG (1u << 20)	/* header included */
 #define PROTO_MAX_PAYLOAD (PROTO_MAX_MSG - PROTO_HDR_SIZE)
@@ -100,6 +100,8 @@ enum proto_type {
 	PROTO_DRAIN = 208,	/* to a preload: finish your GPU work, answer
 				 * DRAINED; the gate stays closed meanwhile */
 	PROTO_REGION_GRANTED = 209, /* the region is yours */
+	PROTO_MEM_PRESSURE = 210, /* to a preload: your GPU is short of memory,
+				   * give up this many resident bytes (v4) */
 };
 
 /* Job states, shared by the wire and the daemon's database. */
@@ -139,6 +141,11 @@ enum proto_job_state {
 					 * admitted (the daemon restarted): gpus
 					 * and mem are what it holds */
 #define PROTO_REG_F_MASK 0x1u
+
+/* ALLOC_UPDATE flags (v4). */
+#define PROTO_ALLOC_F_EVICT 0x1u	/* the memory manager evicts (--memory=
+					 * evict): it acts on MEM_PRESSURE */
+#define PROTO_ALLOC_F_MASK 0x1u
 
 /* LOG_DATA flags. */
 #define PROTO_LOG_F_EOF 0x1u		/* no more data will follow */
@@ -191,6 +198,13 @@ struct proto_wire_alloc_update {
 	uint64_t peak;
 	uint64_t want;
 	uint64_t kernels;
+	/* v4: the memory manager's accounting (0 without one). */
+	uint64_t evicted;
+	uint64_t reserved;
+	uint64_t evicts;
+	uint64_t restores;
+	uint32_t flags;
+	uint32_t reserved2;
 } PROTO_PACKED;
 
 struct proto_wire_ps {
@@ -267,6 +281,11 @@ struct proto_wire_job_rec {		/* + str name, str cmd */
 	uint64_t mem_used;
 	uint32_t kernel_rate;
 	uint32_t reserved;
+	/* v4 */
+	uint64_t mem_evicted;
+	uint64_t mem_reserved;
+	uint64_t evicts;
+	uint64_t restores;
 } PROTO_PACKED;
 
 struct proto_wire_exited {
@@ -332,16 +351,23 @@ struct proto_wire_region_granted {
 	uint32_t frozen;
 } PROTO_PACKED;
 
+struct proto_wire_mem_pressure {
+	uint64_t give;
+	uint32_t gpu;
+	uint32_t reserved;
+} PROTO_PACKED;
+
 _Static_assert(sizeof(struct proto_wire_hdr) == PROTO_HDR_SIZE, "hdr");
 _Static_assert(sizeof(struct proto_wire_region_enter) == 24, "region_enter");
 _Static_assert(sizeof(struct proto_wire_region_leave) == 8, "region_leave");
 _Static_assert(sizeof(struct proto_wire_drained) == 16, "drained");
 _Static_assert(sizeof(struct proto_wire_drain) == 16, "drain");
 _Static_assert(sizeof(struct proto_wire_region_granted) == 24, "granted");
+_Static_assert(sizeof(struct proto_wire_mem_pressure) == 16, "mem_pressure");
 _Static_assert(sizeof(struct proto_wire_hello) == 8, "hello");
 _Static_assert(sizeof(struct proto_wire_job_req) == 24, "job_req");
 _Static_assert(sizeof(struct proto_wire_register) == 48, "register");
-_Static_assert(sizeof(struct proto_wire_alloc_update) == 48, "alloc_update");
+_Static_assert(sizeof(struct proto_wire_alloc_update) == 88, "alloc_update");
 _Static_assert(sizeof(struct proto_wire_ps) == 8, "ps");
 _Static_assert(sizeof(struct proto_wire_job_ref) == 8, "job_ref");
 _Static_assert(sizeof(struct proto_wire_cancel) == 16, "cancel");
@@ -352,7 +378,7 @@ _Static_assert(sizeof(struct proto_wire_ok) == 8, "ok");
 _Static_assert(sizeof(struct proto_wire_error) == 8, "error");
 _Static_assert(sizeof(struct proto_wire_admit) == 24, "admit");
 _Static_assert(sizeof(struct proto_wire_count) == 8, "count");
-_Static_assert(sizeof(struct proto_wire_job_rec) == 104, "job_rec");
+_Static_assert(sizeof(struct proto_wire_job_rec) == 136, "job_rec");
 _Static_assert(sizeof(struct proto_wire_exited) == 24, "exited");
 _Static_assert(sizeof(struct proto_wire_gpu_rec) == 40, "gpu_rec");
 _Static_assert(sizeof(struct proto_wire_log_data) == 24, "log_data");
@@ -424,6 +450,14 @@ struct proto_alloc_update {
 	uint64_t peak;
 	uint64_t want;			/* quota asked for; 0: just reporting */
 	uint64_t kernels;		/* launches since the process started */
+	/* The memory manager (KMUX_MEMORY), all 0 without one: bytes whose
+	 * contents are in host memory, bytes of address ranges it manages
+	 * (resident, evicted or never backed), evictions and restores so far. */
+	uint64_t evicted;
+	uint64_t reserved;
+	uint64_t evicts;
+	uint64_t restores;
+	uint32_t flags;			/* PROTO_ALLOC_F_* */
 };
 
 struct proto_ps {
@@ -488,6 +522,8 @@ struct proto_job_rec {
 	uint64_t mem_quota;		/* bytes per GPU admitted with, 0: not yet */
 	uint64_t mem_used;		/* resident bytes its preload reported last */
 	uint32_t kernel_rate;		/* kernel launches per second, recently */
+	/* Its memory manager's last report (running jobs; else 0). */
+	uint64_t mem_evicted, mem_reserved, evicts, restores;
 	const char *name;
 	const char *cmd;		/* the command line for display */
 };
@@ -568,6 +604,18 @@ struct proto_region_granted {
 	uint32_t frozen;		/* processes frozen for it */
 };
 
+/*
+ * MEM_PRESSURE: the GPU's memory in use passed what kmuxd may commit (or
+ * keeps a queued task out): a preload under --memory=evict evicts its
+ * least recently used objects until `give` bytes are free or none is
+ * left, and its next ALLOC_UPDATE shows it.  Others ignore it.  Its budget
+ * is unchanged: the objects come back when the program touches them.
+ */
+struct proto_mem_pressure {
+	uint64_t give;			/* bytes, > 0 */
+	uint32_t gpu;			/* < PROTO_MAX_GPUS */
+};
+
 struct proto_msg {
 	uint16_t type;			/* enum proto_type */
 	uint32_t seq;
@@ -595,6 +643,7 @@ struct proto_msg {
 		struct proto_drained drained;
 		struct proto_drain drain;
 		struct proto_region_granted granted;
+		struct proto_mem_pressure pressure;
 	} u;
 };
 
@@ -672,6 +721,8 @@ int proto_encode_drain(struct proto_buf *out, uint32_t seq,
 		       const struct proto_drain *m);
 int proto_encode_region_granted(struct proto_buf *out, uint32_t seq,
 				const struct proto_region_granted *m);
+int proto_encode_mem_pressure(struct proto_buf *out, uint32_t seq,
+			      const struct proto_mem_pressure *m);
 
 /*
  * Decode the frame at the start of buf[0..len).  For stream reassembly:

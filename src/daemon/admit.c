@@ -594,6 +594,31 @@ void admit_release(struct admit_gpu *gpus, size_t n, const struct admit_task *t,
 	}
 }
 
+uint64_t admit_mem_short(const struct admit_gpu *g,
+			 const struct admit_task *head,
+			 const struct admit_policy *p)
+{
+	uint64_t cap = admit_capacity(g, p), used = g->mem_used, need;
+	uint64_t s = used > cap ? used - cap : 0;
+
+	if (!head || head->ngpus != 1 || !allowed(head, g) ||
+	    !fits_exclusive(g, head) || !fits_busy(g, head, p))
+		return s;
+	need = admit_need(head, g, p);
+	/* Only what eviction can fix: the commitments must leave room. */
+	if (g->mem_committed > cap || need > cap - g->mem_committed)
+		return s;
+	if (used <= cap && need <= cap - used)
+		return s;
+	/* used + need - cap, saturating: used > cap - need here. */
+	if (used > cap)
+		need = need > UINT64_MAX - (used - cap) ? UINT64_MAX :
+		       used - cap + need;
+	else
+		need -= cap - used;
+	return need > s ? need : s;
+}
+
 void admit_gpu_sample(struct admit_gpu *g, double util, uint64_t mem_used,
 		      double dt_s, const struct admit_policy *p)
 {

@@ -237,6 +237,17 @@ int admit_grow(struct admit_gpu *gpus, size_t n, struct admit_placement *pl,
 	       uint64_t want, const struct admit_policy *p);
 
 /*
+ * Memory pressure on g: bytes of memory in use (NVML's, which counts what
+ * tasks touched, not what they may touch) to give back so that g is within
+ * its capacity again, and, when head (may be NULL) is a one-GPU task that
+ * g could take by its commitments but not by the memory in use, so that
+ * head fits.  0: no pressure.  kmuxd asks evict-mode tasks for that much.
+ */
+uint64_t admit_mem_short(const struct admit_gpu *g,
+			 const struct admit_task *head,
+			 const struct admit_policy *p);
+
+/*
  * Fold a utilization sample (0..1, clamped) taken dt_s seconds after the
  * previous one into g->util: an exponential moving average with time
  * constant util_tau_s, weight dt / (tau + dt) (no libm needed).  The first

@@ -108,6 +108,12 @@ struct job {
 	bool told_queued;	/* RUN, REGISTER: QUEUED sent (once) */
 	/* What its preload reports (ALLOC_UPDATE), for ps and top. */
 	uint64_t mem_used;	/* resident bytes, last report */
+	/* Its memory manager, last report (0 without one): evicted bytes,
+	 * managed ranges, evictions and restores; evict: it acts on
+	 * MEM_PRESSURE, asked_us when it was last asked (pressure.c). */
+	uint64_t mem_evicted, mem_reserved, evicts, restores;
+	bool evict;
+	uint64_t asked_us;
 	uint64_t kernels;	/* launches, last report */
 	uint64_t report_us;	/* when the last report came */
 	uint64_t rate_kernels;	/* the rate's window: launches at its start */
@@ -168,6 +174,7 @@ struct server {
 	struct admit_policy policy;
 	struct admit_gpu gpus[ADMIT_MAX_GPUS];
 	size_t ngpus;
+	uint64_t gpu_mem_cap;	/* --gpu-mem: mem_total at most this; 0: none */
 	uint64_t stamp;		/* placements so far (round robin) */
 	uint64_t last_sample_us;
 
@@ -266,6 +273,17 @@ struct job *job_find(struct server *srv, int64_t id);
 
 /* job.c: the GPU indices a running job was placed on, as a mask. */
 uint64_t job_gpu_mask(struct server *srv, const struct job *j);
+
+/* pressure.c */
+/*
+ * After each sample: for each GPU whose memory in use passes what may be
+ * committed (or keeps the head of the queue out), ask its evict-mode tasks
+ * to give up resident bytes (MEM_PRESSURE).
+ */
+void pressure_check(struct server *srv);
+/* Fake GPUs (KMUX_FAKE_GPUS): their used bytes from the tasks' reports
+ * plus KMUX_FAKE_MEM_USED's foreign bytes; nothing without that knob. */
+void pressure_fake_used(struct server *srv);
 
 /* region.c */
 int region_init(struct server *srv, char *err, size_t errlen);

@@ -179,6 +179,10 @@ static void send_job_list(struct conn *c, uint32_t seq, struct db_job *v,
 		if ((live = job_find(c->srv, d->id))) {
 			r->mem_used = live->mem_used;
 			r->kernel_rate = job_kernel_rate(live, now);
+			r->mem_evicted = live->mem_evicted;
+			r->mem_reserved = live->mem_reserved;
+			r->evicts = live->evicts;
+			r->restores = live->restores;
 		}
 	}
 	/* Newest first to keep: the oldest ended jobs matter least. */
@@ -795,6 +799,11 @@ void job_alloc_update(struct conn *c, const struct proto_msg *m)
 	if (!j || !server_client_may(c, j->uid))
 		return;
 	j->mem_used = u->resident;
+	j->mem_evicted = u->evicted;
+	j->mem_reserved = u->reserved;
+	j->evicts = u->evicts;
+	j->restores = u->restores;
+	j->evict = u->flags & PROTO_ALLOC_F_EVICT;
 	/* The rate over a window of at least a second; a counter that went
 	 * back (another process of the job) starts a new window. */
 	if (!j->rate_us || u->kernels < j->rate_kernels) {

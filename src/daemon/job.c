@@ -445,7 +445,10 @@ void job_sample(struct server *srv)
 	for (size_t i = 0; i < srv->ngpus; i++)
 		if (nvml_sample(srv->nvml, (uint32_t)i, &s) == 0 &&
 		    s.util_valid)
-			admit_gpu_sample(&srv->gpus[i], s.util, s.mem_used, dt,
+			/* --gpu-mem: the used bytes are the real, larger
+			 * GPU's; admission goes by commitments alone. */
+			admit_gpu_sample(&srv->gpus[i], s.util,
+					 srv->gpu_mem_cap ? 0 : s.mem_used, dt,
 					 &srv->policy);
 	srv->last_sample_us = now;
 }

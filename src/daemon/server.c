@@ -237,8 +237,10 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	job_sample(srv);
+	pressure_fake_used(srv);
 	job_poll(srv);
 	job_schedule(srv);
+	pressure_check(srv);
 	slurm_weight_tick(srv);
 }
 
@@ -314,6 +316,8 @@ static int gpus_init(struct server *srv, char *err, size_t errlen)
 		g->index = (uint32_t)i;
 		if (nvml_sample(srv->nvml, (uint32_t)i, &s) == 0) {
 			g->mem_total = s.mem_total;
+			if (srv->gpu_mem_cap && g->mem_total > srv->gpu_mem_cap)
+				g->mem_total = srv->gpu_mem_cap;
 			admit_gpu_sample(g, s.util, s.mem_used, 0, &srv->policy);
 			g->util_valid = s.util_valid;
 		}
@@ -414,6 +418,7 @@ static int server_init(struct server *srv, const struct server_opts *o,
 	srv->region_max_us = (uint64_t)(o->region_max_s * 1e6);
 	srv->region_drain_us = (uint64_t)(o->region_drain_s * 1e6);
 	srv->region_freeze = o->region_freeze;
+	srv->gpu_mem_cap = o->gpu_mem;
 	TAILQ_INIT(&srv->queued);
 	TAILQ_INIT(&srv->running);
 	TAILQ_INIT(&srv->conns);

@@ -25,6 +25,8 @@ struct server_opts {
 	double region_max_s;	/* revoke a region held longer; 0: never */
 	double region_drain_s;	/* wait at most this for DRAINED */
 	bool region_freeze;	/* SIGSTOP the other tasks during a region */
+	uint64_t gpu_mem;	/* > 0: admit as if each GPU had at most this
+				 * many bytes (benchmarks: a small GPU) */
 };
 
 #define SERVER_KILL_GRACE_S 10.0

@@ -52,6 +52,7 @@ enum mm_state { MM_RESERVED, MM_RESIDENT, MM_EVICTED };
 struct mm_obj {
 	uint64_t base, size, span, id;
 	CUmemGenericAllocationHandle h;	/* RESIDENT */
+	CUcontext ctx;			/* current at the allocation */
 	void *host;			/* EVICTED: pinned copy */
 	uint64_t last;			/* seq of the last operation */
 	enum mm_state state;
@@ -174,7 +175,8 @@ static void mm_report(void)
 		 "%llu resident (peak %llu), %llu evicted; %llu backed "
 		 "(%llu bytes), %llu evictions (%llu bytes), %llu restores "
 		 "(%llu bytes), %llu evictions abandoned, %llu backing "
-		 "failures, %llu pinned; largest object %llu bytes",
+		 "failures, %llu pinned; largest object %llu bytes; %llu "
+		 "daemon requests freed %llu bytes",
 		 (int)getpid(), mm_on == MM_EVICT ? "evict" : "lazy",
 		 (unsigned long long)s.objects, (unsigned long long)s.reserved,
 		 (unsigned long long)s.resident,
@@ -188,7 +190,9 @@ static void mm_report(void)
 		 (unsigned long long)s.evict_failed,
 		 (unsigned long long)s.back_failed,
 		 (unsigned long long)s.pinned,
-		 (unsigned long long)s.largest);
+		 (unsigned long long)s.largest,
+		 (unsigned long long)s.reclaims,
+		 (unsigned long long)s.reclaim_bytes);
 }
 
 int mm_init(const char *mode, const char *min, const char *budget)
@@ -314,6 +318,8 @@ CUresult mm_alloc(CUdeviceptr *dptr, uint64_t size)
 	o->span = span;
 	o->dev = dev;
 	o->state = MM_RESERVED;
+	if (REAL(cuCtxGetCurrent))
+		REAL(cuCtxGetCurrent)(&o->ctx);
 	pthread_mutex_lock(&mm_mu);
 	mm_link(o);
 	mm_st.reserved += span;
@@ -721,6 +727,53 @@ CUresult mm_free(uint64_t base)
 	pthread_mutex_unlock(&mm_mu);
 	free(o);
 	return CUDA_SUCCESS;
+}
+
+/*
+ * MEM_PRESSURE from kmuxd, on the helper thread: evict least recently
+ * used objects until give bytes are free.  The thread has no context of
+ * its own: each eviction runs in its object's.  Holding mm_mu, no
+ * operation is between mm_op_begin() and mm_op_end(), so every resident
+ * object that is not pinned may go.
+ */
+uint64_t mm_reclaim(uint64_t give)
+{
+	uint64_t freed = 0, seq;
+	CUcontext old;
+
+	if (mm_on != MM_EVICT || !REAL(cuCtxPushCurrent_v2) ||
+	    !REAL(cuCtxPopCurrent_v2))
+		return 0;
+	pthread_mutex_lock(&mm_mu);
+	seq = ++mm_seq;
+	while (freed < give) {
+		struct mm_obj *o, *best = NULL;
+
+		for (o = mm_list.next; o != &mm_list; o = o->next) {
+			if (o->state != MM_RESIDENT || o->pinned ||
+			    o->last >= seq)
+				continue;
+			if (!best || o->last < best->last)
+				best = o;
+		}
+		if (!best)
+			break;
+		if (best->ctx &&
+		    REAL(cuCtxPushCurrent_v2)(best->ctx) != CUDA_SUCCESS) {
+			best->last = seq;
+			continue;
+		}
+		if (mm_evict(best) == 0)
+			freed += best->span;
+		else
+			best->last = seq;	/* not again this time */
+		if (best->ctx)
+			REAL(cuCtxPopCurrent_v2)(&old);
+	}
+	mm_st.reclaims++;
+	mm_st.reclaim_bytes += freed;
+	pthread_mutex_unlock(&mm_mu);
+	return freed;
 }
 
 void mm_stream_gone(CUstream s)

@@ -85,6 +85,14 @@ void mm_op_end(struct mm_op *op);
 CUresult mm_op_begin_acc(struct mm_op *op, const struct access *acc, int n,
 			 int all, int pin, CUstream stream, int per_thread);
 
+/*
+ * kmuxd reports memory pressure on this process's GPU (MEM_PRESSURE):
+ * under evict, evict least recently used objects until give bytes are
+ * free or nothing more can go; the budget is unchanged.  Any thread (it
+ * makes each object's context current for its eviction).  Bytes freed.
+ */
+uint64_t mm_reclaim(uint64_t give);
+
 /* The program destroys a stream: its pending work can no longer be named. */
 void mm_stream_gone(CUstream s);
 
@@ -98,6 +106,7 @@ struct mm_stats {
 	uint64_t backs, back_bytes;
 	uint64_t evicts, evict_bytes, restores, restore_bytes;
 	uint64_t evict_failed, back_failed, pinned;
+	uint64_t reclaims, reclaim_bytes;	/* kmuxd's MEM_PRESSURE */
 };
 void mm_get_stats(struct mm_stats *st);
 

@@ -83,6 +83,7 @@ static struct reg {
 	/* The last report sent on this connection. */
 	bool reported;
 	uint64_t r_resident, r_peak, r_kernels;
+	uint64_t r_evicted, r_reserved, r_evicts, r_restores;
 } reg = { .io = { .fd = -1, .rx = reg_rx, .tx = reg_tx,
 		  .rx_cap = sizeof(reg_rx), .tx_cap = sizeof(reg_tx) } };
 
@@ -542,17 +543,25 @@ static int reg_grow(uint64_t want)
 
 /* --- the helper thread ---------------------------------------------------- */
 
-/* ALLOC_UPDATE when memory or the launch count changed since the last. */
+/*
+ * ALLOC_UPDATE when memory, the memory manager's counts or the launch
+ * count changed since the last.
+ */
 static int report(void)
 {
 	struct proto_msg m = { .type = PROTO_ALLOC_UPDATE };
 	uint64_t res = quota_used(&quota_global), peak = quota_peak(&quota_global);
 	uint64_t k = atomic_load_explicit(&kmux_launches, memory_order_relaxed);
+	struct mm_stats st = { 0 };
 
 	if (peak < res)
 		peak = res;	/* read apart: never report resident > peak */
+	if (mm_on)
+		mm_get_stats(&st);
 	if (reg.reported && res == reg.r_resident && peak == reg.r_peak &&
-	    k == reg.r_kernels)
+	    k == reg.r_kernels && st.evicted == reg.r_evicted &&
+	    st.reserved == reg.r_reserved && st.evicts == reg.r_evicts &&
+	    st.restores == reg.r_restores)
 		return 0;
 	m.u.alloc.job = reg.job;
 	m.u.alloc.pid = (uint32_t)reg.pid;
@@ -560,13 +569,37 @@ static int report(void)
 	m.u.alloc.resident = res;
 	m.u.alloc.peak = peak;
 	m.u.alloc.kernels = k;
+	m.u.alloc.evicted = st.evicted;
+	m.u.alloc.reserved = st.reserved;
+	m.u.alloc.evicts = st.evicts;
+	m.u.alloc.restores = st.restores;
+	m.u.alloc.flags = mm_on == MM_EVICT ? PROTO_ALLOC_F_EVICT : 0;
 	if (conn_send(&m))
 		return -EPIPE;
 	reg.reported = true;
 	reg.r_resident = res;
 	reg.r_peak = peak;
 	reg.r_kernels = k;
+	reg.r_evicted = st.evicted;
+	reg.r_reserved = st.reserved;
+	reg.r_evicts = st.evicts;
+	reg.r_restores = st.restores;
 	return 0;
+}
+
+/*
+ * kmuxd: this GPU is short of memory.  Under evict, give up idle objects
+ * (the next report shows it); otherwise there is nothing to give.
+ */
+static void pressured(const struct proto_mem_pressure *p)
+{
+	char want[SIZE_FORMAT_MAX], got[SIZE_FORMAT_MAX];
+	uint64_t freed = mm_reclaim(p->give);
+
+	size_format(p->give, want, sizeof(want));
+	size_format(freed, got, sizeof(got));
+	log_info("kmuxd: GPU %u is short of memory: asked for %s, evicted %s",
+		 p->gpu, want, got);
 }
 
 /*
@@ -651,6 +684,10 @@ static void *reg_thread(void *arg)
 			e = conn_recv(&m, (int)(next - now));
 			if (e == 0 && m.type == PROTO_DRAIN)
 				e = drained(m.u.drain.token);
+			if (e == 0 && m.type == PROTO_MEM_PRESSURE) {
+				pressured(&m.u.pressure);
+				next = 0;	/* the daemon waits to see it */
+			}
 			if (e == 0 || e == -ETIMEDOUT)
 				continue;
 		}

@@ -38,7 +38,7 @@ class Conn:
 
     def send(self, typ, payload):
         self.seq += 1
-        self.c.sendall(struct.pack("<IHHII", MAGIC, 3, typ, len(payload),
+        self.c.sendall(struct.pack("<IHHII", MAGIC, 4, typ, len(payload),
                                    self.seq) + payload)
         return self.seq
 
@@ -82,7 +82,7 @@ def register(job, argv, mem=0, gpus=0, flags=0, ngpus=1, name=""):
 pre.send(103, register(job, ["fg-cmd", "x"]))
 typ, _, p = pre.recv()
 check("REGISTER of the job -> ADMIT", typ == 202 and struct.unpack("<QQ", p[:16]) == (job, 10 * GiB))
-pre.send(104, struct.pack("<QIIQQQQ", job, os.getpid(), 0, 1 * GiB, 3 * GiB, 0, 0))
+pre.send(104, struct.pack("<QIIQQQQQQQQII", job, os.getpid(), 0, 1 * GiB, 3 * GiB, 0, 0, 0, 0, 0, 0, 0, 0))
 # REGISTER of a process kmux did not start: a job of its own, admitted on
 # the declared 2 GiB beside the 10 GiB run job.
 other = Conn()

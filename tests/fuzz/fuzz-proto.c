@@ -221,7 +221,7 @@ static int write_seed(const char *dir, const char *name,
 
 int main(int argc, char **argv)
 {
-	struct proto_msg m[24];
+	struct proto_msg m[25];
 	int i = 0, rc = 0;
 
 	if (argc != 2) {
@@ -286,6 +286,8 @@ int main(int argc, char **argv)
 	m[i++].u.drain = (struct proto_drain){ 1, 0 };
 	m[i].type = PROTO_REGION_GRANTED;
 	m[i++].u.granted = (struct proto_region_granted){ 1, 500, 0, 2 };
+	m[i].type = PROTO_MEM_PRESSURE;
+	m[i++].u.pressure = (struct proto_mem_pressure){ 1 << 20, 0 };
 
 	for (int k = 0; k < i; k++) {
 		char name[64];

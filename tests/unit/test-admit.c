@@ -983,6 +983,39 @@ static bool brute_fits(const struct admit_gpu *g, const struct admit_task *t)
 	return true;
 }
 
+/* Pressure: memory in use over capacity, or keeping a head out. */
+static void test_mem_short(void **state)
+{
+	struct admit_gpu g = gpu(0, 20);	/* capacity 19 GiB */
+	struct admit_task t = task(1, 4 * GiB, 1), two = task(2, 4 * GiB, 2);
+
+	(void)state;
+	assert_int_equal(admit_capacity(&g, &pol), 19 * GiB);
+	assert_true(admit_mem_short(&g, NULL, &pol) == 0);
+	g.mem_used = 21 * GiB;
+	assert_true(admit_mem_short(&g, NULL, &pol) == 2 * GiB);
+	/* The head fits by commitments (8 GiB), not by use: 2 + 4 more. */
+	g.mem_committed = 8 * GiB;
+	assert_true(admit_mem_short(&g, &t, &pol) == 6 * GiB);
+	g.mem_used = 17 * GiB;
+	assert_true(admit_mem_short(&g, &t, &pol) == 2 * GiB);
+	g.mem_used = 15 * GiB;
+	assert_true(admit_mem_short(&g, &t, &pol) == 0);
+	/* Commitments leave no room: evicting cannot let it in. */
+	g.mem_used = 17 * GiB;
+	g.mem_committed = 16 * GiB;
+	assert_true(admit_mem_short(&g, &t, &pol) == 0);
+	/* Only one-GPU heads, on GPUs they may use. */
+	g.mem_committed = 8 * GiB;
+	assert_true(admit_mem_short(&g, &two, &pol) == 0);
+	t.gpu_mask = 0x2;
+	assert_true(admit_mem_short(&g, &t, &pol) == 0);
+	/* No overflow near the top. */
+	g.mem_used = UINT64_MAX;
+	t.gpu_mask = 0;
+	assert_true(admit_mem_short(&g, &t, &pol) == UINT64_MAX - 15 * GiB);
+}
+
 static void test_random_states(void **state)
 {
 	struct admit_gpu g[16];
@@ -1087,6 +1120,7 @@ int main(void)
 		cmocka_unit_test_setup(test_backfill_bound_reserves, setup),
 		cmocka_unit_test_setup(test_backfill_bound_prevents_starvation, setup),
 		cmocka_unit_test_setup(test_aging_beats_priority, setup),
+		cmocka_unit_test_setup(test_mem_short, setup),
 		cmocka_unit_test_setup(test_random_states, setup),
 	};
 	const char *s = getenv("KMUX_TEST_SEED");

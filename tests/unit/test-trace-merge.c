@@ -699,6 +699,8 @@ static void test_mm_counter(void **state)
 		assert_int_equal((int)num(e, "pid"), 300);
 		if (n == 1)
 			assert_true(num(args, "resident") == 4194304);
+		/* Never backed: the whole range first, then nothing. */
+		assert_true(num(args, "reserved") == (n == 0 ? 4194304 : 0));
 		last_evicted = num(args, "evicted");
 		n++;
 	}

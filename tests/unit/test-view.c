@@ -132,6 +132,10 @@ static void setup_jobs(void)
 	jobs3[0].mem_quota = 10 * GiB;
 	jobs3[0].mem_used = 2 * GiB + 512 * (GiB >> 10);
 	jobs3[0].kernel_rate = 1530;
+	jobs3[0].mem_evicted = 64ull << 20;
+	jobs3[0].mem_reserved = 1 * GiB;
+	jobs3[0].evicts = 3;
+	jobs3[0].restores = 2;
 	jobs3[0].name = "train";
 	jobs3[0].cmd = "python train.py --epochs 3";
 	jobs3[1] = rec(8, PROTO_JOB_QUEUED, -1, 0);
@@ -188,6 +192,10 @@ static void test_ps_json(void **state)
 	assert_true(cJSON_GetObjectItem(j, "mem_quota")->valuedouble == 10.0 * GiB);
 	assert_true(cJSON_GetObjectItem(j, "mem_used")->valuedouble == 2.5 * GiB);
 	assert_int_equal(cJSON_GetObjectItem(j, "kernel_rate")->valuedouble, 1530);
+	assert_true(cJSON_GetObjectItem(j, "mem_evicted")->valuedouble == 64 << 20);
+	assert_true(cJSON_GetObjectItem(j, "mem_reserved")->valuedouble == 1.0 * GiB);
+	assert_int_equal(cJSON_GetObjectItem(j, "evicts")->valuedouble, 3);
+	assert_int_equal(cJSON_GetObjectItem(j, "restores")->valuedouble, 2);
 	assert_string_equal(cJSON_GetObjectItem(j, "cmd")->valuestring,
 			    "python train.py --epochs 3");
 	j = cJSON_GetArrayItem(a, 1);
@@ -228,9 +236,9 @@ static void test_top(void **state)
 		"GPU   BUSY  UTIL TASKS  COMMITTED          USED       TOTAL\n"
 		"  0   1.25   73%     1  10.00 GiB (62%)    11.00 GiB  16.00 GiB\n"
 		"  1   0.00    0%     0  0 B (0%)           0 B        16.00 GiB\n\n"
-		"    ID  STATE      GPUS              USED / QUOTA   KERN/S  RUNTIME  NAME         COMMAND\n"
-		"     7  running    1         2.50 GiB / 10.00 GiB     1530    12.3s  train        python train.py --epochs 3\n"
-		"     8  queued     -                        - / -        -        -  -            sleep 1\n"));
+		"    ID  STATE      GPUS              USED / QUOTA    EVICTED   KERN/S  RUNTIME  NAME         COMMAND\n"
+		"     7  running    1         2.50 GiB / 10.00 GiB  64.00 MiB     1530    12.3s  train        python train.py --epochs 3\n"
+		"     8  queued     -                        - / -          -        -        -  -            sleep 1\n"));
 	free(s);
 	o = view_top_json(&gpus2, &list3, T0);
 	s = cJSON_PrintUnformatted(o);

@@ -16,7 +16,15 @@
  *                      set0 err=E / set1 err=E / set1-after-free err=E
  *   memory keep      16 MiB filled with 7, then 16 MiB more is used:
  *                      set err=E; keep first=F last=L
+ *   memory idle FILE four 16 MiB objects filled with 1..4, then idle
+ *                    until FILE exists (at most 60 s), then read back
+ *                    (t72: kmuxd's memory pressure meanwhile):
+ *                      idle ready
+ *                      obj I first=F last=L
  */
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <string.h>
 
 #include "e2e-common.h"
@@ -127,6 +135,29 @@ static void c_keep(void)
 	CHECK(cuMemFree(b));
 }
 
+static void c_idle(const char *go)
+{
+	size_t n = 16 * MIB / 4;
+	CUdeviceptr o[4];
+	struct stat st;
+	unsigned f, l;
+
+	for (int i = 0; i < 4; i++) {
+		CHECK(cuMemAlloc(&o[i], 16 * MIB));
+		CHECK(fill(o[i], (unsigned)i + 1, (int)n));
+	}
+	CHECK(cuCtxSynchronize());
+	printf("idle ready\n");
+	fflush(stdout);
+	for (int t = 0; t < 600 && stat(go, &st); t++)
+		usleep(100000);
+	for (int i = 0; i < 4; i++) {
+		ends(o[i], n, &f, &l);
+		printf("obj %d first=%u last=%u\n", i, f, l);
+		CHECK(cuMemFree(o[i]));
+	}
+}
+
 int main(int argc, char **argv)
 {
 	CUcontext ctx;
@@ -150,8 +181,11 @@ int main(int argc, char **argv)
 		c_oom();
 	else if (!strcmp(c, "keep"))
 		c_keep();
+	else if (!strcmp(c, "idle") && argc > 2)
+		c_idle(argv[2]);
 	else {
-		fprintf(stderr, "usage: memory unused|touch|objects|oom|keep\n");
+		fprintf(stderr, "usage: memory unused|touch|objects|oom|keep|"
+			"idle FILE\n");
 		return 2;
 	}
 	CHECK(cuCtxSynchronize());

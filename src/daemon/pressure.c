@@ -1,0 +1,138 @@
+/*
+ * pressure.c - owns kmuxd's side of memory pressure (issue 5): finding
+ * GPUs whose memory in use passes what may be committed, or keeps the head
+ * of the queue out (admit_mem_short()), and asking the tasks there whose
+ * memory manager evicts (kmux run --memory=evict) to give up resident
+ * bytes with MEM_PRESSURE.  A task's budget and the GPU's commitments do
+ * not change: what is given up is idle memory, restored when touched.
+ *
+ * Memory in use is NVML's (every process's, kmux's or not).  Fake GPUs
+ * have none; KMUX_FAKE_MEM_USED (a file of "GPU BYTES" lines: memory of
+ * processes kmux does not manage) makes it the tasks' reported resident
+ * bytes plus those, so that tests can put a GPU under pressure.
+ *
+ * A task is asked at most once per PRESSURE_HOLD_US: its answer comes in
+ * its next usage report (within 250 ms), and the GPU's next sample shows
+ * whether that was enough.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "daemon.h"
+#include "log.h"
+#include "nvml.h"
+#include "size.h"
+
+#define PRESSURE_HOLD_US 2000000u
+#define PRESSURE_MAX_ASK 64
+
+/* The preload connection of a running job (its REGISTER's), or NULL. */
+static struct conn *preload_of(struct server *srv, const struct job *j)
+{
+	struct conn *c;
+
+	TAILQ_FOREACH(c, &srv->conns, entry)
+		if (c->role == PROTO_ROLE_PRELOAD && c->reg_job == j->id &&
+		    !c->closing)
+			return c;
+	return NULL;
+}
+
+/* KMUX_FAKE_MEM_USED's bytes for GPU i (0 when it names none). */
+static uint64_t fake_foreign(const char *path, uint32_t i)
+{
+	unsigned long long b, sum = 0;
+	unsigned int gpu;
+	char line[128];
+	FILE *f = fopen(path, "re");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%u %llu", &gpu, &b) == 2 && gpu == i)
+			sum += b;
+	fclose(f);
+	return sum;
+}
+
+void pressure_fake_used(struct server *srv)
+{
+	const char *path = getenv("KMUX_FAKE_MEM_USED");
+	struct job *j;
+
+	if (!path || !*path || !srv->nvml || !nvml_is_fake(srv->nvml))
+		return;
+	for (size_t i = 0; i < srv->ngpus; i++) {
+		struct admit_gpu *g = &srv->gpus[i];
+
+		g->mem_used = fake_foreign(path, g->index);
+		TAILQ_FOREACH(j, &srv->running, entry)
+			if (job_gpu_mask(srv, j) & (UINT64_C(1) << g->index))
+				g->mem_used += j->mem_used;
+	}
+}
+
+/* The tasks on GPU i that can give, largest resident first. */
+static size_t candidates(struct server *srv, const struct admit_gpu *g,
+			 uint64_t now, struct job **v)
+{
+	struct job *j;
+	size_t n = 0;
+
+	TAILQ_FOREACH(j, &srv->running, entry) {
+		size_t k;
+
+		if (!j->evict || !j->mem_used || n == PRESSURE_MAX_ASK ||
+		    !(job_gpu_mask(srv, j) & (UINT64_C(1) << g->index)) ||
+		    (j->asked_us && now - j->asked_us < PRESSURE_HOLD_US))
+			continue;
+		for (k = n; k > 0 && v[k - 1]->mem_used < j->mem_used; k--)
+			v[k] = v[k - 1];
+		v[k] = j;
+		n++;
+	}
+	return n;
+}
+
+static void ask(struct server *srv, struct admit_gpu *g, uint64_t short_by,
+		uint64_t now)
+{
+	struct job *v[PRESSURE_MAX_ASK];
+	char s[SIZE_FORMAT_MAX], b[SIZE_FORMAT_MAX];
+	size_t n = candidates(srv, g, now, v);
+
+	size_format(short_by, s, sizeof(s));
+	for (size_t k = 0; k < n && short_by > 0; k++) {
+		struct proto_msg m = { .type = PROTO_MEM_PRESSURE };
+		struct conn *c = preload_of(srv, v[k]);
+		uint64_t give = v[k]->mem_used < short_by ? v[k]->mem_used :
+				short_by;
+
+		if (!c)
+			continue;
+		m.u.pressure.give = give;
+		m.u.pressure.gpu = g->index;
+		if (!server_client_send(c, &m))
+			continue;
+		v[k]->asked_us = now;
+		short_by -= give;
+		size_format(give, b, sizeof(b));
+		log_info("daemon: GPU %u is %s short of memory: job %lld asked "
+			 "to give up %s", g->index, s, (long long)v[k]->id, b);
+	}
+}
+
+void pressure_check(struct server *srv)
+{
+	struct job *head = TAILQ_FIRST(&srv->queued);
+	uint64_t now = server_now_us();
+
+	for (size_t i = 0; i < srv->ngpus; i++) {
+		struct admit_gpu *g = &srv->gpus[i];
+		uint64_t s = admit_mem_short(g, head ? &head->task : NULL,
+					     &srv->policy);
+
+		if (s)
+			ask(srv, g, s, now);
+	}
+}
