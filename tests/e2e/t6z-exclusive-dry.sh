@@ -23,6 +23,8 @@ check "report: inflation rows for the region mode" grep -q "^| region2 | " <(sed
 check "report: marked as a dry run" grep -q "DRY RUN" "$md"
 check "the daemon granted regions (seq and region2: 12)" \
 	[ "$(grep -c 'GPU 0 to pid' "$TMP/out/exclusive/kmuxd.log")" -ge 12 ]
-check "each command's JSON line says it was exclusive" \
-	[ "$(cat "$TMP"/out/exclusive/region2/out/*.out | grep -c '"exclusive": true')" = 6 ]
+check "each command's output is packed, and each JSON line says it was exclusive" \
+	[ "$(tar -xzOf "$TMP/out/exclusive-raw.tgz" --wildcards 'exclusive/region2/out/*.out' | grep -c '"exclusive": true')" = 6 ]
+check "the unpacked per-command output is gone (the device returns few files)" \
+	[ ! -d "$TMP/out/exclusive/region2/out" ]
 finish
