@@ -360,7 +360,7 @@ static void kp_word(struct kp_collect *c, uint64_t w, uint32_t param)
 {
 	struct alloc a;
 
-	if (alloc_table_find(c->t, w, &a) != 0)
+	if (alloc_table_find_cached(c->t, w, &a) != 0)
 		return;
 	if (kp_seen(c, a.id))
 		return;

@@ -46,6 +46,7 @@ static void sched_hw_build(struct sched *s, struct sched_hostwait *out)
 			c[nc].seq = s->ev_seq[slot];
 			c[nc].vc = sched_ev_clock(s, slot);
 			c[nc].event = slot;
+			sched_ev_use(s, slot);
 		} else {
 			c[nc].how = SCHED_HW_STREAM;
 			c[nc].seq = st->tail;
