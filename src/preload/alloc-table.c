@@ -720,6 +720,12 @@ int alloc_table_find_cached(struct alloc_table *t, uint64_t addr,
 	return ret;
 }
 
+void alloc_table_span(struct alloc_table *t, uint64_t *lo, uint64_t *hi)
+{
+	*lo = t ? atomic_load_explicit(&t->lo, memory_order_relaxed) : 1;
+	*hi = t ? atomic_load_explicit(&t->hi, memory_order_relaxed) : 0;
+}
+
 size_t alloc_table_count(struct alloc_table *t)
 {
 	if (!t)

@@ -67,6 +67,12 @@ int alloc_table_find(struct alloc_table *t, uint64_t addr, struct alloc *out);
 int alloc_table_find_cached(struct alloc_table *t, uint64_t addr,
 			    struct alloc *out);
 
+/*
+ * [*lo, *hi): a range covering every live allocation now (empty: lo > hi),
+ * for callers that look up many words and skip those outside it first.
+ */
+void alloc_table_span(struct alloc_table *t, uint64_t *lo, uint64_t *hi);
+
 /* Number of live allocations and their total bytes, per kind (kind < 0: all). */
 size_t alloc_table_count(struct alloc_table *t);
 uint64_t alloc_table_bytes(struct alloc_table *t, int kind);
