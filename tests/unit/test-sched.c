@@ -592,6 +592,42 @@ static void test_sync_for_read(void **state)
 	sched_free(s);
 }
 
+/*
+ * A read-back that had to wait for a whole stream (work queued after the
+ * writer, no record between) teaches the writer to record: the next round
+ * the host waits for that record alone, not for the work behind it.
+ */
+static void test_host_read_learns(void **state)
+{
+	struct sched *s = new_sched(4, 0);
+	struct sched_decision w, r;
+	struct sched_hostwait hw;
+	uint64_t id = 1;
+
+	(void)state;
+	for (int round = 0; round < 3; round++) {
+		w = sub(s, "w1");
+		r = sub(s, "r1 w2");	/* follows it on its stream */
+		assert_int_equal(r.stream, w.stream);
+		assert_int_equal(sched_sync_for_read(s, &id, 1, &hw), 0);
+		assert_int_equal(hw.n, 1);
+		if (round == 0) {
+			assert_int_equal(w.record_after, -1);
+			assert_int_equal(hw.ent[0].how, SCHED_HW_STREAM);
+		} else {
+			assert_true(w.record_after >= 0);
+			assert_int_equal(hw.ent[0].how, SCHED_HW_EVENT);
+			assert_int_equal(hw.ent[0].event, w.record_after);
+			assert_int_equal(hw.ent[0].seq, w.seq);
+		}
+		assert_int_equal(sched_complete_hostwait(s, &hw), 0);
+		assert_int_equal(sched_sync_all(s, &hw), 0);
+		assert_int_equal(sched_complete_hostwait(s, &hw), 0);
+	}
+	assert_int_equal(sched_check(s), 0);
+	sched_free(s);
+}
+
 /* With a record between the writer and the stream's end, the host waits
  * for the record only. */
 static void test_sync_for_read_event(void **state)
@@ -1290,6 +1326,7 @@ int main(void)
 		cmocka_unit_test(test_reader_collapse),
 		cmocka_unit_test(test_barrier),
 		cmocka_unit_test(test_sync_for_read),
+		cmocka_unit_test(test_host_read_learns),
 		cmocka_unit_test(test_sync_for_read_event),
 		cmocka_unit_test(test_sync_all),
 		cmocka_unit_test(test_complete_spreads),
