@@ -97,7 +97,7 @@ uint64_t trace_now(void);
 /*
  * trace_now() while tracing, 0 otherwise: the timestamps of launches and
  * copies are read only by the trace, and two clock reads were a tenth of
- * what a scheduled launch cost the host (tests/e2e/t58-launch-cost.sh).
+ * what a scheduled launch cost the host (bench/launch-cost.sh).
  */
 static inline uint64_t trace_stamp(void)
 {

@@ -59,7 +59,7 @@ $(BUILD)/tests/e2e/streams-cases: tests/e2e/progs/streams-cases.c tests/e2e/prog
 	@mkdir -p $(dir $@)
 	$(CC) $(E2E_CFLAGS) -Itests/simcuda -o $@ $< -L$(E2E_SIMDIR) -lcuda
 
-# Host time per scheduled launch (tests/e2e/t58-launch-cost.sh).
+# Host time per scheduled launch (bench/launch-cost.sh; t58 runs it).
 $(BUILD)/tests/e2e/launch-cost: tests/e2e/progs/launch-cost.c tests/e2e/progs/e2e-common.h $(E2E_SIMDIR)/libcuda.so.1
 	@mkdir -p $(dir $@)
 	$(CC) $(E2E_CFLAGS) -O2 -o $@ $< -L$(E2E_SIMDIR) -lcuda

@@ -2,7 +2,7 @@
  * launch-cost.c - host time per default-stream kernel launch, for measuring
  * what kmux's stream scheduler adds per operation (issue 3: PyTorch is bound
  * by the host's launch rate).  Run it plain and under the preload and
- * subtract; tests/e2e/launch-cost.sh does that.
+ * subtract; bench/launch-cost.sh does that (t58 checks it still runs).
  *
  *   launch-cost PATTERN [OPS [TRIALS]]
  *
