@@ -137,6 +137,26 @@ static bool ebr_key_ok;
 static __thread int ebr_my_slot = EBR_NONE;
 static __thread unsigned ebr_retry;
 
+/*
+ * alloc_table_find_cached(): a per-thread direct-mapped memo of recent
+ * lookups.  Programs pass the same pointers launch after launch (weights,
+ * a caching allocator's recycled blocks), and a lookup is two binary
+ * searches whose dependent loads were a fifth of a scheduled launch's host
+ * time.  at_gen moves after every change of any table (after the new root
+ * is published), so a memo entry is exactly as fresh as a lookup made
+ * when it was filled: a reader racing a writer may see either state, as
+ * with alloc_table_find() itself.
+ */
+#define AT_MEMO_BITS 10
+#define AT_MEMO (1u << AT_MEMO_BITS)	/* 48 KiB a thread, touched lazily */
+struct at_memo {
+	uint64_t addr;
+	uint64_t gen;		/* at_gen when filled; 0: never */
+	struct alloc a;		/* a.id 0: addr is in no allocation */
+};
+static _Atomic uint64_t at_gen = 1;
+static __thread struct at_memo at_memo[AT_MEMO];
+
 /* Ids are unique across every table of the process and never reused. */
 static _Atomic uint64_t at_next_id = 1;
 
@@ -493,6 +513,7 @@ static int table_replace(struct alloc_table *t, struct at_root *old,
 		}
 	}
 
+	atomic_fetch_add_explicit(&at_gen, 1, memory_order_release);
 	/* The new root is visible: read the epoch the old pieces die in. */
 	epoch = atomic_load(&ebr_epoch);
 	t->retired[t->nretired++] = (struct at_retired){ old, epoch };
@@ -662,6 +683,47 @@ int alloc_table_find(struct alloc_table *t, uint64_t addr, struct alloc *out)
 	}
 	ebr_exit(&g);
 	return ret;
+}
+
+int alloc_table_find_cached(struct alloc_table *t, uint64_t addr,
+			    struct alloc *out)
+{
+	struct at_memo *m;
+	uint64_t gen;
+	int ret;
+
+	/* Only the process-wide table is memoized (ids are never reused). */
+	if (unlikely(t != atomic_load_explicit(&at_global,
+					       memory_order_relaxed)))
+		return alloc_table_find(t, addr, out);
+	if (unlikely(!t))
+		return -EINVAL;
+	if (addr < atomic_load_explicit(&t->lo, memory_order_relaxed) ||
+	    addr >= atomic_load_explicit(&t->hi, memory_order_relaxed))
+		return -ENOENT;
+	gen = atomic_load_explicit(&at_gen, memory_order_acquire);
+	m = &at_memo[(addr * 0x9e3779b97f4a7c15ull) >> (64 - AT_MEMO_BITS)];
+	if (m->addr == addr && m->gen == gen) {
+		if (!m->a.id)
+			return -ENOENT;
+		if (out)
+			*out = m->a;
+		return 0;
+	}
+	ret = alloc_table_find(t, addr, &m->a);
+	if (ret != 0)
+		m->a.id = 0;
+	m->addr = addr;
+	m->gen = gen;
+	if (ret == 0 && out)
+		*out = m->a;
+	return ret;
+}
+
+void alloc_table_span(struct alloc_table *t, uint64_t *lo, uint64_t *hi)
+{
+	*lo = t ? atomic_load_explicit(&t->lo, memory_order_relaxed) : 1;
+	*hi = t ? atomic_load_explicit(&t->hi, memory_order_relaxed) : 0;
 }
 
 size_t alloc_table_count(struct alloc_table *t)

@@ -59,6 +59,20 @@ int alloc_table_remove(struct alloc_table *t, uint64_t base,
  */
 int alloc_table_find(struct alloc_table *t, uint64_t addr, struct alloc *out);
 
+/*
+ * alloc_table_find() through a small per-thread memo of recent lookups,
+ * invalidated by any change to any table: the same answers, faster when a
+ * program passes the same pointers again (kernel parameters).
+ */
+int alloc_table_find_cached(struct alloc_table *t, uint64_t addr,
+			    struct alloc *out);
+
+/*
+ * [*lo, *hi): a range covering every live allocation now (empty: lo > hi),
+ * for callers that look up many words and skip those outside it first.
+ */
+void alloc_table_span(struct alloc_table *t, uint64_t *lo, uint64_t *hi);
+
 /* Number of live allocations and their total bytes, per kind (kind < 0: all). */
 size_t alloc_table_count(struct alloc_table *t);
 uint64_t alloc_table_bytes(struct alloc_table *t, int kind);

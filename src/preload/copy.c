@@ -36,7 +36,7 @@ void copy_begin(struct copy_call *cc, enum trace_copy_kind kind,
 		.per_thread = per_thread,
 		.orig = s,
 	};
-	cc->c.t_begin = trace_now();
+	cc->c.t_begin = trace_stamp();
 }
 
 struct copy_side {
@@ -281,7 +281,7 @@ CUresult copy_run(struct copy_call *cc, streams_issue_fn issue, void *arg)
 		   copy_sched(cc, issue, arg, &r)))
 		r = streams_pass(cc->orig, issue, arg);
 	mm_op_end(&mo);
-	cc->c.t_end = trace_now();
+	cc->c.t_end = trace_stamp();
 	cc->c.result = r;
 	trace_copy(&cc->c);
 	if (!cc->c.async)

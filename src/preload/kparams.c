@@ -72,6 +72,7 @@ static struct kparams_driver kp_drv;
 /* The state of one kparams_collect() call. */
 struct kp_collect {
 	struct alloc_table *t;
+	uint64_t lo, hi;		/* alloc_table_span(): others miss */
 	struct access *out;
 	int max;
 	int n;
@@ -360,7 +361,7 @@ static void kp_word(struct kp_collect *c, uint64_t w, uint32_t param)
 {
 	struct alloc a;
 
-	if (alloc_table_find(c->t, w, &a) != 0)
+	if (alloc_table_find_cached(c->t, w, &a) != 0)
 		return;
 	if (kp_seen(c, a.id))
 		return;
@@ -390,7 +391,9 @@ static void kp_scan(struct kp_collect *c, const unsigned char *p,
 	for (uint32_t j = (8 - (off & 7)) & 7; j + 8 <= len && !c->full;
 	     j += 8) {
 		memcpy(&w, p + j, sizeof(w));
-		kp_word(c, w, param);
+		/* Most words (NULLs, sizes, scalars) are no pointer at all. */
+		if (w - c->lo < c->hi - c->lo)
+			kp_word(c, w, param);
 	}
 }
 
@@ -443,6 +446,7 @@ int kparams_collect(struct alloc_table *t, const struct kernel_info *ki,
 
 	/* Field by field: an initializer would clear dedup[] every launch. */
 	c.t = t;
+	alloc_table_span(t, &c.lo, &c.hi);
 	c.out = out;
 	c.max = max < 0 ? 0 : max;
 	c.n = 0;

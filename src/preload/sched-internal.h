@@ -90,6 +90,14 @@ struct sched {
 	uint64_t *ev_seq;		/* [n * E]: op it follows; 0: none */
 	uint64_t *ev_fin;		/* [n * E]: its virtual finish */
 	uint64_t *ev_clock;		/* [n * E * n]: clock of the record */
+	/*
+	 * [n * E]: the allocation whose hot mark asked for the record (0:
+	 * none), and the mark; ev_used: a wait or host wait named it.  A
+	 * record overwritten unused takes the mark back (hot-mark decay).
+	 */
+	uint64_t *ev_src;
+	uint8_t *ev_srcbit;
+	uint8_t *ev_used;
 
 	uint64_t vnow;		/* virtual time known to have passed */
 	int bar_stream;		/* the latest barrier, (bar_stream, bar_seq) */
@@ -162,6 +170,8 @@ void sched_need_barrier(struct sched *s);
 int sched_ev_cover(const struct sched *s, int j, uint64_t seq);
 int sched_ev_below(const struct sched *s, int j, uint64_t seq);
 int sched_ev_record(struct sched *s, int j);
+/* A wait or host wait names the slot's record (see sched_ev_retire()). */
+void sched_ev_use(struct sched *s, int slot);
 
 /* sched-map.c */
 int sched_map_init(struct sched *s);

@@ -30,6 +30,28 @@ struct sched_hwc {
  * dependency is its last operation or no record lies between it and the
  * end; otherwise the earliest record after it is.
  */
+/*
+ * The host waits for more than the dependency on stream j when work was
+ * queued after it and no record lies between (slot: the record used, -1:
+ * the stream's end).  As for device-side waits (sched_mark_hot()), mark
+ * the allocation that caused it, so that its next writer (or reader)
+ * records right after itself: a program that reads back the same buffer
+ * every iteration then waits for its writer alone.  Decay takes the mark
+ * back if those records go unused.
+ */
+static void sched_hw_learn(struct sched *s, int j, int slot)
+{
+	struct sched_astate *a;
+
+	if (s->n == 1 || !s->src_id[j] || s->need[j] >= s->st[j].tail ||
+	    (slot >= 0 && s->ev_seq[slot] == s->need[j]))
+		return;
+	a = sched_map_find(&s->map, s->src_id[j]);
+	if (a)
+		a->hot |= s->src_kind[j] == SCHED_SRC_W ? SCHED_HOT_W
+							 : SCHED_HOT_R;
+}
+
 static void sched_hw_build(struct sched *s, struct sched_hostwait *out)
 {
 	struct sched_hwc c[SCHED_MAX_STREAMS], x;
@@ -46,6 +68,7 @@ static void sched_hw_build(struct sched *s, struct sched_hostwait *out)
 			c[nc].seq = s->ev_seq[slot];
 			c[nc].vc = sched_ev_clock(s, slot);
 			c[nc].event = slot;
+			sched_ev_use(s, slot);
 		} else {
 			c[nc].how = SCHED_HW_STREAM;
 			c[nc].seq = st->tail;
@@ -55,6 +78,7 @@ static void sched_hw_build(struct sched *s, struct sched_hostwait *out)
 		c[nc].j = j;
 		c[nc].key = sched_vc_sum(c[nc].vc, s->n);
 		nc++;
+		sched_hw_learn(s, j, slot);
 	}
 	for (int i = 1; i < nc; i++) {
 		int k = i;

@@ -62,6 +62,9 @@ void sched_free(struct sched *s)
 	free(s->ev_seq);
 	free(s->ev_fin);
 	free(s->ev_clock);
+	free(s->ev_src);
+	free(s->ev_srcbit);
+	free(s->ev_used);
 	free(s->need);
 	free(s->need_fin);
 	free(s->src_id);
@@ -92,6 +95,9 @@ int sched_new(int nstreams, unsigned flags, struct sched **out)
 	s->ev_seq = calloc(n * SCHED_E, sizeof(*s->ev_seq));
 	s->ev_fin = calloc(n * SCHED_E, sizeof(*s->ev_fin));
 	s->ev_clock = calloc(n * SCHED_E * n, sizeof(*s->ev_clock));
+	s->ev_src = calloc(n * SCHED_E, sizeof(*s->ev_src));
+	s->ev_srcbit = calloc(n * SCHED_E, sizeof(*s->ev_srcbit));
+	s->ev_used = calloc(n * SCHED_E, sizeof(*s->ev_used));
 	s->need = calloc(n, sizeof(*s->need));
 	s->need_fin = calloc(n, sizeof(*s->need_fin));
 	s->src_id = calloc(n, sizeof(*s->src_id));
@@ -101,6 +107,7 @@ int sched_new(int nstreams, unsigned flags, struct sched **out)
 	s->plist = calloc(n, sizeof(*s->plist));
 	s->tmp = calloc(n, sizeof(*s->tmp));
 	if (!s->st || !s->clock || !s->ev_seq || !s->ev_fin || !s->ev_clock ||
+	    !s->ev_src || !s->ev_srcbit || !s->ev_used ||
 	    !s->need || !s->need_fin || !s->src_id || !s->src_kind ||
 	    !s->eff_ev || !s->eff_fin || !s->plist || !s->tmp)
 		goto err_free;
@@ -171,6 +178,36 @@ int sched_ev_below(const struct sched *s, int j, uint64_t seq)
 	return best;
 }
 
+/*
+ * Hot-mark decay.  A record asked for by a hot mark that no wait used
+ * before its slot comes round again was host time for nothing (about a
+ * microsecond of cuEventRecord on a real GPU): take the mark back.  Where
+ * the exact record is needed, sched_mark_hot() sets it again the next time
+ * a late record costs overlap; where it is not (a false conflict, a fork
+ * that no longer forks), the allocation stops recording.  Marks only ever
+ * cost or save time, never order, so this is safe by construction.
+ */
+static void sched_ev_retire(struct sched *s, int slot)
+{
+	struct sched_astate *a;
+
+	if (s->ev_seq[slot] && s->ev_src[slot] && !s->ev_used[slot]) {
+		a = sched_map_find(&s->map, s->ev_src[slot]);
+		if (a && (a->hot & s->ev_srcbit[slot])) {
+			a->hot &= (uint8_t)~s->ev_srcbit[slot];
+			s->stats.hot_cleared++;
+		}
+	}
+	s->ev_src[slot] = 0;
+	s->ev_srcbit[slot] = 0;
+	s->ev_used[slot] = 0;
+}
+
+void sched_ev_use(struct sched *s, int slot)
+{
+	s->ev_used[slot] = 1;
+}
+
 int sched_ev_record(struct sched *s, int j)
 {
 	struct sched_stream *st = &s->st[j];
@@ -186,6 +223,7 @@ int sched_ev_record(struct sched *s, int j)
 	 */
 	slot = j * SCHED_E + (int)st->ev_next;
 	st->ev_next = (st->ev_next + 1) % SCHED_E;
+	sched_ev_retire(s, slot);
 	s->ev_seq[slot] = st->tail;
 	s->ev_fin[slot] = st->fin;
 	memcpy(sched_ev_clock(s, slot), sched_clock(s, j),
@@ -484,6 +522,7 @@ static void sched_emit_waits(struct sched *s, int t, struct sched_decision *out)
 		}
 		out->wait[out->nwait++] = (struct sched_event_ref){
 			.seq = s->ev_seq[slot], .stream = j, .event = slot };
+		sched_ev_use(s, slot);
 		if (s->ev_seq[slot] > s->need[j])
 			s->stats.over_waits++;
 		sched_vc_merge(ct, sched_ev_clock(s, slot), s->n);
@@ -576,24 +615,34 @@ static void sched_add_reader(struct sched *s, struct sched_astate *a, int t,
 	a->r_fin = sched_max(a->r_fin, fin);
 }
 
-/* Returns whether an event right after the operation is wanted. */
+/*
+ * Returns whether an event right after the operation is wanted; *src and
+ * *srcbit: the first allocation whose hot mark wants it, and that mark.
+ */
 static int sched_update_states(struct sched *s,
 			       const struct sched_access *acc, int nacc, int t,
-			       uint64_t seq, uint64_t fin)
+			       uint64_t seq, uint64_t fin, uint64_t *src,
+			       uint8_t *srcbit)
 {
 	int want = 0;
+	uint8_t bit;
 
 	for (int i = 0; i < nacc; i++) {
 		struct sched_astate *a = sched_map_get(&s->map,
 						       acc[i].alloc_id);
 
 		if (acc[i].mode == SCHED_READ) {
-			want |= a->hot & SCHED_HOT_R;
+			bit = a->hot & SCHED_HOT_R;
 			sched_add_reader(s, a, t, seq, fin);
 		} else {
-			want |= a->hot & SCHED_HOT_W;
+			bit = a->hot & SCHED_HOT_W;
 			sched_set_writer(a, t, seq, fin);
 		}
+		if (bit && !want) {
+			*src = a->id;
+			*srcbit = bit;
+		}
+		want |= bit;
 	}
 	return want;
 }
@@ -655,8 +704,9 @@ int sched_submit_weighted(struct sched *s, const struct sched_access *acc,
 			  int nacc, unsigned flags, uint32_t weight,
 			  struct sched_decision *out)
 {
-	uint64_t vt = sched_weight_vt(weight), start;
+	uint64_t vt = sched_weight_vt(weight), start, src = 0;
 	uint32_t misses = 0;
+	uint8_t srcbit = 0;
 	int t, err;
 
 	err = sched_check_args(s, acc, nacc);
@@ -689,10 +739,13 @@ int sched_submit_weighted(struct sched *s, const struct sched_access *acc,
 	sched_decision_init(out, t, flags & SCHED_JOIN ? SCHED_DEC_JOIN : 0);
 	sched_emit_waits(s, t, out);
 	out->seq = sched_push(s, t, start, vt);
-	if (sched_update_states(s, acc, nacc, t, out->seq, s->st[t].fin) ||
+	if (sched_update_states(s, acc, nacc, t, out->seq, s->st[t].fin,
+				&src, &srcbit) ||
 	    (nacc && (s->flags & SCHED_EAGER_EVENTS))) {
 		if (s->n > 1) {
 			out->record_after = sched_ev_record(s, t);
+			s->ev_src[out->record_after] = src;
+			s->ev_srcbit[out->record_after] = srcbit;
 			s->stats.events_after++;
 		}
 	}
@@ -710,8 +763,11 @@ int sched_forget(struct sched *s, uint64_t alloc_id)
 
 void sched_event_lost(struct sched *s, int event)
 {
-	if (s && event >= 0 && event < s->n * SCHED_E)
+	if (s && event >= 0 && event < s->n * SCHED_E) {
 		s->ev_seq[event] = 0;
+		s->ev_src[event] = 0;
+		s->ev_used[event] = 0;
+	}
 }
 
 static int sched_check_state(const struct sched *s,

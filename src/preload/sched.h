@@ -177,6 +177,7 @@ struct sched_stats {
 	uint64_t over_waits;	/* issued on a record later than needed */
 	uint64_t events_after;	/* record_after requested */
 	uint64_t events_lazy;	/* records at another stream's end */
+	uint64_t hot_cleared;	/* hot marks dropped: their record unused */
 	uint64_t reader_collapses;	/* reader sets made conservative */
 	uint64_t host_waits;	/* hostwait entries to wait for */
 	uint64_t host_implied;	/* hostwait entries implied by others */

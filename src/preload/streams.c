@@ -1183,6 +1183,7 @@ static void stats_add(struct sched_stats *a, const struct sched_stats *b)
 	a->over_waits += b->over_waits;
 	a->events_after += b->events_after;
 	a->events_lazy += b->events_lazy;
+	a->hot_cleared += b->hot_cleared;
 	a->reader_collapses += b->reader_collapses;
 	a->host_waits += b->host_waits;
 	a->host_implied += b->host_implied;
@@ -1248,7 +1249,7 @@ static void streams_report(void)
 		 "%llu ops, %llu barriers (%llu degraded), %llu joins, "
 		 "%llu bridged; blocking streams: %llu joins, %llu barriers; "
 		 "waits issued %llu, pruned %llu; events after %llu, lazy "
-		 "%llu; host waits %llu (implied %llu, idle streams skipped "
+		 "%llu, hot marks dropped %llu; host waits %llu (implied %llu, idle streams skipped "
 		 "%llu); failures %llu",
 		 (int)getpid(), kmux_streams, t.contexts, t.off,
 		 (unsigned long long)t.st.ops,
@@ -1262,6 +1263,7 @@ static void streams_report(void)
 		 (unsigned long long)t.st.waits_pruned,
 		 (unsigned long long)t.st.events_after,
 		 (unsigned long long)t.st.events_lazy,
+		 (unsigned long long)t.st.hot_cleared,
 		 (unsigned long long)t.st.host_waits,
 		 (unsigned long long)t.st.host_implied,
 		 (unsigned long long)t.st.host_idle,

@@ -80,7 +80,7 @@ static void launch_op_begin(struct launch_op *op, enum trace_api api,
 						   &tl->kflags);
 	}
 	tl->acc = op->acc;
-	tl->t_begin = trace_now();
+	tl->t_begin = trace_stamp();
 }
 
 /* The real call on stream s, or as the program made it (s NULL). */
@@ -280,7 +280,7 @@ static CUresult launch_go(struct launch_op *op)
 		   launch_sched(op, &r)))
 		r = streams_pass(op->orig, launch_issue, op);
 	mm_op_end(&mo);
-	op->tl.t_end = trace_now();
+	op->tl.t_end = trace_stamp();
 	op->tl.result = r;
 	trace_launch_end(op->token, op->stream, &op->tl);
 	return r;

@@ -44,7 +44,7 @@ $(BUILD)/tests/e2e/drv-threads: tests/e2e/progs/drv-threads.c tests/e2e/progs/e2
 # The stream scheduler's programs (issue 3): a random DAG on the default
 # stream, and one program per case that must keep its order.  Linked with
 # the simulated driver: streams-cases reads simcuda's records in-process.
-E2E_STREAMS_PROGS = rand-dag rand-dag-pt streams-cases
+E2E_STREAMS_PROGS = rand-dag rand-dag-pt streams-cases launch-cost
 TEST_TARGETS += $(E2E_STREAMS_PROGS:%=$(BUILD)/tests/e2e/%)
 
 $(BUILD)/tests/e2e/rand-dag: tests/e2e/progs/rand-dag.c tests/e2e/progs/e2e-common.h $(E2E_SIMDIR)/libcuda.so.1
@@ -58,3 +58,8 @@ $(BUILD)/tests/e2e/rand-dag-pt: tests/e2e/progs/rand-dag.c tests/e2e/progs/e2e-c
 $(BUILD)/tests/e2e/streams-cases: tests/e2e/progs/streams-cases.c tests/e2e/progs/e2e-common.h tests/simcuda/simcuda.h $(E2E_SIMDIR)/libcuda.so.1
 	@mkdir -p $(dir $@)
 	$(CC) $(E2E_CFLAGS) -Itests/simcuda -o $@ $< -L$(E2E_SIMDIR) -lcuda
+
+# Host time per scheduled launch (bench/launch-cost.sh; t58 runs it).
+$(BUILD)/tests/e2e/launch-cost: tests/e2e/progs/launch-cost.c tests/e2e/progs/e2e-common.h $(E2E_SIMDIR)/libcuda.so.1
+	@mkdir -p $(dir $@)
+	$(CC) $(E2E_CFLAGS) -O2 -o $@ $< -L$(E2E_SIMDIR) -lcuda

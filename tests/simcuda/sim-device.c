@@ -152,6 +152,8 @@ static void read_env(void)
 		else
 			sim.kernel_us = v;
 	}
+	s = getenv("SIMCUDA_DISCARD");
+	sim.discard = s != NULL && strcmp(s, "1") == 0;
 	sim.log_path[0] = '\0';
 	s = getenv("SIMCUDA_LOG");
 	if (s != NULL && *s != '\0') {

@@ -123,7 +123,8 @@ static CUresult launch(CUfunction hf, const unsigned grid[3],
 	memcpy(op->u.kernel.block, block, sizeof(op->u.kernel.block));
 	op->u.kernel.shmem = shmem;
 	err = pack_args(op, f, params, extra);
-	if (err != CUDA_SUCCESS) {
+	/* Host-cost benchmarks: no worker thread competes with the caller. */
+	if (err != CUDA_SUCCESS || (sim.discard && s->cap == NULL)) {
 		sim_op_free(op);
 		goto out;
 	}

@@ -155,6 +155,7 @@ struct sim_global {
 	struct sim_device dev[SIM_MAX_DEVICES];
 	uint64_t mem_bytes;
 	unsigned long long kernel_us;
+	int discard;	/* SIMCUDA_DISCARD: kernels checked, never run */
 	char log_path[PATH_MAX];
 	pid_t pid;
 	uint64_t next_id;		/* contexts, streams, allocations */

@@ -298,6 +298,78 @@ static void test_diamond_learns(void **state)
 }
 
 /*
+ * Hot-mark decay.  The diamond marks allocation 1 hot for writers; when the
+ * program then becomes a chain on 1 alone, nothing ever waits for those
+ * records, so once a slot of stream 0 comes round unused the mark is taken
+ * back and the chain records nothing more: records stay bounded by one ring.
+ */
+static void test_hot_mark_decays(void **state)
+{
+	struct sched *s = new_sched(4, 0);
+	struct sched_decision d;
+	uint64_t after;
+
+	(void)state;
+	for (int round = 0; round < 2; round++) {
+		sub(s, "w1");
+		sub(s, "r1 w2");
+		sub(s, "r1 w3");
+		sub(s, "r2 r3 w4");
+	}
+	d = sub(s, "w1");
+	assert_true(d.record_after >= 0);	/* hot: it records */
+	after = stats(s).events_after;
+	for (int i = 0; i < 200; i++)
+		d = sub(s, "w1");
+	assert_int_equal(d.record_after, -1);
+	assert_true(stats(s).hot_cleared >= 1);
+	assert_true(stats(s).events_after - after <= E + 1);
+	sched_free(s);
+}
+
+/*
+ * An Inception-like module repeated: x is read by four branches writing
+ * b1..b4, a concat reads them and writes the next x.  With decay the steady
+ * state still spreads the branches over the four streams (the fork's
+ * records are used, so their marks stay) and records fewer than one event
+ * per two operations.
+ */
+static void test_inception_steady(void **state)
+{
+	struct sched *s = new_sched(4, 0);
+	struct sched_decision d[4];
+	struct sched_stats a, b;
+	uint64_t mask = 0;
+
+	(void)state;
+	for (int m = 0; m < 20; m++) {
+		for (int k = 0; k < 4; k++)
+			sub(s, k == 0 ? "r10 w11" : k == 1 ? "r10 w12" :
+			       k == 2 ? "r10 w13" : "r10 w14");
+		sub(s, "r11 r12 r13 r14 w10");
+	}
+	a = stats(s);
+	for (int m = 0; m < 200; m++) {
+		for (int k = 0; k < 4; k++)
+			d[k] = sub(s, k == 0 ? "r10 w11" : k == 1 ? "r10 w12" :
+				   k == 2 ? "r10 w13" : "r10 w14");
+		sub(s, "r11 r12 r13 r14 w10");
+	}
+	for (int k = 0; k < 4; k++)
+		mask |= 1ull << d[k].stream;
+	assert_int_equal(__builtin_popcountll(mask), 4);
+	b = stats(s);
+	printf("  inception steady state: %.3f records after, %.3f lazy, "
+	       "%.3f waits per op, %llu marks dropped\n",
+	       (double)(b.events_after - a.events_after) / 1000,
+	       (double)(b.events_lazy - a.events_lazy) / 1000,
+	       (double)(b.waits_issued - a.waits_issued) / 1000,
+	       (unsigned long long)b.hot_cleared);
+	assert_true((b.events_after - a.events_after) * 2 < 1000);
+	sched_free(s);
+}
+
+/*
  * Fork-join where a transitive wait is dropped: X0 and X1 are independent;
  * Y joins them on stream 0, waiting for X1; Z reads X1's output and Y's:
  * stream 0 already follows X1 through Y's wait, so Z issues no wait.
@@ -516,6 +588,42 @@ static void test_sync_for_read(void **state)
 	id = 9999;
 	assert_int_equal(sched_sync_for_read(s, &id, 1, &hw), 0);
 	assert_int_equal(hw.n, 0);
+	assert_int_equal(sched_check(s), 0);
+	sched_free(s);
+}
+
+/*
+ * A read-back that had to wait for a whole stream (work queued after the
+ * writer, no record between) teaches the writer to record: the next round
+ * the host waits for that record alone, not for the work behind it.
+ */
+static void test_host_read_learns(void **state)
+{
+	struct sched *s = new_sched(4, 0);
+	struct sched_decision w, r;
+	struct sched_hostwait hw;
+	uint64_t id = 1;
+
+	(void)state;
+	for (int round = 0; round < 3; round++) {
+		w = sub(s, "w1");
+		r = sub(s, "r1 w2");	/* follows it on its stream */
+		assert_int_equal(r.stream, w.stream);
+		assert_int_equal(sched_sync_for_read(s, &id, 1, &hw), 0);
+		assert_int_equal(hw.n, 1);
+		if (round == 0) {
+			assert_int_equal(w.record_after, -1);
+			assert_int_equal(hw.ent[0].how, SCHED_HW_STREAM);
+		} else {
+			assert_true(w.record_after >= 0);
+			assert_int_equal(hw.ent[0].how, SCHED_HW_EVENT);
+			assert_int_equal(hw.ent[0].event, w.record_after);
+			assert_int_equal(hw.ent[0].seq, w.seq);
+		}
+		assert_int_equal(sched_complete_hostwait(s, &hw), 0);
+		assert_int_equal(sched_sync_all(s, &hw), 0);
+		assert_int_equal(sched_complete_hostwait(s, &hw), 0);
+	}
 	assert_int_equal(sched_check(s), 0);
 	sched_free(s);
 }
@@ -1210,12 +1318,15 @@ int main(void)
 		cmocka_unit_test(test_chain),
 		cmocka_unit_test(test_diamond_eager),
 		cmocka_unit_test(test_diamond_learns),
+		cmocka_unit_test(test_hot_mark_decays),
+		cmocka_unit_test(test_inception_steady),
 		cmocka_unit_test(test_fork_join_prunes),
 		cmocka_unit_test(test_wait_order_prunes),
 		cmocka_unit_test(test_readers_then_writer),
 		cmocka_unit_test(test_reader_collapse),
 		cmocka_unit_test(test_barrier),
 		cmocka_unit_test(test_sync_for_read),
+		cmocka_unit_test(test_host_read_learns),
 		cmocka_unit_test(test_sync_for_read_event),
 		cmocka_unit_test(test_sync_all),
 		cmocka_unit_test(test_complete_spreads),

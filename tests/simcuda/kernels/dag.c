@@ -14,6 +14,8 @@
  *	sleeps ms of real time, then reads a pointer from device memory
  *	(pp[0]) and writes v to n words there: it reaches memory that is not
  *	among its parameters, which kmux cannot see (`kmux verify` must)
+ *   nop8(p0, ..., p7)	eight pointers, touches nothing: the host cost of
+ *			a launch with many pointer parameters (launch-cost)
  */
 #include <string.h>
 #include <time.h>
@@ -88,11 +90,18 @@ static void store_via(struct sim_kctx *k, void **params)
 		p[i] = v;
 }
 
+static void nop8(struct sim_kctx *k, void **params)
+{
+	(void)k;
+	(void)params;
+}
+
 const struct sim_kernel simcuda_kernels[] = {
 	{ "mix", mix, 5, { 8, 8, 8, 4, 4 }, 0 },
 	{ "bump", bump, 3, { 8, 4, 4 }, 0 },
 	{ "probe", bump, 3, { 8, 4, 4 }, 0 },
 	{ "pause0", pause0, 0, { 0 }, 20000 },
 	{ "store_via", store_via, 4, { 8, 4, 4, 4 }, 0 },
+	{ "nop8", nop8, 8, { 8, 8, 8, 8, 8, 8, 8, 8 }, 0 },
 	{ 0 },
 };

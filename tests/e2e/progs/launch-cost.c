@@ -1,0 +1,132 @@
+/*
+ * launch-cost.c - host time per default-stream kernel launch, for measuring
+ * what kmux's stream scheduler adds per operation (issue 3: PyTorch is bound
+ * by the host's launch rate).  Run it plain and under the preload and
+ * subtract; bench/launch-cost.sh does that (t58 checks it still runs).
+ *
+ *   launch-cost PATTERN [OPS [TRIALS]]
+ *
+ * Patterns (kernel nop8 of dag.so: eight pointer parameters, no work):
+ *   indep  each launch writes its own buffer, 64 rotating: no dependencies
+ *   chain  every launch touches the same buffer: a chain
+ *   torch  PyTorch-like: 321 allocations (64 weights, 64 biases, a ring of
+ *          192 activations, one unused), 6 pointers per launch: the
+ *          previous output, a skip connection 4 back, a weight, a bias,
+ *          the output and a second weight, then 2 unused (NULL)
+ *   fork   PyTorch-like with branches: every 4 launches read one input and
+ *          write 4 outputs (an Inception module), then a concat reads them
+ *
+ * A cuCtxSynchronize ends every 1000 launches (an iteration); only the
+ * launch calls are timed.  Prints the best trial's ns per launch (least
+ * disturbed by the simulated driver's worker threads and other load).
+ */
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+#include "e2e-common.h"
+
+#define NWEIGHT 64
+#define NACT 192
+#define ITER 1000
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static CUdeviceptr w[NWEIGHT], bias[NWEIGHT], act[NACT], ws;
+
+/* The eight pointer parameters of launch i for the pattern. */
+static void args_for(const char *pat, long i, CUdeviceptr p[8])
+{
+	memset(p, 0, 8 * sizeof(p[0]));
+	if (!strcmp(pat, "indep")) {
+		p[0] = act[i % 64];
+	} else if (!strcmp(pat, "chain")) {
+		p[0] = act[0];
+	} else if (!strcmp(pat, "torch")) {
+		p[0] = act[(i + NACT - 1) % NACT];
+		p[1] = act[(i + NACT - 4) % NACT];
+		p[2] = w[i % NWEIGHT];
+		p[3] = bias[i % NWEIGHT];
+		p[4] = act[i % NACT];
+		p[5] = w[(i + 32) % NWEIGHT];
+	} else { /* fork: module m = i / 5, launch k = i % 5 */
+		long m = i / 5, k = i % 5;
+
+		if (k < 4) {
+			p[0] = act[(5 * m + NACT - 1) % NACT];
+			p[1] = w[(4 * m + k) % NWEIGHT];
+			p[2] = act[(5 * m + k) % NACT];
+		} else {
+			for (int j = 0; j < 4; j++)
+				p[j] = act[(5 * m + j) % NACT];
+			p[4] = act[(5 * m + 4) % NACT];
+		}
+	}
+}
+
+int main(int argc, char **argv)
+{
+	const char *pat = argc > 1 ? argv[1] : "torch";
+	long ops = argc > 2 ? atol(argv[2]) : 20000;
+	int trials = argc > 3 ? atoi(argv[3]) : 5;
+	const char *mod = e2e_module_path(), *slash;
+	char path[4096];
+	CUcontext ctx;
+	CUmodule m;
+	CUfunction f;
+	CUdeviceptr p[8];
+	void *params[8];
+	uint64_t best = UINT64_MAX, t0, sum;
+
+	if (strcmp(pat, "indep") && strcmp(pat, "chain") &&
+	    strcmp(pat, "torch") && strcmp(pat, "fork")) {
+		fprintf(stderr, "usage: launch-cost indep|chain|torch|fork "
+				"[OPS [TRIALS]]\n");
+		return 2;
+	}
+	if (ops < ITER || trials < 1) {
+		fprintf(stderr, "launch-cost: OPS >= %d, TRIALS >= 1\n", ITER);
+		return 2;
+	}
+	slash = strrchr(mod, '/');
+	snprintf(path, sizeof(path), "%.*s/dag.so",
+		 slash ? (int)(slash - mod) : 1, slash ? mod : ".");
+	CHECK(cuInit(0));
+	CHECK(cuDevicePrimaryCtxRetain(&ctx, 0));
+	CHECK(cuCtxSetCurrent(ctx));
+	CHECK(cuModuleLoad(&m, path));
+	CHECK(cuModuleGetFunction(&f, m, "nop8"));
+	for (int i = 0; i < NWEIGHT; i++) {
+		CHECK(cuMemAlloc(&w[i], 256));
+		CHECK(cuMemAlloc(&bias[i], 256));
+	}
+	for (int i = 0; i < NACT; i++)
+		CHECK(cuMemAlloc(&act[i], 256));
+	CHECK(cuMemAlloc(&ws, 4096));
+	for (int i = 0; i < 8; i++)
+		params[i] = &p[i];
+	for (int t = 0; t < trials; t++) {
+		sum = 0;
+		for (long i = 0; i < ops; i += ITER) {
+			t0 = now_ns();
+			for (long j = i; j < i + ITER; j++) {
+				args_for(pat, j, p);
+				CHECK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0,
+						     NULL, params, NULL));
+			}
+			sum += now_ns() - t0;
+			CHECK(cuCtxSynchronize());
+		}
+		if (sum < best)
+			best = sum;
+	}
+	printf("%s ns/launch %.1f\n", pat,
+	       (double)best / (double)(ops / ITER * ITER));
+	return 0;
+}
