@@ -97,7 +97,7 @@ sleep 0.5
 check "daemon gone: the task runs on" kill -0 "$pk2"
 start_daemon
 ok=1
-for i in $(seq 50); do
+for i in $(seq 150); do
 	[ "$(jq_job "$jv" 'j["state"], j["mem_used"] >> 20, j["mem_quota"] >> 30')" = "('running', 16, 14)" ] && ok=0 && break
 	sleep 0.1
 done
@@ -115,7 +115,7 @@ wait_line "$TMP/ad" ready
 kill -9 "$(daemon_pid)"
 export KMUX_STATE_DIR=$TMP/state2
 start_daemon
-for i in $(seq 50); do
+for i in $(seq 150); do
 	[ -n "$(job_of adopt)" ] && break
 	sleep 0.1
 done
