@@ -1033,6 +1033,8 @@ static bool brute_fits(const struct admit_gpu *g, const struct admit_task *t)
 		ld = g->busy_committed;
 	if (occ + need > cap || occ > cap)
 		return false;
+	if (g->grow_waiting > 0)	/* its room goes to a waiting growth */
+		return false;
 	if (g->exclusive || (t->exclusive && g->ntasks > 0))
 		return false;
 	if (pol.placement == ADMIT_PLACE_BUSYNESS && g->ntasks > 0 &&
@@ -1073,6 +1075,7 @@ static void test_random_states(void **state)
 			g[i].util_valid = rnd() % 2;
 			g[i].util = (double)(rnd() % 1001) / 1000;
 			g[i].ntasks = (uint32_t)(rnd() % 4);
+			g[i].grow_waiting = g[i].ntasks && rnd() % 6 == 0;
 			g[i].busy_committed = g[i].ntasks * (double)(rnd() % 100) / 100;
 			g[i].exclusive = g[i].ntasks == 1 && rnd() % 8 == 0;
 			g[i].last_placed = rnd() % 8;
