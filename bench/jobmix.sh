@@ -1,41 +1,52 @@
 #!/usr/bin/env bash
 # jobmix.sh - issue 4's measurement: a mix of real GPU jobs run, in one
-# call, four (with two GPUs, five) ways, side by side:
+# call, several ways, side by side:
 #
 #   exclusive   one job at a time per GPU (a job gets a whole GPU)
-#   together    every job started at once (each on a GPU chosen by hand:
-#               the jobs of each class alternate over the GPUs)
+#   together    every job started at once (copy k of the mix on GPU k)
 #   mps         the same, under a private MPS control daemon
 #   kmux        a private kmuxd; every job through `kmux submit [--mem M]`,
 #               then `kmux wait` (busyness placement, the default)
-#   kmux-rr     with two GPUs only: the same with --placement roundrobin
+#   kmux-rr     with two GPUs or more: the same with --placement roundrobin
+#   kmux-bmX    with JOBMIX_BUSY_SWEEP="X ...": kmux with --busy-max X,
+#               after the others (skipped when the budget is short)
 #
 # Run on the GPU machine from the repo root, with build/ (from `make &&
 # bash bench/gpu/prepare.sh`) carried:
 #
-#     bash bench/jobmix.sh
+#     JOBMIX_SCALE=0.5 bash bench/jobmix.sh
 #
-# The mix (bench/jobmix/mix-1gpu.txt, or mix-2gpu.txt when nvidia-smi -L
-# lists two GPUs or more; two are used): PyTorch training and inference of
-# torchvision and transformers models built from configs (random weights,
-# nothing downloaded), a DLRM-like model with large embedding tables, and
-# CUDA apps from bench/apps (built here with nvcc -arch=sm_90 -O2).  Each
-# job does a fixed amount of work, prints its wall time and peak memory,
-# and exits non-zero when it fails (out of memory: 3).  Every job runs
-# through bench/jobmix/timed.sh, which records its start, end, exit status
-# and GPUs.  A mode's clock starts when its first job is started or
-# submitted; a job's completion time counts from there (every job is
-# submitted at once).  A warm-up process (imports, a cuDNN convolution on
-# each GPU) runs before the first mode; kmux goes first, the baselines
-# after it.
+# The mix (bench/jobmix/mix.txt) is what ONE GPU gets; the script counts the
+# GPUs (nvidia-smi -L; JOBMIX_GPUS to use fewer) and submits the mix once
+# per GPU (names suffixed _a, _b, ...), so that every GPU is overcommitted
+# alike: PyTorch training and inference of torchvision and transformers
+# models built from configs (random weights, nothing downloaded), a
+# DLRM-like model with large embedding tables, exact k-NN search over a
+# GPU-resident corpus (knn.py), and CUDA apps from bench/apps (built here
+# with nvcc -arch=sm_90 -O2).  The heavy jobs take their memory (tables,
+# corpus, cached images) in their first seconds and hold it: started at
+# once, their peaks add up to about 1.6x a GPU.  Each job does a fixed
+# amount of work, prints its wall time and peak memory, and exits non-zero
+# when it fails (out of memory: 3).  Every job runs through
+# bench/jobmix/timed.sh, which records its start, end, exit status and GPUs.
+# A mode's clock starts when its first job is started or submitted; a job's
+# completion time counts from there (every job is submitted at once).  A
+# warm-up process (imports, a cuDNN convolution on each GPU) runs before the
+# first mode; kmux goes first, the baselines after it.
+#
+# Time limits.  A mode ends at JOBMIX_MODE_TIMEOUT_S (or the budget, less
+# 15 s); its jobs still running are then killed and count as timeouts.
+# Under kmux a job's time in the queue counts only against that mode limit:
+# there is no per-job limit, since waiting for memory is kmux's job.  In
+# exclusive mode each job has JOBMIX_JOB_TIMEOUT_S from its own start.
 #
 # Output under $OUT (default ./out; no subfolders):
 #   jobmix.log  everything: commands, each job's stdout and stderr tails,
-#               the daemon's log, kmux ps
+#               the daemons' logs, kmux ps
 #   jobmix.csv  one row per job and mode
-#   jobmix.md   the table: makespan, mean completion time, failed jobs per
-#               mode, the throughput ratios and issue 4's targets; date,
-#               GPU, driver, exact commands
+#   jobmix.md   the table: makespan, mean completion time, failed jobs (out
+#               of memory told apart) per mode, the throughput ratios and
+#               issue 4's targets; date, GPU, driver, exact commands
 #   jobmix.png  a timeline, one bar per job per mode (when matplotlib imports)
 #
 # Knobs (environment):
@@ -45,13 +56,15 @@
 #   JOBMIX_JOB_TIMEOUT_S (150)  one exclusive job at most
 #   JOBMIX_SCALE (1)            multiplies every job's iteration count
 #   JOBMIX_SETTLE_S (2)         pause between modes (GPU memory drains)
+#   JOBMIX_GPUS                 use this many GPUs (default: all there are)
 #   JOBMIX_MODES                modes to run (default: all that apply)
-#   JOBMIX_MIX                  another mix file
+#   JOBMIX_BUSY_SWEEP           busy-max values for the kmux-bmX modes
+#   JOBMIX_MIX                  another mix file (for one GPU)
 #   JOBMIX_KMUXD_ARGS           more `kmux daemon` options for the kmux modes
-#                               (e.g. "--busy-max 3" for a policy sweep)
-#   JOBMIX_SIM=1                no GPU: stand-in jobs (bench/jobmix/simjob.c)
-#                               on tests/simcuda, kmuxd on KMUX_FAKE_GPUS,
-#                               a stand-in MPS control; JOBMIX_SIM_GPUS (1),
+#   JOBMIX_SIM=1                no GPU: stand-in jobs (bench/jobmix/simjob.c,
+#                               bench/jobmix/mix-sim.txt) on tests/simcuda,
+#                               kmuxd on KMUX_FAKE_GPUS, a stand-in MPS
+#                               control; JOBMIX_SIM_GPUS (1),
 #                               JOBMIX_SIMCUDA_DIR (build/simcuda)
 #   and lib.sh's OUT, NVCC, NVCCFLAGS, PYTHON, KMUX_BIN, KMUX_LIB, KMUX_DEVLIBS.
 # Never changes GPU settings.  Exit status 0 when every mode ran (jobs may
@@ -170,16 +183,20 @@ else
 	nvidia-smi >>"$LOG" 2>&1
 fi
 [ "${NGPU:-0}" -ge 1 ] 2>/dev/null || die "no GPU (nvidia-smi -L lists none)"
-NUSE=1
-[ "$NGPU" -ge 2 ] && NUSE=2
-if [ "$NGPU" -gt 2 ]; then
-	log "WARNING: $NGPU GPUs: the baselines use 2, kmuxd sees all $NGPU"
+NUSE=$NGPU
+if [ -n "${JOBMIX_GPUS:-}" ]; then
+	[ "$JOBMIX_GPUS" -ge 1 ] 2>/dev/null || die "bad JOBMIX_GPUS '$JOBMIX_GPUS'"
+	[ "$JOBMIX_GPUS" -lt "$NGPU" ] && NUSE=$JOBMIX_GPUS
+fi
+[ "$NUSE" -gt 26 ] && NUSE=26	# copies are suffixed a..z
+if [ "$NUSE" -lt "$NGPU" ]; then
+	log "WARNING: $NGPU GPUs: the baselines use $NUSE, kmuxd sees all $NGPU"
 fi
 sfx=""
-[ "$SIM" = 1 ] && sfx="sim-"
-MIX=${JOBMIX_MIX:-$JM/mix-${sfx}${NUSE}gpu.txt}
+[ "$SIM" = 1 ] && sfx="-sim"
+MIX=${JOBMIX_MIX:-$JM/mix${sfx}.txt}
 [ -r "$MIX" ] || die "no mix file $MIX"
-log "GPUs: $NGPU x $GPU_NAME ($GPU_MIB MiB), driver $DRIVER; using $NUSE; mix ${MIX#"$ROOT"/}"
+log "GPUs: $NGPU x $GPU_NAME ($GPU_MIB MiB), driver $DRIVER; using $NUSE; mix ${MIX#"$ROOT"/} x $NUSE"
 
 check_kmux
 [ "$HAVE_CLI" = 1 ] || log "kmux CLI unusable: the kmux modes will be skipped"
@@ -192,7 +209,6 @@ fi
 # jobs.tsv: NAME CLASS MEM BASELINE_GPU COMMAND (placeholders expanded)
 JOBS=$WORK/jobs.tsv
 : >"$JOBS"
-declare -A class_n=()
 BUILD_LOG=$WORK/build.log
 : >"$BUILD_LOG"
 # the CUDA apps the mix uses, built in parallel
@@ -216,26 +232,34 @@ if [ "${#apps[@]}" -gt 0 ]; then
 		log "nvcc: ${WHY_NVCC:-not found}"
 	fi
 fi
+# The mix once per GPU used: copy k (suffix _a, _b, ... with more than one
+# GPU) is what the baselines start on GPU k.
 NAMES=()
-while read -r name class mem cmd; do
-	case $name in '' | '#'*) continue ;; esac
-	if [[ $cmd == *@APPS@/* ]]; then
-		app=${cmd#*@APPS@/}
-		app=${app%% *}
-		if [ ! -x "$WORK/bin/$app" ]; then
-			log "job $name: bench/apps/$app.cu was not built: left out of the mix"
-			continue
+letters=abcdefghijklmnopqrstuvwxyz
+for ((k = 0; k < NUSE; k++)); do
+	suf=""
+	[ "$NUSE" -gt 1 ] && suf=_${letters:k:1}
+	while read -r name class mem cmd; do
+		case $name in '' | '#'*) continue ;; esac
+		if [[ $cmd == *@APPS@/* ]]; then
+			app=${cmd#*@APPS@/}
+			app=${app%% *}
+			if [ ! -x "$WORK/bin/$app" ]; then
+				[ "$k" = 0 ] && log "job $name: bench/apps/$app.cu was not built: left out of the mix"
+				continue
+			fi
 		fi
-	fi
-	cmd=${cmd//@PY@/$PY}
-	cmd=${cmd//@JM@/$JM}
-	cmd=${cmd//@APPS@/$WORK/bin}
-	cmd=${cmd//@SIMJOB@/${SIMJOB:-simjob}}
-	n=${class_n[$class]:-0}
-	class_n[$class]=$((n + 1))
-	printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$class" "$mem" $((n % NUSE)) "$cmd" >>"$JOBS"
-	NAMES+=("$name")
-done <"$MIX"
+		# the job's own name, where its command repeats it
+		cmd=${cmd//--name $name /--name $name$suf }
+		cmd=${cmd//@SIMJOB@ $name /@SIMJOB@ $name$suf }
+		cmd=${cmd//@PY@/$PY}
+		cmd=${cmd//@JM@/$JM}
+		cmd=${cmd//@APPS@/$WORK/bin}
+		cmd=${cmd//@SIMJOB@/${SIMJOB:-simjob}}
+		printf '%s\t%s\t%s\t%s\t%s\n' "$name$suf" "$class" "$mem" "$k" "$cmd" >>"$JOBS"
+		NAMES+=("$name$suf")
+	done <"$MIX"
+done
 cat "$BUILD_LOG" >>"$LOG"
 NJOBS=${#NAMES[@]}
 [ "$NJOBS" -gt 0 ] || die "no jobs"
@@ -412,15 +436,19 @@ kx() {
 	KMUX_SOCKET=$KSOCK KMUX_STATE_DIR=$KSTATE kmux_cli "$@"
 }
 
+# run_kmux DIR PLACEMENT [DAEMON-OPTION...]: a fresh daemon (its own state:
+# no mode learns from another's jobs), every job submitted at once
 run_kmux() {
 	local dir=$1 placement=$2 deadline i id ids=() names=() left memarg
-	KSOCK=$WORK/kmux-$placement/run/sock
-	KSTATE=$WORK/kmux-$placement/state
+	shift 2
+	KSOCK=$WORK/kmux-$MODE/run/sock
+	KSTATE=$WORK/kmux-$MODE/state
 	mkdir -p "${KSOCK%/*}"
 	chmod 700 "${KSOCK%/*}"
 	# shellcheck disable=SC2206
-	local extra=(${JOBMIX_KMUXD_ARGS:-})
-	log "kmux: KMUX_SOCKET=\$W/kmux-$placement/run/sock KMUX_STATE_DIR=\$W/kmux-$placement/state build/kmux daemon --placement $placement ${extra[*]}"
+	local extra=(${JOBMIX_KMUXD_ARGS:-} "$@")
+	log "kmux: KMUX_SOCKET=\$W/kmux-$MODE/run/sock KMUX_STATE_DIR=\$W/kmux-$MODE/state build/kmux daemon --placement $placement ${extra[*]}"
+	meta "kmuxd_$MODE" "--placement $placement ${extra[*]}"
 	if ! kx daemon --placement "$placement" "${extra[@]}" >>"$LOG" 2>&1; then
 		log "kmux: the daemon did not start: mode skipped"
 		KSOCK=""
@@ -466,9 +494,11 @@ print(" ".join(str(j["id"]) for j in json.load(sys.stdin)))' 2>/dev/null); do
 	done
 	daemon_stop
 	{
-		echo "--- kmuxd.log ($placement)"
+		echo "--- kmuxd.log ($MODE)"
 		cat "$KSTATE/kmuxd.log" 2>/dev/null
 	} >>"$LOG"
+	# what the memory growth did: granted at once, waited, refused
+	meta "kmux_grow_$MODE" "$(grep -c ' grew from ' "$KSTATE/kmuxd.log" 2>/dev/null) grew, $(grep -c ' waits to grow ' "$KSTATE/kmuxd.log" 2>/dev/null) waited first, $(grep -c ' may not grow ' "$KSTATE/kmuxd.log" 2>/dev/null) refused"
 }
 
 warm_up() {
@@ -505,6 +535,10 @@ settle() {
 
 DEFAULT_MODES="kmux exclusive together mps"
 [ "$NUSE" -ge 2 ] && DEFAULT_MODES="kmux kmux-rr exclusive together mps"
+for x in ${JOBMIX_BUSY_SWEEP:-}; do
+	[[ $x =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "bad JOBMIX_BUSY_SWEEP value '$x'"
+	DEFAULT_MODES="$DEFAULT_MODES kmux-bm$x"
+done
 read -r -a MODES <<<"${JOBMIX_MODES:-$DEFAULT_MODES}"
 meta date "$(date -u '+%Y-%m-%d %H:%M UTC')"
 meta gpu "$GPU_NAME"
@@ -527,10 +561,14 @@ status=0
 for MODE in "${MODES[@]}"; do
 	dir=$WORK/mode-$MODE
 	mkdir -p "$dir"
-	if [ "$(time_left)" -lt 45 ]; then
-		log "== $MODE: SKIPPED, $(time_left) s left of the budget"
-		meta "skipped_$MODE" "budget"
-		status=1
+	# a sweep run needs about what the kmux run took (cut short, its jobs
+	# would count as timeouts and say nothing about the policy)
+	need=45
+	[[ $MODE == kmux-bm* ]] && [ -n "${KMUX_DUR:-}" ] && need=$((KMUX_DUR * 3 / 2 + 20))
+	if [ "$(time_left)" -lt "$need" ]; then
+		log "== $MODE: SKIPPED, $(time_left) s left of the budget (needs $need)"
+		meta "skipped_$MODE" "budget: $(time_left) s left, $need wanted"
+		[[ $MODE == kmux-bm* ]] || status=1
 		continue
 	fi
 	log "== $MODE ($NJOBS jobs, $(time_left) s left)"
@@ -539,14 +577,16 @@ for MODE in "${MODES[@]}"; do
 	exclusive) run_exclusive "$dir" ;;
 	together) run_together "$dir" ;;
 	mps) run_mps "$dir" ;;
-	kmux | kmux-rr)
+	kmux | kmux-rr | kmux-bm*)
 		if [ "$HAVE_CLI" != 1 ]; then
 			log "$MODE: kmux CLI unusable: skipped"
 			false
 		elif [ "$MODE" = kmux ]; then
 			run_kmux "$dir" busyness
-		else
+		elif [ "$MODE" = kmux-rr ]; then
 			run_kmux "$dir" roundrobin
+		else
+			run_kmux "$dir" busyness --busy-max "${MODE#kmux-bm}"
 		fi ;;
 	*) log "unknown mode $MODE"; false ;;
 	esac
@@ -556,7 +596,9 @@ for MODE in "${MODES[@]}"; do
 	else
 		"$PY" "$JM/report.py" collect --mode "$MODE" --dir "$dir" --t0 "$T0" \
 			--jobs "$JOBS" --csv "$CSV" --log "$LOG"
-		log "   $MODE: done in $(awk -v a="$T0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}') s"
+		dur=$(awk -v a="$T0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}')
+		log "   $MODE: done in $dur s"
+		[ "$MODE" = kmux ] && KMUX_DUR=${dur%.*}
 	fi
 	settle
 done

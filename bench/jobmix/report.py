@@ -185,6 +185,12 @@ def ratio_line(what, num, den, target):
             f"{'met' if r >= target else 'MISSED'} |")
 
 
+def ratio(num, den):
+    if num is None or den is None or den <= 0:
+        return "–"
+    return f"{num / den:.2f}×"
+
+
 def report(a):
     meta = {}
     with open(a.meta) as f:
@@ -200,7 +206,7 @@ def report(a):
     nuse = int(meta.get("nuse", "1") or 1)
     gpu_gib = float(meta.get("gpu_mib", "0") or 0) / 1024.0
     L = []
-    L.append(f"# Job mix: exclusive, all at once, MPS and kmux "
+    L.append("# Job mix: exclusive, all at once, MPS and kmux "
              f"({nuse} GPU{'s' if nuse > 1 else ''})")
     L.append("")
     if meta.get("sim") == "1":
@@ -224,24 +230,44 @@ def report(a):
 
     L.append("## Results")
     L.append("")
+    complete = {m: s[m] for m in BASELINES if m in s and s[m]["complete"]}
+    best = min(complete, key=lambda m: complete[m]["makespan"]) if complete else None
+    ex = s.get("exclusive")
     L.append("| mode | makespan | mean completion time (ok jobs) | "
-             "completed | failed jobs |")
-    L.append("|---|---|---|---|---|")
+             "completed | out of memory | other failures | "
+             f"throughput vs the best complete baseline ({best or 'none'}) | "
+             "throughput vs exclusive |")
+    L.append("|---|---|---|---|---|---|---|---|")
     for m in order:
         x = s[m]
-        fails = ", ".join(f"{r['job']} ({r['status']})" for r in x["failed"]) or "none"
+        oom = [r["job"] for r in x["failed"] if r["status"] == "oom"]
+        other = [f"{r['job']} ({r['status']})" for r in x["failed"]
+                 if r["status"] != "oom"]
         L.append(f"| {m} | {fmt(x['makespan'], 1, ' s')} | "
-                 f"{fmt(x['mean_jct'], 1, ' s')} | {x['ok']}/{x['n']} | {fails} |")
+                 f"{fmt(x['mean_jct'], 1, ' s')} | {x['ok']}/{x['n']} | "
+                 f"{len(oom)}{': ' + ', '.join(oom) if oom else ''} | "
+                 f"{', '.join(other) or 'none'} | "
+                 f"{ratio(complete[best]['makespan'] if best else None, x['makespan'])} | "
+                 f"{ratio(ex['makespan'] if ex else None, x['makespan'])} |")
     L.append("")
     L.append("Makespan: last job's end minus the mode's start (every job is "
              "submitted at the start).  Completion time: a job's end minus "
-             "the start.")
+             "the start.  Throughput vs X: X's makespan / this mode's (the "
+             "same jobs; a mode that lost jobs did less work, so its ratio "
+             "flatters it).  Out of memory: the job's own error (PyTorch's "
+             "OutOfMemoryError, CUDA_ERROR_OUT_OF_MEMORY).")
     L.append("")
+    kml = [m for m in order if m.startswith("kmux")]
+    if kml:
+        L.append("| kmux mode | daemon options | memory growth (kmuxd log) |")
+        L.append("|---|---|---|")
+        for m in kml:
+            L.append(f"| {m} | `{meta.get('kmuxd_' + m, '?').strip()}` | "
+                     f"{meta.get('kmux_grow_' + m, '?')} |")
+        L.append("")
 
     # issue 4's targets
     k = s.get("kmux")
-    complete = {m: s[m] for m in BASELINES if m in s and s[m]["complete"]}
-    best = min(complete, key=lambda m: complete[m]["makespan"]) if complete else None
     L.append("## Issue 4's targets")
     L.append("")
     L.append("| target | measured | wanted | |")
@@ -256,7 +282,6 @@ def report(a):
         else:
             L.append(f"| throughput vs the best complete baseline | n/a | "
                      f"≥ {TARGET_BEST:.2f}× | no baseline completed every job |")
-        ex = s.get("exclusive")
         L.append(ratio_line("throughput vs exclusive",
                             ex["makespan"] if ex else None, k["makespan"],
                             TARGET_EXCL))
@@ -303,6 +328,9 @@ def report(a):
              f"({nuse} × {gpu_gib:.1f}): "
              + (f"**{total / cap:.2f}×, an overcommit**." if cap and total > cap
                 else "not an overcommit." if cap else "GPU memory unknown."))
+    if nuse > 1 and cap:
+        L.append(f"Per GPU (the mix is submitted once per GPU): "
+                 f"{total / nuse:.1f} GiB against {gpu_gib:.1f} GiB.")
     L.append("CUDA contexts (about 0.5 GiB a process) come on top and are not counted.")
     if missing:
         L.append(f"No peak known for: {', '.join(missing)} (counted as 0).")

@@ -22,6 +22,8 @@ enum {
 	OPT_PLACEMENT,
 	OPT_BUSY_MAX,
 	OPT_DEFAULT_BUSY,
+	OPT_GUESS,
+	OPT_GROW_WAIT,
 	OPT_SLURM_NODE,
 	OPT_SLURM_INTERVAL,
 	OPT_REGION_MAX,
@@ -53,7 +55,13 @@ static void help(void)
 	      "      --busy-max X      admit a task while the GPU's predicted\n"
 	      "                        busyness stays at most X (1.5)\n"
 	      "      --default-busy X  busyness predicted for a task never seen\n"
-	      "                        before, 0 < X <= 1 (0.5)\n"
+	      "                        before, 0 < X <= 1 (0.25), until measured\n"
+	      "      --guess F         a task with no --mem and no history starts\n"
+	      "                        with F of a GPU as its quota, 0 < F < 0.95\n"
+	      "                        (0.10), and grows as it allocates\n"
+	      "      --grow-wait SEC   a growth waits this long at most for room\n"
+	      "                        before the allocation fails (600; 0: no\n"
+	      "                        bound)\n"
 	      "      --slurm-node NAME keep Slurm node NAME's weight in step with\n"
 	      "                        this node's busyness (docs/slurm.md)\n"
 	      "      --slurm-interval SEC  at most one weight update per SEC (10)\n"
@@ -85,6 +93,8 @@ static int daemon_exec(int argc, char **argv)
 		{ "placement", required_argument, NULL, OPT_PLACEMENT },
 		{ "busy-max", required_argument, NULL, OPT_BUSY_MAX },
 		{ "default-busy", required_argument, NULL, OPT_DEFAULT_BUSY },
+		{ "guess", required_argument, NULL, OPT_GUESS },
+		{ "grow-wait", required_argument, NULL, OPT_GROW_WAIT },
 		{ "slurm-node", required_argument, NULL, OPT_SLURM_NODE },
 		{ "slurm-interval", required_argument, NULL,
 		  OPT_SLURM_INTERVAL },
@@ -103,6 +113,7 @@ static int daemon_exec(int argc, char **argv)
 		.region_max_s = SERVER_REGION_MAX_S,
 		.region_drain_s = SERVER_REGION_DRAIN_S,
 		.region_freeze = true,
+		.grow_wait_s = -1,
 	};
 	enum admit_placement_kind place;
 	char *end;
@@ -152,6 +163,22 @@ static int daemon_exec(int argc, char **argv)
 				return cmd_usage_error(&cmd_daemon_entry,
 					"bad --default-busy '%s' (0 < X <= 1)",
 					optarg);
+			break;
+		case OPT_GUESS:
+			o.guess_frac = strtod(optarg, &end);
+			if (end == optarg || *end || !(o.guess_frac > 0) ||
+			    o.guess_frac >= 0.95)
+				return cmd_usage_error(&cmd_daemon_entry,
+					"bad --guess '%s' (a share of a GPU, "
+					"0 < F < 0.95)", optarg);
+			break;
+		case OPT_GROW_WAIT:
+			o.grow_wait_s = strtod(optarg, &end);
+			if (end == optarg || *end || !(o.grow_wait_s >= 0) ||
+			    o.grow_wait_s > 86400)
+				return cmd_usage_error(&cmd_daemon_entry,
+					"bad --grow-wait '%s' (seconds, "
+					"0..86400)", optarg);
 			break;
 		case OPT_SLURM_NODE:
 			if (!slurm_weight_node_ok(optarg))
@@ -224,7 +251,8 @@ const struct cmd_entry cmd_daemon_entry = {
 	.usage = "[-f|--foreground] [--system] [--socket PATH] "
 		 "[--state-dir DIR] [--kill-grace SEC] "
 		 "[--placement busyness|roundrobin] [--busy-max X] "
-		 "[--default-busy X] [--slurm-node NAME "
+		 "[--default-busy X] [--guess F] [--grow-wait SEC] "
+		 "[--slurm-node NAME "
 		 "[--slurm-interval SEC]] [--region-max SEC] "
 		 "[--region-drain SEC] [--region-freeze on|off] "
 		 "[--gpu-mem SIZE] [-v]",

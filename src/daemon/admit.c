@@ -12,7 +12,10 @@
  *	and (g has no task, or load(g) + busy(t) <= busy_max)
  *	    load = max(util, busy_committed)
  *	and exclusivity allows it (an exclusive task wants an empty GPU; a GPU
- *	    holding one takes nothing else).
+ *	    holding one takes nothing else)
+ *	and no running task there waits to grow (admit_grow_may_wait: the
+ *	    memory that frees up is theirs first, or a stream of newcomers
+ *	    could keep a task that is already running waiting for ever).
  *
  * `occupied` takes the larger of the preloads' commitments and NVML's used
  * memory so that memory held by processes kmux does not manage still
@@ -54,10 +57,11 @@ void admit_policy_default(struct admit_policy *p)
 	p->w_util = 1.0;
 	p->w_mem = 0.5;
 	p->w_tasks = 0.1;
-	p->guess_frac = 0.25;
+	p->guess_frac = 0.10;
 	p->guess_min = GiB;
 	p->learned_margin = 1.10;
-	p->default_busy = 0.5;
+	p->default_busy = 0.25;
+	p->grow_wait_us = UINT64_C(600) * 1000000;
 	p->util_tau_s = 10.0;
 	p->backfill = true;
 	p->age_us = UINT64_C(300) * 1000000;
@@ -235,7 +239,7 @@ static bool fits_mem(const struct admit_gpu *g, uint64_t need,
 
 static bool fits_exclusive(const struct admit_gpu *g, const struct admit_task *t)
 {
-	if (g->exclusive)
+	if (g->exclusive || g->grow_waiting > 0)
 		return false;
 	return !t->exclusive || g->ntasks == 0;
 }
@@ -568,6 +572,31 @@ int admit_grow(struct admit_gpu *gpus, size_t n, struct admit_placement *pl,
 	}
 	pl->quota = want;
 	return 0;
+}
+
+bool admit_grow_may_wait(const struct admit_gpu *gpus, size_t n,
+			 const struct admit_placement *pl, uint64_t want,
+			 const struct admit_policy *p)
+{
+	uint32_t i;
+
+	if (pl->ngpus < 1 || pl->ngpus > ADMIT_MAX_GPUS)
+		return false;
+	for (i = 0; i < pl->ngpus; i++) {
+		const struct admit_gpu *g;
+
+		if (pl->slot[i] >= n)
+			return false;
+		g = &gpus[pl->slot[i]];
+		/* More than the GPU can ever commit: waiting cannot help. */
+		if (want > admit_capacity(g, p))
+			return false;
+		/* Every task here waits (this one included): none of them will
+		 * end or free anything, so no room can come. */
+		if (g->grow_waiting >= g->ntasks)
+			return false;
+	}
+	return true;
 }
 
 void admit_release(struct admit_gpu *gpus, size_t n, const struct admit_task *t,

@@ -57,6 +57,9 @@ struct admit_gpu {
 	bool exclusive;		/* holds a task that wants the GPU alone */
 	/* Stamp of the last placement here (admit_commit): round robin. */
 	uint64_t last_placed;
+	/* Running tasks here waiting for their quota to grow (the daemon
+	 * counts them); while > 0 the GPU takes no new task. */
+	uint32_t grow_waiting;
 };
 
 /* What earlier runs of the same command taught (kept in the database). */
@@ -107,14 +110,24 @@ struct admit_policy {
 	double w_util;
 	double w_mem;
 	double w_tasks;
-	/* An unknown task is assumed to need this share of a GPU: 0.25 ... */
+	/* An unknown task starts with this share of a GPU as its quota:
+	 * 0.10 ...  Small on purpose: it grows as the task allocates (and
+	 * waits for room rather than failing, see admit_grow_may_wait), so
+	 * the guess only has to cover a task's start, and every byte of it
+	 * a small task does not use keeps another task out. */
 	double guess_frac;
 	/* ... and never less than this: 1 GiB. */
 	uint64_t guess_min;
 	/* A learned peak is multiplied by this: 1.10. */
 	double learned_margin;
-	/* Busyness of a task never seen before: 0.5. */
+	/* Busyness of a task never seen before: 0.25.  Only until its own
+	 * NVML samples correct it (about 2 s); too high a guess keeps a GPU
+	 * idle for that long, too low a one costs only contention, which
+	 * the correction then stops. */
 	double default_busy;
+	/* How long a running task may wait for its quota to grow before the
+	 * allocation fails for it: 600 s. */
+	uint64_t grow_wait_us;
 	/* Time constant of the utilization average, seconds: 10. */
 	double util_tau_s;
 	/* Start smaller tasks when the head does not fit: true. */
@@ -245,6 +258,19 @@ int admit_grow(struct admit_gpu *gpus, size_t n, struct admit_placement *pl,
  */
 uint64_t admit_mem_short(const struct admit_gpu *g,
 			 const struct admit_task *head,
+			 const struct admit_policy *p);
+
+/*
+ * A growth admit_grow() refused for now (-ENOSPC): may the task wait for
+ * room (its allocation blocked) rather than fail?  The caller counts the
+ * task in grow_waiting of its GPUs first.  true while want could ever fit
+ * on each of its GPUs and each holds a task that is not waiting (it will
+ * end or free memory); false means waiting could last for ever (every task
+ * there waits for another: the last to ask is refused, so that the others
+ * can go on once it has failed and freed its memory).
+ */
+bool admit_grow_may_wait(const struct admit_gpu *gpus, size_t n,
+			 const struct admit_placement *pl, uint64_t want,
 			 const struct admit_policy *p);
 
 /*

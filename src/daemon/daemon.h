@@ -125,6 +125,13 @@ struct job {
 	double busy_tick;	/* this sample, summed over its GPUs */
 	double busy_sum;
 	uint32_t busy_n;
+	/* A growth it waits for (ALLOC_UPDATE with want, no room yet): the
+	 * asking connection and request, answered by job_grow_retry() once
+	 * its GPUs have room.  grow_conn NULL: none. */
+	struct conn *grow_conn;
+	uint32_t grow_seq;
+	uint64_t grow_want;
+	uint64_t grow_since_us;
 };
 
 /* A client blocked in WAIT. */
@@ -303,6 +310,15 @@ void job_logs(struct conn *c, const struct proto_msg *m);
 void job_register(struct conn *c, const struct proto_msg *m);
 void job_finished(struct conn *c, const struct proto_msg *m);
 void job_alloc_update(struct conn *c, const struct proto_msg *m);
+/*
+ * Growths that wait for room: grant those that fit now (oldest first),
+ * refuse those that waited --grow-wait or could wait for ever.  From
+ * job_schedule(), before any queued task is admitted.
+ */
+void job_grow_retry(struct server *srv);
+/* j stops waiting to grow; with err != 0 its asker is told so (if there). */
+void job_grow_drop(struct server *srv, struct job *j, int err,
+		   const char *why);
 /*
  * c is being freed: drop its waiters and readers, end the jobs it ran.
  * Called from the loop only, never inside another job walk.

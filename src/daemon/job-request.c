@@ -733,17 +733,84 @@ void job_finished(struct conn *c, const struct proto_msg *m)
  * ALLOC_UPDATE with want > 0: a running task's allocation would pass its
  * quota.  A need that was guessed or learned may grow while its GPUs have
  * uncommitted room (the guess is "corrected as it allocates"); a declared
- * need is what the user promised and stays the limit.  The answer is ADMIT
- * with the new quota, or ERROR (the allocation then fails for that task
- * alone).
+ * need is what the user promised and stays the limit.  When there is no
+ * room now, the request waits (the allocation blocks in the task) until
+ * the tasks around it end, rather than failing the task for memory that
+ * will come back: see job_grow_retry().  The answer is ADMIT with the new
+ * quota, or ERROR (the allocation then fails for that task alone).
  */
+static void grow_answer(struct server *srv, struct conn *c, uint32_t seq,
+			const struct job *j)
+{
+	struct proto_msg a = { .type = PROTO_ADMIT, .seq = seq };
+
+	a.u.admit.job = (uint64_t)j->id;
+	a.u.admit.quota = j->place.quota;
+	a.u.admit.ngpus = j->place.ngpus;
+	for (uint32_t i = 0; i < j->place.ngpus; i++)
+		a.u.admit.gpus[i] = srv->gpus[j->place.slot[i]].index;
+	server_client_send(c, &a);
+}
+
+/* Try to raise j's quota to want: 0, or admit_grow's -ENOSPC / -EINVAL. */
+static int grow_try(struct server *srv, struct job *j, uint64_t want)
+{
+	char err[ERRLEN], q[SIZE_FORMAT_MAX], w[SIZE_FORMAT_MAX];
+	int r;
+
+	if (want <= j->place.quota)
+		return 0;	/* granted already (another thread asked) */
+	size_format(j->place.quota, q, sizeof(q));
+	r = admit_grow(srv->gpus, srv->ngpus, &j->place, want, &srv->policy);
+	if (r)
+		return r;
+	size_format(want, w, sizeof(w));
+	j->task.mem = want;
+	log_info("daemon: job %lld grew from %s to %s", (long long)j->id, q,
+		 w);
+	if (db_job_set_quota(srv->db, j->id, want, err, sizeof(err)))
+		log_warn("daemon: job %lld: %s", (long long)j->id, err);
+	return 0;
+}
+
+static void grow_count(struct server *srv, const struct job *j, int d)
+{
+	for (uint32_t i = 0; i < j->place.ngpus; i++) {
+		struct admit_gpu *g = &srv->gpus[j->place.slot[i]];
+
+		if (d > 0)
+			g->grow_waiting++;
+		else if (g->grow_waiting > 0)
+			g->grow_waiting--;
+	}
+}
+
+void job_grow_drop(struct server *srv, struct job *j, int err,
+		   const char *why)
+{
+	char q[SIZE_FORMAT_MAX], w[SIZE_FORMAT_MAX];
+
+	if (!j->grow_conn)
+		return;
+	grow_count(srv, j, -1);
+	if (err) {
+		size_format(j->place.quota, q, sizeof(q));
+		size_format(j->grow_want, w, sizeof(w));
+		log_info("daemon: job %lld may not grow from %s to %s: %s",
+			 (long long)j->id, q, w, why);
+		server_client_error(j->grow_conn, j->grow_seq, err, "job %lld: "
+				    "no room to grow from %s to %s on its GPUs "
+				    "(%s)", (long long)j->id, q, w, why);
+	}
+	j->grow_conn = NULL;
+}
+
 static void job_want(struct conn *c, const struct proto_msg *m, struct job *j)
 {
 	const uint64_t mib = UINT64_C(1) << 20;
 	struct server *srv = c->srv;
 	uint64_t want = m->u.alloc.want;
-	struct proto_msg a = { .type = PROTO_ADMIT, .seq = m->seq };
-	char err[ERRLEN], q[SIZE_FORMAT_MAX], w[SIZE_FORMAT_MAX];
+	char q[SIZE_FORMAT_MAX], w[SIZE_FORMAT_MAX];
 	int r;
 
 	if (!j || j->state != PROTO_JOB_RUNNING || !j->placed ||
@@ -758,30 +825,104 @@ static void job_want(struct conn *c, const struct proto_msg *m, struct job *j)
 				    "%s; it may not grow", (long long)j->id, q);
 		return;
 	}
-	want = want > UINT64_MAX - (mib - 1) ? UINT64_MAX
-					     : (want + mib - 1) & ~(mib - 1);
-	if (want <= j->place.quota)
-		goto answer;	/* granted already (another thread asked) */
-	r = admit_grow(srv->gpus, srv->ngpus, &j->place, want, &srv->policy);
-	size_format(want, w, sizeof(w));
-	if (r) {
-		server_client_error(c, m->seq, ENOSPC, "job %lld: no room to "
-				    "grow from %s to %s on its GPUs",
-				    (long long)j->id, q, w);
+	if (j->grow_conn) {
+		/* One asker at a time (the preload serializes its own). */
+		server_client_error(c, m->seq, EBUSY, "job %lld already waits "
+				    "to grow", (long long)j->id);
 		return;
 	}
-	j->task.mem = want;
-	log_info("daemon: job %lld grew from %s to %s", (long long)j->id, q,
-		 w);
-	if (db_job_set_quota(srv->db, j->id, want, err, sizeof(err)))
-		log_warn("daemon: job %lld: %s", (long long)j->id, err);
-answer:
-	a.u.admit.job = (uint64_t)j->id;
-	a.u.admit.quota = j->place.quota;
-	a.u.admit.ngpus = j->place.ngpus;
-	for (uint32_t i = 0; i < j->place.ngpus; i++)
-		a.u.admit.gpus[i] = srv->gpus[j->place.slot[i]].index;
-	server_client_send(c, &a);
+	want = want > UINT64_MAX - (mib - 1) ? UINT64_MAX
+					     : (want + mib - 1) & ~(mib - 1);
+	r = grow_try(srv, j, want);
+	if (r == 0) {
+		grow_answer(srv, c, m->seq, j);
+		return;
+	}
+	size_format(want, w, sizeof(w));
+	j->grow_conn = c;
+	j->grow_seq = m->seq;
+	j->grow_want = want;
+	j->grow_since_us = server_now_us();
+	grow_count(srv, j, +1);
+	if (!admit_grow_may_wait(srv->gpus, srv->ngpus, &j->place, want,
+				 &srv->policy)) {
+		job_grow_drop(srv, j, ENOSPC, want > admit_capacity(
+				      &srv->gpus[j->place.slot[0]],
+				      &srv->policy) ?
+			      "more than the GPU holds" :
+			      "every task on its GPUs waits for memory");
+		return;
+	}
+	log_info("daemon: job %lld waits to grow from %s to %s",
+		 (long long)j->id, q, w);
+}
+
+/* Waiting jobs in the order they asked: (grow_since_us, id). */
+static bool grow_before(const struct job *a, const struct job *b)
+{
+	if (a->grow_since_us != b->grow_since_us)
+		return a->grow_since_us < b->grow_since_us;
+	return a->id < b->id;
+}
+
+/* The waiting job that asked next after `after` (NULL: the first). */
+static struct job *grow_next(struct server *srv, const struct job *after)
+{
+	struct job *j, *best = NULL;
+
+	TAILQ_FOREACH(j, &srv->running, entry) {
+		if (!j->grow_conn || (after && !grow_before(after, j)))
+			continue;
+		if (!best || grow_before(j, best))
+			best = j;
+	}
+	return best;
+}
+
+/* The waiting job that asked last and could wait for ever, if any. */
+static struct job *grow_stuck(struct server *srv)
+{
+	struct job *j, *best = NULL;
+
+	TAILQ_FOREACH(j, &srv->running, entry) {
+		if (!j->grow_conn || admit_grow_may_wait(srv->gpus, srv->ngpus,
+				&j->place, j->grow_want, &srv->policy))
+			continue;
+		if (!best || grow_before(best, j))
+			best = j;
+	}
+	return best;
+}
+
+void job_grow_retry(struct server *srv)
+{
+	uint64_t now = server_now_us();
+	struct job *j;
+
+	/* Whoever waited longest gets the room that freed; a later, smaller
+	 * growth that fits goes too (it blocks its task just the same).
+	 * After each grant the room changed: from the first again. */
+	for (bool granted = true; granted;) {
+		granted = false;
+		for (j = grow_next(srv, NULL); j; j = grow_next(srv, j)) {
+			if (grow_try(srv, j, j->grow_want))
+				continue;
+			grow_answer(srv, j->grow_conn, j->grow_seq, j);
+			grow_count(srv, j, -1);
+			j->grow_conn = NULL;
+			granted = true;
+			break;
+		}
+	}
+	TAILQ_FOREACH(j, &srv->running, entry)
+		if (j->grow_conn && srv->policy.grow_wait_us &&
+		    now - j->grow_since_us >= srv->policy.grow_wait_us)
+			job_grow_drop(srv, j, ENOSPC, "waited too long");
+	/* A deadlock: refuse the last asker, one at a time (the others may
+	 * then wait for the memory it frees as it fails). */
+	while ((j = grow_stuck(srv)))
+		job_grow_drop(srv, j, ENOSPC,
+			      "every task on its GPUs waits for memory");
 }
 
 void job_alloc_update(struct conn *c, const struct proto_msg *m)
@@ -845,6 +986,9 @@ void job_conn_gone(struct conn *c)
 		if (f->conn == c)
 			follower_drop(srv, f);
 	}
+	TAILQ_FOREACH(j, &srv->running, entry)
+		if (j->grow_conn == c)
+			job_grow_drop(srv, j, 0, NULL);
 	if (srv->stopping)
 		return;
 	/* `kmux run` clients: their jobs end with them. */

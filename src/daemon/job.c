@@ -188,6 +188,7 @@ void job_finish(struct server *srv, struct job *j, uint32_t state,
 			      busy, now - j->start_us, now, err,
 			      sizeof(err)))
 		log_warn("daemon: job %lld: profile: %s", (long long)j->id, err);
+	job_grow_drop(srv, j, ECANCELED, "the job ended");
 	if (j->placed)
 		admit_release(srv->gpus, srv->ngpus, &j->task, &j->place);
 	TAILQ_REMOVE(job_list_of(srv, j), j, entry);
@@ -788,6 +789,8 @@ void job_schedule(struct server *srv)
 	if (busy)
 		return;
 	busy = true;
+	/* Running tasks waiting for memory come before new ones. */
+	job_grow_retry(srv);
 	for (;;) {
 		n = 0;
 		TAILQ_FOREACH(j, &srv->queued, entry)

@@ -430,10 +430,15 @@ static int server_init(struct server *srv, const struct server_opts *o,
 		srv->policy.busy_max = o->busy_max;
 	if (o->default_busy > 0)
 		srv->policy.default_busy = o->default_busy;
+	if (o->guess_frac > 0)
+		srv->policy.guess_frac = o->guess_frac;
+	if (o->grow_wait_s >= 0)
+		srv->policy.grow_wait_us = (uint64_t)(o->grow_wait_s * 1e6);
 	if (admit_policy_check(&srv->policy)) {
 		snprintf(err, errlen, "bad admission policy (placement %d, "
-			 "busy-max %g, default-busy %g)", o->placement,
-			 srv->policy.busy_max, srv->policy.default_busy);
+			 "busy-max %g, default-busy %g, guess %g)",
+			 o->placement, srv->policy.busy_max,
+			 srv->policy.default_busy, srv->policy.guess_frac);
 		return -EINVAL;
 	}
 	if (o->system && srv->uid != 0)
@@ -632,9 +637,11 @@ int server_main(const struct server_opts *o)
 		 "running job(s), %zu lost while no daemon ran", srv.ngpus,
 		 nvml_source(srv.nvml), srv.recovered.queued,
 		 srv.recovered.running_kept, srv.recovered.lost);
-	log_info("daemon: placement %s, busy-max %g, default-busy %g",
+	log_info("daemon: placement %s, busy-max %g, default-busy %g, "
+		 "guess %g, grow-wait %g s",
 		 admit_placement_name(srv.policy.placement),
-		 srv.policy.busy_max, srv.policy.default_busy);
+		 srv.policy.busy_max, srv.policy.default_busy,
+		 srv.policy.guess_frac, srv.policy.grow_wait_us / 1e6);
 	if (event_base_dispatch(srv.base) < 0)
 		log_error("daemon: event loop failed");
 	else

@@ -20,6 +20,8 @@ struct server_opts {
 	int placement;		/* enum admit_placement_kind; 0 = busyness */
 	double busy_max;	/* > 0: admit_policy.busy_max instead */
 	double default_busy;	/* > 0: admit_policy.default_busy instead */
+	double guess_frac;	/* > 0: admit_policy.guess_frac instead */
+	double grow_wait_s;	/* >= 0: admit_policy.grow_wait_us (0: none) */
 	const char *slurm_node;	/* busyness as this node's Slurm weight */
 	double slurm_interval_s;	/* at most one weight update per this */
 	double region_max_s;	/* revoke a region held longer; 0: never */

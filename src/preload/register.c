@@ -481,6 +481,7 @@ static int grow_exchange(int fd, uint64_t want, uint64_t *quota)
 			     .rx_cap = sizeof(rx), .tx_cap = sizeof(tx) };
 	struct proto_msg m = { .type = PROTO_HELLO };
 	uint32_t asked;
+	bool hello_ok = false;
 	int e;
 
 	m.u.hello.role = PROTO_ROLE_PRELOAD;
@@ -501,10 +502,17 @@ static int grow_exchange(int fd, uint64_t want, uint64_t *quota)
 	if (!e)
 		e = io_send(&io, &m);
 	asked = io.seq;
-	/* HELLO's OK first, then the answer to the request. */
-	while (!e && !(e = io_recv(&io, &m, REG_REPLY_MS))) {
-		if (m.seq != asked)
+	/*
+	 * HELLO's OK first, then the answer to the request, which may take
+	 * as long as other tasks keep the memory (kmuxd makes the growth
+	 * wait rather than fail, and bounds the wait itself: --grow-wait);
+	 * a daemon that dies closes the connection and ends the wait.
+	 */
+	while (!e && !(e = io_recv(&io, &m, hello_ok ? -1 : REG_REPLY_MS))) {
+		if (m.seq != asked) {
+			hello_ok = true;
 			continue;
+		}
 		if (m.type == PROTO_ADMIT) {
 			*quota = m.u.admit.quota;
 			return 0;

@@ -20,8 +20,8 @@ check "no daemon: one info line says it runs unmanaged" \
 
 start_daemon
 
-# Registered: a job named after the program, GPU 0, a guessed quota (25% of
-# the 16 GiB GPU); running in ps while it holds, released after it exits.
+# Registered: a job named after the program, GPU 0, a guessed quota (10% of
+# the 16 GiB GPU, rounded up to a MiB); running in ps while it holds, released after it exits.
 LD_PRELOAD=$PRELOAD "$R" 16 1500 >"$TMP/one" 2>&1 &
 p1=$!
 check "registered: it starts" wait_line "$TMP/one" ready
@@ -30,9 +30,9 @@ check "registered: a job named after argv[0]" [ -n "$j1" ]
 check "  ... running, with the process's pid" \
 	[ "$(jq_job "$j1" 'j["state"], j["pid"]')" = "('running', $p1)" ]
 check "  ... GPU 0 in its CUDA_VISIBLE_DEVICES" has "$TMP/one" "cvd=0"
-check "  ... quota: the guess, 4 GiB, which cuMemGetInfo reports" has "$TMP/one" "total=4096"
-check "  ... ps --json shows that quota" [ "$(jq_job "$j1" 'j["mem_quota"] >> 20')" = 4096 ]
-check "  ... committed on the GPU" [ "$(top_json 't["gpus"][0]["mem_committed"] >> 20')" = 4096 ]
+check "  ... quota: the guess, 1639 MiB, which cuMemGetInfo reports" has "$TMP/one" "total=1639"
+check "  ... ps --json shows that quota" [ "$(jq_job "$j1" 'j["mem_quota"] >> 20')" = 1639 ]
+check "  ... committed on the GPU" [ "$(top_json 't["gpus"][0]["mem_committed"] >> 20')" = 1639 ]
 wait "$p1"
 check "  ... the program exits 0" [ $? -eq 0 ]
 check "  ... its job ends when it exits" wait_state "$j1" exited 20

@@ -14,7 +14,7 @@ export SIMCUDA_DEVICES=2
 . "$(dirname "$0")/reg-lib.sh"
 committed() { top_json "sum(g['mem_committed'] for g in t['gpus']) >> 30"; }
 
-start_daemon
+start_daemon --guess 0.25
 
 # Usage: 16 MiB resident, about 20 kernels/s (60 launches over 3 s).
 KMUX_NAME=usage LD_PRELOAD=$PRELOAD "$R" 16 3000 60 >"$TMP/u" 2>&1 &
@@ -95,7 +95,7 @@ jv=$(job_of victim2)
 kill -9 "$(daemon_pid)"
 sleep 0.5
 check "daemon gone: the task runs on" kill -0 "$pk2"
-start_daemon
+start_daemon --guess 0.25
 ok=1
 for i in $(seq 150); do
 	[ "$(jq_job "$jv" 'j["state"], j["mem_used"] >> 20, j["mem_quota"] >> 30')" = "('running', 16, 14)" ] && ok=0 && break
@@ -114,7 +114,7 @@ pad=$!
 wait_line "$TMP/ad" ready
 kill -9 "$(daemon_pid)"
 export KMUX_STATE_DIR=$TMP/state2
-start_daemon
+start_daemon --guess 0.25
 for i in $(seq 150); do
 	[ -n "$(job_of adopt)" ] && break
 	sleep 0.1

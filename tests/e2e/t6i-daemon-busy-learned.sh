@@ -13,7 +13,7 @@ export KMUX_FAKE_PROC_UTIL=$TMP/util
 . "$(dirname "$0")/reg-lib.sh"
 : >"$KMUX_FAKE_PROC_UTIL"
 
-start_daemon --busy-max 1
+start_daemon --busy-max 1 --default-busy 0.5
 a=$("$KMUX" submit -m 1G -- "$R" 16 2500)
 check "the first run starts" wait_state "$a" running
 pid=$(jq_job "$a" 'j["pid"]')

@@ -37,12 +37,12 @@ check "  ... says why" err_has "not a Slurm node name\|bad --slurm-node"
 expect_rc 2 "--slurm-interval 0 refused" "$KMUX" daemon -f --slurm-node n7 --slurm-interval 0
 expect_rc 2 "--slurm-interval abc refused" "$KMUX" daemon -f --slurm-node n7 --slurm-interval abc
 
-start_daemon --slurm-node n7 --slurm-interval 0.5
+start_daemon --default-busy 0.5 --slurm-node n7 --slurm-interval 0.5
 check "idle node: weight 1 set at start" wait_for 20 cond '[ "$(weight)" = 1 ]'
 check "  ... with the node name and the weight as scontrol arguments" \
 	grep -qx "update NodeName=n7 Weight=1" "$TMP/calls"
 
-# A 12 GiB job on the 16 GiB GPU: busyness 0.5 + 0.5 * 0.75 + 0.1 = 0.975,
+# A 12 GiB job on the 16 GiB GPU (--default-busy 0.5): busyness 0.5 + 0.5 * 0.75 + 0.1 = 0.975,
 # bucket 3, weight 4.
 t0=$(date +%s%N)
 a=$("$KMUX" submit -m 12G -- sleep 100)
@@ -85,7 +85,7 @@ stop_daemon
 # Rate limit: with --slurm-interval 1.5, busy and idle flip every 0.4 s
 # for 3.2 s (the 500 ms tick alone would see 6 changes): at most one update
 # per 1.5 s, 3 in all.
-start_daemon --slurm-node n7 --slurm-interval 1.5
+start_daemon --default-busy 0.5 --slurm-node n7 --slurm-interval 1.5
 wait_for 20 cond '[ "$(weight)" = 1 ]'
 sleep 1.6
 n0=$(updates)
@@ -103,7 +103,7 @@ stop_daemon
 
 # No scontrol at all: a warning, the daemon runs on.
 rm -f "$TMP/calls"
-KMUX_SCONTROL=$TMP/no-such-scontrol start_daemon --slurm-node n7 --slurm-interval 0.5
+KMUX_SCONTROL=$TMP/no-such-scontrol start_daemon --default-busy 0.5 --slurm-node n7 --slurm-interval 0.5
 sleep 1.2
 check "missing scontrol: warned (exit 127)" grep -q "no-such-scontrol failed (exit 127)" "$LOG"
 check "  ... the daemon still answers" cond "\"$KMUX\" ps >/dev/null" >/dev/null
@@ -111,7 +111,7 @@ stop_daemon
 
 # No GPUs: nothing to say about busyness, no scontrol run.
 rm -f "$TMP/calls"
-KMUX_FAKE_GPUS=0 start_daemon --slurm-node n7 --slurm-interval 0.5
+KMUX_FAKE_GPUS=0 start_daemon --default-busy 0.5 --slurm-node n7 --slurm-interval 0.5
 sleep 1.2
 check "no GPUs: scontrol never run" [ ! -e "$TMP/calls" ]
 finish

@@ -464,11 +464,11 @@ static void test_learned_vs_guessed(void **state)
 	assert_int_equal(t.mem, 2253 * MiB);	/* 2252.8 MiB */
 	assert_int_equal(admit_need(&t, &g, &pol), 2253 * MiB);
 
-	/* Guessed: a quarter of the GPU, at least 1 GiB, the default busyness. */
+	/* Guessed: a tenth of the GPU, at least 1 GiB, the default busyness. */
 	assert_int_equal(admit_task_init(&t, 3, 1, 0, NULL, &pol, 0), 0);
 	assert_int_equal(t.mem_source, ADMIT_MEM_GUESSED);
 	assert_true(t.busy == pol.default_busy);
-	assert_int_equal(admit_need(&t, &g, &pol), 20 * GiB);
+	assert_int_equal(admit_need(&t, &g, &pol), 8 * GiB);
 	assert_int_equal(admit_need(&t, &small, &pol), GiB);
 	/* A profile without runs is no profile. */
 	prof.runs = 0;
@@ -478,8 +478,8 @@ static void test_learned_vs_guessed(void **state)
 	t.mem = 30 * GiB;
 	assert_int_equal(admit_need(&t, &g, &pol), 30 * GiB);
 
-	/* Where 16 GiB are left, the learned task fits, the unknown does not. */
-	g.mem_committed = 60 * GiB;	/* capacity 76 */
+	/* Where 5 GiB are left, the learned task fits, the unknown does not. */
+	g.mem_committed = 71 * GiB;	/* capacity 76 */
 	prof.runs = 3;
 	assert_int_equal(admit_task_init(&t, 4, 1, 0, &prof, &pol, 0), 0);
 	assert_int_equal(admit_place(&g, 1, &t, &pol, &pl), 0);
@@ -488,7 +488,7 @@ static void test_learned_vs_guessed(void **state)
 	/* Its quota is the guess. */
 	g.mem_committed = 0;
 	assert_int_equal(admit_place(&g, 1, &t, &pol, &pl), 0);
-	assert_int_equal(pl.quota, 20 * GiB);
+	assert_int_equal(pl.quota, 8 * GiB);
 
 	assert_int_equal(admit_task_init(&t, 6, 0, 0, NULL, &pol, 0), -EINVAL);
 	assert_int_equal(admit_task_init(&t, 6, 65, 0, NULL, &pol, 0), -EINVAL);
@@ -669,6 +669,64 @@ static void test_grow(void **state)
 	admit_release(g, 2, &t, &pl);
 	assert_int_equal(g[0].mem_committed, 0);
 	assert_int_equal(g[1].mem_committed, o.mem);
+}
+
+/*
+ * A growth that does not fit now may wait while some task on each of its
+ * GPUs does not itself wait (it will end and free its memory); when every
+ * task there waits, or the growth exceeds the GPU, it is refused.  While a
+ * task waits, its GPU takes no new task: the room that frees is its own.
+ */
+static void test_grow_wait(void **state)
+{
+	struct admit_gpu g[2] = { gpu(0, 100), gpu(1, 100) };
+	struct admit_task a = task(1, 10 * GiB, 1), b = task(2, 60 * GiB, 1);
+	struct admit_task small = task(3, 1 * GiB, 1), two = task(4, GiB, 2);
+	struct admit_placement pa, pb, pl;
+	uint64_t cap = admit_capacity(&g[0], &pol);	/* 95 GiB */
+
+	(void)state;
+	pa = (struct admit_placement){ .ngpus = 1, .slot = { 0 },
+				       .quota = a.mem };
+	pb = (struct admit_placement){ .ngpus = 1, .slot = { 0 },
+				       .quota = b.mem };
+	admit_commit(g, 2, &a, &pa, 1);
+	admit_commit(g, 2, &b, &pb, 2);
+	/* a wants 40 GiB: 25 are free, so not now. */
+	assert_int_equal(admit_grow(g, 2, &pa, 40 * GiB, &pol), -ENOSPC);
+	g[0].grow_waiting = 1;		/* the daemon counts it */
+	/* b runs on (not waiting): a may wait for it. */
+	assert_true(admit_grow_may_wait(g, 2, &pa, 40 * GiB, &pol));
+	/* Never more than the GPU can hold. */
+	assert_false(admit_grow_may_wait(g, 2, &pa, cap + 1, &pol));
+	assert_true(admit_grow_may_wait(g, 2, &pa, cap, &pol));
+	/* While a waits, GPU 0 takes no new task, even one that fits... */
+	assert_int_equal(admit_place(g, 1, &small, &pol, &pl), -EAGAIN);
+	/* ... round robin included; GPU 1 still does. */
+	pol.placement = ADMIT_PLACE_ROUND_ROBIN;
+	assert_int_equal(admit_place(g, 1, &small, &pol, &pl), -EAGAIN);
+	pol.placement = ADMIT_PLACE_BUSYNESS;
+	assert_int_equal(admit_place(g, 2, &small, &pol, &pl), 0);
+	assert_int_equal(pl.slot[0], 1);
+	/* A two-GPU task cannot start while one of them is held back. */
+	assert_int_equal(admit_place(g, 2, &two, &pol, &pl), -EAGAIN);
+	/* b waits too: nothing on GPU 0 will free memory, a deadlock. */
+	g[0].grow_waiting = 2;
+	assert_false(admit_grow_may_wait(g, 2, &pa, 40 * GiB, &pol));
+	assert_false(admit_grow_may_wait(g, 2, &pb, 70 * GiB, &pol));
+	/* b is refused (the last to ask): a may wait for b to fail. */
+	g[0].grow_waiting = 1;
+	assert_true(admit_grow_may_wait(g, 2, &pa, 40 * GiB, &pol));
+	/* b ends: the room is a's. */
+	admit_release(g, 2, &b, &pb);
+	assert_int_equal(admit_grow(g, 2, &pa, 40 * GiB, &pol), 0);
+	g[0].grow_waiting = 0;
+	assert_int_equal(admit_place(g, 1, &small, &pol, &pl), 0);
+	/* Bad placements never wait. */
+	pl = (struct admit_placement){ .ngpus = 0 };
+	assert_false(admit_grow_may_wait(g, 2, &pl, GiB, &pol));
+	pl = (struct admit_placement){ .ngpus = 1, .slot = { 5 } };
+	assert_false(admit_grow_may_wait(g, 2, &pl, GiB, &pol));
 }
 
 static void test_util_sample(void **state)
@@ -975,6 +1033,8 @@ static bool brute_fits(const struct admit_gpu *g, const struct admit_task *t)
 		ld = g->busy_committed;
 	if (occ + need > cap || occ > cap)
 		return false;
+	if (g->grow_waiting > 0)	/* its room goes to a waiting growth */
+		return false;
 	if (g->exclusive || (t->exclusive && g->ntasks > 0))
 		return false;
 	if (pol.placement == ADMIT_PLACE_BUSYNESS && g->ntasks > 0 &&
@@ -1048,6 +1108,7 @@ static void test_random_states(void **state)
 			g[i].util_valid = rnd() % 2;
 			g[i].util = (double)(rnd() % 1001) / 1000;
 			g[i].ntasks = (uint32_t)(rnd() % 4);
+			g[i].grow_waiting = g[i].ntasks && rnd() % 6 == 0;
 			g[i].busy_committed = g[i].ntasks * (double)(rnd() % 100) / 100;
 			g[i].exclusive = g[i].ntasks == 1 && rnd() % 8 == 0;
 			g[i].last_placed = rnd() % 8;
@@ -1114,6 +1175,7 @@ int main(void)
 		cmocka_unit_test_setup(test_round_robin_rotation, setup),
 		cmocka_unit_test_setup(test_commit_release, setup),
 		cmocka_unit_test_setup(test_grow, setup),
+		cmocka_unit_test_setup(test_grow_wait, setup),
 		cmocka_unit_test_setup(test_util_sample, setup),
 		cmocka_unit_test_setup(test_fifo_and_backfill, setup),
 		cmocka_unit_test_setup(test_never_fits_reported, setup),

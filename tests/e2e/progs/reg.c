@@ -10,6 +10,8 @@
  *   total=MIB                  cuMemGetInfo's total (the quota, if any)
  *   alloc err=E                cuMemAlloc of ALLOC_MIB
  *   ready                      holding: launches KERNELS kernels over HOLD_MS
+ *   alloc2 err=E               REG_ALLOC2_MIB=n: after the hold, n MiB more
+ *                              (a task whose need grows as it runs)
  *   done                       freed, about to exit 0
  *
  * REG_FORK_MS=n: at "ready", fork a child that sleeps n ms and exits
@@ -41,7 +43,7 @@ int main(int argc, char **argv)
 	CUcontext ctx;
 	CUmodule mod;
 	CUfunction fill;
-	CUdeviceptr p = 0;
+	CUdeviceptr p = 0, p2 = 0;
 	size_t f = 0, t = 0;
 	CUresult r;
 
@@ -80,9 +82,16 @@ int main(int argc, char **argv)
 	}
 	if (kernels == 0)
 		sleep_ms(hold);
+	if (getenv("REG_ALLOC2_MIB")) {
+		r = cuMemAlloc(&p2, strtoul(getenv("REG_ALLOC2_MIB"), NULL, 10) *
+				    MIB);
+		printf("alloc2 err=%d\n", (int)r);
+	}
 	CHECK(cuCtxSynchronize());
 	if (p)
 		CHECK(cuMemFree(p));
+	if (p2)
+		CHECK(cuMemFree(p2));
 	printf("done\n");
 	return 0;
 }
