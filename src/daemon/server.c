@@ -414,6 +414,14 @@ static int server_init(struct server *srv, const struct server_opts *o,
 	srv->region_max_us = (uint64_t)(o->region_max_s * 1e6);
 	srv->region_drain_us = (uint64_t)(o->region_drain_s * 1e6);
 	srv->region_freeze = o->region_freeze;
+	srv->region_cpus_on = o->region_cpus_on;
+	srv->region_cpus = o->region_cpus;
+	if (o->cgroup_root)
+		snprintf(srv->cgroup_root, sizeof(srv->cgroup_root), "%s",
+			 o->cgroup_root);
+	else if (region_cgroup_default_root(srv->cgroup_root,
+					    sizeof(srv->cgroup_root)))
+		srv->cgroup_root[0] = '\0';	/* no cgroup2: SIGSTOP only */
 	TAILQ_INIT(&srv->queued);
 	TAILQ_INIT(&srv->running);
 	TAILQ_INIT(&srv->conns);

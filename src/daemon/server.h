@@ -8,6 +8,7 @@
 #ifndef KMUX_SERVER_H
 #define KMUX_SERVER_H
 
+#include <sched.h>
 #include <stdbool.h>
 
 struct server_opts {
@@ -25,6 +26,11 @@ struct server_opts {
 	double region_max_s;	/* revoke a region held longer; 0: never */
 	double region_drain_s;	/* wait at most this for DRAINED */
 	bool region_freeze;	/* SIGSTOP the other tasks during a region */
+	/* Resolves /proc/PID/cgroup paths for cgroup.freeze; NULL: the
+	 * cgroup2 mount point; "": never freeze through cgroups. */
+	const char *cgroup_root;
+	bool region_cpus_on;	/* pin region holders to region_cpus */
+	cpu_set_t region_cpus;
 };
 
 #define SERVER_KILL_GRACE_S 10.0
