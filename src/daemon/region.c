@@ -498,7 +498,8 @@ static void thaw_recorded(struct server *srv)
 		return;
 	}
 	for (size_t i = 0; i < n; i++) {
-		log_info("daemon: thawing pid %d%s%s, frozen by a daemon "
+		/* A warning: it says a daemon died in a region. */
+		log_warn("daemon: thawing pid %d%s%s, frozen by a daemon "
 			 "before this one", (int)fz[i].pid,
 			 fz[i].cgroup[0] ? " through cgroup " : "",
 			 fz[i].cgroup);

@@ -29,6 +29,7 @@
 #include <event2/listener.h>
 
 #include "cli/spawn.h"
+#include "cpulist.h"
 #include "daemon.h"
 #include "db.h"
 #include "log.h"
@@ -593,6 +594,18 @@ static void background_ready(struct server *srv, int ready_fd)
 	close(ready_fd);
 }
 
+static void server_log_regions(struct server *srv)
+{
+	char cpus[256] = "none";
+
+	if (srv->region_cpus_on)
+		cpulist_format(&srv->region_cpus, cpus, sizeof(cpus));
+	log_info("daemon: regions: freeze %s (cgroup root %s), reserved "
+		 "CPUs %s", srv->region_freeze ? "on" : "off",
+		 srv->cgroup_root[0] ? srv->cgroup_root : "none: SIGSTOP",
+		 cpus);
+}
+
 int server_main(const struct server_opts *o)
 {
 	struct server srv;
@@ -638,6 +651,7 @@ int server_main(const struct server_opts *o)
 	log_info("daemon: placement %s, busy-max %g, default-busy %g",
 		 admit_placement_name(srv.policy.placement),
 		 srv.policy.busy_max, srv.policy.default_busy);
+	server_log_regions(&srv);
 	if (event_base_dispatch(srv.base) < 0)
 		log_error("daemon: event loop failed");
 	else
