@@ -198,6 +198,29 @@ check "cgroup with the holder in it: not written ($(cat "$d/cgroup.freeze"))" [ 
 check "  ... SIGSTOP instead" [ "$(state_of $pcs)" = T ]
 wait "$pch3"
 
+# An unrelated process in a cgroup below (the freeze would reach it), and
+# a cgroup someone else froze already: SIGSTOP, and nothing written.
+mkcg $pcs $pcs >/dev/null
+mkdir -p "$d/sub"
+echo $$ >"$d/sub/cgroup.procs"
+LD_PRELOAD=$PRELOAD "$R" hold 600 3 >"$TMP/ch4" 2>&1 &
+pch4=$!
+wait_line "$TMP/ch4" '^begin'
+sleep 0.2
+check "unrelated process in a child cgroup: not written ($(cat "$d/cgroup.freeze"))" [ "$(cat "$d/cgroup.freeze")" = 0 ]
+check "  ... SIGSTOP instead" [ "$(state_of $pcs)" = T ]
+wait "$pch4"
+rm -rf "$d/sub"
+echo 1 >"$d/cgroup.freeze"
+LD_PRELOAD=$PRELOAD "$R" hold 600 3 >"$TMP/ch5" 2>&1 &
+pch5=$!
+wait_line "$TMP/ch5" '^begin'
+sleep 0.2
+check "a cgroup frozen by someone else: SIGSTOP" [ "$(state_of $pcs)" = T ]
+wait "$pch5"
+sleep 0.2
+check "  ... and its freeze is not undone ($(cat "$d/cgroup.freeze"))" [ "$(cat "$d/cgroup.freeze")" = 1 ]
+
 # Daemon killed with -9 while the cgroup is frozen: the restart writes 0.
 mkcg $pcs $pcs >/dev/null
 LD_PRELOAD=$PRELOAD "$R" hold 20000 2 >"$TMP/ck" 2>&1 &
