@@ -111,7 +111,13 @@ static void place(struct server *srv, pid_t pid, uint64_t start, pid_t tid,
 			return;
 	}
 	if (!t) {
+		/* A thread that came later inherited a changed mask: it gets
+		 * its main thread's from before (copied: add() may move it). */
 		main_t = tid != pid ? find(srv, pid, pid) : NULL;
+		if (main_t && main_t->start == start)
+			m = main_t->orig;
+		else if (sched_getaffinity(tid, sizeof(m), &m))
+			return;		/* gone already */
 		if (!(t = add(srv))) {
 			log_warn("daemon: out of memory isolating CPUs");
 			return;
@@ -120,12 +126,7 @@ static void place(struct server *srv, pid_t pid, uint64_t start, pid_t tid,
 		t->tid = tid;
 		t->start = start;
 		t->role = CPUS_UNTOUCHED;
-		if (main_t && main_t->start == start)
-			t->orig = main_t->orig;	/* it inherited a changed mask */
-		else if (sched_getaffinity(tid, sizeof(t->orig), &t->orig)) {
-			srv->ncpus_threads--;	/* gone already */
-			return;
-		}
+		t->orig = m;
 	}
 	t->seen = true;
 	if (t->role == want)
