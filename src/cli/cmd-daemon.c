@@ -2,12 +2,16 @@
  * cmd-daemon.c - `kmux daemon`: run kmuxd.  The daemon is this binary
  * (src/daemon/); this file is its command line only.
  */
+#include <errno.h>
 #include <getopt.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cmd.h"
+#include "cpulist.h"
 #include "daemon/admit.h"
 #include "daemon/server.h"
 #include "daemon/slurm-weight.h"
@@ -30,6 +34,8 @@ enum {
 	OPT_REGION_DRAIN,
 	OPT_REGION_FREEZE,
 	OPT_GPU_MEM,
+	OPT_REGION_CPUS,
+	OPT_CGROUP_ROOT,
 };
 
 static void help(void)
@@ -74,12 +80,46 @@ static void help(void)
 	      "      --gpu-mem SIZE    admit as if each GPU had SIZE of memory at\n"
 	      "                        most, by commitments alone (benchmarks:\n"
 	      "                        a small GPU; NVML's used bytes ignored)\n"
+	      "      --region-cpus LIST  pin a region's holder to these cores\n"
+	      "                        (\"2-3\", \"0,4-7\") and keep every other\n"
+	      "                        task off them while it holds it (off)\n"
+	      "      --cgroup-root DIR where /proc/PID/cgroup paths are found,\n"
+	      "                        to freeze through cgroup.freeze (default:\n"
+	      "                        the cgroup2 mount; \"\": SIGSTOP only)\n"
 	      "  -v, --verbose         log every connection and request\n"
 	      "  -h, --help            this help\n"
 	      "\n"
 	      "Exit status: 0; 1 when the daemon cannot start (one already runs\n"
 	      "on the socket, a directory or the database is unusable); 2 for\n"
 	      "bad usage.  See kmux-daemon(1).\n", stdout);
+}
+
+/*
+ * --region-cpus: a strict list of cores this daemon may itself run on (a
+ * holder pinned to a core outside its cpuset would fail at the first
+ * region, not here).  0, or the usage error printed.
+ */
+static int region_cpus_parse(const char *s, cpu_set_t *set)
+{
+	char err[256], allowed[256];
+	cpu_set_t mine, out;
+	long n = sysconf(_SC_NPROCESSORS_CONF);
+
+	if (cpulist_parse(s, n > 0 ? (int)n : 1, set, err, sizeof(err)))
+		return cmd_usage_error(&cmd_daemon_entry,
+				       "bad --region-cpus: %s", err);
+	if (sched_getaffinity(0, sizeof(mine), &mine))
+		return cmd_usage_error(&cmd_daemon_entry, "--region-cpus: "
+				       "cannot read this process's CPUs: %s",
+				       strerror(errno));
+	CPU_AND(&out, set, &mine);
+	if (!CPU_EQUAL(&out, set)) {
+		cpulist_format(&mine, allowed, sizeof(allowed));
+		return cmd_usage_error(&cmd_daemon_entry, "bad --region-cpus "
+				       "'%s': not all of them are CPUs this "
+				       "process may use (%s)", s, allowed);
+	}
+	return 0;
 }
 
 static int daemon_exec(int argc, char **argv)
@@ -102,6 +142,8 @@ static int daemon_exec(int argc, char **argv)
 		{ "region-drain", required_argument, NULL, OPT_REGION_DRAIN },
 		{ "region-freeze", required_argument, NULL, OPT_REGION_FREEZE },
 		{ "gpu-mem", required_argument, NULL, OPT_GPU_MEM },
+		{ "region-cpus", required_argument, NULL, OPT_REGION_CPUS },
+		{ "cgroup-root", required_argument, NULL, OPT_CGROUP_ROOT },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -226,6 +268,18 @@ static int daemon_exec(int argc, char **argv)
 					"bad --gpu-mem '%s' (a size > 0, e.g. "
 					"16G)", optarg);
 			break;
+		case OPT_REGION_CPUS:
+			if (region_cpus_parse(optarg, &o.region_cpus))
+				return KMUX_EXIT_USAGE;
+			o.region_cpus_on = true;
+			break;
+		case OPT_CGROUP_ROOT:
+			if (*optarg && optarg[0] != '/')
+				return cmd_usage_error(&cmd_daemon_entry,
+					"bad --cgroup-root '%s' (an absolute "
+					"directory, or \"\")", optarg);
+			o.cgroup_root = optarg;
+			break;
 		case 'v':
 			o.log_level = KMUX_LOG_DEBUG;
 			break;
@@ -255,7 +309,9 @@ const struct cmd_entry cmd_daemon_entry = {
 		 "[--slurm-node NAME "
 		 "[--slurm-interval SEC]] [--region-max SEC] "
 		 "[--region-drain SEC] [--region-freeze on|off] "
-		 "[--gpu-mem SIZE] [-v]",
+		 "[--gpu-mem SIZE]"
+
+		 "[--region-cpus LIST] [--cgroup-root DIR] [-v]",
 	.summary = "run kmuxd, the job queue and GPU scheduler",
 	.exec = daemon_exec,
 };

@@ -16,6 +16,7 @@
 #define KMUX_DAEMON_H
 
 #include <limits.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/queue.h>
@@ -31,6 +32,7 @@ struct evconnlistener;
 struct bufferevent;
 struct db;
 struct nvml;
+struct region_cpus_thread;
 struct server;
 struct slurm_weight;
 
@@ -72,7 +74,11 @@ struct region {
 	uint64_t token;		/* DRAIN's */
 	struct conn *acks[REGION_MAX_PEERS];	/* DRAINED still awaited */
 	size_t nacks;
-	struct { pid_t pid; uint64_t start; } frozen[REGION_MAX_PEERS];
+	struct {
+		pid_t pid;
+		uint64_t start;
+		char *cgroup;	/* NULL: SIGSTOP; else its frozen cgroup */
+	} frozen[REGION_MAX_PEERS];
 	size_t nfrozen;
 };
 
@@ -201,6 +207,11 @@ struct server {
 	uint64_t region_max_us;		/* --region-max */
 	uint64_t region_drain_us;	/* --region-drain */
 	bool region_freeze;		/* --region-freeze */
+	char cgroup_root[PATH_MAX];	/* --cgroup-root; "": SIGSTOP only */
+	bool region_cpus_on;		/* --region-cpus given */
+	cpu_set_t region_cpus;
+	struct region_cpus_thread *cpus_threads;	/* masks changed */
+	size_t ncpus_threads, cpus_threads_cap;
 	uint64_t next_region, next_token;
 	struct event *ev_region;	/* limits, dead holders, drain timeouts */
 
@@ -278,6 +289,9 @@ void job_sample(struct server *srv);
 void job_free_all(struct server *srv);
 struct job *job_find(struct server *srv, int64_t id);
 
+/* job.c: the running job whose process pid is, or descends from. */
+struct job *job_of_pid(struct server *srv, uint32_t pid);
+
 /* job.c: the GPU indices a running job was placed on, as a mask. */
 uint64_t job_gpu_mask(struct server *srv, const struct job *j);
 
@@ -299,6 +313,27 @@ void region_enter(struct conn *c, const struct proto_msg *m);
 void region_leave(struct conn *c, const struct proto_msg *m);
 void region_drained(struct conn *c, const struct proto_msg *m);
 void region_conn_gone(struct conn *c);
+
+/* region-cgroup.c: cgroup v2 freezing (-errno on failure). */
+typedef bool (*region_cgroup_ok_fn)(pid_t pid, void *arg);
+/* The cgroup2 mount point, from /proc/self/mountinfo. */
+int region_cgroup_default_root(char *buf, size_t len);
+/* root + pid's cgroup v2 path (from /proc/PID/cgroup). */
+int region_cgroup_of(const char *root, pid_t pid, char *dir, size_t len);
+/* May kmuxd freeze dir: writable, not frozen, every process in it and
+ * below passes ok()?  0, or why not. */
+int region_cgroup_check(const char *dir, region_cgroup_ok_fn ok, void *arg,
+			char *why, size_t whylen);
+/* Write 1, wait up to wait_ms for cgroup.events "frozen 1" (-ETIMEDOUT:
+ * written, not yet frozen). */
+int region_cgroup_freeze(const char *dir, unsigned int wait_ms);
+int region_cgroup_thaw(const char *dir);
+
+/* region-cpus.c: --region-cpus.  Bring every mask in line with the regions
+ * held now (after a grant, a release, and on the region tick). */
+void region_cpus_update(struct server *srv);
+/* Restore every mask changed and forget them. */
+void region_cpus_free(struct server *srv);
 
 /* job-request.c */
 void job_submit(struct conn *c, const struct proto_msg *m);

@@ -81,6 +81,10 @@ static const char *const migrations[] = {
 	"  since_us INTEGER NOT NULL,"
 	"  PRIMARY KEY (pid, pid_start)"
 	");",
+	/* 1 -> 2: how each process was frozen, so that a restart thaws it
+	 * the same way ('' : SIGSTOP; else the cgroup v2 directory whose
+	 * cgroup.freeze was written).  Old rows were all SIGSTOP. */
+	"ALTER TABLE frozen ADD COLUMN cgroup TEXT NOT NULL DEFAULT '';",
 };
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == DB_SCHEMA_VERSION,
 	       "one migration per schema version");
@@ -997,22 +1001,25 @@ int db_profile_update(struct db *db, uint64_t key, uint64_t peak, double busy,
  * Frozen processes.
  */
 int db_frozen_add(struct db *db, int32_t pid, uint64_t pid_start,
-		  int64_t job_id, uint64_t now_us, char *err, size_t errlen)
+		  int64_t job_id, uint64_t now_us, const char *cgroup,
+		  char *err, size_t errlen)
 {
 	sqlite3_stmt *st = NULL;
 	int rc;
 
-	if (db == NULL || pid <= 0)
+	if (db == NULL || pid <= 0 ||
+	    (cgroup && (cgroup[0] != '/' || strlen(cgroup) >= DB_CGROUP_MAX)))
 		return set_err(err, errlen, -EINVAL, "add frozen: bad arguments");
 	rc = prepare(db, "INSERT OR REPLACE INTO frozen (pid, pid_start, job_id,"
-		     " since_us) VALUES (?, ?, ?, ?)", &st, err, errlen,
-		     "add frozen process");
+		     " since_us, cgroup) VALUES (?, ?, ?, ?, ?)", &st, err,
+		     errlen, "add frozen process");
 	if (rc < 0)
 		return rc;
 	sqlite3_bind_int64(st, 1, pid);
 	sqlite3_bind_int64(st, 2, (int64_t)pid_start);
 	sqlite3_bind_int64(st, 3, job_id);
 	sqlite3_bind_int64(st, 4, (int64_t)now_us);
+	sqlite3_bind_text(st, 5, cgroup ? cgroup : "", -1, SQLITE_STATIC);
 	rc = step_done(db, st, err, errlen, "add frozen process");
 	sqlite3_finalize(st);
 	return rc;
@@ -1047,13 +1054,15 @@ int db_frozen_list(struct db *db, struct db_frozen **out, size_t *n, char *err,
 	sqlite3_stmt *st = NULL;
 	struct db_frozen *v = NULL;
 	size_t cap = 0, len = 0;
+	const char *cg;
 	int rc, s;
 
 	if (db == NULL || out == NULL || n == NULL)
 		return set_err(err, errlen, -EINVAL, "list frozen: bad arguments");
 	*out = NULL;
 	*n = 0;
-	rc = prepare(db, "SELECT pid, pid_start, job_id, since_us FROM frozen"
+	rc = prepare(db, "SELECT pid, pid_start, job_id, since_us, cgroup"
+		     " FROM frozen"
 		     " ORDER BY since_us, pid", &st, err, errlen,
 		     "list frozen processes");
 	if (rc < 0)
@@ -1068,6 +1077,9 @@ int db_frozen_list(struct db *db, struct db_frozen **out, size_t *n, char *err,
 		v[len].pid_start = (uint64_t)sqlite3_column_int64(st, 1);
 		v[len].job_id = sqlite3_column_int64(st, 2);
 		v[len].since_us = (uint64_t)sqlite3_column_int64(st, 3);
+		cg = (const char *)sqlite3_column_text(st, 4);
+		snprintf(v[len].cgroup, sizeof(v[len].cgroup), "%s",
+			 cg ? cg : "");
 		len++;
 	}
 	if (s != SQLITE_DONE) {
@@ -1230,7 +1242,10 @@ int db_recover(struct db *db, db_alive_fn alive, void *arg, uint64_t now_us,
 	if (rc < 0)
 		goto err_rollback;
 	for (i = 0; i < nf; i++) {
-		if (alive(fz[i].pid, fz[i].pid_start, arg)) {
+		/* A frozen cgroup may hold processes other than the one
+		 * recorded: it is thawed (by the daemon) even if that is gone. */
+		if (fz[i].cgroup[0] ||
+		    alive(fz[i].pid, fz[i].pid_start, arg)) {
 			r.frozen_alive++;
 			continue;
 		}

@@ -29,7 +29,7 @@
 #include <stdint.h>
 
 /* The schema this code reads and writes; older files are migrated. */
-#define DB_SCHEMA_VERSION 1
+#define DB_SCHEMA_VERSION 2
 
 /* db_open() flags. */
 #define DB_OPEN_READONLY 0x1u	/* never write (kmux ps without a daemon; tests) */
@@ -84,11 +84,17 @@ struct db_profile {
 	uint64_t updated_us;
 };
 
+/* The longest cgroup directory a frozen row records, NUL included. */
+#define DB_CGROUP_MAX 4096
+
 struct db_frozen {
 	int32_t pid;
 	uint64_t pid_start;
 	int64_t job_id;		/* 0 if none */
 	uint64_t since_us;
+	/* "": stopped with SIGSTOP; else the cgroup v2 directory whose
+	 * cgroup.freeze holds it (the whole cgroup is thawed). */
+	char cgroup[DB_CGROUP_MAX];
 };
 
 struct db_filter {
@@ -189,8 +195,10 @@ int db_profile_update(struct db *db, uint64_t key, uint64_t peak, double busy,
 		      uint64_t runtime_us, uint64_t now_us, char *err,
 		      size_t errlen);
 
+/* cgroup: NULL for a SIGSTOP; else the absolute directory frozen. */
 int db_frozen_add(struct db *db, int32_t pid, uint64_t pid_start,
-		  int64_t job_id, uint64_t now_us, char *err, size_t errlen);
+		  int64_t job_id, uint64_t now_us, const char *cgroup,
+		  char *err, size_t errlen);
 /* -ENOENT if not there. */
 int db_frozen_remove(struct db *db, int32_t pid, uint64_t pid_start, char *err,
 		     size_t errlen);
@@ -201,7 +209,8 @@ int db_frozen_list(struct db *db, struct db_frozen **out, size_t *n, char *err,
  * After a daemon start: RUNNING jobs whose process is still alive (same
  * pid, same start time) stay RUNNING, the others become EXITED with the
  * exit code unknown; QUEUED jobs stay QUEUED, except registered processes
- * that are gone; frozen processes that are gone are forgotten.  One
+ * that are gone; frozen processes that are gone are forgotten (not those
+ * frozen through a cgroup: the cgroup is still to be thawed).  One
  * transaction.  alive NULL: db_proc_alive.  st may be NULL.
  */
 int db_recover(struct db *db, db_alive_fn alive, void *arg, uint64_t now_us,

@@ -332,7 +332,7 @@ void job_poll_soon(struct server *srv)
 #define JOB_BUSY_SLACK 0.05
 
 /* The running job whose process pid is, or descends from (16 levels). */
-static struct job *job_of_pid(struct server *srv, uint32_t pid)
+struct job *job_of_pid(struct server *srv, uint32_t pid)
 {
 	char path[64], buf[512];
 	struct job *j;

@@ -8,12 +8,17 @@
  *	2. every other registered task on the GPU is asked to drain (DRAIN:
  *	   its helper thread synchronizes its contexts and answers DRAINED),
  *	   for at most --region-drain;
- *	3. those processes are frozen (SIGSTOP), each recorded in the
- *	   database first, so that a restarted daemon thaws them;
- *	4. REGION_GRANTED.
+ *	3. those processes are frozen, each recorded in the database
+ *	   first, so that a restarted daemon thaws them: their cgroup v2
+ *	   through cgroup.freeze where kmuxd may (region-cgroup.c), else
+ *	   SIGSTOP;
+ *	4. with --region-cpus, the holder is pinned to the reserved cores
+ *	   and every other task moved off them (region-cpus.c);
+ *	5. REGION_GRANTED.
  *
  * Leaving (REGION_LEAVE, or the holder's connection closing: it died, or
- * exited) thaws them, opens the gate and serves the next region.  The tick
+ * exited) restores the CPU masks, thaws the others, opens the gate and
+ * serves the next region.  The tick
  * revokes a region held longer than --region-max, or whose holder is gone.
  * The daemon's own end (SIGTERM) releases every region; after a kill -9,
  * start-up thaws whatever the database says was frozen and opens every
@@ -37,6 +42,7 @@
 #include "log.h"
 
 #define REGION_TICK_MS 100
+#define REGION_CGROUP_WAIT_MS 500	/* for cgroup.events "frozen 1" */
 #define ERRLEN 512
 
 static uint64_t bit(uint32_t gpu)
@@ -67,17 +73,108 @@ static struct job *peer_on_gpu(struct server *srv, struct conn *o,
 	return j;
 }
 
-static void thaw(struct server *srv, pid_t pid, uint64_t start)
+/* Undo one freeze; the row goes once the process runs again. */
+static void thaw(struct server *srv, pid_t pid, uint64_t start,
+		 const char *cgroup)
 {
 	char err[ERRLEN];
 	int r;
 
-	if (job_proc_alive(pid, start, NULL) && kill(pid, SIGCONT))
+	if (cgroup) {
+		r = region_cgroup_thaw(cgroup);
+		if (r)
+			log_warn("daemon: cannot thaw cgroup %s: %s", cgroup,
+				 strerror(-r));
+	} else if (job_proc_alive(pid, start, NULL) && kill(pid, SIGCONT)) {
 		log_warn("daemon: cannot thaw pid %d: %s", (int)pid,
 			 strerror(errno));
+	}
 	r = db_frozen_remove(srv->db, pid, start, err, sizeof(err));
 	if (r && r != -ENOENT)
 		log_warn("daemon: %s", err);
+}
+
+/* What a cgroup may hold to be frozen for region r: processes of the
+ * other tasks on its GPU only. */
+struct cg_test {
+	struct server *srv;
+	struct region *r;
+};
+
+static bool cg_pid_ok(pid_t pid, void *arg)
+{
+	struct cg_test *t = arg;
+	struct job *j;
+	struct conn *o;
+
+	if (pid <= 0 || pid == t->r->pid || pid == getpid())
+		return false;
+	j = job_of_pid(t->srv, (uint32_t)pid);
+	if (!j || j->id == t->r->job)
+		return false;
+	TAILQ_FOREACH(o, &t->srv->conns, entry)
+		if (o->reg_job == j->id &&
+		    peer_on_gpu(t->srv, o, t->r->gpu, t->r->pid))
+			return true;
+	return false;
+}
+
+/*
+ * Freeze pid's cgroup if kmuxd may (region-cgroup.c says when); its row
+ * names the cgroup first.  1: frozen this way (or by an earlier peer of
+ * the same region), 0: not, use SIGSTOP.
+ */
+static int freeze_cgroup(struct server *srv, struct region *r, pid_t pid,
+			 uint64_t start, int64_t job, char **out)
+{
+	struct cg_test t = { srv, r };
+	char dir[PATH_MAX], why[ERRLEN], err[ERRLEN];
+	int e;
+
+	*out = NULL;
+	if (!srv->cgroup_root[0] ||
+	    region_cgroup_of(srv->cgroup_root, pid, dir, sizeof(dir)))
+		return 0;
+	for (size_t i = 0; i < r->nfrozen; i++) {
+		if (r->frozen[i].cgroup && !strcmp(r->frozen[i].cgroup, dir))
+			goto record;
+	}
+	if (region_cgroup_check(dir, cg_pid_ok, &t, why, sizeof(why))) {
+		log_debug("daemon: region %llu: pid %d by SIGSTOP: %s",
+			  (unsigned long long)r->id, (int)pid, why);
+		return 0;
+	}
+record:
+	if (!(*out = strdup(dir)))
+		return 0;
+	if (db_frozen_add(srv->db, pid, start, job, server_now_us(), dir, err,
+			  sizeof(err))) {
+		log_warn("daemon: region %llu: not freezing cgroup %s: %s",
+			 (unsigned long long)r->id, dir, err);
+		goto fail;
+	}
+	for (size_t i = 0; i < r->nfrozen; i++)
+		if (r->frozen[i].cgroup && !strcmp(r->frozen[i].cgroup, dir))
+			return 1;
+	e = region_cgroup_freeze(dir, REGION_CGROUP_WAIT_MS);
+	if (e == -ETIMEDOUT) {
+		/* Written: the kernel freezes the rest as they come back. */
+		log_warn("daemon: region %llu: cgroup %s not frozen within %d "
+			 "ms", (unsigned long long)r->id, dir,
+			 REGION_CGROUP_WAIT_MS);
+	} else if (e) {
+		log_warn("daemon: region %llu: cannot freeze cgroup %s: %s",
+			 (unsigned long long)r->id, dir, strerror(-e));
+		db_frozen_remove(srv->db, pid, start, NULL, 0);
+		goto fail;
+	}
+	log_info("daemon: region %llu: froze cgroup %s (pid %d)",
+		 (unsigned long long)r->id, dir, (int)pid);
+	return 1;
+fail:
+	free(*out);
+	*out = NULL;
+	return 0;
 }
 
 /* Stop the other tasks on r's GPU; each is in the database first. */
@@ -89,6 +186,7 @@ static void freeze_peers(struct server *srv, struct region *r)
 	TAILQ_FOREACH(o, &srv->conns, entry) {
 		struct job *j = peer_on_gpu(srv, o, r->gpu, r->pid);
 		uint64_t start = 0;
+		char *cg = NULL;
 		bool dup = false;
 
 		if (!j || r->nfrozen == REGION_MAX_PEERS)
@@ -97,8 +195,10 @@ static void freeze_peers(struct server *srv, struct region *r)
 			dup |= r->frozen[i].pid == o->reg_pid;
 		if (dup || db_proc_start_time(o->reg_pid, &start))
 			continue;
+		if (freeze_cgroup(srv, r, o->reg_pid, start, j->id, &cg))
+			goto frozen;
 		if (db_frozen_add(srv->db, o->reg_pid, start, j->id,
-				  server_now_us(), err, sizeof(err))) {
+				  server_now_us(), NULL, err, sizeof(err))) {
 			/* Unrecorded, it could be left stopped: not frozen. */
 			log_warn("daemon: region %llu: not freezing pid %d: %s",
 				 (unsigned long long)r->id, (int)o->reg_pid,
@@ -112,8 +212,10 @@ static void freeze_peers(struct server *srv, struct region *r)
 			db_frozen_remove(srv->db, o->reg_pid, start, NULL, 0);
 			continue;
 		}
+frozen:
 		r->frozen[r->nfrozen].pid = o->reg_pid;
 		r->frozen[r->nfrozen].start = start;
+		r->frozen[r->nfrozen].cgroup = cg;
 		r->nfrozen++;
 	}
 }
@@ -133,6 +235,7 @@ static void grant(struct server *srv, struct region *r)
 	m.u.granted.waited_us = now > r->req_us ? now - r->req_us : 0;
 	m.u.granted.gpu = r->gpu;
 	m.u.granted.frozen = (uint32_t)r->nfrozen;
+	region_cpus_update(srv);
 	log_info("daemon: region %llu: GPU %u to pid %d after %llu us, %zu "
 		 "process(es) frozen", (unsigned long long)r->id, r->gpu,
 		 (int)r->pid, (unsigned long long)m.u.granted.waited_us,
@@ -184,10 +287,16 @@ static void release(struct server *srv, struct region *r, const char *why)
 		free(r);
 		return;
 	}
-	for (size_t i = 0; i < r->nfrozen; i++)
-		thaw(srv, r->frozen[i].pid, r->frozen[i].start);
-	gate_set(srv, gpu, 0);
+	/* No longer held: the CPU masks go back (or, with another GPU's
+	 * region still held, follow that one). */
 	rg->holder = NULL;
+	region_cpus_update(srv);
+	for (size_t i = 0; i < r->nfrozen; i++) {
+		thaw(srv, r->frozen[i].pid, r->frozen[i].start,
+		     r->frozen[i].cgroup);
+		free(r->frozen[i].cgroup);
+	}
+	gate_set(srv, gpu, 0);
 	log_info("daemon: region %llu on GPU %u %s after %llu us",
 		 (unsigned long long)r->id, gpu, why,
 		 (unsigned long long)(r->grant_us ? server_now_us() -
@@ -373,6 +482,8 @@ static void on_region_tick(evutil_socket_t fd, short what, void *arg)
 			release(srv, r, "ended: its process died");
 		}
 	}
+	/* Tasks (and threads) that came during a region keep off its cores. */
+	region_cpus_update(srv);
 }
 
 /* Thaw what a daemon before this one froze (it may have died mid-region). */
@@ -387,9 +498,13 @@ static void thaw_recorded(struct server *srv)
 		return;
 	}
 	for (size_t i = 0; i < n; i++) {
-		log_info("daemon: thawing pid %d, frozen by a daemon before "
-			 "this one", (int)fz[i].pid);
-		thaw(srv, fz[i].pid, fz[i].pid_start);
+		/* A warning: it says a daemon died in a region. */
+		log_warn("daemon: thawing pid %d%s%s, frozen by a daemon "
+			 "before this one", (int)fz[i].pid,
+			 fz[i].cgroup[0] ? " through cgroup " : "",
+			 fz[i].cgroup);
+		thaw(srv, fz[i].pid, fz[i].pid_start,
+		     fz[i].cgroup[0] ? fz[i].cgroup : NULL);
 	}
 	free(fz);
 }
@@ -456,6 +571,7 @@ void region_free(struct server *srv)
 		while ((r = TAILQ_FIRST(&srv->regions[g].waiting)))
 			release(srv, r, "dropped");
 	}
+	region_cpus_free(srv);
 	if (srv->gates) {
 		for (uint32_t g = 0; g < GATES_MAX_GPUS; g++)
 			gate_set(srv, g, 0);

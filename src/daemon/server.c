@@ -29,6 +29,7 @@
 #include <event2/listener.h>
 
 #include "cli/spawn.h"
+#include "cpulist.h"
 #include "daemon.h"
 #include "db.h"
 #include "log.h"
@@ -419,6 +420,14 @@ static int server_init(struct server *srv, const struct server_opts *o,
 	srv->region_drain_us = (uint64_t)(o->region_drain_s * 1e6);
 	srv->region_freeze = o->region_freeze;
 	srv->gpu_mem_cap = o->gpu_mem;
+	srv->region_cpus_on = o->region_cpus_on;
+	srv->region_cpus = o->region_cpus;
+	if (o->cgroup_root)
+		snprintf(srv->cgroup_root, sizeof(srv->cgroup_root), "%s",
+			 o->cgroup_root);
+	else if (region_cgroup_default_root(srv->cgroup_root,
+					    sizeof(srv->cgroup_root)))
+		srv->cgroup_root[0] = '\0';	/* no cgroup2: SIGSTOP only */
 	TAILQ_INIT(&srv->queued);
 	TAILQ_INIT(&srv->running);
 	TAILQ_INIT(&srv->conns);
@@ -595,6 +604,18 @@ static void background_ready(struct server *srv, int ready_fd)
 	close(ready_fd);
 }
 
+static void server_log_regions(struct server *srv)
+{
+	char cpus[256] = "none";
+
+	if (srv->region_cpus_on)
+		cpulist_format(&srv->region_cpus, cpus, sizeof(cpus));
+	log_info("daemon: regions: freeze %s (cgroup root %s), reserved "
+		 "CPUs %s", srv->region_freeze ? "on" : "off",
+		 srv->cgroup_root[0] ? srv->cgroup_root : "none: SIGSTOP",
+		 cpus);
+}
+
 int server_main(const struct server_opts *o)
 {
 	struct server srv;
@@ -642,6 +663,7 @@ int server_main(const struct server_opts *o)
 		 admit_placement_name(srv.policy.placement),
 		 srv.policy.busy_max, srv.policy.default_busy,
 		 srv.policy.guess_frac, srv.policy.grow_wait_us / 1e6);
+	server_log_regions(&srv);
 	if (event_base_dispatch(srv.base) < 0)
 		log_error("daemon: event loop failed");
 	else

@@ -8,6 +8,7 @@
 #ifndef KMUX_SERVER_H
 #define KMUX_SERVER_H
 
+#include <sched.h>
 #include <stdbool.h>
 
 struct server_opts {
@@ -29,6 +30,11 @@ struct server_opts {
 	bool region_freeze;	/* SIGSTOP the other tasks during a region */
 	uint64_t gpu_mem;	/* > 0: admit as if each GPU had at most this
 				 * many bytes (benchmarks: a small GPU) */
+	/* Resolves /proc/PID/cgroup paths for cgroup.freeze; NULL: the
+	 * cgroup2 mount point; "": never freeze through cgroups. */
+	const char *cgroup_root;
+	bool region_cpus_on;	/* pin region holders to region_cpus */
+	cpu_set_t region_cpus;
 };
 
 #define SERVER_KILL_GRACE_S 10.0

@@ -455,9 +455,9 @@ static void test_frozen(void **state)
 	size_t n;
 
 	open_ok(f);
-	assert_int_equal(db_frozen_add(f->db, 100, 5, 1, 10, f->err, sizeof(f->err)), 0);
-	assert_int_equal(db_frozen_add(f->db, 200, 6, 0, 20, f->err, sizeof(f->err)), 0);
-	assert_int_equal(db_frozen_add(f->db, 100, 5, 1, 30, f->err, sizeof(f->err)), 0);
+	assert_int_equal(db_frozen_add(f->db, 100, 5, 1, 10, NULL, f->err, sizeof(f->err)), 0);
+	assert_int_equal(db_frozen_add(f->db, 200, 6, 0, 20, NULL, f->err, sizeof(f->err)), 0);
+	assert_int_equal(db_frozen_add(f->db, 100, 5, 1, 30, NULL, f->err, sizeof(f->err)), 0);
 	assert_int_equal(db_frozen_list(f->db, &v, &n, f->err, sizeof(f->err)), 0);
 	assert_int_equal(n, 2);
 	assert_int_equal(v[0].pid, 200);
@@ -467,8 +467,71 @@ static void test_frozen(void **state)
 	assert_int_equal(db_frozen_remove(f->db, 100, 5, f->err, sizeof(f->err)), 0);
 	assert_int_equal(db_frozen_remove(f->db, 100, 5, f->err, sizeof(f->err)),
 			 -ENOENT);
-	assert_int_equal(db_frozen_add(f->db, 0, 5, 1, 10, f->err, sizeof(f->err)),
+	assert_int_equal(db_frozen_add(f->db, 0, 5, 1, 10, NULL, f->err, sizeof(f->err)),
 			 -EINVAL);
+	/* A cgroup row keeps its directory; a relative one is refused. */
+	assert_int_equal(db_frozen_add(f->db, 300, 7, 2, 40, "/sys/fs/cgroup/k/j2",
+				       f->err, sizeof(f->err)), 0);
+	assert_int_equal(db_frozen_add(f->db, 301, 7, 2, 40, "k/j2", f->err,
+				       sizeof(f->err)), -EINVAL);
+	reopen(f);
+	assert_int_equal(db_frozen_list(f->db, &v, &n, f->err, sizeof(f->err)), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(v[0].cgroup, "");
+	assert_int_equal(v[1].pid, 300);
+	assert_string_equal(v[1].cgroup, "/sys/fs/cgroup/k/j2");
+	free(v);
+}
+
+/*
+ * A database of schema 1 (frozen rows without a method) migrates: its rows
+ * read back as SIGSTOP ones, and new rows can name a cgroup.
+ */
+static void test_migrate_v1_frozen(void **state)
+{
+	struct fx *f = *state;
+	struct db_frozen *v;
+	sqlite3 *h;
+	size_t n;
+	int ver = 0;
+
+	assert_int_equal(sqlite3_open(f->path, &h), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(h,
+		"CREATE TABLE schema_version (version INTEGER NOT NULL);"
+		"INSERT INTO schema_version VALUES (1);"
+		"CREATE TABLE jobs (id INTEGER PRIMARY KEY AUTOINCREMENT,"
+		"  name TEXT NOT NULL DEFAULT '', uid INTEGER NOT NULL,"
+		"  argc INTEGER NOT NULL CHECK (argc >= 1), argv BLOB NOT NULL,"
+		"  envc INTEGER NOT NULL DEFAULT 0, env BLOB NOT NULL DEFAULT x'',"
+		"  cwd TEXT NOT NULL, state TEXT NOT NULL, exit_code INTEGER,"
+		"  signal INTEGER NOT NULL DEFAULT 0, flags INTEGER NOT NULL DEFAULT 0,"
+		"  prio INTEGER NOT NULL DEFAULT 0, ngpus INTEGER NOT NULL DEFAULT 1,"
+		"  gpus INTEGER NOT NULL DEFAULT 0, mem_request INTEGER NOT NULL DEFAULT 0,"
+		"  mem_quota INTEGER NOT NULL DEFAULT 0, mem_peak INTEGER NOT NULL DEFAULT 0,"
+		"  submit_us INTEGER NOT NULL, start_us INTEGER NOT NULL DEFAULT 0,"
+		"  end_us INTEGER NOT NULL DEFAULT 0, log_path TEXT,"
+		"  pid INTEGER NOT NULL DEFAULT 0, pid_start INTEGER NOT NULL DEFAULT 0,"
+		"  profile_key INTEGER NOT NULL DEFAULT 0);"
+		"CREATE TABLE profiles (key INTEGER PRIMARY KEY, peak_mem INTEGER NOT NULL,"
+		"  mean_busy REAL NOT NULL, mean_runtime_us REAL NOT NULL,"
+		"  runs INTEGER NOT NULL, updated_us INTEGER NOT NULL);"
+		"CREATE TABLE frozen (pid INTEGER NOT NULL, pid_start INTEGER NOT NULL,"
+		"  job_id INTEGER NOT NULL DEFAULT 0, since_us INTEGER NOT NULL,"
+		"  PRIMARY KEY (pid, pid_start));"
+		"INSERT INTO frozen VALUES (42, 420, 3, 9);",
+		NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(h);
+	open_ok(f);
+	assert_int_equal(db_schema_version(f->db, &ver, f->err, sizeof(f->err)), 0);
+	assert_int_equal(ver, DB_SCHEMA_VERSION);
+	assert_int_equal(db_frozen_list(f->db, &v, &n, f->err, sizeof(f->err)), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(v[0].pid, 42);
+	assert_int_equal(v[0].pid_start, 420);
+	assert_string_equal(v[0].cgroup, "");
+	free(v);
+	assert_int_equal(db_frozen_add(f->db, 43, 430, 3, 10, "/cg/a", f->err,
+				       sizeof(f->err)), 0);
 }
 
 /* A fake world: pids in alive_pids[] with pid_start == pid * 10 live. */
@@ -511,15 +574,17 @@ static void test_recover(void **state)
 	db_job_set_pid(f->db, id[5], 22, 220, e, el);
 	db_job_start(f->db, id[6], 1, 1, 14, 140, 1, e, el);
 	db_job_finish(f->db, id[6], PROTO_JOB_EXITED, 0, 0, 2, e, el);
-	db_frozen_add(f->db, 11, 110, id[0], 1, e, el);
-	db_frozen_add(f->db, 12, 120, id[1], 1, e, el);
+	db_frozen_add(f->db, 11, 110, id[0], 1, NULL, e, el);
+	db_frozen_add(f->db, 12, 120, id[1], 1, NULL, e, el);
+	/* Gone, but frozen through a cgroup: kept for the daemon to thaw. */
+	db_frozen_add(f->db, 15, 150, id[1], 1, "/cg/x", e, el);
 
 	reopen(f);	/* as a restarted daemon would */
 	assert_int_equal(db_recover(f->db, fake_alive, &calls, 5000, &r, e, el), 0);
 	assert_int_equal(r.running_kept, 1);
 	assert_int_equal(r.lost, 3);
 	assert_int_equal(r.queued, 2);
-	assert_int_equal(r.frozen_alive, 1);
+	assert_int_equal(r.frozen_alive, 2);
 	assert_int_equal(r.frozen_gone, 1);
 	assert_true(calls >= 7);
 
@@ -542,8 +607,9 @@ static void test_recover(void **state)
 		db_job_release(&j);
 	}
 	assert_int_equal(db_frozen_list(f->db, &fz, &n, e, el), 0);
-	assert_int_equal(n, 1);
+	assert_int_equal(n, 2);
 	assert_int_equal(fz[0].pid, 11);
+	assert_int_equal(fz[1].pid, 15);
 	free(fz);
 	/* Idempotent: a second pass changes nothing. */
 	assert_int_equal(db_recover(f->db, fake_alive, &calls, 6000, &r, e, el), 0);
@@ -765,6 +831,7 @@ int main(void)
 		T(test_survives_sigkill),
 		T(test_profiles),
 		T(test_frozen),
+		T(test_migrate_v1_frozen),
 		T(test_recover),
 		T(test_proc_alive),
 		T(test_full_disk),

@@ -1,10 +1,12 @@
 /*
  * region.c - a CUDA program using exclusive regions (issue 6), for
- * t6x-region.sh.  It includes kmux.h with KMUX_DYNAMIC: no link
- * dependency on libkmux.so, so the same binary runs without kmux.
+ * t6x-region.sh and t6x-region-isolate.sh.  It includes kmux.h with
+ * KMUX_DYNAMIC: no link dependency on libkmux.so, so the same binary runs
+ * without kmux.
  *
- *   region hold MS [KERNELS]   begin, KERNELS launches (each synchronized)
- *                              spread over MS ms, end
+ *   region hold MS [KERNELS [LINGER]]  begin, KERNELS launches (each
+ *                              synchronized) spread over MS ms, end, then
+ *                              LINGER ms more before exiting
  *   region busy MS             a sibling: launch + synchronize in a loop
  *                              for MS ms, no region
  *   region nest                begin, begin, end, end, end (the last is
@@ -77,6 +79,7 @@ int main(int argc, char **argv)
 	const char *mode = argc > 1 ? argv[1] : "";
 	long ms = argc > 2 ? strtol(argv[2], NULL, 10) : 0;
 	long kernels = argc > 3 ? strtol(argv[3], NULL, 10) : 10;
+	long linger = argc > 4 ? strtol(argv[4], NULL, 10) : 0;
 	CUcontext ctx;
 	CUmodule mod;
 
@@ -100,6 +103,7 @@ int main(int argc, char **argv)
 			sleep_ms(ms / (kernels ? kernels : 1));
 		}
 		end();
+		sleep_ms(linger);	/* still there once the region is over */
 	} else if (strcmp(mode, "busy") == 0) {
 		uint64_t stop = now_ns() + (uint64_t)ms * 1000000u;
 
@@ -118,7 +122,7 @@ int main(int argc, char **argv)
 		end();
 		printf("depth=%d\n", kmux_exclusive_depth());
 	} else {
-		fprintf(stderr, "usage: region hold|busy|nest|bad [MS [K]]\n");
+		fprintf(stderr, "usage: region hold|busy|nest|bad [MS [K [LINGER_MS]]]\n");
 		return 2;
 	}
 	CHECK(cuMemFree(buf));
