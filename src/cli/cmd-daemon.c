@@ -309,8 +309,7 @@ const struct cmd_entry cmd_daemon_entry = {
 		 "[--slurm-node NAME "
 		 "[--slurm-interval SEC]] [--region-max SEC] "
 		 "[--region-drain SEC] [--region-freeze on|off] "
-		 "[--gpu-mem SIZE]"
-
+		 "[--gpu-mem SIZE] "
 		 "[--region-cpus LIST] [--cgroup-root DIR] [-v]",
 	.summary = "run kmuxd, the job queue and GPU scheduler",
 	.exec = daemon_exec,
