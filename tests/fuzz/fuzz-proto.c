@@ -243,7 +243,8 @@ int main(int argc, char **argv)
 		.pid = 99, .mem = 1 << 30, .gpus = 0x3, .ngpus = 1,
 		.name = "slurm-1.0.0", .argv = { 1, argv3, NULL, 0 } };
 	m[i].type = PROTO_ALLOC_UPDATE;
-	m[i++].u.alloc = (struct proto_alloc_update){ 1, 99, 0, 10, 20, 0, 5 };
+	m[i++].u.alloc = (struct proto_alloc_update){ .job = 1, .pid = 99,
+		.gpu = 0, .resident = 10, .peak = 20, .want = 0, .kernels = 5 };
 	m[i].type = PROTO_PS;
 	m[i++].u.ps = (struct proto_ps){ 0, 0 };
 	m[i].type = PROTO_WAIT;
