@@ -211,7 +211,9 @@ int bjob_from_request(const char *buf, size_t len, struct bjob *j,
 	memset(j, 0, sizeof(*j));
 	if (len > BJOB_MAX_LINE)
 		return fail(err, errlen, "request too long");
-	if (memchr(buf, '\0', len))
+	/* cJSON would cut a string at an escaped NUL: refuse both (and, in
+	 * passing, an escaped backslash followed by "u0000"). */
+	if (memchr(buf, '\0', len) || memmem(buf, len, "\\u0000", 6))
 		return fail(err, errlen, "NUL byte in request");
 	root = cJSON_ParseWithLength(buf, len);
 	if (!cJSON_IsObject(root)) {
