@@ -165,5 +165,22 @@ PY
 check "  ... records: exits, which ran in workers, at most 2 worker pids, quoting" \
 	[ "$(cat "$TMP/bs")" = "[0, 0, 2, 0, 0] [True, True, True, False, True] True True" ]
 expect_rc 2 "run: -j differing from --workers" "$KMUX" bench run -w 2 -j 3 true
+expect_rc 1 "run --workers, workers that cannot start: exit 1" \
+	"$KMUX" bench run -w 1 --python "$TMP/no-python" --json "$TMP/np.json" "job.py 0" "echo plain"
+check "  ... the Python command failed as such, the plain one ran" \
+	[ "$(python3 -c 'import json, sys; print(sorted((r["i"], r["exit"], r.get("error")) for r in map(json.loads, open(sys.argv[1]))))' "$TMP/np.json")" = "[(0, 127, 'no worker could start'), (1, 0, None)]" ]
+
+# Stopped (a timeout): the workers and what they run are gone.
+printf 'import os, sys, time
+open(sys.argv[1], "w").write(str(os.getpid()))
+time.sleep(30)
+' >sleepy.py
+timeout --preserve-status -s INT 1.5 "$KMUX" bench run -w 2 "sleepy.py $TMP/s1" "sleepy.py $TMP/s2" "sleepy.py $TMP/s3" >"$TMP/st.json" 2>/dev/null
+check "run --workers stopped by SIGINT: exit 1" [ $? = 1 ]
+sleep 0.3
+check "  ... both running jobs killed, recorded with their signal" \
+	[ "$(python3 -c 'import json, sys; print(sorted(r["signal"] for r in map(json.loads, open(sys.argv[1]))))' "$TMP/st.json")" = "[15, 15]" ]
+check "  ... their workers gone, the third never started" \
+	cond '! kill -0 "$(cat "$TMP/s1")" 2>/dev/null && ! kill -0 "$(cat "$TMP/s2")" 2>/dev/null && [ ! -e "$TMP/s3" ]'
 kill -0 "$SERVE" 2>/dev/null && kill -9 "$SERVE"
 finish
