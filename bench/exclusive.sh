@@ -10,6 +10,10 @@
 #   regionN   kmux regions, N commands at a time (`kmux bench run -j N`),
 #             the timed part inside `with kmux.exclusive():`
 #   noneN     no exclusivity, N at a time, no kmux (the timing damage)
+#   workersN  regionN through N persistent context workers (`kmux bench run
+#             --workers N`: each command runs in a Python process that
+#             already has torch imported and its CUDA context), N the first
+#             of KMUX_EXCL_NS: what the workers save per command
 #
 # Run on the GPU machine from the repo root with build/ carried (as for
 # bench/streams.sh; kmux there needs LD_LIBRARY_PATH=build/devlibs):
@@ -25,7 +29,8 @@
 #                   (each command's JSON line), I.err, kmuxd.log, exclusive.log
 #
 # Knobs: KMUX_EXCL_COUNT (64 commands), KMUX_EXCL_NS ("8 4": region modes,
-# in this order), KMUX_EXCL_NONE_N (8), KMUX_EXCL_BUDGET_S (520),
+# in this order; the first also for workersN), KMUX_EXCL_NONE_N (8),
+# KMUX_EXCL_WORKERS (1: run workersN; 0: not), KMUX_EXCL_BUDGET_S (520),
 # KMUX_EXCL_MEM (8G per command, declared to kmuxd).  A failing mode or
 # command does not stop the others; the report says what is missing.
 # Never changes GPU settings.
@@ -41,6 +46,7 @@ LOG=$D/exclusive.log
 COUNT=${KMUX_EXCL_COUNT:-64}
 NS=${KMUX_EXCL_NS:-8 4}
 NONE_N=${KMUX_EXCL_NONE_N:-8}
+WORKERS=${KMUX_EXCL_WORKERS:-1}
 MEM=${KMUX_EXCL_MEM:-8G}
 BUDGET=${KMUX_EXCL_BUDGET_S:-520}
 DEADLINE=$(( $(date +%s) + BUDGET ))
@@ -71,6 +77,13 @@ KMUX_LD=$PY_LD
 [ -d "$ROOT/build/devlibs" ] && KMUX_LD=$ROOT/build/devlibs${PY_LD:+:$PY_LD}
 KM="env LD_LIBRARY_PATH=$KMUX_LD $KMUX"
 PYC="env LD_LIBRARY_PATH=$PY_LD"
+# The workers' interpreter: the commands' environment, as PYC gives it,
+# and what the region commands declare to kmuxd (once per worker).
+cat >"$WORK/pyw" <<EOS
+#!/bin/sh
+exec env LD_LIBRARY_PATH="$PY_LD" KMUX_MEM=$MEM KMUX_NAME=kb-worker "$PY" "\$@"
+EOS
+chmod +x "$WORK/pyw"
 
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" | tee -a "$LOG"; }
 left() { echo $(( DEADLINE - $(date +%s) )); }
@@ -137,6 +150,12 @@ done
 while read -r f c j; do
 	echo "$PYC $PY $KB $f $c $j $DRYFLAG"
 done <"$WORK/batch" >"$WORK/none$NONE_N.cmds"
+# Plain "python kbench.py ARGS" lines: `bench run --workers` runs those in
+# its workers (a line with an environment would be a plain process).
+W_N=${NS%% *}
+while read -r f c j; do
+	echo "$PY $KB $f $c $j --region $DRYFLAG"
+done <"$WORK/batch" >"$WORK/workers$W_N.cmds"
 
 # Fill the Triton and CuPy compile caches first (not reported), so that no
 # mode pays the first compilation for the others.
@@ -151,6 +170,8 @@ first=1
 for n in $NS; do
 	run_mode "region$n" "$n" $(( $(left) - 25 ))
 	if [ $first = 1 ]; then
+		[ "$WORKERS" = 1 ] && run_mode "workers$n" "$n" \
+			$(( $(left) - 25 )) -w "$n" --python "$WORK/pyw"
 		run_mode "none$NONE_N" "$NONE_N" $(( $(left) - 25 )) --no-preload
 		first=0
 	fi

@@ -157,6 +157,20 @@ def run_job(job):
     return code
 
 
+def _release_memory():
+    """What the job left: its cycles, and torch's cached GPU blocks, so
+    that an idle worker holds no more than its context (counted in the
+    job's time: it is the job's garbage)."""
+    import gc
+    gc.collect()
+    torch = sys.modules.get("torch")
+    try:
+        if torch is not None and torch.cuda.is_initialized():
+            torch.cuda.empty_cache()
+    except Exception:  # noqa: BLE001 - best effort
+        pass
+
+
 def _send(fd, obj):
     data = (json.dumps(obj) + "\n").encode()
     while data:
@@ -189,6 +203,7 @@ def main():
         job["t0"] = time.time()
         t = time.perf_counter()
         code = run_job(job)
+        _release_memory()
         _send(fd, {"i": job["i"], "exit": code,
                    "run_s": time.perf_counter() - t})
 
