@@ -562,6 +562,9 @@ static void reaped(struct bsrv *s, pid_t pid, int st)
 
 		if (w->pid != pid)
 			continue;
+		/* What it said before it died: its job may have ended. */
+		if (w->fd >= 0)
+			worker_readable(s, k);
 		if (w->fd >= 0)
 			close(w->fd);
 		w->fd = -1;
@@ -653,8 +656,12 @@ static void stop(struct bsrv *s, int sig)
 	}
 	s->tail = NULL;
 	s->queued = 0;
-	while (s->clients)
-		client_close(s, s->clients);
+	/* Clients of running jobs get their records (killed) as they end. */
+	for (struct bsrv_client *c = s->clients, *next; c; c = next) {
+		next = c->next;
+		if (!c->job)
+			client_close(s, c);
+	}
 	for (int k = 0; k < s->o.workers; k++)
 		if (s->w[k].fd >= 0) {
 			close(s->w[k].fd);

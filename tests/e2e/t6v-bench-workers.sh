@@ -37,6 +37,7 @@ PY
 printf 'import os, time\ntime.sleep(0.3)\nos._exit(7)\n' >crash.py
 printf 'import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n' >killself.py
 printf 'def f():\n    raise ValueError("boom")\nf()\n' >raise.py
+printf 'import os, sys, time\nopen(sys.argv[1], "w").write(str(os.getpid()))\ntime.sleep(30)\n' >sleepy.py
 
 expect_rc() {
 	local want=$1 what=$2 got
@@ -142,10 +143,22 @@ PY
 check "nine bad requests: nine error replies" [ "$(grep -c True "$TMP/bad")" = 9 ]
 expect_rc 0 "  ... the server still serves" "$KMUX" bench submit -- job.py 0
 
+# Two jobs running, a third queued, then SIGTERM.
 pids=$(pgrep -P "$SERVE")
+for n in 1 2 3; do
+	"$KMUX" bench submit -- sleepy.py "$TMP/t$n" >"$TMP/k$n" 2>"$TMP/k$n.err" &
+	eval "sp$n=\$!"
+	sleep 0.2
+done
+for _ in $(seq 50); do [ -e "$TMP/t1" ] && [ -e "$TMP/t2" ] && break; sleep 0.1; done
 kill -TERM "$SERVE"
 wait "$SERVE"
 check "SIGTERM: serve exits 0" [ $? = 0 ]
+wait "$sp1"; r1=$?
+wait "$sp2"; r2=$?
+wait "$sp3"; r3=$?
+check "  ... the running jobs' clients get their records: killed, 128+15" cond '[ $r1 = 143 ] && [ $r2 = 143 ] && grep -q "\"signal\":15" "$TMP/k1"'
+check "  ... the queued job's client gets an error: exit 1" cond '[ $r3 = 1 ] && grep -q "the server is stopping" "$TMP/k3.err" && [ ! -e "$TMP/t3" ]' 
 sleep 0.2
 left=0
 for p in $pids; do kill -0 "$p" 2>/dev/null && left=1; done
@@ -171,10 +184,6 @@ check "  ... the Python command failed as such, the plain one ran" \
 	[ "$(python3 -c 'import json, sys; print(sorted((r["i"], r["exit"], r.get("error")) for r in map(json.loads, open(sys.argv[1]))))' "$TMP/np.json")" = "[(0, 127, 'no worker could start'), (1, 0, None)]" ]
 
 # Stopped (a timeout): the workers and what they run are gone.
-printf 'import os, sys, time
-open(sys.argv[1], "w").write(str(os.getpid()))
-time.sleep(30)
-' >sleepy.py
 timeout --preserve-status -s INT 1.5 "$KMUX" bench run -w 2 "sleepy.py $TMP/s1" "sleepy.py $TMP/s2" "sleepy.py $TMP/s3" >"$TMP/st.json" 2>/dev/null
 check "run --workers stopped by SIGINT: exit 1" [ $? = 1 ]
 sleep 0.3
