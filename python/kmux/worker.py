@@ -116,6 +116,7 @@ def run_job(job):
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     saved_cwd = os.getcwd()
     saved_env = dict(os.environ)
+    saved_streams = sys.stdout, sys.stderr
     sys.stdout.flush()
     sys.stderr.flush()
     so = se = None
@@ -136,11 +137,12 @@ def run_job(job):
         _print_job_traceback(e)
         code = 1
     finally:
-        for f in (sys.stdout, sys.stderr):
+        for f in (sys.stdout, sys.stderr) + saved_streams:
             try:
                 f.flush()
             except Exception:  # noqa: BLE001 - the job may have closed it
                 pass
+        sys.stdout, sys.stderr = saved_streams
         if so is not None:
             os.dup2(so, 1)
             os.close(so)
