@@ -118,6 +118,9 @@ fuzz:
 	@bash tests/fuzz/build-proto.sh -t $(FUZZ_SECONDS) >build/fuzz/proto.log 2>&1 || \
 		{ tail -n 30 build/fuzz/proto.log; exit 1; }
 	@echo "fuzz: proto: $$(grep -m1 'stat::number_of_executed_units' build/fuzz/proto.log | awk '{print $$2}') inputs in $(FUZZ_SECONDS) s, no findings"
+	@bash tests/fuzz/build-bench-job.sh -t $(FUZZ_SECONDS) >build/fuzz/bench-job.log 2>&1 || \
+		{ tail -n 30 build/fuzz/bench-job.log; exit 1; }
+	@echo "fuzz: bench-job: $$(grep -m1 'stat::number_of_executed_units' build/fuzz/bench-job.log | awk '{print $$2}') inputs in $(FUZZ_SECONDS) s, no findings"
 
 test: check-hooks
 	$(MAKE) all unit
@@ -145,6 +148,8 @@ install: all
 	$(if $(wildcard include/kmux.h),install -m 0644 include/kmux.h $(DESTDIR)$(PREFIX)/include/kmux.h)
 	install -m 0644 docs/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 0644 docs/*.7 $(DESTDIR)$(PREFIX)/share/man/man7/
+	install -d $(DESTDIR)$(PREFIX)/lib/kmux/python/kmux
+	install -m 0644 python/kmux/*.py $(DESTDIR)$(PREFIX)/lib/kmux/python/kmux/
 
 clean:
 	rm -rf build build-san

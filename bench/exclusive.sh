@@ -10,6 +10,10 @@
 #   regionN   kmux regions, N commands at a time (`kmux bench run -j N`),
 #             the timed part inside `with kmux.exclusive():`
 #   noneN     no exclusivity, N at a time, no kmux (the timing damage)
+#   workersN  regionN through N persistent context workers (`kmux bench run
+#             --workers N`: each command runs in a Python process that
+#             already has torch imported and its CUDA context), N the first
+#             of KMUX_EXCL_NS: what the workers save per command
 #
 # Run on the GPU machine from the repo root with build/ carried (as for
 # bench/streams.sh; kmux there needs LD_LIBRARY_PATH=build/devlibs):
@@ -25,7 +29,8 @@
 #                   (each command's JSON line), I.err, kmuxd.log, exclusive.log
 #
 # Knobs: KMUX_EXCL_COUNT (64 commands), KMUX_EXCL_NS ("8 4": region modes,
-# in this order), KMUX_EXCL_NONE_N (8), KMUX_EXCL_BUDGET_S (520),
+# in this order; the first also for workersN), KMUX_EXCL_NONE_N (8),
+# KMUX_EXCL_WORKERS (1: run workersN; 0: not), KMUX_EXCL_BUDGET_S (520),
 # KMUX_EXCL_MEM (memory declared to kmuxd per command; default by
 # class: 4G for 0.1 ms, 12G for 1 and 10 ms, whose tensors are 2 GB each;
 # the first H200 run declared 8G for all and lost 15 of 64 commands to
@@ -44,6 +49,7 @@ LOG=$D/exclusive.log
 COUNT=${KMUX_EXCL_COUNT:-64}
 NS=${KMUX_EXCL_NS:-8 4}
 NONE_N=${KMUX_EXCL_NONE_N:-8}
+WORKERS=${KMUX_EXCL_WORKERS:-1}
 MEM=${KMUX_EXCL_MEM:-}
 # mem_for CLASS: what a command of that class declares.
 mem_for() {
@@ -80,6 +86,13 @@ KMUX_LD=$PY_LD
 [ -d "$ROOT/build/devlibs" ] && KMUX_LD=$ROOT/build/devlibs${PY_LD:+:$PY_LD}
 KM="env LD_LIBRARY_PATH=$KMUX_LD $KMUX"
 PYC="env LD_LIBRARY_PATH=$PY_LD"
+# The workers' interpreter: the commands' environment, as PYC gives it,
+# and what the region commands declare to kmuxd (once per worker).
+cat >"$WORK/pyw" <<EOS
+#!/bin/sh
+exec env LD_LIBRARY_PATH="$PY_LD" KMUX_MEM=$(mem_for 10) KMUX_NAME=kb-worker "$PY" "\$@"
+EOS
+chmod +x "$WORK/pyw"
 
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" | tee -a "$LOG"; }
 left() { echo $(( DEADLINE - $(date +%s) )); }
@@ -112,13 +125,28 @@ for f, c, j in b[:int(sys.argv[1])]:
 PY
 log "batch: $(wc -l <"$WORK/batch") commands"
 
-$KM daemon --placement roundrobin --region-max 60 >>"$LOG" 2>&1 ||
+# CPU isolation (KMUX_EXCL_REGION_CPUS, default the last two cores when
+# there are at least 8): kmuxd pins a region's holder to those cores and
+# keeps the other registered tasks off them; the region and worker modes'
+# commands are started off them too (taskset), so that a command still
+# importing torch, not yet registered, does not run there either.
+NCPU=$(nproc)
+RCPUS=${KMUX_EXCL_REGION_CPUS-}
+if [ -z "${KMUX_EXCL_REGION_CPUS+x}" ] && [ "$NCPU" -ge 8 ]; then
+	RCPUS=$((NCPU - 2))-$((NCPU - 1))
+fi
+OFFR=
+if [ -n "$RCPUS" ] && command -v taskset >/dev/null; then
+	OFFR="taskset -c 0-$(( ${RCPUS%%-*} - 1 ))"
+fi
+log "region cpus: ${RCPUS:-none}; region commands start under: ${OFFR:-no taskset}"
+$KM daemon --placement roundrobin --region-max 60 ${RCPUS:+--region-cpus $RCPUS} >>"$LOG" 2>&1 ||
 	log "WARNING: kmux daemon did not start: region modes will be no-ops"
 
 # run_mode NAME J TIMEOUT BENCH-OPTS... -- : the batch's command lines are
 # in $WORK/NAME.cmds.
 run_mode() {
-	local name=$1 j=$2 to=$3 t0 rc
+	local name=$1 j=$2 to=$3 t0 rc pre
 	shift 3
 	mkdir -p "$D/$name"
 	if [ "$to" -lt 20 ]; then
@@ -127,7 +155,8 @@ run_mode() {
 	fi
 	log "$name: -j $j, at most ${to}s"
 	t0=$(date +%s.%N)
-	timeout -k 5 "$to" $KM bench run -j "$j" "$@" -f "$WORK/$name.cmds" \
+	case $name in region*|workers*) pre=$OFFR ;; *) pre= ;; esac
+	timeout -k 5 "$to" $pre $KM bench run -j "$j" "$@" -f "$WORK/$name.cmds" \
 		--json "$D/$name/records.jsonl" -o "$D/$name/out" \
 		2>"$D/$name/bench.err"
 	rc=$?
@@ -146,6 +175,12 @@ done
 while read -r f c j; do
 	echo "$PYC $PY $KB $f $c $j $DRYFLAG"
 done <"$WORK/batch" >"$WORK/none$NONE_N.cmds"
+# Plain "python kbench.py ARGS" lines: `bench run --workers` runs those in
+# its workers (a line with an environment would be a plain process).
+W_N=${NS%% *}
+while read -r f c j; do
+	echo "$PY $KB $f $c $j --region $DRYFLAG"
+done <"$WORK/batch" >"$WORK/workers$W_N.cmds"
 
 # Fill the Triton and CuPy compile caches first (not reported), so that no
 # mode pays the first compilation for the others.
@@ -160,6 +195,8 @@ first=1
 for n in $NS; do
 	run_mode "region$n" "$n" $(( $(left) - 25 ))
 	if [ $first = 1 ]; then
+		[ "$WORKERS" = 1 ] && run_mode "workers$n" "$n" \
+			$(( $(left) - 25 )) -w "$n" --python "$WORK/pyw"
 		run_mode "none$NONE_N" "$NONE_N" $(( $(left) - 25 )) --no-preload
 		first=0
 	fi

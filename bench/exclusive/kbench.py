@@ -24,6 +24,26 @@ import time
 
 T0 = time.time()
 
+
+def startup_s():
+    """Seconds from the command's start to T0: in a persistent worker of
+    `kmux bench serve` from when it took the job ($KMUX_WORKER_JOB_T0),
+    else from the process's start (/proc, 10 ms ticks)."""
+    t = os.environ.get("KMUX_WORKER_JOB_T0")
+    if t:
+        return T0 - float(t)
+    try:
+        start = int(open("/proc/self/stat").read().rsplit(")", 1)[1]
+                    .split()[19]) / os.sysconf("SC_CLK_TCK")
+        # The boot-time clock at T0, less the start.
+        return time.clock_gettime(time.CLOCK_BOOTTIME) + (T0 - time.time()) \
+            - start
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+T_STARTUP = startup_s()
+
 FAM = sys.argv[1]
 CLS = sys.argv[2]
 JIT = float(sys.argv[3])
@@ -41,7 +61,8 @@ ROWS = {"0.1": 6_000, "1": 60_000, "10": 60_000}[CLS]
 
 def emit(**kw):
     kw.update(name=NAME, family=FAM, cls=CLS, region=REGION,
-              t_total_s=time.time() - T0)
+              t_total_s=time.time() - T0, t_startup_s=T_STARTUP,
+              worker="KMUX_WORKER_JOB_T0" in os.environ)
     print(json.dumps(kw), flush=True)
 
 

@@ -10,7 +10,13 @@ OUTDIR/exclusive.{md,csv,png}.  Definitions (also written in the .md):
 * inflation of a kernel in a mode: its time / its time in `seq` (timed
   alone on an idle GPU) - 1, for the median and for the p95 sample;
 * per class (by the time measured alone: < 0.5 ms "0.1 ms", < 5 ms "1 ms",
-  else "10 ms"): p50 and p95 over the kernels of the class.
+  else "10 ms"): p50 and p95 over the kernels of the class;
+* what persistent workers save per command: workersN against regionN (the
+  same commands, N at a time, as plain processes): the median over the
+  commands of wall_s (kmux bench run's record), of the start-up (kbench's
+  t_startup_s: process start, or the worker taking the job, to the
+  script's first line) and of the setup (t_setup_s: imports, CUDA init,
+  inputs, compilation, check).
 """
 import json
 import os
@@ -48,7 +54,8 @@ def last_err(d, i, r, k):
 def load(mode):
     d = os.path.join(raw, mode)
     res = {"mode": mode, "ok": 0, "failed": 0, "kernels": {}, "wall": None,
-           "waits": [], "regions": [], "setups": []}
+           "waits": [], "regions": [], "setups": [], "cmd_walls": [],
+           "startups": [], "in_worker": 0}
     try:
         t0, t1, rc, j = open(os.path.join(d, "wall")).read().split()
         res["wall"], res["rc"], res["j"] = float(t1) - float(t0), int(rc), int(j)
@@ -83,6 +90,10 @@ def load(mode):
         res["waits"].append(k.get("t_wait_s", 0))
         res["regions"].append(k.get("t_region_s", 0))
         res["setups"].append(k.get("t_setup_s", 0))
+        res["cmd_walls"].append(r["wall_s"])
+        if k.get("t_startup_s") is not None:
+            res["startups"].append(k["t_startup_s"])
+        res["in_worker"] += bool(k.get("worker"))
     res["missing"] = 0
     return res
 
@@ -95,7 +106,8 @@ modes = [m for m in sorted(os.listdir(raw))
          if os.path.isdir(os.path.join(raw, m)) and m != "warm"]
 data = {m: load(m) for m in modes}
 data = {m: v for m, v in data.items() if v}
-order = sorted(data, key=lambda m: (m != "seq", m.startswith("none"), m))
+order = sorted(data, key=lambda m: (m != "seq", m.startswith("none"),
+                                    m.startswith("workers"), m))
 base = data.get("seq")
 md, csv = [], ["mode,name,class,median_ms,p95_ms,infl_median_pct,infl_p95_pct"]
 md.append("# Exclusive regions (issue 6): bench/exclusive.sh\n")
@@ -169,9 +181,40 @@ if base:
                                                k["median"], k["p95"]))
 else:
     md.append("No `seq` run: no inflation can be computed.\n")
-md.append("\nRaw output: exclusive/MODE/records.jsonl, exclusive/MODE/out/. "
-          "Persistent context workers (`kmux bench serve`) are not built: "
-          "their saving is not measured.")
+
+
+def med(xs):
+    return statistics.median(xs) if xs else float("nan")
+
+
+md.append("\nPersistent context workers: what they save per command "
+          "(medians over the commands that ran OK; start-up = process "
+          "start, or the worker taking the job, to the script's first "
+          "line; setup = imports, CUDA init, inputs, compilation, check).\n")
+md.append("| mode | commands | in a worker | wall s / command | start-up s | "
+          "setup s | commands/min |")
+md.append("|---|---|---|---|---|---|---|")
+pairs = []
+for m in order:
+    if not (m.startswith("region") or m.startswith("workers")):
+        continue
+    v = data[m]
+    md.append("| %s | %d | %d | %.3f | %.3f | %.3f | %.1f |" % (
+        m, v["ok"], v["in_worker"], med(v["cmd_walls"]), med(v["startups"]),
+        med(v["setups"]), v["ok"] * 60.0 / v["wall"] if v["wall"] else 0))
+    if m.startswith("workers") and "region" + m[7:] in data:
+        pairs.append(("region" + m[7:], m))
+for a, b in pairs:
+    wa, wb = med(data[a]["cmd_walls"]), med(data[b]["cmd_walls"])
+    sa = med(data[a]["startups"]) + med(data[a]["setups"])
+    sb = med(data[b]["startups"]) + med(data[b]["setups"])
+    md.append("\n%s against %s: %.3f s less wall per command (%.1f%%); "
+              "start-up + setup %.3f s -> %.3f s." % (
+                  b, a, wa - wb, (wa - wb) / wa * 100 if wa else 0, sa, sb))
+if not pairs:
+    md.append("\nNo workersN run with its regionN: the saving is not "
+              "measured.")
+md.append("\nRaw output: exclusive/MODE/records.jsonl, exclusive/MODE/out/.")
 open(os.path.join(outdir, "exclusive.md"), "w").write("\n".join(md) + "\n")
 open(os.path.join(outdir, "exclusive.csv"), "w").write("\n".join(csv) + "\n")
 try:

@@ -14,6 +14,9 @@
  * "wall_s"}; its output goes to --out DIR/I.out and I.err (else inherited);
  * a summary line on stderr.  Exit: 0 when every command exited 0, 1 when
  * any failed, 2 for bad usage.
+ *
+ * With --workers N the batch goes through N persistent context workers
+ * instead (cmd-bench-serve.c); `bench serve` and `bench submit` are there.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cmd-bench.h"
 #include "cmd.h"
 #include "spawn.h"
 
@@ -42,6 +46,8 @@ struct bench_cmd {
 
 struct bench_opts {
 	long concurrency;
+	int workers;
+	const char *python;
 	const char *file;
 	const char *json;
 	const char *out_dir;
@@ -85,10 +91,19 @@ static void help(void)
 	      "      --json FILE      the records to FILE (default stdout)\n"
 	      "  -o, --out DIR        command I's output in DIR/I.out, I.err\n"
 	      "      --no-preload     run the commands without libkmux.so\n"
+	      "  -w, --workers N      through N persistent workers that keep a\n"
+	      "                       CUDA context: Python commands ([python]\n"
+	      "                       SCRIPT.py ARGS) run in them, the others\n"
+	      "                       as plain processes; implies -j N\n"
+	      "      --python PY      the workers' interpreter (python3)\n"
 	      "  -h, --help           this help\n"
 	      "\n"
 	      "Exit status: 0 when every command exited 0, 1 otherwise, 2 for\n"
-	      "bad usage.  See kmux-bench(1).\n", stdout);
+	      "bad usage.\n"
+	      "\n"
+	      "bench serve / bench submit: persistent workers for jobs sent one\n"
+	      "at a time (`kmux bench serve --help`).  See kmux-bench(1).\n",
+	      stdout);
 }
 
 static int add_cmd(struct bench_cmd **v, size_t *n, size_t *cap,
@@ -219,10 +234,13 @@ static int bench_run(int argc, char **argv)
 		{ "json", required_argument, NULL, 'J' },
 		{ "out", required_argument, NULL, 'o' },
 		{ "no-preload", no_argument, NULL, 'P' },
+		{ "workers", required_argument, NULL, 'w' },
+		{ "python", required_argument, NULL, 'y' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const struct cmd_entry *e = &cmd_bench_entry;
+	bool j_given = false;
 	struct bench_opts o = { .concurrency = 1 };
 	struct bench_cmd *cmds = NULL;
 	size_t n = 0, cap = 0, next = 0, done = 0, failed = 0, running = 0;
@@ -234,7 +252,7 @@ static int bench_run(int argc, char **argv)
 	int c, r = KMUX_EXIT_FAILURE;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+:j:f:o:h", longopts,
+	while ((c = getopt_long(argc, argv, "+:j:f:o:w:h", longopts,
 				NULL)) != -1) {
 		switch (c) {
 		case 'j':
@@ -244,6 +262,18 @@ static int bench_run(int argc, char **argv)
 				return cmd_usage_error(e, "bad --concurrency "
 					"'%s' (1..%d)", optarg,
 					BENCH_MAX_CONCURRENCY);
+			j_given = true;
+			break;
+		case 'w':
+			o.workers = (int)strtol(optarg, &end, 10);
+			if (end == optarg || *end || o.workers < 1 ||
+			    o.workers > BENCH_MAX_CONCURRENCY)
+				return cmd_usage_error(e, "bad --workers "
+					"'%s' (1..%d)", optarg,
+					BENCH_MAX_CONCURRENCY);
+			break;
+		case 'y':
+			o.python = optarg;
 			break;
 		case 'f':
 			o.file = optarg;
@@ -274,6 +304,11 @@ static int bench_run(int argc, char **argv)
 		r = cmd_usage_error(e, "no commands given");
 		goto out;
 	}
+	if (o.workers && j_given && o.concurrency != o.workers) {
+		r = cmd_usage_error(e, "--workers N runs N at a time: -j %ld "
+				    "differs", o.concurrency);
+		goto out;
+	}
 	if (o.out_dir && mkdir(o.out_dir, 0755) && errno != EEXIST) {
 		fprintf(stderr, "kmux: bench: cannot create %s: %s\n",
 			o.out_dir, strerror(errno));
@@ -291,6 +326,20 @@ static int bench_run(int argc, char **argv)
 	if (o.json && !(out = fopen(o.json, "we"))) {
 		fprintf(stderr, "kmux: bench: cannot create %s: %s\n", o.json,
 			strerror(errno));
+		goto out;
+	}
+	if (o.workers) {
+		char **lines = calloc(n, sizeof(*lines));
+
+		if (!lines)
+			goto out_nomem;
+		for (size_t i = 0; i < n; i++)
+			lines[i] = cmds[i].line;
+		r = bench_run_workers(&(struct bench_batch){
+			.lines = lines, .n = n, .workers = o.workers,
+			.python = o.python, .out_dir = o.out_dir, .json = out,
+			.no_preload = o.no_preload });
+		free(lines);
 		goto out;
 	}
 	stop_signals();
@@ -380,21 +429,27 @@ static int bench_exec(int argc, char **argv)
 {
 	if (argc < 2)
 		return cmd_usage_error(&cmd_bench_entry, "no subcommand "
-				       "(run)");
+				       "(run, serve, submit)");
 	if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
 		help();
 		return KMUX_EXIT_OK;
 	}
 	if (strcmp(argv[1], "run") == 0)
 		return bench_run(argc - 1, argv + 1);
+	if (strcmp(argv[1], "serve") == 0)
+		return bench_serve(argc - 1, argv + 1);
+	if (strcmp(argv[1], "submit") == 0)
+		return bench_submit(argc - 1, argv + 1);
 	return cmd_usage_error(&cmd_bench_entry, "unknown subcommand '%s' "
-			       "(run)", argv[1]);
+			       "(run, serve, submit)", argv[1]);
 }
 
 const struct cmd_entry cmd_bench_entry = {
 	.name = "bench",
-	.usage = "run [-j N] [-f FILE] [--json FILE] [-o DIR] [--no-preload] "
-		 "[CMD...]",
-	.summary = "run a batch of benchmark commands, N at a time",
+	.usage = "run [-j N | -w N] [-f FILE] [--json FILE] [-o DIR] "
+		 "[--no-preload] [CMD...] | serve [-w N] | submit -- SCRIPT.py "
+		 "ARGS...",
+	.summary = "run benchmark commands, N at a time or in persistent "
+		   "workers",
 	.exec = bench_exec,
 };

@@ -13,4 +13,5 @@ check "man pages installed" [ -f "$prefix/share/man/man1/kmux-trace.1" ] && [ -f
 unset KMUX_LIBRARY
 "$prefix/bin/kmux" trace -q -o "$TMP/t.json" -- "$PROGS/drv-basic" 1 >/dev/null 2>&1
 check "the installed kmux traces with the installed preload" json_check "$TMP/t.json" "len(kernels) == 3"
+check "the bench workers' Python module installed" [ -f "$prefix/lib/kmux/python/kmux/worker.py" ]
 finish

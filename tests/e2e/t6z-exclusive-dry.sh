@@ -15,16 +15,22 @@ OUT=$TMP/out KMUX_BIN=$KMUX KMUX_LIB=$LIBKMUX KMUX_EXCL_COUNT=6 KMUX_EXCL_NS=2 \
 	bash "$ROOT/bench/exclusive.sh" --dry >"$TMP/log" 2>&1
 check "exclusive.sh --dry exits 0" [ $? -eq 0 ]
 md=$TMP/out/exclusive.md
-for m in seq region2 none3; do
+for m in seq region2 workers2 none3; do
 	check "report: mode $m ran its 6 commands without failure" \
 		grep -Eq "^\| $m \| [0-9]+ \| 6 \| 0 \|" "$md"
 done
 check "report: inflation rows for the region mode" grep -q "^| region2 | " <(sed -n '/Inflation/,$p' "$md")
 check "report: marked as a dry run" grep -q "DRY RUN" "$md"
-check "the daemon granted regions (seq and region2: 12)" \
-	[ "$(grep -c 'GPU 0 to pid' "$TMP/out/exclusive/kmuxd.log")" -ge 12 ]
-check "each command's output is packed, and each JSON line says it was exclusive" \
-	[ "$(tar -xzOf "$TMP/out/exclusive-raw.tgz" --wildcards 'exclusive/region2/out/*.out' | grep -c '"exclusive": true')" = 6 ]
+check "report: workers2 ran all 6 commands in its workers" grep -Eq "^\| workers2 \| 6 \| 6 \| " "$md"
+check "  ... and says what they save per command against region2" grep -q "^workers2 against region2: " "$md"
+check "  ... the six commands in at most two worker pids (reused)" \
+	[ "$(python3 -c 'import json, sys; print(len({json.loads(l)["worker_pid"] for l in open(sys.argv[1])}) <= 2)' "$TMP/out/exclusive/workers2/records.jsonl")" = True ]
+check "the daemon granted regions (seq, region2 and workers2: 18)" \
+	[ "$(grep -c 'GPU 0 to pid' "$TMP/out/exclusive/kmuxd.log")" -ge 18 ]
+for m in region2 workers2; do
+	check "each command's output is packed, and its JSON line says it was exclusive ($m)" \
+		[ "$(tar -xzOf "$TMP/out/exclusive-raw.tgz" --wildcards "exclusive/$m/out/*.out" | grep -c '"exclusive": true')" = 6 ]
+done
 check "the unpacked per-command output is gone (the device returns few files)" \
 	[ ! -d "$TMP/out/exclusive/region2/out" ]
 finish
