@@ -171,6 +171,16 @@ def _release_memory():
             torch.cuda.empty_cache()
     except Exception:  # noqa: BLE001 - best effort
         pass
+    # CuPy keeps freed blocks in its own pools; on the H200 two jobs ran out
+    # of memory after a CuPy job in the same worker (bench/results/
+    # exclusive.md, run 2).
+    cupy = sys.modules.get("cupy")
+    try:
+        if cupy is not None:
+            cupy.get_default_memory_pool().free_all_blocks()
+            cupy.get_default_pinned_memory_pool().free_all_blocks()
+    except Exception:  # noqa: BLE001 - best effort
+        pass
 
 
 def _send(fd, obj):
