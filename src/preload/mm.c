@@ -498,6 +498,24 @@ abandon:
 }
 
 /*
+ * The least recently used object that may be evicted before the operation
+ * seq (resident, not pinned, not touched by seq itself), or NULL (mm_mu
+ * held).
+ */
+static struct mm_obj *mm_lru_victim(uint64_t seq)
+{
+	struct mm_obj *o, *best = NULL;
+
+	for (o = mm_list.next; o != &mm_list; o = o->next) {
+		if (o->state != MM_RESIDENT || o->pinned || o->last >= seq)
+			continue;
+		if (!best || o->last < best->last)
+			best = o;
+	}
+	return best;
+}
+
+/*
  * Evict the least recently used object not touched by the operation seq
  * (mm_mu held).  0 when one was evicted, -ENOSPC when none can be.  An
  * object whose eviction failed is not tried again for this operation.
@@ -505,15 +523,8 @@ abandon:
 static int mm_evict_one(uint64_t seq)
 {
 	for (;;) {
-		struct mm_obj *o, *best = NULL;
+		struct mm_obj *best = mm_lru_victim(seq);
 
-		for (o = mm_list.next; o != &mm_list; o = o->next) {
-			if (o->state != MM_RESIDENT || o->pinned ||
-			    o->last >= seq)
-				continue;
-			if (!best || o->last < best->last)
-				best = o;
-		}
 		if (!best)
 			return -ENOSPC;
 		if (mm_evict(best) == 0)
@@ -747,15 +758,8 @@ uint64_t mm_reclaim(uint64_t give)
 	pthread_mutex_lock(&mm_mu);
 	seq = ++mm_seq;
 	while (freed < give) {
-		struct mm_obj *o, *best = NULL;
+		struct mm_obj *best = mm_lru_victim(seq);
 
-		for (o = mm_list.next; o != &mm_list; o = o->next) {
-			if (o->state != MM_RESIDENT || o->pinned ||
-			    o->last >= seq)
-				continue;
-			if (!best || o->last < best->last)
-				best = o;
-		}
 		if (!best)
 			break;
 		if (best->ctx &&
