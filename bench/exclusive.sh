@@ -128,18 +128,17 @@ log "batch: $(wc -l <"$WORK/batch") commands"
 # CPU isolation (KMUX_EXCL_REGION_CPUS, default the last two cores when
 # there are at least 8): kmuxd pins a region's holder to those cores and
 # keeps the other registered tasks off them; the region and worker modes'
-# commands are started off them too (taskset), so that a command still
-# importing torch, not yet registered, does not run there either.
+# commands are started off them too (`kmux bench run --avoid-cpus`), so
+# that a command still importing torch, not yet registered, does not run
+# there either.  (The H200 run 2 of 2026-11-30 did this with taskset.)
 NCPU=$(nproc)
 RCPUS=${KMUX_EXCL_REGION_CPUS-}
 if [ -z "${KMUX_EXCL_REGION_CPUS+x}" ] && [ "$NCPU" -ge 8 ]; then
 	RCPUS=$((NCPU - 2))-$((NCPU - 1))
 fi
 OFFR=
-if [ -n "$RCPUS" ] && command -v taskset >/dev/null; then
-	OFFR="taskset -c 0-$(( ${RCPUS%%-*} - 1 ))"
-fi
-log "region cpus: ${RCPUS:-none}; region commands start under: ${OFFR:-no taskset}"
+[ -n "$RCPUS" ] && OFFR="--avoid-cpus $RCPUS"
+log "region cpus: ${RCPUS:-none}; region commands: ${OFFR:-anywhere}"
 $KM daemon --placement roundrobin --region-max 60 ${RCPUS:+--region-cpus $RCPUS} >>"$LOG" 2>&1 ||
 	log "WARNING: kmux daemon did not start: region modes will be no-ops"
 
@@ -156,7 +155,7 @@ run_mode() {
 	log "$name: -j $j, at most ${to}s"
 	t0=$(date +%s.%N)
 	case $name in region*|workers*) pre=$OFFR ;; *) pre= ;; esac
-	timeout -k 5 "$to" $pre $KM bench run -j "$j" "$@" -f "$WORK/$name.cmds" \
+	timeout -k 5 "$to" $KM bench run $pre -j "$j" "$@" -f "$WORK/$name.cmds" \
 		--json "$D/$name/records.jsonl" -o "$D/$name/out" \
 		2>"$D/$name/bench.err"
 	rc=$?

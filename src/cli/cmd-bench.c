@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -33,6 +34,7 @@
 
 #include "cmd-bench.h"
 #include "cmd.h"
+#include "cpulist.h"
 #include "spawn.h"
 
 #define BENCH_MAX_CONCURRENCY 256
@@ -52,6 +54,8 @@ struct bench_opts {
 	const char *json;
 	const char *out_dir;
 	bool no_preload;
+	bool avoid;		/* keep off avoid_cpus */
+	cpu_set_t avoid_cpus;
 };
 
 /* SIGINT/SIGTERM/SIGHUP: stop the batch (set by the handler). */
@@ -96,6 +100,10 @@ static void help(void)
 	      "                       SCRIPT.py ARGS) run in them, the others\n"
 	      "                       as plain processes; implies -j N\n"
 	      "      --python PY      the workers' interpreter (python3)\n"
+	      "      --avoid-cpus LIST  start the commands and workers off\n"
+	      "                       these CPUs (kmux daemon --region-cpus:\n"
+	      "                       before a command registers, kmuxd\n"
+	      "                       cannot keep it off them)\n"
 	      "  -h, --help           this help\n"
 	      "\n"
 	      "Exit status: 0 when every command exited 0, 1 otherwise, 2 for\n"
@@ -226,6 +234,39 @@ static void record(FILE *f, size_t i, const struct bench_cmd *c, double t0)
 	fflush(f);
 }
 
+/*
+ * Take the CPUs of --avoid-cpus out of this process's affinity, so that
+ * every command and worker it starts inherits the smaller mask: kmuxd pins
+ * a region's holder to its reserved CPUs (--region-cpus) and keeps the
+ * registered tasks off them, but a command that has not reached cuInit
+ * yet (a script importing torch) is not registered.  0, or -1 when that
+ * would leave no CPU or the mask cannot be changed.
+ */
+static int bench_avoid_cpus(const cpu_set_t *avoid)
+{
+	cpu_set_t cur;
+
+	if (sched_getaffinity(0, sizeof(cur), &cur)) {
+		fprintf(stderr, "kmux: bench: cannot read the CPU affinity: "
+			"%s\n", strerror(errno));
+		return -1;
+	}
+	for (int i = 0; i < CPU_SETSIZE; i++)
+		if (CPU_ISSET(i, avoid))
+			CPU_CLR(i, &cur);
+	if (CPU_COUNT(&cur) == 0) {
+		fprintf(stderr, "kmux: bench: --avoid-cpus leaves no CPU to "
+			"run the commands on\n");
+		return -1;
+	}
+	if (sched_setaffinity(0, sizeof(cur), &cur)) {
+		fprintf(stderr, "kmux: bench: cannot set the CPU affinity: "
+			"%s\n", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 static int bench_run(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -236,11 +277,13 @@ static int bench_run(int argc, char **argv)
 		{ "no-preload", no_argument, NULL, 'P' },
 		{ "workers", required_argument, NULL, 'w' },
 		{ "python", required_argument, NULL, 'y' },
+		{ "avoid-cpus", required_argument, NULL, 'A' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const struct cmd_entry *e = &cmd_bench_entry;
 	bool j_given = false;
+	char cerr[128];
 	struct bench_opts o = { .concurrency = 1 };
 	struct bench_cmd *cmds = NULL;
 	size_t n = 0, cap = 0, next = 0, done = 0, failed = 0, running = 0;
@@ -287,6 +330,14 @@ static int bench_run(int argc, char **argv)
 		case 'P':
 			o.no_preload = true;
 			break;
+		case 'A':
+			if (cpulist_parse(optarg, (int)sysconf(_SC_NPROCESSORS_CONF),
+					  &o.avoid_cpus, cerr, sizeof(cerr)))
+				return cmd_usage_error(e, "bad --avoid-cpus "
+						       "'%s': %s", optarg,
+						       cerr);
+			o.avoid = true;
+			break;
 		case 'h':
 			help();
 			return KMUX_EXIT_OK;
@@ -309,6 +360,8 @@ static int bench_run(int argc, char **argv)
 				    "differs", o.concurrency);
 		goto out;
 	}
+	if (o.avoid && bench_avoid_cpus(&o.avoid_cpus))
+		goto out;
 	if (o.out_dir && mkdir(o.out_dir, 0755) && errno != EEXIST) {
 		fprintf(stderr, "kmux: bench: cannot create %s: %s\n",
 			o.out_dir, strerror(errno));
@@ -447,8 +500,8 @@ static int bench_exec(int argc, char **argv)
 const struct cmd_entry cmd_bench_entry = {
 	.name = "bench",
 	.usage = "run [-j N | -w N] [-f FILE] [--json FILE] [-o DIR] "
-		 "[--no-preload] [CMD...] | serve [-w N] | submit -- SCRIPT.py "
-		 "ARGS...",
+		 "[--no-preload] [--avoid-cpus LIST] [CMD...] | serve [-w N] "
+		 "| submit -- SCRIPT.py ARGS...",
 	.summary = "run benchmark commands, N at a time or in persistent "
 		   "workers",
 	.exec = bench_exec,

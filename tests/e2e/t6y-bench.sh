@@ -57,4 +57,18 @@ iv.sort()
 print(all(a[1] <= b[0] for a, b in zip(iv, iv[1:])), len(iv))
 PY
 check "bench -j 3 of region commands: three regions, none overlapping" [ "$(cat "$TMP/iv")" = "True 3" ]
+
+# --avoid-cpus: the commands start off those CPUs (kmuxd's --region-cpus).
+if [ "$(nproc)" -ge 2 ]; then
+	"$KMUX" bench run --no-preload --avoid-cpus 0 -o "$TMP/av" \
+		'grep Cpus_allowed_list /proc/self/status' >/dev/null 2>&1
+	check "--avoid-cpus 0: the command may not run on CPU 0" \
+		grep -Eq "Cpus_allowed_list:[[:space:]]+(1|1-[0-9]+|1,.*)$" "$TMP/av/0.out"
+fi
+"$KMUX" bench run --avoid-cpus 3-1 true >"$TMP/avo" 2>&1
+check "--avoid-cpus 3-1: usage error (exit 2)" [ $? -eq 2 ]
+check "  ... that says why" grep -q "bad --avoid-cpus '3-1'" "$TMP/avo"
+"$KMUX" bench run --avoid-cpus "0-$(( $(getconf _NPROCESSORS_CONF) - 1 ))" true >"$TMP/avo" 2>&1
+check "--avoid-cpus of every CPU: an error (exit 1), nothing run" [ $? -eq 1 ]
+check "  ... that says why" grep -q "leaves no CPU" "$TMP/avo"
 finish
