@@ -21,6 +21,9 @@
 #     bash bench/exclusive.sh            # the H200 run, < 540 s
 #     bash bench/exclusive.sh --dry      # no GPU: simcuda, sleeps for work
 #
+# After the modes, while time is left: seqagain (seq's first commands
+# alone again: the A/A drift).
+#
 # Output under $OUT (default ./out):
 #   exclusive.md    throughput per mode, inflation per class, the commands
 #   exclusive.csv   one row per (mode, command): medians, p95, times
@@ -200,6 +203,14 @@ for n in $NS; do
 		first=0
 	fi
 done
+# A/A: seq's first commands alone again after the busy modes, as long as
+# time is left (KMUX_EXCL_AGAIN, 16): their "inflation" against seq is how
+# far an idle GPU drifts between the two passes, the floor under every
+# mode's figure (the H200 run 2 could not tell drift from interference).
+if [ "$(left)" -ge 45 ]; then
+	head -n "${KMUX_EXCL_AGAIN:-16}" "$WORK/seq.cmds" >"$WORK/seqagain.cmds"
+	run_mode seqagain 1 $(( $(left) - 15 ))
+fi
 "$PY" "$ROOT/bench/exclusive/report.py" "$D" "$OUT" >>"$LOG" 2>&1 ||
 	log "WARNING: the report failed (raw output is in $D)"
 log "done: $OUT/exclusive.md"

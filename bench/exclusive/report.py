@@ -214,6 +214,11 @@ for a, b in pairs:
 if not pairs:
     md.append("\nNo workersN run with its regionN: the saving is not "
               "measured.")
+if "seqagain" in data:
+    md.append("\n`seqagain`: seq's first commands run alone again after the "
+              "other modes. Its inflation is the drift of an idle GPU "
+              "between the two passes (an A/A comparison): read every "
+              "mode's inflation against it.")
 md.append("\nRaw output: exclusive/MODE/records.jsonl, exclusive/MODE/out/.")
 open(os.path.join(outdir, "exclusive.md"), "w").write("\n".join(md) + "\n")
 open(os.path.join(outdir, "exclusive.csv"), "w").write("\n".join(csv) + "\n")
