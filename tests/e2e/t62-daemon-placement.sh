@@ -10,8 +10,8 @@ export KMUX_FAKE_GPUS=2:16G
 . "$(dirname "$0")/kmuxd-lib.sh"
 
 start_daemon
-a=$("$KMUX" submit -m 10G -- sleep 2)
-b=$("$KMUX" submit -m 10G -- sleep 2)
+a=$("$KMUX" submit -m 10G -- sleep 6)
+b=$("$KMUX" submit -m 10G -- sleep 6)
 check "job $a runs" wait_state "$a" running
 check "job $b runs at the same time" wait_state "$b" running
 check "the first went to GPU 0" [ "$(jq_job "$a" 'j["gpus"]')" = "[0]" ]
@@ -37,7 +37,7 @@ stop_daemon
 place3() {
 	local a b c
 	"$KMUX" daemon --kill-grace 1 --placement "$1" || return 1
-	a=$("$KMUX" submit -m 2G -- sleep 3)
+	a=$("$KMUX" submit -m 2G -- sleep 15)
 	b=$("$KMUX" submit -m 2G -- true)
 	"$KMUX" wait "$b" >/dev/null 2>&1
 	c=$("$KMUX" submit -m 2G -- true)
