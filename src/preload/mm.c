@@ -177,16 +177,23 @@ static int mm_trace_fields(char *buf, size_t len)
 static void mm_report(void)
 {
 	struct mm_stats s;
+	char grew[160] = "";
 
 	mm_get_stats(&s);
+	if (mm_on == MM_EVICT && s.budget)
+		snprintf(grew, sizeof(grew), "; thrashing in %llu of %llu "
+			 "windows; budget grew %llu times (of %llu asks) to "
+			 "%llu bytes", (unsigned long long)s.thrashing,
+			 (unsigned long long)s.thrash_windows,
+			 (unsigned long long)s.grows,
+			 (unsigned long long)s.grow_asks,
+			 (unsigned long long)s.budget);
 	log_info("memory: pid %d: %s; %llu objects now, %llu bytes reserved, "
 		 "%llu resident (peak %llu), %llu evicted; %llu backed "
 		 "(%llu bytes), %llu evictions (%llu bytes), %llu restores "
 		 "(%llu bytes), %llu evictions abandoned, %llu backing "
 		 "failures, %llu pinned; largest object %llu bytes; %llu "
-		 "daemon requests freed %llu bytes; thrashing in %llu of "
-		 "%llu windows; budget grew %llu times (of %llu asks) to "
-		 "%llu bytes",
+		 "daemon requests freed %llu bytes%s",
 		 (int)getpid(), mm_on == MM_EVICT ? "evict" : "lazy",
 		 (unsigned long long)s.objects, (unsigned long long)s.reserved,
 		 (unsigned long long)s.resident,
@@ -202,12 +209,7 @@ static void mm_report(void)
 		 (unsigned long long)s.pinned,
 		 (unsigned long long)s.largest,
 		 (unsigned long long)s.reclaims,
-		 (unsigned long long)s.reclaim_bytes,
-		 (unsigned long long)s.thrashing,
-		 (unsigned long long)s.thrash_windows,
-		 (unsigned long long)s.grows,
-		 (unsigned long long)s.grow_asks,
-		 (unsigned long long)s.budget);
+		 (unsigned long long)s.reclaim_bytes, grew);
 }
 
 int mm_init(const char *mode, const char *min, const char *budget)
