@@ -19,7 +19,11 @@
 #   quota: kmux run --mem Q -- APP, Q = P + 8 MiB (the quota it needs);
 #   evict: kmux run --memory=evict --mem B -- APP, B = max(P/2, L) + 8 MiB
 #          (a fixed rule: half the managed peak, at least the largest
-#          object): the daemon admits it at B and B is its budget.
+#          object): the daemon admits it at B and B is its starting
+#          budget.  A task that thrashes (restores most of what it
+#          touches, src/preload/thrash.c) asks kmuxd to grow its budget to
+#          what it has backed, granted at once where the GPU has room or
+#          refused: each task's "budget grew N times to X" is in mix.log.
 # Reported: makespan (first submit to last exit), the most tasks running at
 # once (from the jobs' start/end times in `kmux ps --all --json`), failed
 # tasks, each task's run time.  Throughput ratio = quota makespan / evict
@@ -169,6 +173,8 @@ mix() {
 		fi
 		v=$(sed -n 's/.* \([0-9]*\) evictions (.*/\1/p' "$d/t$i.out" | tail -n 1)
 		[ -n "$v" ] && csv "$mode" "t$i-${TASK_APP[$i]}" evictions "$v"
+		v=$(sed -n 's/.* budget grew \([0-9]*\) times .*/\1/p' "$d/t$i.out" | tail -n 1)
+		[ -n "$v" ] && csv "$mode" "t$i-${TASK_APP[$i]}" budget_grows "$v"
 	done
 	kmuxp ps --all --json >"$OUT/ps-$mode.json" 2>>"$LOG"
 	cp "$d/state/kmuxd.log" "$OUT/kmuxd-$mode.log" 2>/dev/null
@@ -206,18 +212,19 @@ print("|---|---|---|")
 for a in apps:
     print("| %s | %s | %s |" % (a, (get("calibrate", a, "managed_peak_mib") or ["?"])[0],
                                (get("calibrate", a, "largest_mib") or ["?"])[0]))
-print("\n| mode | GPU cap (MiB) | tasks | most running at once | makespan (s) | failed | evictions |")
-print("|---|---|---|---|---|---|---|")
+print("\n| mode | GPU cap (MiB) | tasks | most running at once | makespan (s) | failed | evictions | budget growths |")
+print("|---|---|---|---|---|---|---|---|")
 span = {}
 for mode in ("quota", "evict"):
     ms = get(mode, "all", "makespan_ms")
     if not ms:
-        print("| %s | - | - | - | not run | - | - |" % mode)
+        print("| %s | - | - | - | not run | - | - | - |" % mode)
         continue
     span[mode] = float(ms[0]) / 1000.0
     tasks = sorted({r["task"] for r in rows if r["mode"] == mode and r["task"] != "all" and r["key"] == "rc"})
     failed = sum(1 for t in tasks if get(mode, t, "failed"))
     ev = sum(int(v) for t in tasks for v in get(mode, t, "evictions"))
+    gr = sum(int(v) for t in tasks for v in get(mode, t, "budget_grows"))
     most = "?"
     try:
         jobs = json.load(open(os.path.join(out, "ps-%s.json" % mode)))
@@ -230,8 +237,8 @@ for mode in ("quota", "evict"):
         most = str(best)
     except Exception as e:
         most = "? (%s)" % e
-    print("| %s | %s | %d | %s | %.1f | %d | %d |" % (mode, get(mode, "all", "gpu_mem_mib")[0], len(tasks),
-          most, span[mode], failed, ev))
+    print("| %s | %s | %d | %s | %.1f | %d | %d | %d |" % (mode, get(mode, "all", "gpu_mem_mib")[0], len(tasks),
+          most, span[mode], failed, ev, gr))
 if "quota" in span and "evict" in span and span["evict"] > 0:
     print("\nThroughput evict vs quota (quota makespan / evict makespan): %.2fx (issue 5 target: >= 1.3x)"
           % (span["quota"] / span["evict"]))

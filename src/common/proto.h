@@ -144,7 +144,12 @@ enum proto_job_state {
 
 /* ALLOC_UPDATE flags (v4). */
 #define PROTO_ALLOC_F_EVICT 0x1u	/* the memory manager evicts (--memory=
-					 * evict): it acts on MEM_PRESSURE */
+					 * evict): it acts on MEM_PRESSURE; with
+					 * want, it thrashes and asks for a
+					 * larger budget, granted now (perhaps
+					 * in part) or refused now, never
+					 * waiting (v4 preloads never sent want
+					 * with this flag) */
 #define PROTO_ALLOC_F_MASK 0x1u
 
 /* LOG_DATA flags. */

@@ -574,6 +574,31 @@ int admit_grow(struct admit_gpu *gpus, size_t n, struct admit_placement *pl,
 	return 0;
 }
 
+uint64_t admit_grow_room(const struct admit_gpu *gpus, size_t n,
+			 const struct admit_placement *pl,
+			 const struct admit_policy *p)
+{
+	uint64_t room = UINT64_MAX;
+	uint32_t i;
+
+	if (pl->ngpus < 1 || pl->ngpus > ADMIT_MAX_GPUS)
+		return 0;
+	for (i = 0; i < pl->ngpus; i++) {
+		const struct admit_gpu *g;
+		uint64_t cap;
+
+		if (pl->slot[i] >= n)
+			return 0;
+		g = &gpus[pl->slot[i]];
+		cap = admit_capacity(g, p);
+		if (g->grow_waiting > 0 || g->mem_committed >= cap)
+			return 0;
+		if (cap - g->mem_committed < room)
+			room = cap - g->mem_committed;
+	}
+	return room;
+}
+
 bool admit_grow_may_wait(const struct admit_gpu *gpus, size_t n,
 			 const struct admit_placement *pl, uint64_t want,
 			 const struct admit_policy *p)

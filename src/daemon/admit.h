@@ -250,6 +250,16 @@ int admit_grow(struct admit_gpu *gpus, size_t n, struct admit_placement *pl,
 	       uint64_t want, const struct admit_policy *p);
 
 /*
+ * An evict-mode task thrashes and asks for more budget, granted now or not
+ * at all: the bytes every GPU of pl can still commit (the least of them),
+ * 0 when one has none or a task there waits to grow (its need comes
+ * first).  The caller grows by at most that much with admit_grow().
+ */
+uint64_t admit_grow_room(const struct admit_gpu *gpus, size_t n,
+			 const struct admit_placement *pl,
+			 const struct admit_policy *p);
+
+/*
  * Memory pressure on g: bytes of memory in use (NVML's, which counts what
  * tasks touched, not what they may touch) to give back so that g is within
  * its capacity again, and, when head (may be NULL) is a one-GPU task that

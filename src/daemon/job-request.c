@@ -805,6 +805,45 @@ void job_grow_drop(struct server *srv, struct job *j, int err,
 	j->grow_conn = NULL;
 }
 
+/*
+ * want with PROTO_ALLOC_F_EVICT: an evict-mode task thrashes (its working
+ * set does not fit its budget) and asks for a larger budget.  Eviction
+ * keeps it correct without one, so the answer never waits: grant what its
+ * GPUs can commit now, up to want, or refuse at once.  A declared need may
+ * grow this way too: under evict the declared size was the budget to
+ * admit it at, and the growth only takes room nobody committed.
+ */
+static void job_want_evict(struct conn *c, const struct proto_msg *m,
+			   struct job *j, uint64_t want)
+{
+	const uint64_t mib = UINT64_C(1) << 20;
+	struct server *srv = c->srv;
+	uint64_t room;
+	char q[SIZE_FORMAT_MAX], w[SIZE_FORMAT_MAX];
+
+	if (want > j->place.quota) {
+		room = admit_grow_room(srv->gpus, srv->ngpus, &j->place,
+				       &srv->policy) & ~(mib - 1);
+		if (want - j->place.quota > room)
+			want = j->place.quota + room;
+	}
+	if (want > j->place.quota && grow_try(srv, j, want) == 0) {
+		grow_answer(srv, c, m->seq, j);
+		return;
+	}
+	if (want <= j->place.quota && m->u.alloc.want <= j->place.quota) {
+		grow_answer(srv, c, m->seq, j);	/* it has it already */
+		return;
+	}
+	size_format(j->place.quota, q, sizeof(q));
+	size_format(m->u.alloc.want, w, sizeof(w));
+	log_info("daemon: job %lld thrashes; no room now to grow its evict "
+		 "budget from %s to %s", (long long)j->id, q, w);
+	server_client_error(c, m->seq, ENOSPC, "job %lld: no room now to "
+			    "grow the evict budget from %s to %s on its GPUs",
+			    (long long)j->id, q, w);
+}
+
 static void job_want(struct conn *c, const struct proto_msg *m, struct job *j)
 {
 	const uint64_t mib = UINT64_C(1) << 20;
@@ -819,12 +858,6 @@ static void job_want(struct conn *c, const struct proto_msg *m, struct job *j)
 				    (unsigned long long)m->u.alloc.job);
 		return;
 	}
-	size_format(j->place.quota, q, sizeof(q));
-	if (j->task.mem_source == ADMIT_MEM_DECLARED) {
-		server_client_error(c, m->seq, EDQUOT, "job %lld declared "
-				    "%s; it may not grow", (long long)j->id, q);
-		return;
-	}
 	if (j->grow_conn) {
 		/* One asker at a time (the preload serializes its own). */
 		server_client_error(c, m->seq, EBUSY, "job %lld already waits "
@@ -833,6 +866,16 @@ static void job_want(struct conn *c, const struct proto_msg *m, struct job *j)
 	}
 	want = want > UINT64_MAX - (mib - 1) ? UINT64_MAX
 					     : (want + mib - 1) & ~(mib - 1);
+	if (m->u.alloc.flags & PROTO_ALLOC_F_EVICT) {
+		job_want_evict(c, m, j, want);
+		return;
+	}
+	size_format(j->place.quota, q, sizeof(q));
+	if (j->task.mem_source == ADMIT_MEM_DECLARED) {
+		server_client_error(c, m->seq, EDQUOT, "job %lld declared "
+				    "%s; it may not grow", (long long)j->id, q);
+		return;
+	}
 	r = grow_try(srv, j, want);
 	if (r == 0) {
 		grow_answer(srv, c, m->seq, j);

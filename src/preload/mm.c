@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "alloc-table.h"
@@ -42,6 +43,7 @@
 #include "preload.h"
 #include "quota.h"
 #include "streams.h"
+#include "thrash.h"
 
 #define MM_BUCKETS 1024
 #define MM_USERS 4
@@ -77,6 +79,9 @@ static size_t mm_gran[MM_MAX_DEVICES];
 static unsigned mm_debug_host_fail, mm_host_allocs;
 static int mm_debug_broken;	/* tests: never back anything */
 static int (*mm_prev_fields)(char *buf, size_t len);
+static struct thrash mm_thrash;	/* mm_mu */
+
+int (*mm_grow_budget)(uint64_t want, uint64_t *granted);
 
 static unsigned mm_bucket(uint64_t base)
 {
@@ -152,7 +157,8 @@ static int mm_trace_fields(char *buf, size_t len)
 		     ",\"mm_reserved\":%llu,\"mm_resident\":%llu,"
 		     "\"mm_peak_resident\":%llu,\"mm_evicted\":%llu,"
 		     "\"mm_evicts\":%llu,\"mm_evict_bytes\":%llu,"
-		     "\"mm_restores\":%llu,\"mm_restore_bytes\":%llu",
+		     "\"mm_restores\":%llu,\"mm_restore_bytes\":%llu,"
+		     "\"mm_budget\":%llu,\"mm_budget_grows\":%llu",
 		     (unsigned long long)s.reserved,
 		     (unsigned long long)s.resident,
 		     (unsigned long long)s.peak_resident,
@@ -160,7 +166,9 @@ static int mm_trace_fields(char *buf, size_t len)
 		     (unsigned long long)s.evicts,
 		     (unsigned long long)s.evict_bytes,
 		     (unsigned long long)s.restores,
-		     (unsigned long long)s.restore_bytes);
+		     (unsigned long long)s.restore_bytes,
+		     (unsigned long long)s.budget,
+		     (unsigned long long)s.grows);
 	if (k < 0 || (size_t)k >= len - (size_t)n)
 		return n;
 	return n + k;
@@ -169,14 +177,23 @@ static int mm_trace_fields(char *buf, size_t len)
 static void mm_report(void)
 {
 	struct mm_stats s;
+	char grew[160] = "";
 
 	mm_get_stats(&s);
+	if (mm_on == MM_EVICT && s.budget)
+		snprintf(grew, sizeof(grew), "; thrashing in %llu of %llu "
+			 "windows; budget grew %llu times (of %llu asks) to "
+			 "%llu bytes", (unsigned long long)s.thrashing,
+			 (unsigned long long)s.thrash_windows,
+			 (unsigned long long)s.grows,
+			 (unsigned long long)s.grow_asks,
+			 (unsigned long long)s.budget);
 	log_info("memory: pid %d: %s; %llu objects now, %llu bytes reserved, "
 		 "%llu resident (peak %llu), %llu evicted; %llu backed "
 		 "(%llu bytes), %llu evictions (%llu bytes), %llu restores "
 		 "(%llu bytes), %llu evictions abandoned, %llu backing "
 		 "failures, %llu pinned; largest object %llu bytes; %llu "
-		 "daemon requests freed %llu bytes",
+		 "daemon requests freed %llu bytes%s",
 		 (int)getpid(), mm_on == MM_EVICT ? "evict" : "lazy",
 		 (unsigned long long)s.objects, (unsigned long long)s.reserved,
 		 (unsigned long long)s.resident,
@@ -192,7 +209,7 @@ static void mm_report(void)
 		 (unsigned long long)s.pinned,
 		 (unsigned long long)s.largest,
 		 (unsigned long long)s.reclaims,
-		 (unsigned long long)s.reclaim_bytes);
+		 (unsigned long long)s.reclaim_bytes, grew);
 }
 
 int mm_init(const char *mode, const char *min, const char *budget)
@@ -638,25 +655,86 @@ static void mm_touch(struct mm_obj *o, uint64_t seq, int pin, uint64_t user)
 	mm_add_user(o, user);
 }
 
+static uint64_t mm_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/*
+ * Evict mode under kmuxd (mm_mu held): feed the thrash detector this
+ * operation's touched and restored bytes.  Thrashing: ask, once the
+ * operation is submitted and the mutex released (mm_op_end), for a budget
+ * that holds every object backed so far (resident and evicted), so the
+ * working set the task cycles through stays resident.
+ */
+static void mm_thrash_check(struct mm_op *op, uint64_t touched,
+			    uint64_t restored)
+{
+	uint64_t budget = atomic_load(&quota_global.limit), want;
+
+	if (!thrash_note(&mm_thrash, touched, restored, budget, mm_now_ms()))
+		return;
+	want = quota_used(&quota_global) + mm_st.evicted;
+	if (want > budget)
+		op->grow_to = want;
+}
+
+/*
+ * Ask kmuxd for a budget of want bytes (no mutex held: the answer comes
+ * at once, granted or refused, but it is a round trip to the daemon).
+ */
+static void mm_grow(uint64_t want)
+{
+	uint64_t before = atomic_load(&quota_global.limit), got = 0;
+	int e;
+
+	e = mm_grow_budget(want, &got);
+	pthread_mutex_lock(&mm_mu);
+	mm_st.grow_asks++;
+	if (!e && got > before)
+		mm_st.grows++;
+	pthread_mutex_unlock(&mm_mu);
+	if (e)
+		log_info("memory: thrashing (restores are most of what "
+			 "operations touch); kmuxd did not grow the budget of "
+			 "%llu bytes to %llu: %s; still evicting",
+			 (unsigned long long)before, (unsigned long long)want,
+			 strerror(-e));
+	else
+		log_info("memory: thrashing (restores are most of what "
+			 "operations touch); kmuxd grew the budget from %llu "
+			 "to %llu bytes (asked %llu)",
+			 (unsigned long long)before, (unsigned long long)got,
+			 (unsigned long long)want);
+}
+
 CUresult mm_op_begin(struct mm_op *op, const uint64_t *bases, int n, int all,
 		     int pin, CUstream stream, int per_thread)
 {
 	uint64_t user = stream_norm(stream, per_thread), seq;
 	struct mm_obj *o, *mine[MM_MAX_TOUCH];
+	uint64_t touched = 0, restored;
 	int k = 0;
 	CUresult r = CUDA_SUCCESS;
 
 	op->locked = 0;
+	op->grow_to = 0;
 	if (!atomic_load_explicit(&mm_nobj, memory_order_relaxed) ||
 	    unlikely(mm_debug_broken))
 		return CUDA_SUCCESS;
 	pthread_mutex_lock(&mm_mu);
 	op->locked = 1;
 	seq = ++mm_seq;
+	restored = mm_st.restore_bytes;
 	/* Mark first: nothing this operation needs is an eviction victim. */
 	if (all) {
-		for (o = mm_list.next; o != &mm_list; o = o->next)
+		for (o = mm_list.next; o != &mm_list; o = o->next) {
 			mm_touch(o, seq, pin, user);
+			touched += o->size;
+		}
 		for (o = mm_list.next; o != &mm_list && !r; o = o->next)
 			r = mm_back(o, seq);
 	} else {
@@ -665,6 +743,7 @@ CUresult mm_op_begin(struct mm_op *op, const uint64_t *bases, int n, int all,
 			if (o && o->last != seq) {
 				mm_touch(o, seq, pin, user);
 				mine[k++] = o;
+				touched += o->size;
 			}
 		}
 		for (int i = 0; i < k && !r; i++)
@@ -673,6 +752,8 @@ CUresult mm_op_begin(struct mm_op *op, const uint64_t *bases, int n, int all,
 	if (mm_on != MM_EVICT) {
 		pthread_mutex_unlock(&mm_mu);
 		op->locked = 0;
+	} else if (mm_grow_budget && quota_on) {
+		mm_thrash_check(op, touched, mm_st.restore_bytes - restored);
 	}
 	return r;
 }
@@ -696,6 +777,10 @@ void mm_op_end(struct mm_op *op)
 	if (op->locked) {
 		op->locked = 0;
 		pthread_mutex_unlock(&mm_mu);
+	}
+	if (op->grow_to) {
+		mm_grow(op->grow_to);
+		op->grow_to = 0;
 	}
 }
 
@@ -810,6 +895,10 @@ void mm_get_stats(struct mm_stats *st)
 
 	*st = mm_st;
 	st->objects = atomic_load_explicit(&mm_nobj, memory_order_relaxed);
+	st->thrash_windows = mm_thrash.windows;
+	st->thrashing = mm_thrash.thrashing;
+	st->budget = mm_on == MM_EVICT && quota_on ?
+		     atomic_load(&quota_global.limit) : 0;
 	if (locked)
 		pthread_mutex_unlock(&mm_mu);
 }

@@ -64,6 +64,7 @@ int mm_reserve(uint64_t n);
 /* One operation's view of memory, between begin and end. */
 struct mm_op {
 	int locked;
+	uint64_t grow_to;	/* evict: thrashing, ask for this budget */
 };
 
 #define MM_MAX_TOUCH 66
@@ -93,6 +94,15 @@ CUresult mm_op_begin_acc(struct mm_op *op, const struct access *acc, int n,
  */
 uint64_t mm_reclaim(uint64_t give);
 
+/*
+ * Evict mode, registered with kmuxd (register.c sets it): ask kmuxd at
+ * once, without waiting for room, to raise the budget to want bytes.  0
+ * and *granted (the new budget, which may be less than want), or -errno
+ * (refused, no daemon).  NULL: the budget is fixed.  Called from
+ * mm_op_end(), after the operation was submitted and mm_mu released.
+ */
+extern int (*mm_grow_budget)(uint64_t want, uint64_t *granted);
+
 /* The program destroys a stream: its pending work can no longer be named. */
 void mm_stream_gone(CUstream s);
 
@@ -107,6 +117,9 @@ struct mm_stats {
 	uint64_t evicts, evict_bytes, restores, restore_bytes;
 	uint64_t evict_failed, back_failed, pinned;
 	uint64_t reclaims, reclaim_bytes;	/* kmuxd's MEM_PRESSURE */
+	uint64_t thrash_windows, thrashing;	/* thrash.h's windows */
+	uint64_t grow_asks, grows;	/* budget growths asked, granted */
+	uint64_t budget;		/* evict: the budget now, bytes */
 };
 void mm_get_stats(struct mm_stats *st);
 

@@ -474,7 +474,7 @@ static int wait_admission(void)
  */
 static pthread_mutex_t grow_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static int grow_exchange(int fd, uint64_t want, uint64_t *quota)
+static int grow_exchange(int fd, uint64_t want, bool evict, uint64_t *quota)
 {
 	uint8_t tx[512], rx[4096];
 	struct reg_io io = { .fd = fd, .rx = rx, .tx = tx,
@@ -499,6 +499,8 @@ static int grow_exchange(int fd, uint64_t want, uint64_t *quota)
 	m.u.alloc.want = want;
 	m.u.alloc.kernels = atomic_load_explicit(&kmux_launches,
 						 memory_order_relaxed);
+	/* want with EVICT: an evict budget, granted now or refused now. */
+	m.u.alloc.flags = evict ? PROTO_ALLOC_F_EVICT : 0;
 	if (!e)
 		e = io_send(&io, &m);
 	asked = io.seq;
@@ -506,9 +508,11 @@ static int grow_exchange(int fd, uint64_t want, uint64_t *quota)
 	 * HELLO's OK first, then the answer to the request, which may take
 	 * as long as other tasks keep the memory (kmuxd makes the growth
 	 * wait rather than fail, and bounds the wait itself: --grow-wait);
-	 * a daemon that dies closes the connection and ends the wait.
+	 * a daemon that dies closes the connection and ends the wait.  An
+	 * evict budget's answer never waits for room: a bounded wait.
 	 */
-	while (!e && !(e = io_recv(&io, &m, hello_ok ? -1 : REG_REPLY_MS))) {
+	while (!e && !(e = io_recv(&io, &m, hello_ok && !evict ? -1
+							       : REG_REPLY_MS))) {
 		if (m.seq != asked) {
 			hello_ok = true;
 			continue;
@@ -538,7 +542,7 @@ static int reg_grow(uint64_t want)
 		return 0;
 	}
 	fd = conn_open(reg.sock);
-	e = fd < 0 ? fd : grow_exchange(fd, want, &quota);
+	e = fd < 0 ? fd : grow_exchange(fd, want, false, &quota);
 	if (fd >= 0)
 		close(fd);
 	if (e == 0 && quota > atomic_load(&quota_global.limit))
@@ -547,6 +551,29 @@ static int reg_grow(uint64_t want)
 	if (e)
 		return e;
 	return quota >= want ? 0 : -ENOSPC;
+}
+
+/*
+ * mm_grow_budget (mm.h): the evict mode thrashes; kmuxd grants what fits
+ * on the GPU now (perhaps less than want) or refuses at once.  The budget
+ * is the quota's limit, and only rises.
+ */
+static int reg_evict_grow(uint64_t want, uint64_t *granted)
+{
+	uint64_t quota = 0, now;
+	int fd, e;
+
+	pthread_mutex_lock(&grow_lock);
+	fd = conn_open(reg.sock);
+	e = fd < 0 ? fd : grow_exchange(fd, want, true, &quota);
+	if (fd >= 0)
+		close(fd);
+	now = atomic_load(&quota_global.limit);
+	if (e == 0 && quota > now)
+		atomic_store(&quota_global.limit, quota);
+	*granted = quota > now ? quota : now;
+	pthread_mutex_unlock(&grow_lock);
+	return e;
 }
 
 /* --- the helper thread ---------------------------------------------------- */
@@ -733,6 +760,7 @@ static void reg_atfork_child(void)
 	reg.io.fd = -1;
 	/* Not this process's registration to grow. */
 	quota_grow = NULL;
+	mm_grow_budget = NULL;
 	pthread_mutex_init(&grow_lock, NULL);
 }
 
@@ -842,9 +870,14 @@ static void reg_init(void)
 	if (e)
 		goto unmanaged;
 	pthread_atfork(NULL, NULL, reg_atfork_child);
-	/* Under the memory manager's evict mode the quota is its budget. */
+	/*
+	 * Under the memory manager's evict mode the quota is its budget: an
+	 * allocation evicts rather than grows it, and only thrashing asks.
+	 */
 	if (mm_on != MM_EVICT)
 		quota_grow = reg_grow;
+	else
+		mm_grow_budget = reg_evict_grow;
 	region_gates_map(reg.sock, reg.gpu0);
 	atomic_store(&reg_up, true);
 	e = start_thread();

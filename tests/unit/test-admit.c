@@ -671,6 +671,40 @@ static void test_grow(void **state)
 	assert_int_equal(g[1].mem_committed, o.mem);
 }
 
+/* An evict budget's growth: what every GPU of the task can commit now. */
+static void test_grow_room(void **state)
+{
+	struct admit_gpu g[2] = { gpu(0, 80), gpu(1, 80) };
+	struct admit_task t = task(1, 10 * GiB, 2), o = task(2, 30 * GiB, 1);
+	struct admit_placement pl = { .ngpus = 2, .slot = { 0, 1 },
+				      .quota = t.mem };
+	struct admit_placement plo = { .ngpus = 1, .slot = { 1 },
+				       .quota = o.mem };
+	uint64_t cap = admit_capacity(&g[0], &pol);
+
+	(void)state;
+	admit_commit(g, 2, &t, &pl, 1);
+	assert_int_equal(admit_grow_room(g, 2, &pl, &pol), cap - 10 * GiB);
+	/* The fuller GPU decides. */
+	admit_commit(g, 2, &o, &plo, 2);
+	assert_int_equal(admit_grow_room(g, 2, &pl, &pol), cap - 40 * GiB);
+	assert_int_equal(admit_grow(g, 2, &pl, 10 * GiB +
+				    admit_grow_room(g, 2, &pl, &pol), &pol), 0);
+	assert_int_equal(admit_grow_room(g, 2, &pl, &pol), 0);
+	assert_int_equal(g[1].mem_committed, cap);
+	/* Room again, but a task there waits to grow: none for us. */
+	admit_release(g, 2, &o, &plo);
+	assert_int_equal(admit_grow_room(g, 2, &pl, &pol), 30 * GiB);
+	g[1].grow_waiting = 1;
+	assert_int_equal(admit_grow_room(g, 2, &pl, &pol), 0);
+	g[1].grow_waiting = 0;
+	/* Bad placements have no room. */
+	pl.slot[1] = 7;
+	assert_int_equal(admit_grow_room(g, 2, &pl, &pol), 0);
+	pl.ngpus = 0;
+	assert_int_equal(admit_grow_room(g, 2, &pl, &pol), 0);
+}
+
 /*
  * A growth that does not fit now may wait while some task on each of its
  * GPUs does not itself wait (it will end and free its memory); when every
@@ -1176,6 +1210,7 @@ int main(void)
 		cmocka_unit_test_setup(test_commit_release, setup),
 		cmocka_unit_test_setup(test_grow, setup),
 		cmocka_unit_test_setup(test_grow_wait, setup),
+		cmocka_unit_test_setup(test_grow_room, setup),
 		cmocka_unit_test_setup(test_util_sample, setup),
 		cmocka_unit_test_setup(test_fifo_and_backfill, setup),
 		cmocka_unit_test_setup(test_never_fits_reported, setup),

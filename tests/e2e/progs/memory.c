@@ -21,6 +21,11 @@
  *                    (t72: kmuxd's memory pressure meanwhile):
  *                      idle ready
  *                      obj I first=F last=L
+ *   memory cycle R   four 4 MiB objects, R rounds each filling every
+ *                    object in turn (round r, object i: r * 4 + i + 1),
+ *                    then read back (t73: a cyclic working set larger
+ *                    than the evict budget thrashes):
+ *                      obj I first=F last=L
  */
 #include <sys/stat.h>
 #include <unistd.h>
@@ -158,6 +163,24 @@ static void c_idle(const char *go)
 	}
 }
 
+static void c_cycle(int rounds)
+{
+	size_t n = 4 * MIB / 4;
+	CUdeviceptr o[4];
+	unsigned f, l;
+
+	for (int i = 0; i < 4; i++)
+		CHECK(cuMemAlloc(&o[i], 4 * MIB));
+	for (int r = 0; r < rounds; r++)
+		for (int i = 0; i < 4; i++)
+			CHECK(fill(o[i], (unsigned)(r * 4 + i + 1), (int)n));
+	for (int i = 0; i < 4; i++) {
+		ends(o[i], n, &f, &l);
+		printf("obj %d first=%u last=%u\n", i, f, l);
+		CHECK(cuMemFree(o[i]));
+	}
+}
+
 int main(int argc, char **argv)
 {
 	CUcontext ctx;
@@ -183,9 +206,11 @@ int main(int argc, char **argv)
 		c_keep();
 	else if (!strcmp(c, "idle") && argc > 2)
 		c_idle(argv[2]);
+	else if (!strcmp(c, "cycle") && argc > 2 && atoi(argv[2]) > 0)
+		c_cycle(atoi(argv[2]));
 	else {
 		fprintf(stderr, "usage: memory unused|touch|objects|oom|keep|"
-			"idle FILE\n");
+			"idle FILE|cycle ROUNDS\n");
 		return 2;
 	}
 	CHECK(cuCtxSynchronize());

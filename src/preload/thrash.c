@@ -1,0 +1,36 @@
+/*
+ * thrash.c - the evict mode's thrash detector; the rule and why it is
+ * scale-free: thrash.h.
+ */
+#include "thrash.h"
+
+bool thrash_note(struct thrash *t, uint64_t touched, uint64_t restored,
+		 uint64_t budget, uint64_t now_ms)
+{
+	uint64_t span;
+	bool bad;
+
+	if (!budget)
+		return false;
+	/* Saturating: a huge operation closes the window, never wraps it. */
+	t->touched = touched > UINT64_MAX - t->touched ? UINT64_MAX
+						       : t->touched + touched;
+	t->restored = restored > UINT64_MAX - t->restored ?
+		      UINT64_MAX : t->restored + restored;
+	span = budget > UINT64_MAX / THRASH_WINDOW ? UINT64_MAX
+						   : budget * THRASH_WINDOW;
+	if (t->touched < span)
+		return false;
+	bad = t->restored >= t->touched / THRASH_MISS_DIV;
+	t->windows++;
+	t->touched = 0;
+	t->restored = 0;
+	if (!bad)
+		return false;
+	t->thrashing++;
+	if (t->asked && now_ms - t->last_ask_ms < THRASH_ASK_GAP_MS)
+		return false;
+	t->asked = true;
+	t->last_ask_ms = now_ms;
+	return true;
+}

@@ -1,0 +1,46 @@
+/*
+ * thrash.h - the evict mode's thrash detector (docs/design-memory.md,
+ * "Growing the budget on thrash"): a pure function of what each operation
+ * touched and restored, so that it can be unit tested (libc only).
+ *
+ * The rule is scale-free: the window is measured in units of the budget
+ * and the verdict is a ratio.  A window closes once the operations in it
+ * have touched THRASH_WINDOW budgets' worth of object bytes (counting an
+ * object once per operation that touches it).  The window thrashes when at
+ * least 1/THRASH_MISS_DIV of those bytes had to be restored from host
+ * memory: the working set the task cycles through does not fit, so most
+ * touches find their object evicted.  A task whose idle objects come back
+ * now and then (what eviction is for) restores a small fraction of what it
+ * touches and never trips it; one whose every repetition touches more than
+ * the budget restores nearly all it touches (LRU with a cyclic pattern
+ * larger than the budget misses every time).  A window of two budgets also
+ * means at least one budget's worth of bytes came back before asking.
+ */
+#ifndef KMUX_THRASH_H
+#define KMUX_THRASH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define THRASH_WINDOW 2		/* budgets of touched bytes per window */
+#define THRASH_MISS_DIV 2	/* thrash: restored >= touched / this */
+#define THRASH_ASK_GAP_MS 1000	/* at most one ask per this */
+
+struct thrash {
+	uint64_t touched, restored;	/* bytes, in the current window */
+	uint64_t windows, thrashing;	/* windows closed, and thrashing */
+	uint64_t last_ask_ms;		/* 0: never asked */
+	bool asked;
+};
+
+/*
+ * One operation: touched bytes of objects, restored bytes of them, under a
+ * budget of budget bytes, at now_ms (a monotonic clock).  True when a
+ * window closed thrashing and no ask was made in the last
+ * THRASH_ASK_GAP_MS: the caller should ask for a larger budget now (the
+ * ask is recorded).  A budget of 0 never thrashes.
+ */
+bool thrash_note(struct thrash *t, uint64_t touched, uint64_t restored,
+		 uint64_t budget, uint64_t now_ms);
+
+#endif

@@ -1,0 +1,126 @@
+/*
+ * test-thrash.c - unit tests of the evict mode's thrash detector
+ * (thrash.c): cyclic working sets larger than the budget thrash at any
+ * scale, idle objects restored now and then do not, the rate limit, and
+ * the edges (no budget, saturation).
+ */
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+
+#include <cmocka.h>
+
+#include "thrash.h"
+
+/*
+ * A program cycling over nobj objects of obj bytes, one per operation,
+ * under an LRU budget: every touch restores when the cycle exceeds the
+ * budget, none when it fits (the first round backs, it does not restore).
+ * How many asks in ops operations, one per ms.
+ */
+static int cyclic(uint64_t obj, int nobj, uint64_t budget, int ops)
+{
+	struct thrash t = { 0 };
+	bool fits = (uint64_t)nobj * obj <= budget;
+	int asks = 0;
+
+	for (int i = 0; i < ops; i++) {
+		asks += thrash_note(&t, obj, fits ? 0 : obj, budget,
+				    (uint64_t)i + 1);
+	}
+	return asks;
+}
+
+static void test_cyclic_scale_free(void **state)
+{
+	(void)state;
+	/* Twice the budget, at KiB, MiB and GiB scales: thrash. */
+	assert_int_equal(cyclic(1024, 8, 4 * 1024, 100), 1);
+	assert_int_equal(cyclic(UINT64_C(64) << 20, 8, UINT64_C(256) << 20,
+				100), 1);
+	assert_int_equal(cyclic(UINT64_C(1) << 30, 8, UINT64_C(4) << 30,
+				100), 1);
+	/* The whole cycle fits: never. */
+	assert_int_equal(cyclic(1024, 4, 4 * 1024, 10000), 0);
+	assert_int_equal(cyclic(UINT64_C(1) << 30, 4, UINT64_C(4) << 30,
+				10000), 0);
+}
+
+static void test_rate_limit(void **state)
+{
+	struct thrash t = { 0 };
+	int asks = 0;
+
+	(void)state;
+	/* Every window thrashes; 5 s of them, one per 10 ms: one ask/s. */
+	for (uint64_t ms = 1; ms <= 5000; ms += 10)
+		asks += thrash_note(&t, 200, 200, 100, ms);
+	assert_int_equal(asks, 5);
+	assert_true(t.thrashing >= 400);
+}
+
+static void test_idle_restores(void **state)
+{
+	struct thrash t = { 0 };
+	int asks = 0;
+
+	(void)state;
+	/* A hot set that fits, and one idle object restored every 10th
+	 * operation: 1 part in 4 of what is touched is restored. */
+	for (int i = 0; i < 10000; i++)
+		asks += thrash_note(&t, 30, i % 10 ? 0 : 100, 1000,
+				    (uint64_t)i * 1000);
+	assert_int_equal(asks, 0);
+	assert_true(t.windows > 100);
+	assert_int_equal(t.thrashing, 0);
+}
+
+static void test_window(void **state)
+{
+	struct thrash t = { 0 };
+
+	(void)state;
+	/* All restored, but under two budgets touched: no verdict yet. */
+	assert_false(thrash_note(&t, 150, 150, 100, 5000));
+	assert_int_equal(t.windows, 0);
+	/* Closes at 2 budgets; exactly half restored counts. */
+	assert_true(thrash_note(&t, 150, 0, 100, 5000));
+	assert_int_equal(t.windows, 1);
+	assert_int_equal(t.touched, 0);
+	/* Just under half: not thrashing. */
+	assert_false(thrash_note(&t, 200, 99, 100, 9000));
+	assert_int_equal(t.thrashing, 1);
+}
+
+static void test_edges(void **state)
+{
+	struct thrash t = { 0 };
+
+	(void)state;
+	assert_false(thrash_note(&t, 1000, 1000, 0, 1));
+	assert_int_equal(t.touched, 0);
+	/* Saturation, not wrap-around. */
+	assert_false(thrash_note(&t, UINT64_MAX - 1, 0, UINT64_MAX, 1));
+	assert_true(thrash_note(&t, UINT64_MAX, UINT64_MAX, UINT64_MAX, 1));
+	assert_int_equal(t.windows, 1);
+	/* A first ask at time 0 is not rate limited by "never asked". */
+	t = (struct thrash){ 0 };
+	assert_true(thrash_note(&t, 10, 10, 1, 0));
+	assert_false(thrash_note(&t, 10, 10, 1, 999));
+	assert_true(thrash_note(&t, 10, 10, 1, 1000));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_cyclic_scale_free),
+		cmocka_unit_test(test_rate_limit),
+		cmocka_unit_test(test_idle_restores),
+		cmocka_unit_test(test_window),
+		cmocka_unit_test(test_edges),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
