@@ -808,8 +808,8 @@ void job_grow_drop(struct server *srv, struct job *j, int err,
 /*
  * want with PROTO_ALLOC_F_EVICT: an evict-mode task thrashes (its working
  * set does not fit its budget) and asks for a larger budget.  Eviction
- * keeps it correct without one, so the answer never waits: grant what its
- * GPUs can commit now, up to want, or refuse at once.  A declared need may
+ * keeps it correct without one, so the answer never waits: grant want if
+ * its GPUs can commit it now, or refuse at once.  A declared need may
  * grow this way too: under evict the declared size was the budget to
  * admit it at, and the growth only takes room nobody committed.
  */
@@ -821,11 +821,14 @@ static void job_want_evict(struct conn *c, const struct proto_msg *m,
 	uint64_t room;
 	char q[SIZE_FORMAT_MAX], w[SIZE_FORMAT_MAX];
 
+	/* All or nothing: under LRU a cyclic working set that still does not
+	 * fit misses on every touch, so a part of the ask would hold memory
+	 * back from others and change nothing. */
 	if (want > j->place.quota) {
 		room = admit_grow_room(srv->gpus, srv->ngpus, &j->place,
 				       &srv->policy) & ~(mib - 1);
 		if (want - j->place.quota > room)
-			want = j->place.quota + room;
+			want = j->place.quota;
 	}
 	if (want > j->place.quota && grow_try(srv, j, want) == 0) {
 		grow_answer(srv, c, m->seq, j);
