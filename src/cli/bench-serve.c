@@ -9,9 +9,9 @@
  * most BJOB_MAX_LINE bytes; a bad one gets {"error": ...} and the
  * connection is closed, the engine is unaffected.  The connection stays
  * open until the job's record is sent: its close (POLLHUP, not a mere
- * shutdown of the client's writing side) cancels the job.  The workers are our own
- * children, but what they send is checked too: a worker that says
- * something unexpected is killed (and replaced).
+ * shutdown of the client's writing side) cancels the job.  The workers
+ * are our own children, but what they send is checked too: a worker that
+ * says something unexpected is killed (and replaced).
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -12,9 +12,10 @@
  * else job_env), but for the variables a process reads once as it starts
  * (bjob_env_kept), which stay the worker's (plain jobs: env's).  A client
  * that leaves before its job ended cancels it: a queued job is dropped, a
- * running one killed (SIGKILL to its process group; a worker is replaced).  SIGINT, SIGTERM and SIGHUP stop the engine: the
- * workers and jobs get SIGTERM, SIGKILL 2 s later, and every child is
- * reaped before bsrv_run() returns.
+ * running one killed (SIGKILL to its process group; a worker is replaced).
+ * SIGINT, SIGTERM and SIGHUP stop the engine: the workers and jobs get
+ * SIGTERM, SIGKILL 2 s later, and every child is reaped before bsrv_run()
+ * returns.
  */
 #ifndef KMUX_BENCH_SERVE_H
 #define KMUX_BENCH_SERVE_H
