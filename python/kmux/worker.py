@@ -11,11 +11,15 @@ node.
 
 Control protocol, one JSON object a line on the control fd:
   worker -> kmux  {"ready": true, "pid", "cuda", "torch", "ctx", "init_s"}
-  kmux -> worker  {"i", "argv": [SCRIPT, ARGS...], "cwd", "out", "err"}
+  kmux -> worker  {"i", "argv": [SCRIPT, ARGS...], "cwd", "out", "err",
+                   "env": ["K=V", ...] (absent: the worker's own)}
   worker -> kmux  {"i", "exit", "run_s"}
 A job runs as `python SCRIPT ARGS` would (runpy.run_path as __main__,
 sys.argv set, the script's directory first on sys.path), in cwd, its
-stdout/stderr redirected at the fd level to out/err (None: inherited).
+stdout/stderr redirected at the fd level to out/err (None: inherited),
+os.environ set to env but for KEPT_ENV, which keep the worker's values (a
+running process cannot change them), and the job's PYTHONPATH entries in
+front of sys.path; all of it restored after the job.
 SystemExit gives its exit code; an exception, exit 1 and its traceback on
 the job's stderr.  A job that kills the process (os._exit, a signal) kills
 the worker: kmux reports the job failed and starts another worker.
@@ -32,6 +36,28 @@ import traceback
 # os.environ of the job as $KMUX_WORKER_JOB_T0: the wall time (time.time())
 # when the worker took the job, so that a benchmark can tell its start-up.
 JOB_T0_ENV = "KMUX_WORKER_JOB_T0"
+
+# Variables a process reads once as it starts (ld.so, libcuda, kmux's
+# preload): a job cannot have its own, they stay the worker's.  The same
+# list as bjob_env_kept() in src/cli/bench-job.c.
+KEPT_ENV = ("LD_PRELOAD", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES")
+KEPT_ENV_PREFIX = "KMUX_"
+
+
+def _kept(name):
+    return name in KEPT_ENV or name.startswith(KEPT_ENV_PREFIX)
+
+
+def _job_environ(env, own):
+    """The job's environment: env's "K=V" (the first of a name wins, as
+    getenv(3) finds it) but the kept variables, which are own's."""
+    new = {}
+    for kv in env:
+        k, _, v = kv.partition("=")
+        if k and not _kept(k) and k not in new:
+            new[k] = v
+    new.update((k, v) for k, v in own.items() if _kept(k))
+    return new
 
 
 def init_cuda():
@@ -127,6 +153,14 @@ def run_job(job):
         if job.get("cwd"):
             os.chdir(job["cwd"])
         sys.argv = argv
+        if job.get("env") is not None:
+            os.environ.clear()
+            os.environ.update(_job_environ(job["env"], saved_env))
+            # Python read PYTHONPATH as the worker started: put the
+            # job's entries where they would have been.
+            extra = [p for p in os.environ.get("PYTHONPATH", "").split(
+                os.pathsep) if p and p not in sys.path]
+            sys.path[0:0] = extra
         sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
         os.environ[JOB_T0_ENV] = repr(job.get("t0", time.time()))
         runpy.run_path(script, run_name="__main__")

@@ -21,6 +21,10 @@ void bjob_free(struct bjob *j)
 	free(j->argv);
 	free(j->cwd);
 	free(j->out_dir);
+	if (j->env)
+		for (int i = 0; i < j->nenv; i++)
+			free(j->env[i]);
+	free(j->env);
 	memset(j, 0, sizeof(*j));
 }
 
@@ -39,6 +43,42 @@ static int push(struct bjob *j, const char *s, size_t n)
 		return -ENOMEM;
 	v[++j->argc] = NULL;
 	return 0;
+}
+
+bool bjob_env_kept(const char *kv)
+{
+	static const char *const names[] = {
+		"LD_PRELOAD", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES",
+	};
+	size_t n = strcspn(kv, "=");
+
+	if (n >= 5 && strncmp(kv, "KMUX_", 5) == 0)
+		return true;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strlen(names[i]) == n && strncmp(kv, names[i], n) == 0)
+			return true;
+	return false;
+}
+
+char **bjob_env_merge(char *const *job, char *const *own)
+{
+	size_t n = 0, k = 0;
+	char **env;
+
+	for (size_t i = 0; own[i]; i++)
+		n++;
+	for (size_t i = 0; job[i]; i++)
+		n++;
+	env = calloc(n + 1, sizeof(*env));
+	if (!env)
+		return NULL;
+	for (size_t i = 0; own[i]; i++)
+		if (bjob_env_kept(own[i]))
+			env[k++] = own[i];
+	for (size_t i = 0; job[i]; i++)
+		if (!bjob_env_kept(job[i]))
+			env[k++] = job[i];
+	return env;
 }
 
 static bool ends_with(const char *s, const char *suffix)
@@ -202,10 +242,44 @@ static int abs_path(const cJSON *v, char **out, const char *what, char *err,
 	return *out ? 0 : -ENOMEM;
 }
 
+/* "env": an array of "K=V", K not empty and without '='. */
+static int env_from(const cJSON *env, struct bjob *j, char *err,
+		    size_t errlen)
+{
+	const cJSON *it;
+	int n;
+
+	if (!cJSON_IsArray(env) || (n = cJSON_GetArraySize(env)) >
+	    BJOB_MAX_ENV) {
+		snprintf(err, errlen, "\"env\" must be an array of at most %d "
+			 "\"NAME=VALUE\" strings", BJOB_MAX_ENV);
+		return -EINVAL;
+	}
+	j->env = calloc((size_t)n + 1, sizeof(*j->env));
+	if (!j->env)
+		return -ENOMEM;
+	cJSON_ArrayForEach(it, env) {
+		const char *eq;
+
+		if (!cJSON_IsString(it) ||
+		    !(eq = strchr(it->valuestring, '=')) ||
+		    eq == it->valuestring) {
+			snprintf(err, errlen, "\"env\" entry %d is not a "
+				 "\"NAME=VALUE\" string", j->nenv);
+			return -EINVAL;
+		}
+		if (!(j->env[j->nenv] = strdup(it->valuestring)))
+			return -ENOMEM;
+		j->nenv++;
+	}
+	return 0;
+}
+
 int bjob_from_request(const char *buf, size_t len, struct bjob *j,
 		      char *err, size_t errlen)
 {
 	cJSON *root = NULL, *it, *argv = NULL, *cwd = NULL, *out_dir = NULL;
+	cJSON *env = NULL;
 	int r;
 
 	memset(j, 0, sizeof(*j));
@@ -224,7 +298,8 @@ int bjob_from_request(const char *buf, size_t len, struct bjob *j,
 		cJSON **slot = !it->string ? NULL :
 			strcmp(it->string, "argv") == 0 ? &argv :
 			strcmp(it->string, "cwd") == 0 ? &cwd :
-			strcmp(it->string, "out_dir") == 0 ? &out_dir : NULL;
+			strcmp(it->string, "out_dir") == 0 ? &out_dir :
+			strcmp(it->string, "env") == 0 ? &env : NULL;
 
 		if (!slot) {
 			snprintf(err, errlen, "unknown key \"%.64s\" in request",
@@ -262,6 +337,8 @@ int bjob_from_request(const char *buf, size_t len, struct bjob *j,
 	if (out_dir && !cJSON_IsNull(out_dir) &&
 	    (r = abs_path(out_dir, &j->out_dir, "out_dir", err, errlen)))
 		goto out;
+	if (env && (r = env_from(env, j, err, errlen)))
+		goto out;
 	j->python = ends_with(j->argv[0], ".py");
 	r = 0;
 out:
@@ -284,6 +361,16 @@ static char *print_line(cJSON *o)
 	return line;
 }
 
+/* A JSON array of the strings of NULL-terminated v; NULL on ENOMEM. */
+static cJSON *env_array(char *const *v)
+{
+	int n = 0;
+
+	while (v[n])
+		n++;
+	return cJSON_CreateStringArray((const char *const *)v, n);
+}
+
 char *bjob_request(const struct bjob *j)
 {
 	cJSON *o = cJSON_CreateObject(), *a = cJSON_CreateStringArray(
@@ -295,7 +382,8 @@ char *bjob_request(const struct bjob *j)
 		return NULL;
 	}
 	if ((j->cwd && !cJSON_AddStringToObject(o, "cwd", j->cwd)) ||
-	    (j->out_dir && !cJSON_AddStringToObject(o, "out_dir", j->out_dir))) {
+	    (j->out_dir && !cJSON_AddStringToObject(o, "out_dir", j->out_dir)) ||
+	    (j->env && !cJSON_AddItemToObject(o, "env", env_array(j->env)))) {
 		cJSON_Delete(o);
 		return NULL;
 	}

@@ -7,9 +7,11 @@
  * listening socket, each worker's control socket and each client.  Every
  * byte a client sends is untrusted: one request line per connection, at
  * most BJOB_MAX_LINE bytes; a bad one gets {"error": ...} and the
- * connection is closed, the engine is unaffected.  The workers are our own
- * children, but what they send is checked too: a worker that says
- * something unexpected is killed (and replaced).
+ * connection is closed, the engine is unaffected.  The connection stays
+ * open until the job's record is sent: its close (POLLHUP, not a mere
+ * shutdown of the client's writing side) cancels the job.  The workers
+ * are our own children, but what they send is checked too: a worker that
+ * says something unexpected is killed (and replaced).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -34,6 +36,7 @@
 #define BSRV_MAX_START_FAILURES 3
 #define BSRV_KILL_GRACE_S 2.0
 #define BSRV_WORKER_FD 3
+#define BSRV_CLIENT_BUF 4096	/* a request's first buffer; grows */
 
 struct bsrv_client;
 
@@ -46,6 +49,7 @@ struct bsrv_job {
 	int worker;			/* -1: a plain process */
 	pid_t worker_pid, pid;		/* pid: of a plain job */
 	char *out, *err;
+	bool cancelled;			/* its client left */
 	struct bsrv_job *next;
 };
 
@@ -63,7 +67,8 @@ struct bsrv_worker {
 struct bsrv_client {
 	int fd;
 	char *buf;
-	size_t len;
+	size_t len, cap;
+	bool half_closed;		/* sent its request and shut down */
 	struct bsrv_job *job;
 	struct bsrv_client *next;
 };
@@ -98,20 +103,33 @@ static void job_free(struct bsrv_job *j)
 	free(j);
 }
 
-static void client_close(struct bsrv *s, struct bsrv_client *c)
+static void job_cancel(struct bsrv *s, struct bsrv_job *j);
+
+/* cancel: its job, if it has one, is no one's any more: cancel it. */
+static void client_drop(struct bsrv *s, struct bsrv_client *c, bool cancel)
 {
 	struct bsrv_client **p;
+	struct bsrv_job *j = c->job;
 
 	for (p = &s->clients; *p && *p != c; p = &(*p)->next)
 		;
 	if (*p)
 		*p = c->next;
-	if (c->job)
-		c->job->client = NULL;
+	if (j) {
+		c->job = NULL;
+		j->client = NULL;
+		if (cancel)
+			job_cancel(s, j);
+	}
 	close(c->fd);
 	free(c->buf);
 	free(c);
 	s->nclients--;
+}
+
+static void client_close(struct bsrv *s, struct bsrv_client *c)
+{
+	client_drop(s, c, true);
 }
 
 /*
@@ -159,8 +177,13 @@ static void job_end(struct bsrv *s, struct bsrv_job *j, int st,
 		s->failed++;
 	if (rec && s->o.done)
 		s->o.done(s->o.arg, &r, rec);
-	if (j->client)
-		client_reply(s, j->client, rec);
+	if (j->client) {
+		struct bsrv_client *c = j->client;
+
+		c->job = NULL;	/* it ended: closing c cancels nothing */
+		j->client = NULL;
+		client_reply(s, c, rec);
+	}
 	free(rec);
 	job_free(j);
 }
@@ -270,6 +293,12 @@ static int worker_start(struct bsrv *s, int k)
 	return 0;
 }
 
+/* The environment a job brings (NULL: the workers' own). */
+static char *const *job_env(const struct bsrv *s, const struct bsrv_job *j)
+{
+	return j->job.env ? j->job.env : s->o.job_env;
+}
+
 static int plain_start(struct bsrv *s, struct bsrv_job *j)
 {
 	pid_t pid = fork();
@@ -277,6 +306,15 @@ static int plain_start(struct bsrv *s, struct bsrv_job *j)
 	if (pid < 0)
 		return -errno;
 	if (pid == 0) {
+		char *const *env = s->o.env;
+
+		/* One thread: malloc is safe here. */
+		if (job_env(s, j) &&
+		    !(env = bjob_env_merge(job_env(s, j), s->o.env))) {
+			fprintf(stderr, "kmux: bench: out of memory for the "
+				"environment of job %ld\n", j->i);
+			_exit(126);
+		}
 		setpgid(0, 0);
 		child_signals(s);
 		child_stdin_null();
@@ -299,7 +337,7 @@ static int plain_start(struct bsrv *s, struct bsrv_job *j)
 				j->job.cwd, strerror(errno));
 			_exit(126);
 		}
-		execvpe(j->job.argv[0], j->job.argv, (char **)s->o.env);
+		execvpe(j->job.argv[0], j->job.argv, (char **)env);
 		fprintf(stderr, "kmux: bench: cannot run %s: %s\n",
 			j->job.argv[0], strerror(errno));
 		_exit(errno == ENOENT ? 127 : 126);
@@ -313,13 +351,24 @@ static int worker_send(struct bsrv *s, int k, struct bsrv_job *j)
 {
 	cJSON *o = cJSON_CreateObject(), *a = cJSON_CreateStringArray(
 		(const char *const *)j->job.argv, j->job.argc);
+	char *const *env = job_env(s, j);
 	char *text = NULL, *line = NULL;
-	int r = -ENOMEM;
+	int r = -ENOMEM, n = 0;
 	size_t off = 0, len;
 
 	if (!o || !a || !cJSON_AddItemToObject(o, "argv", a))
 		goto out_a;
 	a = NULL;
+	/* The worker applies it, but for the variables it keeps its own of
+	 * (bjob_env_kept, worker.py's KEPT_ENV). */
+	if (env) {
+		while (env[n])
+			n++;
+		a = cJSON_CreateStringArray((const char *const *)env, n);
+		if (!a || !cJSON_AddItemToObject(o, "env", a))
+			goto out_a;
+		a = NULL;
+	}
 	if (!cJSON_AddNumberToObject(o, "i", (double)j->i) ||
 	    !(j->job.cwd ? cJSON_AddStringToObject(o, "cwd", j->job.cwd) :
 	      cJSON_AddNullToObject(o, "cwd")) ||
@@ -333,7 +382,8 @@ static int worker_send(struct bsrv *s, int k, struct bsrv_job *j)
 		line = NULL;
 		goto out;
 	}
-	/* An idle worker reads at once; the line is small: block briefly. */
+	/* An idle worker reads at once (all of it, an environment of a
+	 * megabyte too): block briefly. */
 	len = strlen(line);
 	while (off < len) {
 		ssize_t n = send(s->w[k].fd, line + off, len - off,
@@ -571,7 +621,12 @@ static void reaped(struct bsrv *s, pid_t pid, int st)
 		w->pid = 0;
 		describe(st, how, sizeof(how));
 		if (w->job) {
-			snprintf(why, sizeof(why), "its worker died (%s)", how);
+			if (w->job->cancelled)
+				snprintf(why, sizeof(why), "cancelled: its "
+					 "client left (worker %s)", how);
+			else
+				snprintf(why, sizeof(why), "its worker died "
+					 "(%s)", how);
 			s->running--;
 			job_end(s, w->job, st, why);
 			w->job = NULL;
@@ -597,7 +652,8 @@ static void reaped(struct bsrv *s, pid_t pid, int st)
 		if (j && j->pid == pid) {
 			s->plain[k] = NULL;
 			s->running--;
-			job_end(s, j, st, NULL);
+			job_end(s, j, st, j->cancelled ? "cancelled: its client "
+				"left" : NULL);
 			return;
 		}
 	}
@@ -649,9 +705,14 @@ static void stop(struct bsrv *s, int sig)
 		s->o.listen_fd = -1;
 	}
 	while ((j = s->head)) {
+		struct bsrv_client *c = j->client;
+
 		s->head = j->next;
-		if (j->client)
-			client_error(s, j->client, "the server is stopping");
+		if (c) {
+			c->job = NULL;
+			j->client = NULL;
+			client_error(s, c, "the server is stopping");
+		}
 		job_free(j);
 	}
 	s->tail = NULL;
@@ -672,27 +733,96 @@ static void stop(struct bsrv *s, int sig)
 	s->kill_at = cmd_monotonic_s() + BSRV_KILL_GRACE_S;
 }
 
-static void client_readable(struct bsrv *s, struct bsrv_client *c)
+/*
+ * The client of j left before j ended (it was detached from j): nobody
+ * waits for it any more.  Queued: dropped.  Running: killed, its whole
+ * process group (a worker's is the worker: it is replaced as any worker
+ * that dies); reaped() records it as cancelled.
+ */
+static void job_cancel(struct bsrv *s, struct bsrv_job *j)
+{
+	struct bsrv_job **p, *prev = NULL;
+
+	j->cancelled = true;
+	for (p = &s->head; *p && *p != j; prev = *p, p = &(*p)->next)
+		;
+	if (*p) {
+		*p = j->next;
+		if (s->tail == j)
+			s->tail = prev;
+		s->queued--;
+		fprintf(stderr, "kmux: bench: job %ld (%s) dropped before it "
+			"ran: its client left\n", j->i, j->cmd);
+		job_free(j);
+		return;
+	}
+	for (int k = 0; k < s->o.workers; k++) {
+		struct bsrv_worker *w = &s->w[k];
+
+		if (w->job != j)
+			continue;
+		/* It may have ended already, its message still unread. */
+		if (w->fd >= 0)
+			worker_readable(s, k);
+		if (w->job == j && w->pid > 0) {
+			fprintf(stderr, "kmux: bench: job %ld (%s) cancelled: "
+				"its client left; killing worker %d (pid %d)\n",
+				j->i, j->cmd, k, (int)w->pid);
+			kill(-w->pid, SIGKILL);
+		}
+		return;
+	}
+	for (int k = 0; k < s->o.concurrency; k++)
+		if (s->plain[k] == j) {
+			fprintf(stderr, "kmux: bench: job %ld (%s) cancelled: "
+				"its client left; killing pid %d\n", j->i,
+				j->cmd, (int)j->pid);
+			kill(-j->pid, SIGKILL);
+			return;
+		}
+}
+
+static void client_readable(struct bsrv *s, struct bsrv_client *c,
+			    short revents)
 {
 	char err[256], *nl, *cmd = NULL;
 	struct bsrv_job *job;
 	struct bjob j;
-	size_t want = BJOB_MAX_LINE + 1 - c->len;
+	size_t old = c->len;
 	ssize_t n;
 
 	if (c->job) {	/* the request came; nothing else may */
 		char junk[256];
 
+		if (c->half_closed) {	/* polled for POLLHUP alone */
+			if (revents & (POLLHUP | POLLERR))
+				client_close(s, c);
+			return;
+		}
 		n = read(c->fd, junk, sizeof(junk));
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			return;
 		if (n > 0)
 			client_error(s, c, "one request per connection");
+		else if (n == 0 && !(revents & (POLLHUP | POLLERR)))
+			c->half_closed = true;	/* it still waits */
 		else
 			client_close(s, c);
 		return;
 	}
-	n = read(c->fd, c->buf + c->len, want);
+	if (c->len == c->cap) {
+		size_t cap = c->cap * 2 > BJOB_MAX_LINE + 1 ?
+			     BJOB_MAX_LINE + 1 : c->cap * 2;
+		char *b = realloc(c->buf, cap);
+
+		if (!b) {
+			client_error(s, c, "out of memory");
+			return;
+		}
+		c->buf = b;
+		c->cap = cap;
+	}
+	n = read(c->fd, c->buf + c->len, c->cap - c->len);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
 	if (n <= 0) {
@@ -700,7 +830,7 @@ static void client_readable(struct bsrv *s, struct bsrv_client *c)
 		return;
 	}
 	c->len += (size_t)n;
-	nl = memchr(c->buf, '\n', c->len);
+	nl = memchr(c->buf + old, '\n', c->len - old);
 	if (!nl) {
 		if (c->len > BJOB_MAX_LINE)
 			client_error(s, c, "request too long");
@@ -751,12 +881,13 @@ static void accept_clients(struct bsrv *s)
 			continue;
 		}
 		c = calloc(1, sizeof(*c));
-		if (!c || !(c->buf = malloc(BJOB_MAX_LINE + 1))) {
+		if (!c || !(c->buf = malloc(BSRV_CLIENT_BUF))) {
 			free(c);
 			close(fd);
 			continue;
 		}
 		c->fd = fd;
+		c->cap = BSRV_CLIENT_BUF;
 		c->next = s->clients;
 		s->clients = c;
 		s->nclients++;
@@ -827,7 +958,7 @@ int bsrv_run(struct bsrv *s, bool until_done)
 		for (struct bsrv_client *c = s->clients; c; c = c->next) {
 			who[n] = c;
 			pfd[n++] = (struct pollfd){ .fd = c->fd,
-						    .events = POLLIN };
+				.events = c->half_closed ? 0 : POLLIN };
 		}
 		if (poll(pfd, n, timeout) < 0) {
 			if (errno == EINTR)
@@ -855,7 +986,7 @@ int bsrv_run(struct bsrv *s, bool until_done)
 			for (struct bsrv_client *c = s->clients; c; c = c->next)
 				live |= c == who[m] && c->fd == pfd[m].fd;
 			if (live && pfd[m].revents)
-				client_readable(s, who[m]);
+				client_readable(s, who[m], pfd[m].revents);
 			who[m] = NULL;
 		}
 	}
@@ -914,12 +1045,12 @@ void bsrv_free(struct bsrv *s)
 
 	if (!s)
 		return;
+	while (s->clients)	/* before the jobs they point to */
+		client_drop(s, s->clients, false);
 	while ((j = s->head)) {
 		s->head = j->next;
 		job_free(j);
 	}
-	while (s->clients)
-		client_close(s, s->clients);
 	for (int k = 0; k < s->o.workers && s->w; k++) {
 		if (s->w[k].fd >= 0)
 			close(s->w[k].fd);

@@ -8,9 +8,14 @@
  * Python jobs (bjob.python) go to an idle worker; other jobs run as plain
  * processes (their own process group).  At most `concurrency` jobs run at
  * a time.  A worker that dies is replaced, and the job it ran ends with the
- * worker's wait status.  SIGINT, SIGTERM and SIGHUP stop the engine: the
- * workers and jobs get SIGTERM, SIGKILL 2 s later, and every child is
- * reaped before bsrv_run() returns.
+ * worker's wait status.  A job runs with its own environment (bjob.env,
+ * else job_env), but for the variables a process reads once as it starts
+ * (bjob_env_kept), which stay the worker's (plain jobs: env's).  A client
+ * that leaves before its job ended cancels it: a queued job is dropped, a
+ * running one killed (SIGKILL to its process group; a worker is replaced).
+ * SIGINT, SIGTERM and SIGHUP stop the engine: the workers and jobs get
+ * SIGTERM, SIGKILL 2 s later, and every child is reaped before bsrv_run()
+ * returns.
  */
 #ifndef KMUX_BENCH_SERVE_H
 #define KMUX_BENCH_SERVE_H
@@ -26,7 +31,9 @@ struct bsrv_opts {
 	int concurrency;	/* jobs at a time, >= 1 */
 	const char *python;	/* the workers' interpreter (PATH lookup) */
 	const char *worker_py;	/* python/kmux/worker.py */
-	char *const *env;	/* of the workers and the plain jobs */
+	char *const *env;	/* of the workers (the kept variables of plain
+				 * jobs too) */
+	char *const *job_env;	/* of jobs that bring none */
 	int listen_fd;		/* clients' socket (non-blocking); -1: none */
 	/*
 	 * Called as each job ends, with its record line (bjob_record); jobs

@@ -5,7 +5,8 @@
  * serve listens on a private Unix socket (mode 0600 in a 0700 directory:
  * $KMUX_BENCH_SOCKET, else bench.sock beside kmuxd's socket) and runs what
  * clients submit through N workers (bench-serve.c); submit sends one job
- * and waits for its record; run --workers runs a batch through N workers
+ * (with its environment) and waits for its record, and leaving early (a
+ * signal) cancels it; run --workers runs a batch through N workers
  * started for it.  The workers run python/kmux/worker.py, found beside
  * kmux ($KMUX_WORKER_PY, else DIR/../python, else DIR/../lib/kmux/python,
  * where DIR holds the running kmux).
@@ -13,6 +14,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -261,7 +263,7 @@ int bench_serve(int argc, char **argv)
 	if (bsrv_new(&(struct bsrv_opts){
 		.workers = workers, .concurrency = workers,
 		.python = pe.python, .worker_py = pe.worker_py,
-		.env = pe.env, .listen_fd = fd }, &s)) {
+		.env = pe.env, .job_env = environ, .listen_fd = fd }, &s)) {
 		close(fd);
 		unlink(path);
 		goto out;
@@ -289,9 +291,13 @@ static void submit_help(void)
 	      "[ARG...]\n"
 	      "\n"
 	      "Run SCRIPT.py ARGS in a worker of `kmux bench serve` (any other\n"
-	      "command: as a plain process), in this directory; wait, print\n"
-	      "its JSON record and exit with its exit status (128 + N when\n"
-	      "signal N ended it).\n"
+	      "command: as a plain process), in this directory, with this\n"
+	      "environment (but LD_PRELOAD, LD_LIBRARY_PATH,\n"
+	      "CUDA_VISIBLE_DEVICES and KMUX_*, which stay the worker's); wait,\n"
+	      "print its JSON record and exit with its exit status (128 + N\n"
+	      "when signal N ended it).  Interrupted (SIGINT, SIGTERM,\n"
+	      "SIGHUP), it exits 128 + the signal and the server cancels the\n"
+	      "job (a running one's worker is killed and replaced).\n"
 	      "\n"
 	      "      --socket PATH the server's socket (see bench serve)\n"
 	      "  -o, --out DIR     its output in DIR/I.out and I.err (default:\n"
@@ -325,6 +331,25 @@ static int submit_out_dir(const char *opt, char *buf, size_t len)
 		return -errno;
 	}
 	return 0;
+}
+
+/*
+ * Leaving closes the connection, which is what cancels the job: nothing
+ * else to do, but to exit as the shell expects of an interrupted command.
+ */
+static void submit_leave(int sig)
+{
+	_exit(128 + sig);
+}
+
+static void submit_signals(void)
+{
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+	struct sigaction sa = { .sa_handler = submit_leave };
+
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaction(sigs[i], &sa, NULL);
 }
 
 /* The reply: print it, and the exit status it gives. */
@@ -386,6 +411,7 @@ int bench_submit(int argc, char **argv)
 	if (optind >= argc)
 		return cmd_usage_error(&cmd_bench_entry, "bench submit: no "
 				       "command (-- SCRIPT.py ARGS...)");
+	submit_signals();
 	if (socket_path(sockopt, path, sizeof(path), false))
 		return KMUX_EXIT_FAILURE;
 	r = sock_connect_unix(path, 5000, &fd);
@@ -407,9 +433,25 @@ int bench_submit(int argc, char **argv)
 	j.argc = argc - optind;
 	j.cwd = cwd;
 	j.out_dir = out;
+	j.env = environ;
+	while (environ[j.nenv])
+		j.nenv++;
+	if (j.nenv > BJOB_MAX_ENV) {
+		fprintf(stderr, "kmux: bench submit: %d environment variables, "
+			"more than a request may carry (%d)\n", j.nenv,
+			BJOB_MAX_ENV);
+		goto out;
+	}
 	req = bjob_request(&j);
 	if (!req) {
 		fprintf(stderr, "kmux: bench submit: out of memory\n");
+		goto out;
+	}
+	if (strlen(req) - 1 > BJOB_MAX_LINE) {
+		fprintf(stderr, "kmux: bench submit: the request (command and "
+			"environment) is %zu bytes, more than a request may be "
+			"(%d): unset some variables\n", strlen(req) - 1,
+			BJOB_MAX_LINE);
 		goto out;
 	}
 	for (size_t n = strlen(req); off < n;) {
@@ -491,7 +533,8 @@ int bench_run_workers(const struct bench_batch *b)
 	if (bsrv_new(&(struct bsrv_opts){
 		.workers = b->workers, .concurrency = b->workers,
 		.python = pe.python, .worker_py = pe.worker_py,
-		.env = pe.env, .listen_fd = -1, .done = batch_done,
+		.env = pe.env, .job_env = environ, .listen_fd = -1,
+		.done = batch_done,
 		.arg = b->json }, &s))
 		goto out;
 	for (size_t i = 0; i < b->n; i++) {

@@ -4,8 +4,12 @@
 # their CUDA context: the same worker pids come back, each job finds a
 # context already current (the worker's, not one of its own), exit codes
 # and output propagate, a job that kills its worker is reported and the
-# worker replaced, bad socket messages get errors, SIGTERM leaves no
-# process behind; and `kmux bench run --workers`.
+# worker replaced, bad socket messages get errors, a job runs with its
+# submitter's environment (but the worker's LD_PRELOAD, CUDA_VISIBLE_DEVICES,
+# KMUX_*) and leaves none of it behind, a submit interrupted mid-job gets
+# the job's worker killed and replaced, a queued job whose client left
+# never runs, SIGTERM leaves no process behind; and `kmux bench run
+# --workers`.
 . "$(dirname "$0")/lib.sh"
 export KMUX_BENCH_SOCKET=$TMP/bench.sock
 # Under the sanitizer build the preload the workers load needs the ASan
@@ -56,7 +60,7 @@ rec() {	# FILE EXPR: EXPR over the record r in FILE
 expect_rc 5 "submit without a server: exit 5" "$KMUX" bench submit -- job.py 0
 check "  ... says so" grep -q "no bench server at $TMP/bench.sock" "$TMP/err"
 
-"$KMUX" bench serve -w 2 2>"$TMP/serve.err" &
+SERVER_ONLY=1 "$KMUX" bench serve -w 2 2>"$TMP/serve.err" &
 SERVE=$!
 for _ in $(seq 50); do [ -S "$TMP/bench.sock" ] && break; sleep 0.1; done
 check "serve listens on a socket of mode 0600" \
@@ -120,7 +124,7 @@ import socket, sys
 cases = [b"garbage\n", b'{"argv": []}\n', b'{"argv": ["x.py"]}\n',
          b'{"argv": ["x.py"], "cwd": "rel"}\n', b'{"argv": [1], "cwd": "/"}\n',
          b'{"argv": ["x.py"], "cwd": "/", "evil": 1}\n', b"\x00\xff\n",
-         b"x" * 70000, b'{"argv": ["a\\u0000b"], "cwd": "/"}\n']
+         b"x" * (1024 * 1024 + 10), b'{"argv": ["a\\u0000b"], "cwd": "/"}\n']
 for c in cases:
     s = socket.socket(socket.AF_UNIX)
     s.connect(sys.argv[1])
@@ -142,6 +146,123 @@ for c in cases:
 PY
 check "nine bad requests: nine error replies" [ "$(grep -c True "$TMP/bad")" = 9 ]
 expect_rc 0 "  ... the server still serves" "$KMUX" bench submit -- job.py 0
+
+# The submitter's environment: the job has it (a megabyte is allowed), but
+# for the variables a running process cannot change, which stay the
+# worker's; a variable only the server has is not there; and all of it is
+# gone in the next job on the same worker (sequential jobs go to the first
+# idle worker).  The job's PYTHONPATH is in front of its sys.path.
+mkdir -p "$TMP/pp" && echo 'X = "from-pp"' >"$TMP/pp/ppmod.py"
+cat >env.py <<'PY'
+import json, os, sys
+try:
+    import ppmod
+    pp = ppmod.X
+except ImportError:
+    pp = None
+# (A module once imported stays in a worker: sys.path tells the next job.)
+inpath = any(p.endswith("/pp") for p in sys.path)
+print(json.dumps({k: os.environ.get(k) for k in (
+    "FOO", "SERVER_ONLY", "CUDA_VISIBLE_DEVICES", "KMUX_WORKER_INDEX",
+    "LD_PRELOAD", "ADDED")} | {"pp": pp, "inpath": inpath,
+                               "big": len(os.environ.get("BIG1", ""))}))
+os.environ["ADDED"] = "by the job"
+PY
+big=$(head -c 100000 /dev/zero | tr '\0' x)
+FOO="a b=c" BIG1=$big BIG2=$big CUDA_VISIBLE_DEVICES=5 KMUX_WORKER_INDEX=99 \
+	PYTHONPATH=$TMP/pp expect_rc 0 "a job with the submitter's environment (200 KB)" \
+	"$KMUX" bench submit -o "$TMP/env" -- env.py
+cp "$TMP/out" "$TMP/env1"
+expect_rc 0 "  ... and the next job without it" "$KMUX" bench submit -o "$TMP/env" -- env.py
+cp "$TMP/out" "$TMP/env2"
+python3 - "$TMP/env1" "$TMP/env2" "${CUDA_VISIBLE_DEVICES-}" >"$TMP/envs" <<'PY'
+import json, sys
+r1, r2 = (json.load(open(f)) for f in sys.argv[1:3])
+e1, e2 = (json.loads(open(r["out"]).read()) for r in (r1, r2))
+cvd = sys.argv[3] or None
+print(e1["FOO"] == "a b=c" and e1["big"] == 100000 and e1["pp"] == "from-pp" and e1["inpath"],
+      e1["SERVER_ONLY"] is None and e1["CUDA_VISIBLE_DEVICES"] == cvd and
+      e1["KMUX_WORKER_INDEX"] == str(r1["worker"]) and
+      "libkmux" in (e1["LD_PRELOAD"] or ""),
+      r1["worker_pid"] == r2["worker_pid"] and e2["FOO"] is None and
+      e2["big"] == 0 and e2["ADDED"] is None and not e2["inpath"] and
+      e2["SERVER_ONLY"] is None)
+PY
+check "  ... it had FOO, the 100 KB BIG1 and PYTHONPATH's module" [ "$(cut -d' ' -f1 "$TMP/envs")" = True ]
+check "  ... but not the server's SERVER_ONLY; CUDA_VISIBLE_DEVICES, KMUX_*, LD_PRELOAD the worker's" \
+	[ "$(cut -d' ' -f2 "$TMP/envs")" = True ]
+check "  ... the next job on the same worker has none of it, nor what the job added" \
+	[ "$(cut -d' ' -f3 "$TMP/envs")" = True ]
+FOO=plain expect_rc 0 "a plain job gets the environment too" "$KMUX" bench submit -o "$TMP/envp" -- sh -c 'echo "$FOO $KMUX_WORKER_INDEX"'
+check "  ... FOO, no worker index" [ "$(cat "$(rec "$TMP/out" 'r["out"]')")" = "plain " ]
+big=$(head -c 110000 /dev/zero | tr '\0' x)
+B1=$big B2=$big B3=$big B4=$big B5=$big B6=$big B7=$big B8=$big B9=$big B10=$big \
+	expect_rc 1 "an environment over the 1 MiB request limit: refused" "$KMUX" bench submit -- env.py
+check "  ... saying so" grep -q "more than a request may be (1048576)" "$TMP/err"
+unset big
+# A client that shuts down its writing side still gets its record.
+python3 - "$TMP/bench.sock" "$TMP" >"$TMP/half" <<'PY'
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(json.dumps({"argv": ["job.py", "4"], "cwd": sys.argv[2],
+                      "out_dir": sys.argv[2], "env": ["A=1"]}).encode()
+          + b"\n")
+s.shutdown(socket.SHUT_WR)
+data = b""
+while True:
+    b = s.recv(4096)
+    if not b:
+        break
+    data += b
+print(json.loads(data)["exit"])
+PY
+check "a client that half-closes after its request: the job runs, its record comes" [ "$(cat "$TMP/half")" = 4 ]
+
+# Cancelling: a submit interrupted mid-job exits 130, and the server kills
+# that worker (the job's process) and replaces it.
+rm -f "$TMP/c1"
+"$KMUX" bench submit -- sleepy.py "$TMP/c1" >/dev/null 2>&1 &
+cp=$!
+for _ in $(seq 100); do [ -s "$TMP/c1" ] && break; sleep 0.1; done
+victim=$(cat "$TMP/c1")
+kill -INT "$cp"
+wait "$cp"
+check "an interrupted submit (SIGINT) exits 130" [ $? = 130 ]
+for _ in $(seq 30); do kill -0 "$victim" 2>/dev/null || break; sleep 0.1; done
+check "  ... the server killed the job's worker" cond '! kill -0 "$victim" 2>/dev/null'
+check "  ... and says so" grep -q "cancelled: its client left; killing worker" "$TMP/serve.err"
+"$KMUX" bench submit -- job.py 0 >"$TMP/a1" 2>/dev/null &
+p1=$!
+"$KMUX" bench submit -- job.py 0 >"$TMP/a2" 2>/dev/null &
+wait "$p1" $!
+check "  ... the next jobs run, in live workers" \
+	cond '[ "$(rec "$TMP/a1" "r[\"exit\"]")" = 0 ] && [ "$(rec "$TMP/a2" "r[\"exit\"]")" = 0 ] &&
+	      [ "$(rec "$TMP/a1" "r[\"worker_pid\"]")" != "$victim" ] && [ "$(rec "$TMP/a2" "r[\"worker_pid\"]")" != "$victim" ]'
+# A queued job whose client left never runs: both workers busy, a third
+# job queued, its client killed; then the busy ones' clients are
+# terminated (143), which frees the workers.
+rm -f "$TMP/q1" "$TMP/q2" "$TMP/q3"
+"$KMUX" bench submit -- sleepy.py "$TMP/q1" >/dev/null 2>&1 &
+q1=$!
+"$KMUX" bench submit -- sleepy.py "$TMP/q2" >/dev/null 2>&1 &
+q2=$!
+for _ in $(seq 100); do [ -s "$TMP/q1" ] && [ -s "$TMP/q2" ] && break; sleep 0.1; done
+"$KMUX" bench submit -- sleepy.py "$TMP/q3" >/dev/null 2>&1 &
+q3=$!
+sleep 0.3
+{ kill -KILL "$q3"; wait "$q3"; } 2>/dev/null
+sleep 0.3
+kill -TERM "$q1" "$q2"
+wait "$q1"; r1=$?
+wait "$q2"; r2=$?
+check "terminated submits (SIGTERM) exit 143" [ "$r1 $r2" = "143 143" ]
+for _ in $(seq 30); do grep -q "dropped before it ran" "$TMP/serve.err" && break; sleep 0.1; done
+check "  ... the queued job whose client was killed is dropped" grep -q "sleepy.py $TMP/q3) dropped before it ran: its client left" "$TMP/serve.err"
+expect_rc 0 "  ... the workers come back: a job runs" "$KMUX" bench submit -- job.py 0
+sleep 0.5
+check "  ... and the dropped job never ran" [ ! -e "$TMP/q3" ]
+check "  ... the cancelled workers are gone" cond '! kill -0 "$(cat "$TMP/q1")" 2>/dev/null && ! kill -0 "$(cat "$TMP/q2")" 2>/dev/null'
 
 # Two jobs running, a third queued, then SIGTERM.
 pids=$(pgrep -P "$SERVE")

@@ -1,7 +1,8 @@
 /*
  * test-bench-job.c - `kmux bench`'s jobs (src/cli/bench-job.c): which batch
  * lines a persistent worker runs and with what argv, which client requests
- * are accepted, and the records.
+ * are accepted (their environments too), which variables stay a worker's,
+ * and the records.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -126,14 +127,73 @@ static void test_request_ok(void **state)
 			     "\"out_dir\": null}", &j, err), 0);
 	assert_false(j.python);
 	assert_null(j.out_dir);
+	assert_null(j.env);
 	bjob_free(&j);
+	/* An environment: "=" in a value, an empty value, duplicates (the
+	 * first wins later, as getenv finds it) are all fine. */
+	assert_int_equal(req("{\"cwd\": \"/\", \"argv\": [\"k.py\"], \"env\": "
+			     "[\"A=1\", \"B=x=y\", \"C=\", \"A=2\"]}", &j, err),
+			 0);
+	assert_int_equal(j.nenv, 4);
+	assert_string_equal(j.env[1], "B=x=y");
+	assert_string_equal(j.env[2], "C=");
+	assert_null(j.env[4]);
+	bjob_free(&j);
+	assert_int_equal(req("{\"cwd\": \"/\", \"argv\": [\"k.py\"], \"env\": "
+			     "[]}", &j, err), 0);
+	assert_non_null(j.env);	/* empty, not the server's */
+	assert_int_equal(j.nenv, 0);
+	assert_null(j.env[0]);
+	bjob_free(&j);
+}
+
+static void test_env_kept_and_merge(void **state)
+{
+	char *own[] = { "PATH=/w", "LD_PRELOAD=/w/libkmux.so", "KMUX_JOB=7",
+			"CUDA_VISIBLE_DEVICES=0", "LD_LIBRARY_PATH=/w/lib",
+			NULL };
+	char *job[] = { "PATH=/j", "LD_PRELOAD=/j/evil.so", "KMUX_JOB=9",
+			"HOME=/h", "CUDA_VISIBLE_DEVICES=3", "KMUXX=1",
+			"LD_PRELOADX=1", NULL };
+	char *want[] = { "LD_PRELOAD=/w/libkmux.so", "KMUX_JOB=7",
+			 "CUDA_VISIBLE_DEVICES=0", "LD_LIBRARY_PATH=/w/lib",
+			 "PATH=/j", "HOME=/h", "KMUXX=1", "LD_PRELOADX=1",
+			 NULL };
+	char *none[] = { NULL };
+	char **env;
+	int i;
+
+	(void)state;
+	assert_true(bjob_env_kept("LD_PRELOAD=x"));
+	assert_true(bjob_env_kept("LD_PRELOAD"));
+	assert_true(bjob_env_kept("KMUX_=1"));
+	assert_true(bjob_env_kept("CUDA_VISIBLE_DEVICES="));
+	assert_false(bjob_env_kept("LD_PRELOAD_X=1"));
+	assert_false(bjob_env_kept("LD_PRELOA=1"));
+	assert_false(bjob_env_kept("KMUX=1"));
+	assert_false(bjob_env_kept("CUDA_DEVICE_ORDER=PCI_BUS_ID"));
+	env = bjob_env_merge(job, own);
+	assert_non_null(env);
+	for (i = 0; want[i]; i++) {
+		assert_non_null(env[i]);
+		assert_string_equal(env[i], want[i]);
+	}
+	assert_null(env[i]);
+	free(env);
+	/* An empty job environment: the kept variables alone. */
+	env = bjob_env_merge(none, own);
+	assert_string_equal(env[0], "LD_PRELOAD=/w/libkmux.so");
+	assert_string_equal(env[3], "LD_LIBRARY_PATH=/w/lib");
+	assert_null(env[4]);
+	free(env);
 }
 
 static void test_request_round_trip(void **state)
 {
 	char *argv[] = { "k.py", "a \"b\"\n", NULL };
+	char *env[] = { "A=1", "NL=a\nb", "Q=\"\\", NULL };
 	struct bjob in = { .argv = argv, .argc = 2, .cwd = "/c",
-			   .out_dir = "/o" }, out;
+			   .out_dir = "/o", .env = env, .nenv = 3 }, out;
 	char err[256], *line = bjob_request(&in);
 
 	(void)state;
@@ -145,6 +205,9 @@ static void test_request_round_trip(void **state)
 					   sizeof(err)), 0);
 	assert_string_equal(out.argv[1], "a \"b\"\n");
 	assert_string_equal(out.cwd, "/c");
+	assert_int_equal(out.nenv, 3);
+	for (int i = 0; i < 3; i++)
+		assert_string_equal(out.env[i], env[i]);
 	bjob_free(&out);
 	free(line);
 }
@@ -158,6 +221,27 @@ static void bad(const char *s, const char *msg)
 	assert_null(j.argv);
 	if (!strstr(err, msg))
 		fail_msg("request %s: error '%s', wanted '%s'", s, err, msg);
+}
+
+/* BJOB_MAX_ENV entries pass, one more does not. */
+static void too_many_env(void)
+{
+	size_t cap = 64 + (size_t)(BJOB_MAX_ENV + 1) * 6;
+	char *s = malloc(cap), *p = s, err[256];
+	struct bjob j;
+
+	p += sprintf(p, "{\"argv\": [\"k.py\"], \"cwd\": \"/\", \"env\": [");
+	for (int i = 0; i < BJOB_MAX_ENV; i++)
+		p += sprintf(p, "%s\"A=\"", i ? "," : "");
+	strcpy(p, "]}");
+	assert_int_equal(req(s, &j, err), 0);
+	assert_int_equal(j.nenv, BJOB_MAX_ENV);
+	bjob_free(&j);
+	strcpy(p, ",\"A=\"]}");
+	assert_int_equal(req(s, &j, err), -EINVAL);
+	assert_non_null(strstr(err, "at most"));
+	assert_null(j.argv);
+	free(s);
 }
 
 static void test_request_bad(void **state)
@@ -185,6 +269,25 @@ static void test_request_bad(void **state)
 	bad("{\"argv\": [\"k.py\"], \"cwd\": \"/\", \"cwd\": \"/\"}",
 	    "a key twice");
 	bad("{\"argv\": [\"k\\u0000.py\"], \"cwd\": \"/\"}", "NUL");
+	bad("{\"argv\": [\"k.py\"], \"cwd\": \"/\", \"env\": {}}",
+	    "\"env\" must be an array");
+	bad("{\"argv\": [\"k.py\"], \"cwd\": \"/\", \"env\": \"A=1\"}",
+	    "\"env\" must be an array");
+	bad("{\"argv\": [\"k.py\"], \"cwd\": \"/\", \"env\": null}",
+	    "\"env\" must be an array");
+	bad("{\"argv\": [\"k.py\"], \"cwd\": \"/\", \"env\": [\"A=1\", 2]}",
+	    "\"env\" entry 1 is not");
+	bad("{\"argv\": [\"k.py\"], \"cwd\": \"/\", \"env\": [\"A\"]}",
+	    "\"env\" entry 0 is not");
+	bad("{\"argv\": [\"k.py\"], \"cwd\": \"/\", \"env\": [\"=1\"]}",
+	    "\"env\" entry 0 is not");
+	bad("{\"argv\": [\"k.py\"], \"cwd\": \"/\", \"env\": [\"\"]}",
+	    "\"env\" entry 0 is not");
+	bad("{\"argv\": [\"k.py\"], \"cwd\": \"/\", \"env\": [\"A=\\u0000\"]}",
+	    "NUL");
+	bad("{\"argv\": [\"k.py\"], \"cwd\": \"/\", \"env\": [], \"env\": []}",
+	    "a key twice");
+	too_many_env();
 	assert_int_equal(bjob_from_request("{\"a\0", 4, &j, err, sizeof(err)),
 			 -EINVAL);
 	memset(big, ' ', BJOB_MAX_LINE + 1);
@@ -230,6 +333,7 @@ int main(void)
 		cmocka_unit_test(test_request_ok),
 		cmocka_unit_test(test_request_round_trip),
 		cmocka_unit_test(test_request_bad),
+		cmocka_unit_test(test_env_kept_and_merge),
 		cmocka_unit_test(test_record),
 	};
 
