@@ -251,9 +251,7 @@ static int bench_avoid_cpus(const cpu_set_t *avoid)
 			"%s\n", strerror(errno));
 		return -1;
 	}
-	for (int i = 0; i < CPU_SETSIZE; i++)
-		if (CPU_ISSET(i, avoid))
-			CPU_CLR(i, &cur);
+	cpulist_without(&cur, &cur, avoid);
 	if (CPU_COUNT(&cur) == 0) {
 		fprintf(stderr, "kmux: bench: --avoid-cpus leaves no CPU to "
 			"run the commands on\n");
@@ -331,8 +329,8 @@ static int bench_run(int argc, char **argv)
 			o.no_preload = true;
 			break;
 		case 'A':
-			if (cpulist_parse(optarg, (int)sysconf(_SC_NPROCESSORS_CONF),
-					  &o.avoid_cpus, cerr, sizeof(cerr)))
+			if (cpulist_parse_here(optarg, &o.avoid_cpus, cerr,
+					       sizeof(cerr)))
 				return cmd_usage_error(e, "bad --avoid-cpus "
 						       "'%s': %s", optarg,
 						       cerr);

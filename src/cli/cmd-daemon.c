@@ -103,9 +103,8 @@ static int region_cpus_parse(const char *s, cpu_set_t *set)
 {
 	char err[256], allowed[256];
 	cpu_set_t mine, out;
-	long n = sysconf(_SC_NPROCESSORS_CONF);
 
-	if (cpulist_parse(s, n > 0 ? (int)n : 1, set, err, sizeof(err)))
+	if (cpulist_parse_here(s, set, err, sizeof(err)))
 		return cmd_usage_error(&cmd_daemon_entry,
 				       "bad --region-cpus: %s", err);
 	if (sched_getaffinity(0, sizeof(mine), &mine))

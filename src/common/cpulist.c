@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cpulist.h"
 
@@ -73,6 +74,23 @@ int cpulist_parse(const char *s, int ncpus, cpu_set_t *set, char *err,
 		}
 		p++;	/* ',' */
 	}
+}
+
+int cpulist_parse_here(const char *s, cpu_set_t *set, char *err,
+		       size_t errlen)
+{
+	long n = sysconf(_SC_NPROCESSORS_CONF);
+
+	return cpulist_parse(s, n > 0 ? (int)n : 1, set, err, errlen);
+}
+
+void cpulist_without(cpu_set_t *out, const cpu_set_t *from,
+		     const cpu_set_t *drop)
+{
+	cpu_set_t both;
+
+	CPU_AND(&both, from, drop);
+	CPU_XOR(out, from, &both);
 }
 
 int cpulist_format(const cpu_set_t *set, char *buf, size_t len)

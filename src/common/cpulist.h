@@ -23,6 +23,14 @@
 int cpulist_parse(const char *s, int ncpus, cpu_set_t *set, char *err,
 		  size_t errlen);
 
+/* cpulist_parse against this machine's configured CPUs. */
+int cpulist_parse_here(const char *s, cpu_set_t *set, char *err,
+		       size_t errlen);
+
+/* from without the CPUs in drop, into *out (out may be from). */
+void cpulist_without(cpu_set_t *out, const cpu_set_t *from,
+		     const cpu_set_t *drop);
+
 /* set as a canonical list ("1,3-5"; "" when empty) into buf; -ENOSPC. */
 int cpulist_format(const cpu_set_t *set, char *buf, size_t len);
 

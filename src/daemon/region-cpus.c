@@ -136,8 +136,7 @@ static void place(struct server *srv, pid_t pid, uint64_t start, pid_t tid,
 		t->role = CPUS_HOLDER;
 		return;
 	}
-	CPU_AND(&m, &t->orig, &srv->region_cpus);
-	CPU_XOR(&m, &t->orig, &m);	/* orig without the reserved cores */
+	cpulist_without(&m, &t->orig, &srv->region_cpus);
 	if (CPU_COUNT(&m) == 0) {
 		if (!t->told && tid == pid)
 			log_info("daemon: pid %d may run on reserved cores only; "

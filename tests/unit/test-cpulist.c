@@ -101,12 +101,30 @@ static void test_format_small_buffer(void **state)
 	assert_int_equal(cpulist_format(&set, buf, 0), -ENOSPC);
 }
 
+static void test_without(void **state)
+{
+	char buf[64], err[128];
+	cpu_set_t from, drop, out;
+
+	(void)state;
+	assert_int_equal(cpulist_parse("0-7", 8, &from, err, sizeof(err)), 0);
+	assert_int_equal(cpulist_parse("2,6-9", 16, &drop, err, sizeof(err)),
+			 0);
+	cpulist_without(&out, &from, &drop);
+	assert_int_equal(cpulist_format(&out, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "0-1,3-5");
+	/* In place, and everything dropped leaves nothing. */
+	cpulist_without(&from, &from, &from);
+	assert_int_equal(CPU_COUNT(&from), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_accepts),
 		cmocka_unit_test(test_refuses),
 		cmocka_unit_test(test_format_small_buffer),
+		cmocka_unit_test(test_without),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
