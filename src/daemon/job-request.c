@@ -821,21 +821,17 @@ static void job_want_evict(struct conn *c, const struct proto_msg *m,
 	uint64_t room;
 	char q[SIZE_FORMAT_MAX], w[SIZE_FORMAT_MAX];
 
+	if (want <= j->place.quota) {
+		grow_answer(srv, c, m->seq, j);	/* it has it already */
+		return;
+	}
 	/* All or nothing: under LRU a cyclic working set that still does not
 	 * fit misses on every touch, so a part of the ask would hold memory
 	 * back from others and change nothing. */
-	if (want > j->place.quota) {
-		room = admit_grow_room(srv->gpus, srv->ngpus, &j->place,
-				       &srv->policy) & ~(mib - 1);
-		if (want - j->place.quota > room)
-			want = j->place.quota;
-	}
-	if (want > j->place.quota && grow_try(srv, j, want) == 0) {
+	room = admit_grow_room(srv->gpus, srv->ngpus, &j->place,
+			       &srv->policy) & ~(mib - 1);
+	if (want - j->place.quota <= room && grow_try(srv, j, want) == 0) {
 		grow_answer(srv, c, m->seq, j);
-		return;
-	}
-	if (want <= j->place.quota && m->u.alloc.want <= j->place.quota) {
-		grow_answer(srv, c, m->seq, j);	/* it has it already */
 		return;
 	}
 	size_format(j->place.quota, q, sizeof(q));
