@@ -177,6 +177,15 @@ def build():
     return fn, bool(ok)
 
 
+def temp_summary(temps):
+    """[gpu mean, gpu max, memory mean, memory max] over the samples (C)."""
+    out = []
+    for i in (0, 1):
+        xs = [t[i] for t in temps if t[i] is not None]
+        out += [round(sum(xs) / len(xs), 1), max(xs)] if xs else [None, None]
+    return out
+
+
 def gpu():
     import torch
     from kmux.bench import time_cuda
@@ -191,7 +200,8 @@ def gpu():
     t_left = time.time()
     emit(ok=ok, exclusive=bool(ex), samples_ms=r["samples_ms"],
          median_ms=r["median_ms"], n_throttled=r["n_throttled"],
-         sm_mhz=r["sm_mhz"][:3], t_setup_s=t_enter - T0,
+         throttled=r["throttled"], sm_mhz=r["sm_mhz"][:3],
+         temp_c=temp_summary(r.get("temp_c", [])), t_setup_s=t_enter - T0,
          t_wait_s=t_got - t_enter, t_region_s=t_left - t_got)
 
 

@@ -82,11 +82,17 @@ def load(mode):
                                                last_err(d, i, r, k)))
             continue
         res["ok"] += 1
-        s = sorted(k["samples_ms"])
+        # The p95 sample among the unthrottled ones, as the median is.
+        fl = k.get("throttled") or []
+        s = [x for x, f in zip(k["samples_ms"], fl) if not f] \
+            if len(fl) == len(k["samples_ms"]) else []
+        s = sorted(s or k["samples_ms"])
         res["kernels"][k["name"]] = {"median": k["median_ms"],
                                      "p95": pct(s, 95), "exclusive":
                                      k.get("exclusive"), "throttled":
-                                     k.get("n_throttled", 0)}
+                                     k.get("n_throttled", 0),
+                                     "samples": len(k["samples_ms"]),
+                                     "temp": k.get("temp_c")}
         res["waits"].append(k.get("t_wait_s", 0))
         res["regions"].append(k.get("t_region_s", 0))
         res["setups"].append(k.get("t_setup_s", 0))
@@ -179,6 +185,33 @@ if base:
     for name, k in base["kernels"].items():
         csv.append("seq,%s,%s,%.6f,%.6f,0,0" % (name, cls(k["median"]),
                                                k["median"], k["p95"]))
+    # The GPU's own state while each class was timed: a throttled sample is
+    # left out and taken again, but heat is not a throttle reason, and a
+    # memory-bound kernel slows a little on hot HBM.
+    md.append("\nThe GPU while the kernels were timed, per class (means "
+              "over the kernels of the per-sample means; throttled = "
+              "samples flagged and taken again):\n")
+    md.append("| mode | class | kernels | samples | throttled | GPU C | "
+              "HBM C |")
+    md.append("|---|---|---|---|---|---|---|")
+
+    def tmean(ks, i):
+        xs = [k["temp"][i] for k in ks
+              if k.get("temp") and k["temp"][i] is not None]
+        return "%.1f" % statistics.mean(xs) if xs else "n/a"
+    for m in order:
+        bycls = {}
+        for name, k in data[m]["kernels"].items():
+            b = base["kernels"].get(name)
+            if b and b["median"] > 0:
+                bycls.setdefault(cls(b["median"]), []).append(k)
+        for c in ("0.1 ms", "1 ms", "10 ms"):
+            ks = bycls.get(c, [])
+            if ks:
+                md.append("| %s | %s | %d | %d | %d | %s | %s |" % (
+                    m, c, len(ks), sum(k["samples"] for k in ks),
+                    sum(k["throttled"] for k in ks), tmean(ks, 0),
+                    tmean(ks, 2)))
 else:
     md.append("No `seq` run: no inflation can be computed.\n")
 

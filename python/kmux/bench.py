@@ -9,7 +9,13 @@ sample: optionally the L2 cache is flushed (a buffer larger than the L2 is
 written), so every sample starts cold, as nvbench does.  The SM clock is
 read through NVML before and after each sample, with the clock-throttle
 reasons; a sample during which the GPU was throttled (power, thermal, HW
-slowdown) is flagged, and the flagged samples are left out of the median.
+slowdown) is flagged and left out of the median; as nvbench does, the timer
+then pauses (recover_ms) so the clocks can come back, and takes another
+sample in its place, at most `samples` extra ones.  The GPU and memory
+temperatures are recorded with each sample: a memory-bound kernel slows a
+little as the HBM heats (the DRAM refreshes more often), which no clock
+reading shows, so a report can tell drift of the GPU's own state apart
+from interference.
 Before the start event the stream is held by a short spin kernel
 (hide_launch_us, torch.cuda._sleep), as nvbench's blocking kernel does: the
 host enqueues the start event, fn's launches and the stop event while the
@@ -27,6 +33,17 @@ __all__ = ["Nvml", "time_cuda"]
 # not throttling; everything else slows the SMs.
 _THROTTLE_MASK = ~(0x1 | 0x2) & 0xFFFFFFFFFFFFFFFF
 _NVML_CLOCK_SM = 1
+_NVML_TEMPERATURE_GPU = 0
+_NVML_FI_DEV_MEMORY_TEMP = 82
+
+
+class _FieldValue(ctypes.Structure):
+    # nvmlFieldValue_t; the value union is 8 bytes.
+    _fields_ = [("fieldId", ctypes.c_uint), ("scopeId", ctypes.c_uint),
+                ("timestamp", ctypes.c_longlong),
+                ("latencyUsec", ctypes.c_longlong),
+                ("valueType", ctypes.c_int), ("nvmlReturn", ctypes.c_int),
+                ("value", ctypes.c_ulonglong)]
 
 
 class Nvml:
@@ -61,6 +78,31 @@ class Nvml:
                                                ctypes.byref(v))
         return v.value if r == 0 else None
 
+    def gpu_temp(self):
+        if self.dev is None:
+            return None
+        v = ctypes.c_uint()
+        r = self.lib.nvmlDeviceGetTemperature(
+            self.dev, ctypes.c_int(_NVML_TEMPERATURE_GPU), ctypes.byref(v))
+        return v.value if r == 0 else None
+
+    def mem_temp(self):
+        """HBM temperature (C); None where the GPU does not report it."""
+        if self.dev is None:
+            return None
+        f = _FieldValue()
+        f.fieldId = _NVML_FI_DEV_MEMORY_TEMP
+        try:
+            r = self.lib.nvmlDeviceGetFieldValues(self.dev, ctypes.c_int(1),
+                                                  ctypes.byref(f))
+        except AttributeError:
+            return None
+        if r != 0 or f.nvmlReturn != 0:
+            return None
+        # valueType 1 is unsigned int, the low half of the union; a
+        # 64-bit one fills it whole.
+        return f.value & 0xFFFFFFFF if f.valueType == 1 else f.value
+
     def throttle(self):
         if self.dev is None:
             return None
@@ -81,10 +123,13 @@ def _get_nvml(index):
 
 
 def time_cuda(fn, warmup=3, samples=20, flush_l2=True, l2_bytes=256 << 20,
-              nvml_index=0, device=None, hide_launch_us=500):
+              nvml_index=0, device=None, hide_launch_us=500, recover_ms=50):
     """Time fn() on the current CUDA stream; a dict of the results.
 
-    hide_launch_us: length of the spin before each sample (0: none)."""
+    hide_launch_us: length of the spin before each sample (0: none).
+    recover_ms: pause after a throttled sample before the next (0: none,
+    and no sample is taken again)."""
+    import time
     import torch
 
     dev = device or torch.device("cuda")
@@ -101,11 +146,15 @@ def time_cuda(fn, warmup=3, samples=20, flush_l2=True, l2_bytes=256 << 20,
     cycles = int(hide_launch_us * mhz)
     start = torch.cuda.Event(enable_timing=True)
     stop = torch.cuda.Event(enable_timing=True)
-    ms, flagged, clocks = [], [], []
-    for _ in range(samples):
+    ms, flagged, clocks, temps = [], [], [], []
+    clean = 0
+    # A throttled sample is replaced by another, up to `samples` extra:
+    # a kernel that throttles the GPU by itself must still finish.
+    while clean < samples and len(ms) < 2 * samples:
         if flush is not None:
             flush.zero_()
         c0, t0 = nv.sm_mhz(), nv.throttle()
+        temps.append((nv.gpu_temp(), nv.mem_temp()))
         if spin is not None:
             spin(cycles)
         start.record()
@@ -114,14 +163,23 @@ def time_cuda(fn, warmup=3, samples=20, flush_l2=True, l2_bytes=256 << 20,
         stop.synchronize()
         c1, t1 = nv.sm_mhz(), nv.throttle()
         ms.append(start.elapsed_time(stop))
-        flagged.append(bool(t0) or bool(t1))
+        bad = bool(t0) or bool(t1)
+        flagged.append(bad)
         clocks.append((c0, c1))
+        if not bad:
+            clean += 1
+        elif recover_ms > 0:
+            time.sleep(recover_ms / 1000.0)
+        else:
+            clean += 1     # no retakes: every sample counts toward the total
     good = [m for m, f in zip(ms, flagged) if not f] or ms
     return {
         "samples_ms": ms,
         "throttled": flagged,
         "sm_mhz": clocks,
+        "temp_c": temps,
         "median_ms": statistics.median(good),
         "n_throttled": sum(flagged),
+        "n_clean": len(ms) - sum(flagged),
         "hide_launch_us": hide_launch_us if spin is not None else 0,
     }
