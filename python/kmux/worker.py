@@ -22,7 +22,10 @@ running process cannot change them), and the job's PYTHONPATH entries in
 front of sys.path; all of it restored after the job.
 SystemExit gives its exit code; an exception, exit 1 and its traceback on
 the job's stderr.  A job that kills the process (os._exit, a signal) kills
-the worker: kmux reports the job failed and starts another worker.
+the worker: kmux reports the job failed and starts another worker.  A job
+that leaves more than $KMUX_WORKER_HELD_MAX_MIB (64) of GPU memory
+referenced after it (torch tensors, CuPy arrays) makes the worker retire
+once the job's result is sent; kmux starts another.
 Stdlib only.
 """
 import ctypes
@@ -217,6 +220,34 @@ def _release_memory():
         pass
 
 
+def _held_bytes():
+    """GPU memory the job's objects still hold after _release_memory():
+    torch tensors still referenced, CuPy arrays still alive."""
+    held = 0
+    torch = sys.modules.get("torch")
+    try:
+        if torch is not None and torch.cuda.is_initialized():
+            held += torch.cuda.memory_allocated()
+    except Exception:  # noqa: BLE001 - best effort
+        pass
+    cupy = sys.modules.get("cupy")
+    try:
+        if cupy is not None:
+            held += cupy.get_default_memory_pool().used_bytes()
+    except Exception:  # noqa: BLE001 - best effort
+        pass
+    return held
+
+
+def _held_limit():
+    """$KMUX_WORKER_HELD_MAX_MIB (default 64): how much a job may leave
+    behind before the worker retires."""
+    try:
+        return int(os.environ.get("KMUX_WORKER_HELD_MAX_MIB", "64")) << 20
+    except ValueError:
+        return 64 << 20
+
+
 def _send(fd, obj):
     data = (json.dumps(obj) + "\n").encode()
     while data:
@@ -237,6 +268,8 @@ def main():
                    "init_s": time.time() - t})
     except BrokenPipeError:
         return 0                # kmux no longer needs this worker
+    base = _held_bytes()
+    limit = _held_limit()
     buf = b""
     while True:
         while b"\n" not in buf:
@@ -252,6 +285,19 @@ def main():
         _release_memory()
         _send(fd, {"i": job["i"], "exit": code,
                    "run_s": time.perf_counter() - t})
+        # Memory a job leaves referenced (a tensor CuPy still shares
+        # through DLPack, a module-level cache) would count against every
+        # later job's quota: on the H200, two jobs ran out of memory after
+        # a CuPy job in the same worker (bench/results/exclusive.md, run
+        # 3).  A worker that cannot get back to its start retires; kmux
+        # starts another in its place.
+        held = _held_bytes() - base
+        if held > limit:
+            sys.stderr.write("kmux: worker %d: job %s left %d MiB of GPU "
+                             "memory referenced; retiring this worker\n"
+                             % (os.getpid(), job["i"], held >> 20))
+            sys.stderr.flush()
+            return 0
 
 
 if __name__ == "__main__":

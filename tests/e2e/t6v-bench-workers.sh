@@ -115,6 +115,36 @@ wait "$p1" $!
 check "the workers were replaced: new jobs run, in new pids" \
 	cond '[ "$(rec "$TMP/a1" "r[\"exit\"]")" = 0 ] && [ "$(rec "$TMP/a2" "r[\"exit\"]")" = 0 ] &&
 	      [ "$(rec "$TMP/a1" "r[\"worker_pid\"]")" != "$dead" ] && [ "$(rec "$TMP/a1" "r[\"worker_pid\"]")" != "$dead2" ]'
+# A job that leaves GPU memory referenced (here a stand-in CuPy whose pool
+# says 100 MiB are still in use) retires its worker after its result: the
+# next job runs in a new pid.  One that leaves little keeps it.
+cat >leak.py <<'PY'
+import os, sys, types
+N = int(sys.argv[1]) << 20
+class Pool:
+    def used_bytes(self): return N
+    def free_all_blocks(self): pass
+cp = types.ModuleType("cupy")
+cp.get_default_memory_pool = Pool
+cp.get_default_pinned_memory_pool = Pool
+sys.modules["cupy"] = cp
+print("pid=%d" % os.getpid())
+PY
+expect_rc 0 "a job leaving 10 MiB referenced (under the 64 MiB limit)" "$KMUX" bench submit -- leak.py 10
+small=$(rec "$TMP/out" 'r["worker_pid"]')
+expect_rc 0 "a job leaving 100 MiB referenced: exit 0 all the same" "$KMUX" bench submit -- leak.py 100
+leaky=$(rec "$TMP/out" 'r["worker_pid"]')
+check "  ... its worker says it retires" \
+	grep -q "kmux: worker $leaky: job [0-9]* left 100 MiB of GPU memory referenced; retiring this worker" "$TMP/serve.err"
+check "  ... and is gone" cond 'for _ in $(seq 50); do kill -0 "$leaky" 2>/dev/null || break; sleep 0.1; done; ! kill -0 "$leaky" 2>/dev/null'
+check "the one that left 10 MiB did not retire" cond '[ "$small" = "$leaky" ] || kill -0 "$small" 2>/dev/null'
+"$KMUX" bench submit -- job.py 0 >"$TMP/a1" 2>/dev/null &
+p1=$!
+"$KMUX" bench submit -- job.py 0 >"$TMP/a2" 2>/dev/null &
+wait "$p1" $!
+check "  ... later jobs run in the remaining and a new worker, never the retired pid" \
+	cond '[ "$(rec "$TMP/a1" "r[\"exit\"]")" = 0 ] && [ "$(rec "$TMP/a2" "r[\"exit\"]")" = 0 ] &&
+	      [ "$(rec "$TMP/a1" "r[\"worker_pid\"]")" != "$leaky" ] && [ "$(rec "$TMP/a2" "r[\"worker_pid\"]")" != "$leaky" ]'
 expect_rc 0 "a non-Python command runs as a plain process" "$KMUX" bench submit -- sh -c 'echo plain'
 check "  ... worker -1" [ "$(rec "$TMP/out" 'r["worker"]')" = -1 ]
 
