@@ -11,7 +11,8 @@ read through NVML before and after each sample, with the clock-throttle
 reasons; a sample during which the GPU was throttled (power, thermal, HW
 slowdown) is flagged and left out of the median; as nvbench does, the timer
 then pauses (recover_ms) so the clocks can come back, and takes another
-sample in its place, at most `samples` extra ones.  The GPU and memory
+sample in its place; after RETAKES_IN_A_ROW throttled samples in a row the
+kernel is throttling the GPU by itself and its samples are kept, flagged.  The GPU and memory
 temperatures are recorded with each sample: a memory-bound kernel slows a
 little as the HBM heats (the DRAM refreshes more often), which no clock
 reading shows, so a report can tell drift of the GPU's own state apart
@@ -33,6 +34,7 @@ __all__ = ["Nvml", "time_cuda"]
 # not throttling; everything else slows the SMs.
 _THROTTLE_MASK = ~(0x1 | 0x2) & 0xFFFFFFFFFFFFFFFF
 _NVML_CLOCK_SM = 1
+RETAKES_IN_A_ROW = 3
 _NVML_TEMPERATURE_GPU = 0
 _NVML_FI_DEV_MEMORY_TEMP = 82
 
@@ -147,10 +149,9 @@ def time_cuda(fn, warmup=3, samples=20, flush_l2=True, l2_bytes=256 << 20,
     start = torch.cuda.Event(enable_timing=True)
     stop = torch.cuda.Event(enable_timing=True)
     ms, flagged, clocks, temps = [], [], [], []
-    clean = 0
-    # A throttled sample is replaced by another, up to `samples` extra:
-    # a kernel that throttles the GPU by itself must still finish.
-    while clean < samples and len(ms) < 2 * samples:
+    extra = 0           # throttled samples replaced by another
+    in_a_row = 0
+    while len(ms) < samples + extra:
         if flush is not None:
             flush.zero_()
         c0, t0 = nv.sm_mhz(), nv.throttle()
@@ -166,12 +167,14 @@ def time_cuda(fn, warmup=3, samples=20, flush_l2=True, l2_bytes=256 << 20,
         bad = bool(t0) or bool(t1)
         flagged.append(bad)
         clocks.append((c0, c1))
-        if not bad:
-            clean += 1
-        elif recover_ms > 0:
+        in_a_row = in_a_row + 1 if bad else 0
+        # A kernel still throttled after RETAKES_IN_A_ROW pauses throttles
+        # the GPU by itself (a long matmul at the power cap): pausing more
+        # only stretches the region, so its samples are kept, flagged.
+        if bad and recover_ms > 0 and in_a_row < RETAKES_IN_A_ROW \
+                and extra < samples:
+            extra += 1
             time.sleep(recover_ms / 1000.0)
-        else:
-            clean += 1     # no retakes: every sample counts toward the total
     good = [m for m, f in zip(ms, flagged) if not f] or ms
     return {
         "samples_ms": ms,
@@ -181,5 +184,6 @@ def time_cuda(fn, warmup=3, samples=20, flush_l2=True, l2_bytes=256 << 20,
         "median_ms": statistics.median(good),
         "n_throttled": sum(flagged),
         "n_clean": len(ms) - sum(flagged),
+        "n_retaken": extra,
         "hide_launch_us": hide_launch_us if spin is not None else 0,
     }
