@@ -56,4 +56,25 @@ check "  ... never thrashing, no budget growth asked" \
 e=$(evicts "$TMP/daemon.err")
 check "  ... again stage boundaries only ($e evictions)" eval '[ -n "$e" ] && [ "$e" -ge $((S - 1)) ] && [ "$e" -le $((2 * S - 1)) ]'
 stop_daemon
+
+# bench/memory-mix.sh's dry mode (simcuda stand-ins, `memory staged 3 200`
+# for the staged mix): both mixes calibrate and run both modes.  The
+# script runs build/'s binaries: only in the plain build's pass.
+if [ "$BUILD" = "$ROOT/build" ]; then
+	OUT=$TMP/mix KMUX_MIX_DRY=1 KMUX_MIX_BUDGET_S=120 bash "$ROOT/bench/memory-mix.sh" \
+		>"$TMP/mix.out" 2>&1
+	mrc=$?
+	check "memory-mix.sh dry: exit 0 ($mrc)" eval '[ "$mrc" = 0 ] || { tail -n 20 "$TMP/mix.out"; false; }'
+	check "  ... a table per mix, each with quota and evict run on 4 tasks" \
+		eval '[ "$(grep -c "^## mix: " "$TMP/mix/mix.md")" = 2 ] &&
+			[ "$(grep -Ec "^\| (quota|evict) \| [0-9]+ \| 4 \|" "$TMP/mix/mix.md")" = 4 ]'
+	check "  ... staged calibrated by the common rule (peak 12 MiB: quota 20M, evict 14M)" \
+		grep -q "staged: calibrate staged: managed peak 12 MiB, largest 4 MiB -> quota 20M, evict 14M" "$TMP/mix/mix.log"
+	check "  ... staged: the cap (40 MiB, 38 admitted) runs 1 task at once under quota" \
+		grep -q "^| quota | 40 | 4 | 1 |" "$TMP/mix/mix.md"
+	check "  ... and 2 under evict" grep -q "^| evict | 40 | 4 | 2 |" "$TMP/mix/mix.md"
+	check "  ... every staged run gave the same result" \
+		grep -q "^Checksums: every run of each app gave the same one" "$TMP/mix/mix.md"
+	check "  ... rows carry the mix" grep -q "^staged,evict,t3-staged,rc,0$" "$TMP/mix/mix.csv"
+fi
 finish
