@@ -292,7 +292,7 @@ for s in sets:
         print("| %s | %s | %s |" % (a, (get(s, "calibrate", a, "managed_peak_mib") or ["?"])[0],
                                    (get(s, "calibrate", a, "largest_mib") or ["?"])[0]))
     print("\n| mode | GPU cap (MiB) | tasks | most running at once | makespan (s) | failed "
-          "| evictions | restores | budget growths | median task ROI (s) |")
+          "| evictions | restores | budget growths | median RESULT ms |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     span, sums = {}, {}
     for mode in ("quota", "evict"):
@@ -324,7 +324,7 @@ for s in sets:
         print("| %s | %s | %d | %s | %.1f | %d | %d | %d | %d | %s |" % (
               mode, get(s, mode, "all", "gpu_mem_mib")[0], len(tasks), most, span[mode],
               failed, tot("evictions"), tot("restores"), tot("budget_grows"),
-              "%.2f" % (statistics.median(rois) / 1000.0) if rois else "-"))
+              "%.1f" % statistics.median(rois) if rois else "-"))
     if sums:
         diff = sorted(a for a, v in sums.items() if len(v) > 1)
         print("\nChecksums: " + ("every run of each app gave the same one." if not diff else
@@ -332,6 +332,8 @@ for s in sets:
     if "quota" in span and "evict" in span and span["evict"] > 0:
         print("\nThroughput evict vs quota (quota makespan / evict makespan): %.2fx "
               "(issue 5 target: >= 1.3x)" % (span["quota"] / span["evict"]))
+print("\nRESULT ms is each task's own ROI as it prints it: staged, its whole run (all")
+print("stages); a bench/apps program, the median of its repetitions.")
 print("\nRaw rows: mix.csv; commands and output tails: mix.log; job records: ps-SET-MODE.json.")
 EOF
 log "mix: done in $(($(date +%s) - START))s, $FAILS failures; $MD"
