@@ -1,19 +1,36 @@
 #!/usr/bin/env bash
-# memory-mix.sh - issue 5 (b): a memory-constrained job mix through kmuxd,
+# memory-mix.sh - issue 5 (b): memory-constrained job mixes through kmuxd,
 # with and without the memory manager.  ONE device call on an H200, from the
 # repo root, after `make` and `bash bench/gpu/prepare.sh` here (build/
 # carried):
 #
-#     bash bench/memory-mix.sh
+#     OUT=$OUT/mix KMUX_MIX_BUDGET_S=280 bash bench/memory-mix.sh
 #
-# The mix: KMUX_MIX_COPIES (2) copies each of KMUX_MIX_APPS (phase_buffers
-# mixed_pairs reductions image_pipeline), `APP plain --reps R --warmup 2`.
-# Calibration: each app once under `kmux run --memory=lazy` (KMUX_LOG=info)
+# Two mixes (KMUX_MIX_SETS, default "staged apps", run in that order; each
+# its own calibration, daemons and table, one exit status for all):
+#   staged  KMUX_MIX_STAGED_COPIES (4) copies of bench/memory/staged.cu
+#           (`staged plain KMUX_MIX_STAGED_ARGS`, default: its own defaults,
+#           3 stages of 512 MiB weights, 32768 batch-1 requests each): a
+#           pipeline that keeps every stage's weights resident but uses
+#           them one stage after another, so all but one stage's weights
+#           are idle at any time (what eviction is for).
+#   apps    KMUX_MIX_COPIES (2) copies each of KMUX_MIX_APPS (phase_buffers
+#           mixed_pairs reductions image_pipeline), `APP plain --reps R
+#           --warmup 2`: programs that touch every buffer in every
+#           repetition (bench/results/memory.md run 2: 0.12x).
+# staged comes first so that the new mix gets its time even when the apps'
+# evict mode runs long.
+#
+# The same fixed rule for both mixes, never tuned per program:
+# calibration: each app once under `kmux run --memory=lazy` (KMUX_LOG=info)
 # gives its managed peak P and largest object L (what it needs, not a
 # result of the mix).  The GPU is made small for admission with
 # `kmux daemon --gpu-mem G`, G = KMUX_MIX_GPU_FRAC (0.5) of the sum of the
 # tasks' needs under quota (so their sum exceeds the GPU by construction).
-# Two runs, each with a fresh daemon (--busy-max 1000: memory alone
+# kmuxd admits up to 95% of G (its default headroom), so with 4 staged
+# copies the quota mode runs one at a time (1.9 quota needs fit) and the
+# evict mode three (3.8 evict needs fit): the cap binds both, differently.
+# Two runs per mix, each with a fresh daemon (--busy-max 1000: memory alone
 # decides admission), every task submitted at once
 # (`kmux run`, all in the background):
 #   quota: kmux run --mem Q -- APP, Q = P + 8 MiB (the quota it needs);
@@ -30,11 +47,14 @@
 # makespan (issue 5's target: >= 1.3).
 #
 # Output under $OUT: mix.log (every command, output tails), mix.csv
-# (mode,task,key,value), mix.md (the table), ps-MODE.json, kmuxd-MODE.log.
-# Budget: KMUX_MIX_BUDGET_S (default 280 s); a mode that would not fit is
-# skipped and said so.  KMUX_MIX_DRY=1: no GPU; tests/e2e's `memory`
-# program on tests/simcuda (KMUX_FAKE_GPUS) stands in for the apps, to
-# check this script's logic.  Exit 0 when no task failed.
+# (set,mode,task,key,value), mix.md (one table per mix), ps-SET-MODE.json,
+# kmuxd-SET-MODE.log.  Budget: KMUX_MIX_BUDGET_S (default 280 s; expected
+# use about 150 s: staged about 50, apps about 100); a mode that would not
+# fit is skipped and said so.  KMUX_MIX_DRY=1: no GPU; tests/e2e's `memory`
+# program on tests/simcuda (KMUX_FAKE_GPUS) stands in (`memory objects`,
+# `memory keep` for apps; `memory staged 3 200` for staged), to check this
+# script's logic (tests/e2e/t74-memory-staged.sh runs it).  Exit 0 when no
+# task failed in any mix.
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 export OUT=${OUT:-./out}
@@ -50,9 +70,9 @@ LOG=$OUT/mix.log
 CSV=$OUT/mix.csv
 MD=$OUT/mix.md
 : >"$LOG"
-echo "mode,task,key,value" >"$CSV"
+echo "set,mode,task,key,value" >"$CSV"
 DRY=${KMUX_MIX_DRY:-0}
-COPIES=${KMUX_MIX_COPIES:-2}
+SETS=${KMUX_MIX_SETS:-staged apps}
 REPS=${KMUX_MIX_REPS:-60}
 FRAC=${KMUX_MIX_GPU_FRAC:-0.5}
 FAILS=0
@@ -60,47 +80,78 @@ B=$WORK/bin
 MiB=1048576
 mkdir -p "$B" "$WORK/mix"
 
-csv() { echo "$1,$2,$3,$4" >>"$CSV"; }
+csv() { echo "$1,$2,$3,$4,$5" >>"$CSV"; }
 kmuxp() { env "LD_LIBRARY_PATH=$KMUX_DEVLIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$KMUX_BIN" "$@"; }
 
-declare -a APPS=() CMDS=()
+for set in $SETS; do
+	case $set in
+	apps | staged) ;;
+	*) log "KMUX_MIX_SETS: unknown mix '$set' (apps, staged)"; exit 2 ;;
+	esac
+done
+
+# ------------------------------------------------------------- the apps
+# Per mix: its apps and how many copies of each; per app its command.
+declare -A SET_APPS SET_COPIES APP_CMD
 if [ "$DRY" = 1 ]; then
 	export LD_LIBRARY_PATH=$ROOT/build/simcuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 	export E2E_MODULE=$ROOT/build/simcuda/kernels/basic.so
 	export KMUX_FAKE_GPUS=1:4G
-	APPS=(objects keep)
-	CMDS=("$ROOT/build/tests/e2e/memory objects" "$ROOT/build/tests/e2e/memory keep")
+	SET_APPS[apps]="objects keep"
+	APP_CMD[objects]="$ROOT/build/tests/e2e/memory objects"
+	APP_CMD[keep]="$ROOT/build/tests/e2e/memory keep"
+	SET_APPS[staged]="staged"
+	APP_CMD[staged]="$ROOT/build/tests/e2e/memory staged 3 200"
 else
-	log "mix: $(uname -srm), $(nproc) CPUs; GPU: $(gpu_line); budget ${BUDGET}s"
-	for app in ${KMUX_MIX_APPS:-phase_buffers mixed_pairs reductions image_pipeline}; do
-		# shellcheck disable=SC2086
-		if "$NVCC" $NVCCFLAGS -o "$B/$app" "bench/apps/$app.cu" >>"$LOG" 2>&1; then
-			APPS+=("$app")
-			CMDS+=("$B/$app plain --reps $REPS --warmup 2")
-		else
-			log "build: $app FAILED"
-			FAILS=$((FAILS + 1))
-		fi
+	log "mix: $(uname -srm), $(nproc) CPUs; GPU: $(gpu_line); budget ${BUDGET}s; mixes: $SETS"
+	SET_APPS[apps]=${KMUX_MIX_APPS:-phase_buffers mixed_pairs reductions image_pipeline}
+	for app in ${SET_APPS[apps]}; do
+		APP_CMD[$app]="$B/$app plain --reps $REPS --warmup 2"
 	done
+	SET_APPS[staged]="staged"
+	APP_CMD[staged]="$B/staged plain ${KMUX_MIX_STAGED_ARGS:-}"
+	# Build what the chosen mixes run, in parallel.
+	pids=()
+	for set in $SETS; do
+		for app in ${SET_APPS[$set]}; do
+			src=bench/apps/$app.cu
+			[ "$app" = staged ] && src=bench/memory/staged.cu
+			logq "\$ $NVCC $NVCCFLAGS -o $B/$app $src"
+			# shellcheck disable=SC2086
+			"$NVCC" $NVCCFLAGS -o "$B/$app" "$src" >"$WORK/mix/build-$app.log" 2>&1 &
+			pids+=($!)
+		done
+	done
+	wait "${pids[@]}"
+	cat "$WORK"/mix/build-*.log >>"$LOG" 2>/dev/null
 fi
+SET_COPIES[apps]=${KMUX_MIX_COPIES:-2}
+SET_COPIES[staged]=${KMUX_MIX_STAGED_COPIES:-4}
 
 # --------------------------------------------------------- calibration
+# calibrate SET APP: NEED_Q[APP] and NEED_E[APP] from one lazy run;
+# status 1 when it cannot be calibrated (left out of the mix).
 declare -A NEED_Q NEED_E
-for i in "${!APPS[@]}"; do
-	app=${APPS[$i]}
-	logq "\$ [calibrate $app] KMUX_LOG=info kmux run --memory=lazy -- ${CMDS[$i]}"
+calibrate() {
+	local set=$1 app=$2 rc p l pm lm half
+	if [ "$DRY" != 1 ] && [ ! -x "$B/$app" ]; then
+		log "build: $app FAILED; left out of the $set mix"
+		FAILS=$((FAILS + 1))
+		return 1
+	fi
+	logq "\$ [$set: calibrate $app] KMUX_LOG=info kmux run --memory=lazy -- ${APP_CMD[$app]}"
 	# shellcheck disable=SC2086
 	KMUX_LOG=info KMUX_REGISTER=0 timeout 120 env \
 		"LD_LIBRARY_PATH=$KMUX_DEVLIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-		"$KMUX_BIN" run --memory=lazy -- ${CMDS[$i]} >"$WORK/mix/cal" 2>&1
+		"$KMUX_BIN" run --memory=lazy -- ${APP_CMD[$app]} >"$WORK/mix/cal" 2>&1
 	rc=$?
-	tail -n 3 "$WORK/mix/cal" | sed 's/^/    /' >>"$LOG"
+	tail -n 8 "$WORK/mix/cal" | sed 's/^/    /' >>"$LOG"
 	p=$(sed -n 's/.*resident (peak \([0-9]*\)).*/\1/p' "$WORK/mix/cal" | tail -n 1)
 	l=$(sed -n 's/.*largest object \([0-9]*\) bytes.*/\1/p' "$WORK/mix/cal" | tail -n 1)
-	if [ "$rc" != 0 ] || [ -z "$p" ]; then
-		log "calibrate $app: FAILED (rc $rc); left out of the mix"
+	if [ "$rc" != 0 ] || [ -z "$p" ] || grep -q "CHECK FAIL" "$WORK/mix/cal"; then
+		log "$set: calibrate $app: FAILED (rc $rc); left out of the mix"
 		FAILS=$((FAILS + 1))
-		continue
+		return 1
 	fi
 	pm=$(((p + MiB - 1) / MiB))
 	lm=$(((${l:-0} + MiB - 1) / MiB))
@@ -108,36 +159,23 @@ for i in "${!APPS[@]}"; do
 	[ "$half" -lt "$lm" ] && half=$lm
 	NEED_Q[$app]=$((pm + 8))
 	NEED_E[$app]=$((half + 8))
-	csv calibrate "$app" managed_peak_mib "$pm"
-	csv calibrate "$app" largest_mib "$lm"
-	log "calibrate $app: managed peak ${pm} MiB, largest ${lm} MiB -> quota ${NEED_Q[$app]}M, evict ${NEED_E[$app]}M"
-done
-
-# The mix: COPIES of each calibrated app.
-declare -a TASK_APP=() TASK_CMD=()
-for ((c = 0; c < COPIES; c++)); do
-	for i in "${!APPS[@]}"; do
-		[ -n "${NEED_Q[${APPS[$i]}]:-}" ] || continue
-		TASK_APP+=("${APPS[$i]}")
-		TASK_CMD+=("${CMDS[$i]}")
-	done
-done
-sumq=0
-for a in "${TASK_APP[@]}"; do sumq=$((sumq + NEED_Q[$a])); done
-GPU_MIB=$(awk -v s="$sumq" -v f="$FRAC" 'BEGIN { printf "%d", s * f }')
-log "mix: ${#TASK_APP[@]} tasks, sum of quota needs ${sumq} MiB; kmux daemon --gpu-mem ${GPU_MIB}M"
+	csv "$set" calibrate "$app" managed_peak_mib "$pm"
+	csv "$set" calibrate "$app" largest_mib "$lm"
+	log "$set: calibrate $app: managed peak ${pm} MiB, largest ${lm} MiB -> quota ${NEED_Q[$app]}M, evict ${NEED_E[$app]}M"
+}
 
 # ------------------------------------------------------------ one mode
-# mix MODE: a fresh daemon, every task at once, wait for all.
+# mix SET MODE: a fresh daemon capped at GPU_MIB, every task of TASK_APP
+# submitted at once, wait for all.
 mix() {
-	local mode=$1 d=$WORK/mix/$mode t0 t1 i need pids=() rc
+	local set=$1 mode=$2 d=$WORK/mix/$1-$2 t0 t1 i need pids=() rc v tag
 	mkdir -p "$d/run" "$d/state"
 	chmod 700 "$d/run" "$d/state"
 	export KMUX_SOCKET=$d/run/sock KMUX_STATE_DIR=$d/state
-	logq "\$ [$mode] kmux daemon --gpu-mem ${GPU_MIB}M --busy-max 1000"
+	logq "\$ [$set $mode] kmux daemon --gpu-mem ${GPU_MIB}M --busy-max 1000"
 	# Busyness never holds a task back here: memory alone decides.
 	if ! kmuxp daemon --gpu-mem "${GPU_MIB}M" --busy-max 1000 >>"$LOG" 2>&1; then
-		log "$mode: the daemon did not start"
+		log "$set $mode: the daemon did not start"
 		FAILS=$((FAILS + 1))
 		return
 	fi
@@ -150,99 +188,153 @@ mix() {
 			need=${NEED_E[${TASK_APP[$i]}]}
 			set -- run --memory=evict --mem "${need}M" -n "t$i-${TASK_APP[$i]}" --
 		fi
-		logq "\$ [$mode t$i] kmux $* ${TASK_CMD[$i]}"
+		logq "\$ [$set $mode t$i] kmux $* ${APP_CMD[${TASK_APP[$i]}]}"
 		# shellcheck disable=SC2086
 		(KMUX_LOG=info timeout 200 env \
 			"LD_LIBRARY_PATH=$KMUX_DEVLIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-			"$KMUX_BIN" "$@" ${TASK_CMD[$i]} >"$d/t$i.out" 2>&1
+			"$KMUX_BIN" "$@" ${APP_CMD[${TASK_APP[$i]}]} >"$d/t$i.out" 2>&1
 		 echo $? >"$d/t$i.rc"; date +%s%N >"$d/t$i.end") &
 		pids+=($!)
 	done
 	wait "${pids[@]}"
 	t1=$(date +%s%N)
-	csv "$mode" all makespan_ms $(((t1 - t0) / 1000000))
-	csv "$mode" all gpu_mem_mib "$GPU_MIB"
+	csv "$set" "$mode" all makespan_ms $(((t1 - t0) / 1000000))
+	csv "$set" "$mode" all gpu_mem_mib "$GPU_MIB"
 	for i in "${!TASK_APP[@]}"; do
+		tag=t$i-${TASK_APP[$i]}
 		rc=$(cat "$d/t$i.rc" 2>/dev/null || echo 255)
-		tail -n 4 "$d/t$i.out" | sed "s/^/    [$mode t$i] /" >>"$LOG"
-		csv "$mode" "t$i-${TASK_APP[$i]}" rc "$rc"
+		grep -v '^STAGE ' "$d/t$i.out" | tail -n 5 | sed "s/^/    [$set $mode t$i] /" >>"$LOG"
+		csv "$set" "$mode" "$tag" rc "$rc"
 		if [ "$rc" != 0 ] || grep -q "CHECK FAIL" "$d/t$i.out"; then
-			log "$mode: task t$i (${TASK_APP[$i]}) FAILED (rc $rc)"
+			log "$set $mode: task t$i (${TASK_APP[$i]}) FAILED (rc $rc)"
 			FAILS=$((FAILS + 1))
-			csv "$mode" "t$i-${TASK_APP[$i]}" failed 1
+			csv "$set" "$mode" "$tag" failed 1
 		fi
 		v=$(sed -n 's/.* \([0-9]*\) evictions (.*/\1/p' "$d/t$i.out" | tail -n 1)
-		[ -n "$v" ] && csv "$mode" "t$i-${TASK_APP[$i]}" evictions "$v"
+		[ -n "$v" ] && csv "$set" "$mode" "$tag" evictions "$v"
+		v=$(sed -n 's/.* \([0-9]*\) restores (.*/\1/p' "$d/t$i.out" | tail -n 1)
+		[ -n "$v" ] && csv "$set" "$mode" "$tag" restores "$v"
 		v=$(sed -n 's/.* budget grew \([0-9]*\) times .*/\1/p' "$d/t$i.out" | tail -n 1)
-		[ -n "$v" ] && csv "$mode" "t$i-${TASK_APP[$i]}" budget_grows "$v"
+		[ -n "$v" ] && csv "$set" "$mode" "$tag" budget_grows "$v"
+		# the app's own ROI (bench/apps RESULT line), and its result
+		v=$(sed -n 's/^RESULT .* ms=\([0-9.]*\) wall_ms.*/\1/p' "$d/t$i.out" | tail -n 1)
+		[ -n "$v" ] && csv "$set" "$mode" "$tag" roi_ms "$v"
+		v=$(sed -n 's/^CHECKSUM .* value=\(0x[0-9a-f]*\).*/\1/p; s/^staged check=\(0x[0-9a-f]*\).*/\1/p' \
+			"$d/t$i.out" | tail -n 1)
+		[ -n "$v" ] && csv "$set" "$mode" "$tag" checksum "$v"
 	done
-	kmuxp ps --all --json >"$OUT/ps-$mode.json" 2>>"$LOG"
-	cp "$d/state/kmuxd.log" "$OUT/kmuxd-$mode.log" 2>/dev/null
+	kmuxp ps --all --json >"$OUT/ps-$set-$mode.json" 2>>"$LOG"
+	cp "$d/state/kmuxd.log" "$OUT/kmuxd-$set-$mode.log" 2>/dev/null
 	kill "$(cat "$KMUX_SOCKET.lock" 2>/dev/null)" 2>/dev/null
 	sleep 0.5
-	log "$mode: makespan $(((t1 - t0) / 1000000)) ms ($(time_left)s left)"
+	log "$set $mode: makespan $(((t1 - t0) / 1000000)) ms ($(time_left)s left)"
 }
 
-if [ "${#TASK_APP[@]}" -eq 0 ]; then
-	log "mix: no task calibrated; nothing to run"
-else
+# ------------------------------------------------------------ the mixes
+declare -a TASK_APP=()
+GPU_MIB=0
+for set in $SETS; do
+	have_time 60 || { log "$set: SKIP (out of time before calibration)"; continue; }
+	cal=()
+	for app in ${SET_APPS[$set]}; do
+		calibrate "$set" "$app" && cal+=("$app")
+	done
+	# The mix: COPIES of each calibrated app.
+	TASK_APP=()
+	if [ "${#cal[@]}" -gt 0 ]; then
+		for ((c = 0; c < SET_COPIES[$set]; c++)); do TASK_APP+=("${cal[@]}"); done
+	fi
+	if [ "${#TASK_APP[@]}" -eq 0 ]; then
+		log "$set: no task calibrated; nothing to run"
+		continue
+	fi
+	sumq=0
+	for a in "${TASK_APP[@]}"; do sumq=$((sumq + NEED_Q[$a])); done
+	GPU_MIB=$(awk -v s="$sumq" -v f="$FRAC" 'BEGIN { printf "%d", s * f }')
+	log "$set: ${#TASK_APP[@]} tasks, sum of quota needs ${sumq} MiB; kmux daemon --gpu-mem ${GPU_MIB}M"
 	for mode in quota evict; do
 		# A mode takes at most the tasks' time in sequence; stop rather
 		# than be killed half way.
-		have_time 60 || { log "$mode: SKIP (out of time)"; continue; }
-		mix "$mode"
+		have_time 60 || { log "$set $mode: SKIP (out of time)"; continue; }
+		mix "$set" "$mode"
 	done
-fi
+done
 
 # ------------------------------------------------------------ report
-"$PY" - "$CSV" "$OUT" >"$MD" 2>>"$LOG" <<'EOF'
-import csv, json, os, sys
+"$PY" - "$CSV" "$OUT" "$SETS" >"$MD" 2>>"$LOG" <<'EOF'
+import csv, json, os, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 out = sys.argv[2]
-def get(mode, task, key):
-    return [r["value"] for r in rows if r["mode"] == mode and r["task"] == task and r["key"] == key]
+sets = sys.argv[3].split()
+about = {
+    "staged": "copies of bench/memory/staged.cu: every stage's weights resident, "
+              "used one stage after another, so most objects sit idle",
+    "apps": "copies of bench/apps programs that touch every buffer in every repetition",
+}
+def get(s, mode, task, key):
+    return [r["value"] for r in rows
+            if r["set"] == s and r["mode"] == mode and r["task"] == task and r["key"] == key]
 print("# kmux memory manager (issue 5 (b)): bench/memory-mix.sh\n")
-print("Every task submitted at once to a fresh kmuxd whose GPU is capped with --gpu-mem;")
+print("Every task submitted at once to a fresh kmuxd whose GPU is capped with --gpu-mem")
+print("(a fraction of the sum of the tasks' quota needs; kmuxd admits up to 95% of it);")
 print("quota: `kmux run --mem P+8M` (P: managed peak from a lazy calibration run);")
-print("evict: `kmux run --memory=evict --mem max(P/2, largest object)+8M`.\n")
-cal = [r for r in rows if r["mode"] == "calibrate"]
-apps = sorted({r["task"] for r in cal})
-print("| app | managed peak (MiB) | largest object (MiB) |")
-print("|---|---|---|")
-for a in apps:
-    print("| %s | %s | %s |" % (a, (get("calibrate", a, "managed_peak_mib") or ["?"])[0],
-                               (get("calibrate", a, "largest_mib") or ["?"])[0]))
-print("\n| mode | GPU cap (MiB) | tasks | most running at once | makespan (s) | failed | evictions | budget growths |")
-print("|---|---|---|---|---|---|---|---|")
-span = {}
-for mode in ("quota", "evict"):
-    ms = get(mode, "all", "makespan_ms")
-    if not ms:
-        print("| %s | - | - | - | not run | - | - | - |" % mode)
+print("evict: `kmux run --memory=evict --mem max(P/2, largest object)+8M`.")
+print("The same rule for every mix.")
+for s in sets:
+    print("\n## mix: %s (%s)\n" % (s, about.get(s, "")))
+    apps = sorted({r["task"] for r in rows if r["set"] == s and r["mode"] == "calibrate"})
+    if not apps:
+        print("Not run (no app calibrated, or out of time): see mix.log.")
         continue
-    span[mode] = float(ms[0]) / 1000.0
-    tasks = sorted({r["task"] for r in rows if r["mode"] == mode and r["task"] != "all" and r["key"] == "rc"})
-    failed = sum(1 for t in tasks if get(mode, t, "failed"))
-    ev = sum(int(v) for t in tasks for v in get(mode, t, "evictions"))
-    gr = sum(int(v) for t in tasks for v in get(mode, t, "budget_grows"))
-    most = "?"
-    try:
-        jobs = json.load(open(os.path.join(out, "ps-%s.json" % mode)))
-        iv = [(j["start_us"], j["end_us"]) for j in jobs if j.get("start_us") and j.get("end_us")]
-        pts = sorted([(s, 1) for s, e in iv] + [(e, -1) for s, e in iv], key=lambda p: (p[0], p[1]))
-        cur = best = 0
-        for _, d in pts:
-            cur += d
-            best = max(best, cur)
-        most = str(best)
-    except Exception as e:
-        most = "? (%s)" % e
-    print("| %s | %s | %d | %s | %.1f | %d | %d | %d |" % (mode, get(mode, "all", "gpu_mem_mib")[0], len(tasks),
-          most, span[mode], failed, ev, gr))
-if "quota" in span and "evict" in span and span["evict"] > 0:
-    print("\nThroughput evict vs quota (quota makespan / evict makespan): %.2fx (issue 5 target: >= 1.3x)"
-          % (span["quota"] / span["evict"]))
-print("\nRaw rows: mix.csv; commands and output tails: mix.log; job records: ps-MODE.json.")
+    print("| app | managed peak (MiB) | largest object (MiB) |")
+    print("|---|---|---|")
+    for a in apps:
+        print("| %s | %s | %s |" % (a, (get(s, "calibrate", a, "managed_peak_mib") or ["?"])[0],
+                                   (get(s, "calibrate", a, "largest_mib") or ["?"])[0]))
+    print("\n| mode | GPU cap (MiB) | tasks | most running at once | makespan (s) | failed "
+          "| evictions | restores | budget growths | median RESULT ms |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    span, sums = {}, {}
+    for mode in ("quota", "evict"):
+        ms = get(s, mode, "all", "makespan_ms")
+        if not ms:
+            print("| %s | - | - | - | not run | - | - | - | - | - |" % mode)
+            continue
+        span[mode] = float(ms[0]) / 1000.0
+        tasks = sorted({r["task"] for r in rows if r["set"] == s and r["mode"] == mode
+                        and r["task"] != "all" and r["key"] == "rc"})
+        failed = sum(1 for t in tasks if get(s, mode, t, "failed"))
+        tot = lambda k: sum(int(v) for t in tasks for v in get(s, mode, t, k))
+        rois = [float(v) for t in tasks for v in get(s, mode, t, "roi_ms")]
+        for t in tasks:
+            for v in get(s, mode, t, "checksum"):
+                sums.setdefault(t.split("-", 1)[1], set()).add(v)
+        most = "?"
+        try:
+            jobs = json.load(open(os.path.join(out, "ps-%s-%s.json" % (s, mode))))
+            iv = [(j["start_us"], j["end_us"]) for j in jobs if j.get("start_us") and j.get("end_us")]
+            pts = sorted([(a, 1) for a, e in iv] + [(e, -1) for a, e in iv], key=lambda p: (p[0], p[1]))
+            cur = best = 0
+            for _, d in pts:
+                cur += d
+                best = max(best, cur)
+            most = str(best)
+        except Exception as e:
+            most = "? (%s)" % e
+        print("| %s | %s | %d | %s | %.1f | %d | %d | %d | %d | %s |" % (
+              mode, get(s, mode, "all", "gpu_mem_mib")[0], len(tasks), most, span[mode],
+              failed, tot("evictions"), tot("restores"), tot("budget_grows"),
+              "%.1f" % statistics.median(rois) if rois else "-"))
+    if sums:
+        diff = sorted(a for a, v in sums.items() if len(v) > 1)
+        print("\nChecksums: " + ("every run of each app gave the same one." if not diff else
+              "DIFFER between runs of " + ", ".join(diff) + "."))
+    if "quota" in span and "evict" in span and span["evict"] > 0:
+        print("\nThroughput evict vs quota (quota makespan / evict makespan): %.2fx "
+              "(issue 5 target: >= 1.3x)" % (span["quota"] / span["evict"]))
+print("\nRESULT ms is each task's own ROI as it prints it: staged, its whole run (all")
+print("stages); a bench/apps program, the median of its repetitions.")
+print("\nRaw rows: mix.csv; commands and output tails: mix.log; job records: ps-SET-MODE.json.")
 EOF
 log "mix: done in $(($(date +%s) - START))s, $FAILS failures; $MD"
 [ "$FAILS" = 0 ]

@@ -26,6 +26,15 @@
  *                    then read back (t73: a cyclic working set larger
  *                    than the evict budget thrashes):
  *                      obj I first=F last=L
+ *   memory staged S R  bench/memory/staged.cu's pattern (the memory mix's
+ *                    stand-in, t74): S 4 MiB "weight" objects loaded
+ *                    from the host, kept to the end; R requests through
+ *                    stage 0, then all through stage 1, ...; a request:
+ *                    its input copied in, a kernel summing one 4 KiB slice
+ *                    of the stage's weights, the result copied out (a
+ *                    host sync per request):
+ *                      stage S sum=X     per stage, over its requests
+ *                      staged check=C    an FNV-1a of every result
  */
 #include <sys/stat.h>
 #include <unistd.h>
@@ -36,7 +45,7 @@
 
 #define MIB (1024u * 1024u)
 
-static CUfunction f_fill;
+static CUfunction f_fill, f_sum;
 
 static size_t free_mib(void)
 {
@@ -181,6 +190,54 @@ static void c_cycle(int rounds)
 	}
 }
 
+static void c_staged(int stages, int reqs)
+{
+	const size_t n = 4 * MIB / 4, slice = 1024;
+	CUdeviceptr w[8], in, out;
+	float *h = malloc(n * sizeof(float)), x, res;
+	uint64_t fnv = 0xcbf29ce484222325ull;
+
+	if (!h || stages > 8) {
+		fprintf(stderr, "memory staged: at most 8 stages\n");
+		exit(2);
+	}
+	for (int s = 0; s < stages; s++) {
+		for (size_t i = 0; i < n; i++)
+			h[i] = (float)(s + 1) + (float)(i % 977) / 1024.0f;
+		CHECK(cuMemAlloc(&w[s], n * sizeof(float)));
+		CHECK(cuMemcpyHtoD(w[s], h, n * sizeof(float)));
+	}
+	/* Small: passes through the memory manager. */
+	CHECK(cuMemAlloc(&in, 4));
+	CHECK(cuMemAlloc(&out, 4));
+	for (int s = 0; s < stages; s++) {
+		double sum = 0;
+
+		for (int r = 0; r < reqs; r++) {
+			CUdeviceptr src = w[s] + (size_t)(r % (int)(n / slice)) * slice * 4;
+			int cnt = (int)slice;
+			void *args[] = { &src, &out, &cnt };
+
+			x = (float)r;
+			CHECK(cuMemcpyHtoD(in, &x, 4));
+			CHECK(cuLaunchKernel(f_sum, 1, 1, 1, 32, 1, 1, 0, NULL, args, NULL));
+			CHECK(cuMemcpyDtoH(&res, out, 4));
+			sum += res;
+			for (int b = 0; b < 4; b++) {
+				fnv ^= ((unsigned char *)&res)[b];
+				fnv *= 0x100000001b3ull;
+			}
+		}
+		printf("stage %d sum=%.1f\n", s, sum);
+	}
+	printf("staged check=0x%016llx\n", (unsigned long long)fnv);
+	for (int s = 0; s < stages; s++)
+		CHECK(cuMemFree(w[s]));
+	CHECK(cuMemFree(in));
+	CHECK(cuMemFree(out));
+	free(h);
+}
+
 int main(int argc, char **argv)
 {
 	CUcontext ctx;
@@ -194,6 +251,7 @@ int main(int argc, char **argv)
 	CHECK(cuCtxSetCurrent(ctx));
 	CHECK(cuModuleLoad(&mod, e2e_module_path()));
 	CHECK(cuModuleGetFunction(&f_fill, mod, "fill_u32"));
+	CHECK(cuModuleGetFunction(&f_sum, mod, "sum_reduce"));
 	if (!strcmp(c, "unused"))
 		c_unused();
 	else if (!strcmp(c, "touch"))
@@ -208,9 +266,12 @@ int main(int argc, char **argv)
 		c_idle(argv[2]);
 	else if (!strcmp(c, "cycle") && argc > 2 && atoi(argv[2]) > 0)
 		c_cycle(atoi(argv[2]));
+	else if (!strcmp(c, "staged") && argc > 3 && atoi(argv[2]) > 0 &&
+		 atoi(argv[3]) > 0)
+		c_staged(atoi(argv[2]), atoi(argv[3]));
 	else {
 		fprintf(stderr, "usage: memory unused|touch|objects|oom|keep|"
-			"idle FILE|cycle ROUNDS\n");
+			"idle FILE|cycle ROUNDS|staged STAGES REQUESTS\n");
 		return 2;
 	}
 	CHECK(cuCtxSynchronize());

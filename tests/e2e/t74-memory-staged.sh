@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# The pattern the memory manager is for (issue 5 (b), bench/memory/staged.cu
+# and bench/memory-mix.sh's "staged" mix): a pipeline keeps every stage's
+# weights allocated but uses them one stage after another, each request
+# with a host round trip.  Under --memory=evict with a budget that holds
+# one stage's weights (half the managed peak, at least the largest object:
+# the mix's rule without its 8 MiB margin, which at this scale would hold
+# everything), the results are those of the plain run, simcuda sees no
+# access to an unmapped page, and objects move at stage boundaries only: at
+# most 2S-1 evictions and S restores for S stages, whatever the number of
+# requests.  Under kmuxd the task does not look like thrashing (no
+# budget growth is asked).
+export KMUX_FAKE_GPUS=1:1G
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/kmuxd-lib.sh"
+M=$PROGS/memory
+S=3
+R=60
+
+# exit-line fields of the preload's KMUX_LOG=info memory line
+evicts() { sed -nE 's/.*evict; .* ([0-9]+) evictions \(.*/\1/p' "$1"; }
+restores() { sed -nE 's/.*evict; .* ([0-9]+) restores \(.*/\1/p' "$1"; }
+peak() { sed -nE 's/.*resident \(peak ([0-9]+)\).*/\1/p' "$1"; }
+
+"$M" staged $S $R >"$TMP/plain" 2>&1
+check "the plain run prints every stage and a check value" \
+	eval '[ "$(grep -c "^stage [0-9]* sum=" "$TMP/plain")" = $S ] && grep -q "^staged check=0x" "$TMP/plain"'
+
+# The calibration the mix does: lazy gives the managed peak (3 x 4 MiB).
+env LD_PRELOAD="$PRELOAD" KMUX_MEMORY=lazy KMUX_LOG=info \
+	"$M" staged $S $R >"$TMP/lazy" 2>"$TMP/lazy.err"
+check "lazy: identical results" cmp "$TMP/plain" "$TMP/lazy"
+check "  ... managed peak: every stage's weights, 12 MiB" [ "$(peak "$TMP/lazy.err")" = $((12 << 20)) ]
+
+# Half the peak: one stage's weights fit, two do not.
+env SIMCUDA_LOG="$TMP/sim.%p" LD_PRELOAD="$PRELOAD" KMUX_MEMORY=evict \
+	KMUX_MEM_BUDGET=6M KMUX_LOG=info \
+	"$M" staged $S $R >"$TMP/evict" 2>"$TMP/evict.err"
+check "evict at half the peak: identical results" cmp "$TMP/plain" "$TMP/evict"
+check "  ... simcuda saw no access to an evicted or unmapped page" \
+	"$SIMDIR/simcuda-check" -q "$TMP"/sim.*
+e=$(evicts "$TMP/evict.err")
+r=$(restores "$TMP/evict.err")
+check "  ... it evicted at stage boundaries only ($e evictions, $r restores; per request would be ~$((S * R)))" \
+	eval '[ -n "$e" ] && [ "$e" -ge $((S - 1)) ] && [ "$e" -le $((2 * S - 1)) ] && [ -n "$r" ] && [ "$r" -ge 1 ] && [ "$r" -le $S ]'
+p=$(peak "$TMP/evict.err")
+check "  ... the resident peak stayed within the budget ($p bytes)" eval '[ -n "$p" ] && [ "$p" -le $((6 << 20)) ]'
+
+# The same under kmuxd, as the mix runs it: no thrash, nothing asked.
+start_daemon
+KMUX_LOG=info "$KMUX" run --memory=evict --mem 6M -n staged -- "$M" staged $S $R \
+	>"$TMP/daemon" 2>"$TMP/daemon.err"
+check "kmux run --memory=evict --mem 6M: identical results" cmp "$TMP/plain" "$TMP/daemon"
+check "  ... never thrashing, no budget growth asked" \
+	grep -Eq "thrashing in 0 of [0-9]+ windows; budget grew 0 times \(of 0 asks\)" "$TMP/daemon.err"
+e=$(evicts "$TMP/daemon.err")
+check "  ... again stage boundaries only ($e evictions)" eval '[ -n "$e" ] && [ "$e" -ge $((S - 1)) ] && [ "$e" -le $((2 * S - 1)) ]'
+stop_daemon
+
+# bench/memory-mix.sh's dry mode (simcuda stand-ins, `memory staged 3 200`
+# for the staged mix): both mixes calibrate and run both modes.  The
+# script runs build/'s binaries: only in the plain build's pass.
+if [ "$BUILD" = "$ROOT/build" ]; then
+	OUT=$TMP/mix KMUX_MIX_DRY=1 KMUX_MIX_BUDGET_S=120 bash "$ROOT/bench/memory-mix.sh" \
+		>"$TMP/mix.out" 2>&1
+	mrc=$?
+	check "memory-mix.sh dry: exit 0 ($mrc)" eval '[ "$mrc" = 0 ] || { tail -n 20 "$TMP/mix.out"; false; }'
+	check "  ... a table per mix, each with quota and evict run on 4 tasks" \
+		eval '[ "$(grep -c "^## mix: " "$TMP/mix/mix.md")" = 2 ] &&
+			[ "$(grep -Ec "^\| (quota|evict) \| [0-9]+ \| 4 \|" "$TMP/mix/mix.md")" = 4 ]'
+	check "  ... staged calibrated by the common rule (peak 12 MiB: quota 20M, evict 14M)" \
+		grep -q "staged: calibrate staged: managed peak 12 MiB, largest 4 MiB -> quota 20M, evict 14M" "$TMP/mix/mix.log"
+	check "  ... staged: the cap (40 MiB, 38 admitted) runs 1 task at once under quota" \
+		grep -q "^| quota | 40 | 4 | 1 |" "$TMP/mix/mix.md"
+	check "  ... and 2 under evict" grep -q "^| evict | 40 | 4 | 2 |" "$TMP/mix/mix.md"
+	check "  ... every staged run gave the same result" \
+		grep -q "^Checksums: every run of each app gave the same one" "$TMP/mix/mix.md"
+	check "  ... rows carry the mix" grep -q "^staged,evict,t3-staged,rc,0$" "$TMP/mix/mix.csv"
+fi
+finish
