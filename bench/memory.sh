@@ -30,6 +30,8 @@
 # Budget: KMUX_MEMBENCH_BUDGET_S (default 380 s); rounds stop early when
 # the budget runs out, and the tables say how many repeats each app got.
 # Knobs: KMUX_MEMBENCH_REPS (3), KMUX_MEMBENCH_APPS (all of bench/apps),
+# KMUX_MEMBENCH_STAGED (1: also bench/memory/staged.cu, with
+# KMUX_MEMBENCH_STAGED_REPS requests per stage, 4096),
 # KMUX_MEMBENCH_APP_ARGS ("--reps 5 --warmup 2"), KMUX_MEMBENCH_TORCH (1),
 # KMUX_MEMBENCH_DRY=1: no GPU; runs tests/e2e's `memory` program on
 # tests/simcuda as the only app, a fake sampler (checks this script's logic).
@@ -155,6 +157,14 @@ else
 		"$NVCC" $NVCCFLAGS -o "$B/$app" "bench/apps/$app.cu" >>"$LOG" 2>&1 &
 		pids+=($!)
 	done
+	# staged (bench/memory/): a pipeline whose stages keep their weights
+	# resident but use them one after another, the phase-local pattern
+	# the memory manager is for; its own arguments (no --warmup).
+	if [ "${KMUX_MEMBENCH_STAGED:-1}" = 1 ]; then
+		# shellcheck disable=SC2086
+		"$NVCC" $NVCCFLAGS -o "$B/staged" bench/memory/staged.cu >>"$LOG" 2>&1 &
+		pids+=($!)
+	fi
 	wait "${pids[@]}"
 	for app in $names; do
 		if [ -x "$B/$app" ]; then
@@ -165,6 +175,15 @@ else
 			FAILS=$((FAILS + 1))
 		fi
 	done
+	if [ "${KMUX_MEMBENCH_STAGED:-1}" = 1 ]; then
+		if [ -x "$B/staged" ]; then
+			APPS+=(staged)
+			CMDS+=("$B/staged plain --reps ${KMUX_MEMBENCH_STAGED_REPS:-4096}")
+		else
+			log "build: staged FAILED"
+			FAILS=$((FAILS + 1))
+		fi
+	fi
 	log "build: ${#APPS[@]} apps ($(time_left)s left)"
 fi
 
