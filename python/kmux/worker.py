@@ -285,12 +285,10 @@ def main():
         _release_memory()
         _send(fd, {"i": job["i"], "exit": code,
                    "run_s": time.perf_counter() - t})
-        # Memory a job leaves referenced (a tensor CuPy still shares
-        # through DLPack, a module-level cache) would count against every
-        # later job's quota: on the H200, two jobs ran out of memory after
-        # a CuPy job in the same worker (bench/results/exclusive.md, run
-        # 3).  A worker that cannot get back to its start retires; kmux
-        # starts another in its place.
+        # Memory a job leaves referenced (a tensor kept in a module-level
+        # cache, a CuPy array still alive) would count against every later
+        # job's quota in this worker.  A worker that cannot get back to
+        # its start retires; kmux starts another in its place.
         held = _held_bytes() - base
         if held > limit:
             sys.stderr.write("kmux: worker %d: job %s left %d MiB of GPU "
