@@ -174,11 +174,15 @@ static void test_busyness_threshold(void **state)
 	t.busy = 1.0;
 	pol.busy_max = 0.5;
 	assert_int_equal(admit_place(&g, 1, &t, &pol, &pl), 0);
-	/* Round robin ignores busyness (memory still counts). */
+	/* Round robin obeys the same limit: a placement decides where a
+	 * task goes, not whether the GPU takes one more. */
 	pol.busy_max = 1.5;
 	g.ntasks = 3;
 	g.busy_committed = 3.0;
 	pol.placement = ADMIT_PLACE_ROUND_ROBIN;
+	assert_int_equal(admit_place(&g, 1, &t, &pol, &pl), -EAGAIN);
+	g.busy_committed = 0.5;	/* load: the utilization, 1.0 */
+	t.busy = 0.5;
 	assert_int_equal(admit_place(&g, 1, &t, &pol, &pl), 0);
 	g.mem_committed = 80 * GiB;
 	assert_int_equal(admit_place(&g, 1, &t, &pol, &pl), -EAGAIN);
@@ -1071,8 +1075,8 @@ static bool brute_fits(const struct admit_gpu *g, const struct admit_task *t)
 		return false;
 	if (g->exclusive || (t->exclusive && g->ntasks > 0))
 		return false;
-	if (pol.placement == ADMIT_PLACE_BUSYNESS && g->ntasks > 0 &&
-	    ld + t->busy > pol.busy_max + 1e-9)
+	/* Both placements share the busyness limit. */
+	if (g->ntasks > 0 && ld + t->busy > pol.busy_max + 1e-9)
 		return false;
 	return true;
 }
