@@ -125,8 +125,10 @@ static void APP_UNUSED app_parse(struct app_opts *o, const char *app, int argc,
 
 /* ------------------------------------------------------------ inputs */
 
-/* A 32-bit integer hash (good avalanche, no state): input i of stream seed. */
-static inline uint32_t APP_UNUSED app_hash(uint32_t seed, uint32_t i)
+/* A 32-bit integer hash (good avalanche, no state): input i of stream seed.
+ * Also on the device, so a kernel can regenerate what the CPU checks. */
+static __host__ __device__ inline uint32_t APP_UNUSED app_hash(uint32_t seed,
+							       uint32_t i)
 {
 	uint32_t x = seed * 0x9E3779B9u ^ (i + 0x7F4A7C15u);
 

@@ -58,14 +58,8 @@
 /* The same hash on both sides, so the CPU check regenerates the weights. */
 __host__ __device__ inline float st_rand(uint32_t seed, uint32_t i)
 {
-	uint32_t x = seed * 0x9E3779B9u ^ (i + 0x7F4A7C15u);
-
-	x ^= x >> 16;
-	x *= 0x85EBCA6Bu;
-	x ^= x >> 13;
-	x *= 0xC2B2AE35u;
-	x ^= x >> 16;
-	return (float)(x >> 8) * (1.0f / 16777216.0f) * 2.0f - 1.0f;
+	return (float)(app_hash(seed, i) >> 8) * (1.0f / 16777216.0f) * 2.0f -
+	       1.0f;
 }
 
 __host__ __device__ inline float st_weight(int stage, size_t i)
