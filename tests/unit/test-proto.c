@@ -144,6 +144,8 @@ static void sample(uint16_t type, struct proto_msg *m)
 		m->u.admit.gpus[0] = 5;
 		m->u.admit.gpus[1] = 0;
 		m->u.admit.gpus[2] = 63;
+		m->u.admit.mps_pipe = "/run/user/1000/kmux/sock.mps/pipe";
+		m->u.admit.mps_log = "/run/user/1000/kmux/sock.mps/log";
 		break;
 	case PROTO_JOB_LIST:
 		m->u.jobs = (struct proto_job_list){ .count = 3, .vec = jobs3 };
@@ -306,6 +308,8 @@ static void msg_eq(const struct proto_msg *a, const struct proto_msg *b)
 		assert_int_equal(a->u.admit.ngpus, b->u.admit.ngpus);
 		for (i = 0; i < a->u.admit.ngpus; i++)
 			assert_int_equal(a->u.admit.gpus[i], b->u.admit.gpus[i]);
+		str_eq(a->u.admit.mps_pipe, b->u.admit.mps_pipe);
+		str_eq(a->u.admit.mps_log, b->u.admit.mps_log);
 		break;
 	case PROTO_JOB_LIST: {
 		struct proto_iter it = { 0 };
@@ -922,6 +926,9 @@ static void test_encoder_rejects_invalid(void **state)
 	BAD(PROTO_ADMIT, m.u.admit.gpus[1] = 5);	/* duplicate */
 	BAD(PROTO_ADMIT, m.u.admit.gpus[2] = 64);
 	BAD(PROTO_ADMIT, m.u.admit.job = 0);
+	BAD(PROTO_ADMIT, m.u.admit.mps_pipe = "relative/pipe");
+	BAD(PROTO_ADMIT, m.u.admit.mps_log = "");	/* one without the other */
+	BAD(PROTO_ADMIT, m.u.admit.mps_pipe = NULL);
 	BAD(PROTO_EXITED, m.u.exited.state = PROTO_JOB_RUNNING);
 	BAD(PROTO_EXITED, m.u.exited.state = 0);
 	BAD(PROTO_GPU_LIST, m.u.gpus.count = PROTO_MAX_GPUS + 1);
