@@ -488,7 +488,7 @@ static void test_typed_encoders(void **state)
 static void test_golden_bytes(void **state)
 {
 	static const uint8_t want[] = {
-		'K', 'M', 'U', 'X', 4, 0, 106, 0,	/* magic, v4, WAIT */
+		'K', 'M', 'U', 'X', 5, 0, 106, 0,	/* magic, v5, WAIT */
 		8, 0, 0, 0, 0x78, 0x56, 0x34, 0x12,	/* length 8, seq */
 		0x2a, 0, 0, 0, 0, 0, 0, 0x80,		/* job */
 	};
@@ -503,7 +503,7 @@ static void test_golden_bytes(void **state)
 
 	/* REGISTER, the preload's layout (v2). */
 	static const uint8_t reg[] = {
-		'K', 'M', 'U', 'X', 4, 0, 103, 0,
+		'K', 'M', 'U', 'X', 5, 0, 103, 0,
 		65, 0, 0, 0, 1, 0, 0, 0,
 		7, 0, 0, 0, 0, 0, 0, 0,		/* job */
 		9, 0, 0, 0, 0, 0, 0, 0,		/* pid_start */
@@ -529,7 +529,7 @@ static void test_golden_bytes(void **state)
 	/* MEM_PRESSURE (v4). */
 	{
 		static const uint8_t mp[] = {
-			'K', 'M', 'U', 'X', 4, 0, 210, 0,
+			'K', 'M', 'U', 'X', 5, 0, 210, 0,
 			16, 0, 0, 0, 5, 0, 0, 0,
 			0, 0, 0, 0x03, 0, 0, 0, 0,	/* give 48 MiB */
 			2, 0, 0, 0, 0, 0, 0, 0,		/* gpu 2, reserved */
@@ -1142,6 +1142,12 @@ static void test_bad_counts(void **state)
 	f_u32(&f, 1);
 	assert_int_equal(f_decode(&f), -EBADMSG);
 	f_u32(&f, 2);
+	assert_int_equal(f_decode(&f), -EBADMSG);	/* no MPS strs (v4) */
+	f_u32(&f, 1);
+	f_bytes(&f, "", 1);				/* mps_pipe "" */
+	assert_int_equal(f_decode(&f), -EBADMSG);	/* no mps_log */
+	f_u32(&f, 1);
+	f_bytes(&f, "", 1);				/* mps_log "" */
 	assert_int_equal(f_decode(&f), 0);
 	f_u32(&f, 3);
 	assert_int_equal(f_decode(&f), -EBADMSG);	/* trailing */
@@ -1367,10 +1373,10 @@ static void test_random_mutations(void **state)
 static void test_fuzzer_regressions(void **state)
 {
 	/* REGISTER with an empty argv: block_ok() did NULL + 0 (UBSan).
-	 * Found on protocol v1; here in v2's layout (v3 and v4 keep it), the
+	 * Found on protocol v1; here in v2's layout (v3 to v5 keep it), the
 	 * same fault. */
 	static const uint8_t reg_empty_argv[] = {
-		0x4b, 0x4d, 0x55, 0x58, 0x04, 0x00, 0x67, 0x00,
+		0x4b, 0x4d, 0x55, 0x58, 0x05, 0x00, 0x67, 0x00,
 		0x3d, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00,
 		0x00, 0x00, 0x00, 0x00, 0x14, 0x00, 0x00, 0x00, /* job */
 		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* pid_start */
