@@ -127,8 +127,9 @@ daemon_stop() {
 	[ -n "$KSOCK" ] || return 0
 	local p i
 	p=$(cat "$KSOCK.lock" 2>/dev/null)
+	# kmuxd --mps quits its MPS daemon on the way out (up to 10 s)
 	if [ -n "$p" ] && kill "$p" 2>/dev/null; then
-		for i in $(seq 50); do
+		for i in $(seq 150); do
 			kill -0 "$p" 2>/dev/null || break
 			sleep 0.1
 		done
@@ -504,6 +505,15 @@ print(" ".join(str(j["id"]) for j in json.load(sys.stdin)))' 2>/dev/null); do
 		kx cancel -s KILL "$id" >/dev/null 2>&1
 	done
 	daemon_stop
+	# kmux-mps: an MPS daemon that outlived kmuxd would share the GPU with
+	# the next mode
+	if [ -n "${MPS_BIN:-}" ] && [ -d "$KSOCK_WAS.mps/pipe" ] &&
+		echo get_server_list | CUDA_MPS_PIPE_DIRECTORY=$KSOCK_WAS.mps/pipe \
+			"$MPS_BIN" >/dev/null 2>&1; then
+		log "  $MODE: kmuxd's MPS daemon still answers after it exited: quit"
+		echo quit | CUDA_MPS_PIPE_DIRECTORY=$KSOCK_WAS.mps/pipe \
+			CUDA_MPS_LOG_DIRECTORY=$KSOCK_WAS.mps/log "$MPS_BIN" >>"$LOG" 2>&1
+	fi
 	{
 		echo "--- kmuxd.log ($MODE)"
 		cat "$KSTATE/kmuxd.log" 2>/dev/null
