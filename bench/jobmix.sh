@@ -8,6 +8,9 @@
 #   kmux        a private kmuxd; every job through `kmux submit [--mem M]`,
 #               then `kmux wait` (busyness placement, the default)
 #   kmux-rr     with two GPUs or more: the same with --placement roundrobin
+#   kmux-mps    kmux with `kmux daemon --mps` (its own private MPS control
+#               daemon; every job an MPS client); only when asked for in
+#               JOBMIX_MODES
 #   kmux-bmX    with JOBMIX_BUSY_SWEEP="X ...": kmux with --busy-max X,
 #               after the others (skipped when the budget is short)
 #
@@ -61,6 +64,7 @@
 #   JOBMIX_BUSY_SWEEP           busy-max values for the kmux-bmX modes
 #   JOBMIX_MIX                  another mix file (for one GPU)
 #   JOBMIX_KMUXD_ARGS           more `kmux daemon` options for the kmux modes
+#   JOBMIX_MPS_BIN              the nvidia-cuda-mps-control for mps, kmux-mps
 #   JOBMIX_SIM=1                no GPU: stand-in jobs (bench/jobmix/simjob.c,
 #                               bench/jobmix/mix-sim.txt) on tests/simcuda,
 #                               kmuxd on KMUX_FAKE_GPUS, a stand-in MPS
@@ -104,7 +108,7 @@ meta() { printf '%s=%s\n' "$1" "$2" >>"$META"; }
 
 # --- clean-up: whatever happens, no MPS daemon, kmuxd or job is left -------
 MPS_PIPE="" MPS_LOGDIR="" MPS_BIN=""
-KSOCK=""
+KSOCK="" KSOCK_WAS=""
 ALL_PGIDS=()
 mps_quit() {
 	[ -n "$MPS_PIPE" ] || return 0
@@ -123,8 +127,9 @@ daemon_stop() {
 	[ -n "$KSOCK" ] || return 0
 	local p i
 	p=$(cat "$KSOCK.lock" 2>/dev/null)
+	# kmuxd --mps quits its MPS daemon on the way out (up to 10 s)
 	if [ -n "$p" ] && kill "$p" 2>/dev/null; then
-		for i in $(seq 50); do
+		for i in $(seq 150); do
 			kill -0 "$p" 2>/dev/null || break
 			sleep 0.1
 		done
@@ -384,8 +389,9 @@ run_together() {
 	wait_jobs "$deadline" "${pids[@]}"
 }
 
-run_mps() {
-	local dir=$1
+# mps_find: MPS_BIN, the control binary (JOBMIX_MPS_BIN; the stand-in under
+# JOBMIX_SIM; else PATH, then /usr/local/nvidia/bin); 1 when there is none
+mps_find() {
 	MPS_BIN=${JOBMIX_MPS_BIN:-}
 	if [ -z "$MPS_BIN" ]; then
 		if [ "$SIM" = 1 ]; then
@@ -412,6 +418,11 @@ EOS
 		log "mps: nvidia-cuda-mps-control not found: mode skipped"
 		return 1
 	fi
+}
+
+run_mps() {
+	local dir=$1
+	mps_find || return 1
 	MPS_PIPE=$WORK/mps/pipe
 	MPS_LOGDIR=$WORK/mps/log
 	mkdir -p "$MPS_PIPE" "$MPS_LOGDIR"
@@ -481,6 +492,7 @@ run_kmux() {
 			"$KMUX_BIN" wait "${ids[i]}" >/dev/null 2>>"$LOG"
 		[ $? = 124 ] && log "  kmux wait ${ids[i]} (${names[i]}): mode deadline"
 	done
+	KSOCK_WAS=$KSOCK
 	kx ps --all --json >"$dir/ps.json" 2>>"$LOG"
 	{
 		echo "--- kmux ps --all ($placement)"
@@ -493,9 +505,22 @@ print(" ".join(str(j["id"]) for j in json.load(sys.stdin)))' 2>/dev/null); do
 		kx cancel -s KILL "$id" >/dev/null 2>&1
 	done
 	daemon_stop
+	# kmux-mps: an MPS daemon that outlived kmuxd would share the GPU with
+	# the next mode
+	if [ -n "${MPS_BIN:-}" ] && [ -d "$KSOCK_WAS.mps/pipe" ] &&
+		echo get_server_list | CUDA_MPS_PIPE_DIRECTORY=$KSOCK_WAS.mps/pipe \
+			"$MPS_BIN" >/dev/null 2>&1; then
+		log "  $MODE: kmuxd's MPS daemon still answers after it exited: quit"
+		echo quit | CUDA_MPS_PIPE_DIRECTORY=$KSOCK_WAS.mps/pipe \
+			CUDA_MPS_LOG_DIRECTORY=$KSOCK_WAS.mps/log "$MPS_BIN" >>"$LOG" 2>&1
+	fi
 	{
 		echo "--- kmuxd.log ($MODE)"
 		cat "$KSTATE/kmuxd.log" 2>/dev/null
+		if [ -d "$KSOCK_WAS.mps/log" ]; then
+			echo "--- MPS logs ($MODE)"
+			tail -n 40 "$KSOCK_WAS.mps/log"/*.log 2>/dev/null
+		fi
 	} >>"$LOG"
 	# what the memory growth did: granted at once, waited, refused
 	meta "kmux_grow_$MODE" "$(grep -c ' grew from ' "$KSTATE/kmuxd.log" 2>/dev/null) grew, $(grep -c ' waits to grow ' "$KSTATE/kmuxd.log" 2>/dev/null) waited first, $(grep -c ' may not grow ' "$KSTATE/kmuxd.log" 2>/dev/null) refused"
@@ -577,7 +602,7 @@ for MODE in "${MODES[@]}"; do
 	exclusive) run_exclusive "$dir" ;;
 	together) run_together "$dir" ;;
 	mps) run_mps "$dir" ;;
-	kmux | kmux-rr | kmux-bm*)
+	kmux | kmux-rr | kmux-mps | kmux-bm*)
 		if [ "$HAVE_CLI" != 1 ]; then
 			log "$MODE: kmux CLI unusable: skipped"
 			false
@@ -585,6 +610,9 @@ for MODE in "${MODES[@]}"; do
 			run_kmux "$dir" busyness
 		elif [ "$MODE" = kmux-rr ]; then
 			run_kmux "$dir" roundrobin
+		elif [ "$MODE" = kmux-mps ]; then
+			mps_find && run_kmux "$dir" busyness --mps \
+				--mps-control "$MPS_BIN"
 		else
 			run_kmux "$dir" busyness --busy-max "${MODE#kmux-bm}"
 		fi ;;

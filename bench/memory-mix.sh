@@ -46,6 +46,13 @@
 # tasks, each task's run time.  Throughput ratio = quota makespan / evict
 # makespan (issue 5's target: >= 1.3).
 #
+# KMUX_MIX_MPS=1 adds two modes per mix, run after those two: evict-mps and
+# quota-mps, the same with `kmux daemon --mps` (kmuxd's private MPS control
+# daemon; every task an MPS client, so co-located tasks share each GPU
+# instead of time-slicing between their contexts).  KMUX_MIX_MPS_CONTROL:
+# its nvidia-cuda-mps-control (default: kmuxd's lookup, PATH then
+# /usr/local/nvidia/bin; under KMUX_MIX_DRY a stand-in script).
+#
 # Output under $OUT: mix.log (every command, output tails), mix.csv
 # (set,mode,task,key,value), mix.md (one table per mix), ps-SET-MODE.json,
 # kmuxd-SET-MODE.log.  Budget: KMUX_MIX_BUDGET_S (default 280 s; expected
@@ -75,6 +82,10 @@ DRY=${KMUX_MIX_DRY:-0}
 SETS=${KMUX_MIX_SETS:-staged apps}
 REPS=${KMUX_MIX_REPS:-60}
 FRAC=${KMUX_MIX_GPU_FRAC:-0.5}
+MODES="quota evict"
+MPS=${KMUX_MIX_MPS:-0}
+MPS_CONTROL=${KMUX_MIX_MPS_CONTROL:-}
+[ "$MPS" = 1 ] && MODES="$MODES evict-mps quota-mps"
 FAILS=0
 B=$WORK/bin
 MiB=1048576
@@ -102,6 +113,22 @@ if [ "$DRY" = 1 ]; then
 	APP_CMD[keep]="$ROOT/build/tests/e2e/memory keep"
 	SET_APPS[staged]="staged"
 	APP_CMD[staged]="$ROOT/build/tests/e2e/memory staged 3 200"
+	if [ "$MPS" = 1 ] && [ -z "$MPS_CONTROL" ]; then
+		# A stand-in nvidia-cuda-mps-control: -d starts "a daemon" (a
+		# marker), a command on stdin needs it, quit removes it.
+		MPS_CONTROL=$B/nvidia-cuda-mps-control
+		cat >"$MPS_CONTROL" <<'EOS'
+#!/bin/sh
+m=$CUDA_MPS_PIPE_DIRECTORY/stub-running
+if [ "${1:-}" = -d ]; then touch "$m"; echo "stub: started" >>"$CUDA_MPS_LOG_DIRECTORY/control.log"; exit 0; fi
+[ -e "$m" ] || { echo "stub: no MPS daemon" >&2; exit 1; }
+read -r c
+echo "stub: $c" >>"$CUDA_MPS_LOG_DIRECTORY/control.log"
+[ "$c" = quit ] && rm -f "$m"
+exit 0
+EOS
+		chmod +x "$MPS_CONTROL"
+	fi
 else
 	log "mix: $(uname -srm), $(nproc) CPUs; GPU: $(gpu_line); budget ${BUDGET}s; mixes: $SETS"
 	SET_APPS[apps]=${KMUX_MIX_APPS:-phase_buffers mixed_pairs reductions image_pipeline}
@@ -169,19 +196,24 @@ calibrate() {
 # submitted at once, wait for all.
 mix() {
 	local set=$1 mode=$2 d=$WORK/mix/$1-$2 t0 t1 i need pids=() rc v tag
+	local base=${2%-mps} dargs=() p
 	mkdir -p "$d/run" "$d/state"
 	chmod 700 "$d/run" "$d/state"
 	export KMUX_SOCKET=$d/run/sock KMUX_STATE_DIR=$d/state
-	logq "\$ [$set $mode] kmux daemon --gpu-mem ${GPU_MIB}M --busy-max 1000"
+	if [ "$base" != "$mode" ]; then
+		dargs=(--mps)
+		[ -n "$MPS_CONTROL" ] && dargs+=(--mps-control "$MPS_CONTROL")
+	fi
+	logq "\$ [$set $mode] kmux daemon --gpu-mem ${GPU_MIB}M --busy-max 1000${dargs[*]:+ ${dargs[*]}}"
 	# Busyness never holds a task back here: memory alone decides.
-	if ! kmuxp daemon --gpu-mem "${GPU_MIB}M" --busy-max 1000 >>"$LOG" 2>&1; then
+	if ! kmuxp daemon --gpu-mem "${GPU_MIB}M" --busy-max 1000 "${dargs[@]}" >>"$LOG" 2>&1; then
 		log "$set $mode: the daemon did not start"
 		FAILS=$((FAILS + 1))
 		return
 	fi
 	t0=$(date +%s%N)
 	for i in "${!TASK_APP[@]}"; do
-		if [ "$mode" = quota ]; then
+		if [ "$base" = quota ]; then
 			need=${NEED_Q[${TASK_APP[$i]}]}
 			set -- run --mem "${need}M" -n "t$i-${TASK_APP[$i]}" --
 		else
@@ -224,9 +256,21 @@ mix() {
 		[ -n "$v" ] && csv "$set" "$mode" "$tag" checksum "$v"
 	done
 	kmuxp ps --all --json >"$OUT/ps-$set-$mode.json" 2>>"$LOG"
-	cp "$d/state/kmuxd.log" "$OUT/kmuxd-$set-$mode.log" 2>/dev/null
-	kill "$(cat "$KMUX_SOCKET.lock" 2>/dev/null)" 2>/dev/null
+	# kmuxd --mps quits its MPS daemon on the way out: wait for that, so
+	# the next mode starts on a GPU with no MPS server left.
+	p=$(cat "$KMUX_SOCKET.lock" 2>/dev/null)
+	if [ -n "$p" ] && kill "$p" 2>/dev/null; then
+		for i in $(seq 150); do
+			kill -0 "$p" 2>/dev/null || break
+			sleep 0.1
+		done
+	fi
 	sleep 0.5
+	cp "$d/state/kmuxd.log" "$OUT/kmuxd-$set-$mode.log" 2>/dev/null
+	if [ -d "$KMUX_SOCKET.mps/log" ]; then
+		tail -n 20 "$KMUX_SOCKET.mps/log"/*.log 2>/dev/null |
+			sed "s/^/    [$set $mode mps] /" >>"$LOG"
+	fi
 	log "$set $mode: makespan $(((t1 - t0) / 1000000)) ms ($(time_left)s left)"
 }
 
@@ -252,7 +296,7 @@ for set in $SETS; do
 	for a in "${TASK_APP[@]}"; do sumq=$((sumq + NEED_Q[$a])); done
 	GPU_MIB=$(awk -v s="$sumq" -v f="$FRAC" 'BEGIN { printf "%d", s * f }')
 	log "$set: ${#TASK_APP[@]} tasks, sum of quota needs ${sumq} MiB; kmux daemon --gpu-mem ${GPU_MIB}M"
-	for mode in quota evict; do
+	for mode in $MODES; do
 		# A mode takes at most the tasks' time in sequence; stop rather
 		# than be killed half way.
 		have_time 60 || { log "$set $mode: SKIP (out of time)"; continue; }
@@ -261,11 +305,12 @@ for set in $SETS; do
 done
 
 # ------------------------------------------------------------ report
-"$PY" - "$CSV" "$OUT" "$SETS" >"$MD" 2>>"$LOG" <<'EOF'
+"$PY" - "$CSV" "$OUT" "$SETS" "$MODES" >"$MD" 2>>"$LOG" <<'EOF'
 import csv, json, os, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 out = sys.argv[2]
 sets = sys.argv[3].split()
+modes = sys.argv[4].split()
 about = {
     "staged": "copies of bench/memory/staged.cu: every stage's weights resident, "
               "used one stage after another, so most objects sit idle",
@@ -280,6 +325,9 @@ print("(a fraction of the sum of the tasks' quota needs; kmuxd admits up to 95% 
 print("quota: `kmux run --mem P+8M` (P: managed peak from a lazy calibration run);")
 print("evict: `kmux run --memory=evict --mem max(P/2, largest object)+8M`.")
 print("The same rule for every mix.")
+if any(m.endswith("-mps") for m in modes):
+    print("quota-mps, evict-mps: the same under `kmux daemon --mps` (every task a client of")
+    print("kmuxd's private MPS control daemon; memory limits still the preload's).")
 for s in sets:
     print("\n## mix: %s (%s)\n" % (s, about.get(s, "")))
     apps = sorted({r["task"] for r in rows if r["set"] == s and r["mode"] == "calibrate"})
@@ -295,7 +343,7 @@ for s in sets:
           "| evictions | restores | budget growths | median RESULT ms |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     span, sums = {}, {}
-    for mode in ("quota", "evict"):
+    for mode in modes:
         ms = get(s, mode, "all", "makespan_ms")
         if not ms:
             print("| %s | - | - | - | not run | - | - | - | - | - |" % mode)
@@ -332,6 +380,10 @@ for s in sets:
     if "quota" in span and "evict" in span and span["evict"] > 0:
         print("\nThroughput evict vs quota (quota makespan / evict makespan): %.2fx "
               "(issue 5 target: >= 1.3x)" % (span["quota"] / span["evict"]))
+    for m in modes:
+        if m.endswith("-mps") and "quota" in span and span.get(m, 0) > 0:
+            print("\nThroughput %s vs quota (quota makespan / %s makespan): %.2fx"
+                  % (m, m, span["quota"] / span[m]))
 print("\nRESULT ms is each task's own ROI as it prints it: staged, its whole run (all")
 print("stages); a bench/apps program, the median of its repetitions.")
 print("\nRaw rows: mix.csv; commands and output tails: mix.log; job records: ps-SET-MODE.json.")

@@ -36,6 +36,8 @@ enum {
 	OPT_GPU_MEM,
 	OPT_REGION_CPUS,
 	OPT_CGROUP_ROOT,
+	OPT_MPS,
+	OPT_MPS_CONTROL,
 };
 
 static void help(void)
@@ -86,6 +88,12 @@ static void help(void)
 	      "      --cgroup-root DIR where /proc/PID/cgroup paths are found,\n"
 	      "                        to freeze through cgroup.freeze (default:\n"
 	      "                        the cgroup2 mount; \"\": SIGSTOP only)\n"
+	      "      --mps             run every job kmux starts or admits as a\n"
+	      "                        client of one private MPS control daemon\n"
+	      "                        (started now, stopped on exit; exit 1 if\n"
+	      "                        it cannot start)\n"
+	      "      --mps-control PATH  its nvidia-cuda-mps-control (default:\n"
+	      "                        PATH, then /usr/local/nvidia/bin)\n"
 	      "  -v, --verbose         log every connection and request\n"
 	      "  -h, --help            this help\n"
 	      "\n"
@@ -143,6 +151,8 @@ static int daemon_exec(int argc, char **argv)
 		{ "gpu-mem", required_argument, NULL, OPT_GPU_MEM },
 		{ "region-cpus", required_argument, NULL, OPT_REGION_CPUS },
 		{ "cgroup-root", required_argument, NULL, OPT_CGROUP_ROOT },
+		{ "mps", no_argument, NULL, OPT_MPS },
+		{ "mps-control", required_argument, NULL, OPT_MPS_CONTROL },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -279,6 +289,15 @@ static int daemon_exec(int argc, char **argv)
 					"directory, or \"\")", optarg);
 			o.cgroup_root = optarg;
 			break;
+		case OPT_MPS:
+			o.mps = true;
+			break;
+		case OPT_MPS_CONTROL:
+			if (!*optarg)
+				return cmd_usage_error(&cmd_daemon_entry,
+					"empty --mps-control");
+			o.mps_control = optarg;
+			break;
 		case 'v':
 			o.log_level = KMUX_LOG_DEBUG;
 			break;
@@ -296,6 +315,15 @@ static int daemon_exec(int argc, char **argv)
 		return cmd_usage_error(&cmd_daemon_entry, "empty --socket");
 	if (o.state_dir && !*o.state_dir)
 		return cmd_usage_error(&cmd_daemon_entry, "empty --state-dir");
+	if (o.mps_control && !o.mps)
+		return cmd_usage_error(&cmd_daemon_entry,
+				       "--mps-control needs --mps");
+	/* One MPS server serves one user at a time and a private pipe
+	 * directory reaches only ours: not a node's daemon. */
+	if (o.mps && o.system)
+		return cmd_usage_error(&cmd_daemon_entry, "--mps is per-user "
+				       "only, not with --system (one MPS "
+				       "server serves one user at a time)");
 	return server_main(&o);
 }
 
@@ -309,7 +337,8 @@ const struct cmd_entry cmd_daemon_entry = {
 		 "[--slurm-interval SEC]] [--region-max SEC] "
 		 "[--region-drain SEC] [--region-freeze on|off] "
 		 "[--gpu-mem SIZE] "
-		 "[--region-cpus LIST] [--cgroup-root DIR] [-v]",
+		 "[--region-cpus LIST] [--cgroup-root DIR] "
+		 "[--mps [--mps-control PATH]] [-v]",
 	.summary = "run kmuxd, the job queue and GPU scheduler",
 	.exec = daemon_exec,
 };

@@ -300,6 +300,13 @@ static int run_admit(struct client *c, const struct run_opts *o, char **cmd,
 		r = run_env_set(env, "KMUX_JOB", num);
 	if (!r)
 		r = run_env_set(env, "KMUX_SOCKET", c->paths.socket);
+	/* kmuxd --mps: CMD's CUDA context is a client of its MPS daemon. */
+	if (!r && rep.u.admit.mps_pipe[0])
+		r = run_env_set(env, "CUDA_MPS_PIPE_DIRECTORY",
+				rep.u.admit.mps_pipe);
+	if (!r && rep.u.admit.mps_log[0])
+		r = run_env_set(env, "CUDA_MPS_LOG_DIRECTORY",
+				rep.u.admit.mps_log);
 	if (r) {
 		fprintf(stderr, "kmux: run: the environment: %s\n",
 			strerror(-r));

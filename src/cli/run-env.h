@@ -10,7 +10,7 @@
 /* The driver's hardware queues unless CUDA_DEVICE_MAX_CONNECTIONS says. */
 #define RUN_DEFAULT_CONNECTIONS	8
 #define RUN_MAX_CONNECTIONS	32	/* the most the driver accepts */
-#define RUN_ENV_MAX		12
+#define RUN_ENV_MAX		14
 
 /*
  * N of --streams N: a decimal integer in 1..RUN_STREAMS_MAX and nothing
@@ -30,7 +30,7 @@ struct run_env {
 	int n;
 	char streams[32];
 	char connections[64];
-	char extra[6][4096 + 32];	/* run_env_set() */
+	char extra[8][4096 + 32];	/* run_env_set() */
 	int nextra;
 };
 

@@ -285,6 +285,12 @@ static bool job_rec_ok(const struct proto_job_rec *r)
 	       slen(r->name) < PROTO_MAX_NAME;
 }
 
+/* ADMIT's MPS directories: "" (none), or an absolute path. */
+static bool mps_dir_ok(const char *s)
+{
+	return slen(s) == 0 || (s[0] == '/' && slen(s) < PROTO_MAX_PATH);
+}
+
 static bool admit_ok(const struct proto_admit *m)
 {
 	uint64_t seen = 0;
@@ -298,6 +304,9 @@ static bool admit_ok(const struct proto_admit *m)
 			return false;
 		seen |= UINT64_C(1) << m->gpus[i];
 	}
+	if (!mps_dir_ok(m->mps_pipe) || !mps_dir_ok(m->mps_log) ||
+	    (slen(m->mps_pipe) == 0) != (slen(m->mps_log) == 0))
+		return false;
 	return true;
 }
 
@@ -714,7 +723,9 @@ static int rd_payload(struct rd *r, struct proto_msg *m)
 		for (i = 0; i < a->ngpus; i++)
 			if (rd_u32(r, &a->gpus[i]) < 0)
 				return -EBADMSG;
-		return 0;
+		if (rd_str(r, &a->mps_pipe) < 0)
+			return -EBADMSG;
+		return rd_str(r, &a->mps_log);
 	}
 	case PROTO_JOB_LIST: {
 		struct proto_wire_count w;
@@ -1018,6 +1029,8 @@ static int wr_payload(struct wr *w, const struct proto_msg *m)
 		wr_bytes(w, &x, sizeof(x));
 		for (i = 0; i < a->ngpus; i++)
 			wr_u32(w, a->gpus[i]);
+		wr_str(w, a->mps_pipe);
+		wr_str(w, a->mps_log);
 		return 0;
 	}
 	case PROTO_JOB_LIST:

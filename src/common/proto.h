@@ -54,7 +54,7 @@
 #include <stdint.h>
 
 #define PROTO_MAGIC 0x58554d4bu		/* the bytes "KMUX" read as u32 LE */
-#define PROTO_VERSION 4
+#define PROTO_VERSION 5
 #define PROTO_HDR_SIZE 16
 #define PROTO_MAX_MSG (1u << 20)	/* header included */
 #define PROTO_MAX_PAYLOAD (PROTO_MAX_MSG - PROTO_HDR_SIZE)
@@ -256,7 +256,8 @@ struct proto_wire_error {		/* + str message */
 	uint32_t reserved;
 } PROTO_PACKED;
 
-struct proto_wire_admit {		/* + ngpus x u32 gpu index */
+struct proto_wire_admit {	/* + ngpus x u32 gpu index, str mps_pipe,
+				 * str mps_log (v5) */
 	uint64_t job;
 	uint64_t quota;
 	uint32_t ngpus;
@@ -510,6 +511,11 @@ struct proto_admit {
 	uint64_t quota;			/* bytes per GPU the preload enforces */
 	uint32_t ngpus;			/* 1 .. PROTO_MAX_GPUS */
 	uint32_t gpus[PROTO_MAX_GPUS];	/* distinct, < PROTO_MAX_GPUS */
+	/* kmuxd --mps (v5): the private MPS control daemon's pipe and log
+	 * directories the job's CUDA_MPS_* variables name, absolute; both ""
+	 * (NULL encodes as "") without --mps. */
+	const char *mps_pipe;
+	const char *mps_log;
 };
 
 struct proto_job_rec {

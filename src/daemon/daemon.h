@@ -9,6 +9,7 @@
  *	                 logs, and the preload's messages
  *	nvml.c           the GPUs
  *	slurm-weight.c   busyness as the node's Slurm weight
+ *	mps.c            --mps: the jobs' private MPS control daemon
  *
  * One thread, one libevent loop: nothing here is locked.
  */
@@ -23,6 +24,7 @@
 #include <sys/types.h>
 
 #include "admit.h"
+#include "mps.h"
 #include "paths.h"
 #include "proto.h"
 
@@ -200,6 +202,8 @@ struct server {
 
 	struct slurm_weight *slurm;	/* --slurm-node: slurm-weight.c */
 
+	struct mps mps;		/* --mps; mps.on: jobs get its directories */
+
 	/* Exclusive regions (region.c). */
 	struct region_gpu regions[ADMIT_MAX_GPUS];
 	uint8_t *gates;			/* <socket>.gates, mapped */
@@ -243,6 +247,14 @@ struct server {
 #define SERVER_OUT_HIGH (4u * 1024 * 1024)
 #define SERVER_TICK_MS 500
 #define SERVER_FOLLOW_MS 100
+
+/* ADMIT's MPS directories: the jobs' CUDA_MPS_* under --mps, else "". */
+static inline void server_admit_mps(const struct server *srv,
+				    struct proto_admit *a)
+{
+	a->mps_pipe = srv->mps.on ? srv->mps.pipe : "";
+	a->mps_log = srv->mps.on ? srv->mps.log : "";
+}
 
 uint64_t server_now_us(void);
 /* Run admission soon, from the loop (never re-entered). */

@@ -491,6 +491,7 @@ static void send_admit(struct conn *c, uint32_t seq, const struct job *j)
 	a.u.admit.ngpus = j->place.ngpus;
 	for (uint32_t i = 0; i < j->place.ngpus; i++)
 		a.u.admit.gpus[i] = srv->gpus[j->place.slot[i]].index;
+	server_admit_mps(srv, &a.u.admit);
 	if (a.u.admit.ngpus == 0) {
 		server_client_error(c, seq, ENODEV, "job %lld's GPUs are gone",
 				    (long long)j->id);
@@ -749,6 +750,7 @@ static void grow_answer(struct server *srv, struct conn *c, uint32_t seq,
 	a.u.admit.ngpus = j->place.ngpus;
 	for (uint32_t i = 0; i < j->place.ngpus; i++)
 		a.u.admit.gpus[i] = srv->gpus[j->place.slot[i]].index;
+	server_admit_mps(srv, &a.u.admit);
 	server_client_send(c, &a);
 }
 

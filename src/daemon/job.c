@@ -585,7 +585,8 @@ static char **job_env(struct server *srv, struct job *j, const struct db_job *dj
 	char jobid[48], cvd[PROTO_MAX_GPUS * 4 + 32], quota[48];
 	char sock[PATH_MAX + 16];
 	char list[PROTO_MAX_GPUS * 4];
-	const char *extra[8];
+	char mps_pipe[PATH_MAX + 32], mps_log[PATH_MAX + 32];
+	const char *extra[10];
 	char **base, **env;
 
 	place_mask(srv, &j->place, list, sizeof(list));
@@ -601,6 +602,16 @@ static char **job_env(struct server *srv, struct job *j, const struct db_job *dj
 	extra[3] = quota;
 	extra[4] = sock;
 	extra[5] = NULL;
+	/* --mps: its CUDA context becomes a client of kmuxd's MPS daemon. */
+	if (srv->mps.on) {
+		snprintf(mps_pipe, sizeof(mps_pipe),
+			 "CUDA_MPS_PIPE_DIRECTORY=%s", srv->mps.pipe);
+		snprintf(mps_log, sizeof(mps_log),
+			 "CUDA_MPS_LOG_DIRECTORY=%s", srv->mps.log);
+		extra[5] = mps_pipe;
+		extra[6] = mps_log;
+		extra[7] = NULL;
+	}
 	base = block_vec(dj->env, dj->env_len, dj->envc);
 	if (!base)
 		return NULL;
@@ -735,6 +746,7 @@ static int job_start(struct server *srv, struct job *j,
 		m.u.admit.ngpus = pl->ngpus;
 		for (uint32_t i = 0; i < pl->ngpus; i++)
 			m.u.admit.gpus[i] = srv->gpus[pl->slot[i]].index;
+		server_admit_mps(srv, &m.u.admit);
 		if (j->owner && j->owner->role == PROTO_ROLE_PRELOAD) {
 			j->owner->reg_job = j->id;
 			j->owner->reg_pid = j->owner->pid;

@@ -407,6 +407,34 @@ static void library_init(struct server *srv)
 	}
 }
 
+/*
+ * --mps: up before the socket listens, so no job is ever admitted outside
+ * it.  Without --mps, a pipe directory an earlier kmuxd --mps left is only
+ * mentioned: its daemon may still serve that kmuxd's jobs.
+ */
+static int mps_init(struct server *srv, const struct server_opts *o,
+		    char *err, size_t errlen)
+{
+	struct stat st;
+	int r;
+
+	if (mps_set_dirs(&srv->mps, srv->paths.socket)) {
+		snprintf(err, errlen, "MPS directory path too long for %s",
+			 srv->paths.socket);
+		return -ENAMETOOLONG;
+	}
+	if (!o->mps) {
+		srv->mps.leftover = stat(srv->mps.pipe, &st) == 0;
+		return 0;
+	}
+	r = mps_find_control(o->mps_control, getenv("PATH"),
+			     srv->mps.control, sizeof(srv->mps.control), err,
+			     errlen);
+	if (r)
+		return r;
+	return mps_start(&srv->mps, (unsigned)srv->uid, err, errlen);
+}
+
 static int server_init(struct server *srv, const struct server_opts *o,
 		       char *err, size_t errlen)
 {
@@ -475,6 +503,9 @@ static int server_init(struct server *srv, const struct server_opts *o,
 	if (r)
 		return r;
 	library_init(srv);
+	r = mps_init(srv, o, err, errlen);
+	if (r)
+		return r;
 	srv->out.cap = PROTO_MAX_MSG;
 	srv->out.data = malloc(srv->out.cap);
 	srv->readbuf = malloc(SERVER_LOG_CHUNK);
@@ -506,6 +537,9 @@ static int server_init(struct server *srv, const struct server_opts *o,
 
 static void server_free(struct server *srv)
 {
+	/* Jobs keep running when kmuxd exits; MPS's quit lets its clients
+	 * finish, so this stops only what no job uses any more. */
+	mps_stop(&srv->mps);
 	server_client_free_all(srv);
 	region_free(srv);
 	job_free_all(srv);
@@ -616,6 +650,26 @@ static void server_log_regions(struct server *srv)
 		 cpus);
 }
 
+/* After the log file took over: start-up's INFO goes nowhere before. */
+static void server_log_mps(struct server *srv)
+{
+	const struct mps *m = &srv->mps;
+
+	if (m->on && m->adopted)
+		log_info("daemon: mps: re-using the MPS control daemon that "
+			 "answers in %s (an earlier kmuxd's); jobs run as its "
+			 "clients", m->pipe);
+	else if (m->on)
+		log_info("daemon: mps: started %s -d; jobs run as clients of "
+			 "the MPS daemon in %s (logs in %s)", m->control,
+			 m->pipe, m->log);
+	else if (m->leftover)
+		log_info("daemon: mps: %s is left from a kmuxd --mps; jobs "
+			 "started now do not use it (stop its daemon, if any, "
+			 "with: echo quit | CUDA_MPS_PIPE_DIRECTORY=%s "
+			 MPS_CONTROL_NAME ")", m->pipe, m->pipe);
+}
+
 int server_main(const struct server_opts *o)
 {
 	struct server srv;
@@ -642,6 +696,9 @@ int server_main(const struct server_opts *o)
 	r = server_init(&srv, o, err, sizeof(err));
 	if (r) {
 		fprintf(stderr, "kmux: daemon: %s\n", err);
+		/* An adopted MPS daemon serves an earlier kmuxd's jobs. */
+		if (srv.mps.adopted)
+			srv.mps.on = false;
 		goto out;
 	}
 	if (ready_fd >= 0)
@@ -664,6 +721,7 @@ int server_main(const struct server_opts *o)
 		 srv.policy.busy_max, srv.policy.default_busy,
 		 srv.policy.guess_frac, srv.policy.grow_wait_us / 1e6);
 	server_log_regions(&srv);
+	server_log_mps(&srv);
 	if (event_base_dispatch(srv.base) < 0)
 		log_error("daemon: event loop failed");
 	else

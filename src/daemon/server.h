@@ -35,6 +35,9 @@ struct server_opts {
 	const char *cgroup_root;
 	bool region_cpus_on;	/* pin region holders to region_cpus */
 	cpu_set_t region_cpus;
+	bool mps;		/* run the jobs under a private MPS daemon */
+	const char *mps_control;	/* its binary; NULL: PATH, then
+					 * /usr/local/nvidia/bin */
 };
 
 #define SERVER_KILL_GRACE_S 10.0

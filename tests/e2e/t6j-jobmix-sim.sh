@@ -62,7 +62,7 @@ check "each job's output tail is in the log" grep -q -- '--- \[together\] app_b_
 check "no process of the run is left (job, daemon, MPS stand-in)" [ "$(left)" -eq 0 ]
 
 O1=$TMP/out1
-JOBMIX_SIM=1 JOBMIX_SIM_GPUS=1 JOBMIX_SCALE=0.5 JOBMIX_MODES="kmux together" \
+JOBMIX_SIM=1 JOBMIX_SIM_GPUS=1 JOBMIX_SCALE=0.5 JOBMIX_MODES="kmux together kmux-mps" \
 	OUT=$O1 bash "$ROOT/bench/jobmix.sh" >"$TMP/stdout1" 2>&1
 check "one GPU: exit 0" [ $? -eq 0 ]
 check "  ... the mix once, its names as in the file" \
@@ -72,6 +72,15 @@ check "  ... kmux completed every job" grep -q '^| kmux | .* | 10/10 | 0 | none 
 check "  ... all at once did not" grep -q '^| together | .* | [0-9]/10 | [1-9]: ' "$O1/jobmix.md"
 check "  ... an overcommit of the one GPU" \
 	grep -q '\*\*33.0 GiB\*\* against 16.0 GiB .*an overcommit' "$O1/jobmix.md"
+check "  ... kmux-mps (kmux daemon --mps) completed every job" \
+	grep -q '^| kmux-mps | .* | 10/10 | 0 | none |' "$O1/jobmix.md"
+check "  ... its daemon ran with --mps and the stand-in control" \
+	grep -q '^| kmux-mps | `--placement busyness --mps --mps-control .*nvidia-cuda-mps-control` |' "$O1/jobmix.md"
+check "  ... which kmuxd started, made its jobs' MPS daemon and quit" \
+	cond 'grep -q "mps: started .*nvidia-cuda-mps-control -d; jobs run as clients" "$O1/jobmix.log" &&
+	      sed -n "/^--- MPS logs (kmux-mps)/,/^---/p" "$O1/jobmix.log" | grep -q "stub: started" &&
+	      grep -q "the MPS control daemon in .* stopped" "$O1/jobmix.log"'
+check "  ... nothing of it left running" [ "$(left)" -eq 0 ]
 
 JOBMIX_SIM=1 JOBMIX_MIX=$TMP/none.txt OUT=$TMP/out2 bash "$ROOT/bench/jobmix.sh" >"$TMP/bad" 2>&1
 check "a missing mix file: exit 1" [ $? -eq 1 ]

@@ -15,7 +15,7 @@ python3 - "$KMUX_SOCKET" >"$TMP/runproto" 2>&1 <<'PY'
 import os, socket, struct, sys
 
 path = sys.argv[1]
-MAGIC = 0x58554d4b
+MAGIC, VERSION = 0x58554d4b, 5
 GiB = 1 << 30
 
 def s(text):
@@ -38,7 +38,7 @@ class Conn:
 
     def send(self, typ, payload):
         self.seq += 1
-        self.c.sendall(struct.pack("<IHHII", MAGIC, 4, typ, len(payload),
+        self.c.sendall(struct.pack("<IHHII", MAGIC, VERSION, typ, len(payload),
                                    self.seq) + payload)
         return self.seq
 
@@ -72,6 +72,9 @@ j, quota, n, _ = struct.unpack("<QQII", p[:24])
 gpus = struct.unpack("<%dI" % n, p[24:24 + 4 * n])
 check("then ADMIT with its GPU and its 10 GiB quota", typ == 202 and rseq == seq and
       j == job and quota == 10 * GiB and gpus == (0,))
+# v5: then the MPS pipe and log directories, "" and "" without --mps.
+check("  ... and no MPS directories (a daemon without --mps)",
+      p[24 + 4 * n:] == struct.pack("<I", 1) + b"\0" + struct.pack("<I", 1) + b"\0")
 
 # The preload of that process registers: same ADMIT; the daemon learns its pid.
 pre = Conn()
@@ -109,7 +112,7 @@ typ, rseq, _ = a.recv()
 check("FINISHED -> OK", typ == 200 and rseq == seq)
 PY
 sed 's/^/    /' "$TMP/runproto"
-check "every exchange as documented" cond '! grep -q "^BAD" "$TMP/runproto" && [ "$(grep -c "^ok" "$TMP/runproto")" = 7 ]'
+check "every exchange as documented" cond '! grep -q "^BAD" "$TMP/runproto" && [ "$(grep -c "^ok" "$TMP/runproto")" = 8 ]'
 job=$(sed -n 's/^JOB \([0-9]*\)$/\1/p' "$TMP/runproto")
 job2=$(sed -n 's/^JOB2 \([0-9]*\)$/\1/p' "$TMP/runproto")
 check "the RUN job ended with the exit code its client reported" \

@@ -58,10 +58,11 @@ check "  ... again stage boundaries only ($e evictions)" eval '[ -n "$e" ] && [ 
 stop_daemon
 
 # bench/memory-mix.sh's dry mode (simcuda stand-ins, `memory staged 3 200`
-# for the staged mix): both mixes calibrate and run both modes.  The
+# for the staged mix): both mixes calibrate and run both modes, and with
+# KMUX_MIX_MPS=1 both again under kmux daemon --mps (a stand-in control).  The
 # script runs build/'s binaries: only in the plain build's pass.
 if [ "$BUILD" = "$ROOT/build" ]; then
-	OUT=$TMP/mix KMUX_MIX_DRY=1 KMUX_MIX_BUDGET_S=120 bash "$ROOT/bench/memory-mix.sh" \
+	OUT=$TMP/mix KMUX_MIX_DRY=1 KMUX_MIX_MPS=1 KMUX_MIX_BUDGET_S=120 bash "$ROOT/bench/memory-mix.sh" \
 		>"$TMP/mix.out" 2>&1
 	mrc=$?
 	check "memory-mix.sh dry: exit 0 ($mrc)" eval '[ "$mrc" = 0 ] || { tail -n 20 "$TMP/mix.out"; false; }'
@@ -76,5 +77,16 @@ if [ "$BUILD" = "$ROOT/build" ]; then
 	check "  ... every staged run gave the same result" \
 		grep -q "^Checksums: every run of each app gave the same one" "$TMP/mix/mix.md"
 	check "  ... rows carry the mix" grep -q "^staged,evict,t3-staged,rc,0$" "$TMP/mix/mix.csv"
+	check "  ... KMUX_MIX_MPS=1: evict-mps and quota-mps on 4 tasks in each mix, none failed" \
+		eval '[ "$(grep -Ec "^\| (quota|evict)-mps \| [0-9]+ \| 4 \| [0-9]+ \| [0-9.]+ \| 0 \|" "$TMP/mix/mix.md")" = 4 ]'
+	check "  ... the same caps: 1 staged task at once under quota-mps, 2 under evict-mps" \
+		eval 'grep -q "^| quota-mps | 40 | 4 | 1 |" "$TMP/mix/mix.md" && grep -q "^| evict-mps | 40 | 4 | 2 |" "$TMP/mix/mix.md"'
+	check "  ... each under a kmuxd --mps that started its control daemon and quit it" \
+		eval 'grep -q "^\$ \[staged evict-mps\] kmux daemon .* --mps --mps-control " "$TMP/mix/mix.log" &&
+			grep -q "mps: started .* -d; jobs run as clients" "$TMP/mix/kmuxd-staged-evict-mps.log" &&
+			grep -q "\[staged evict-mps mps\] stub: started" "$TMP/mix/mix.log" &&
+			grep -q "\[staged evict-mps mps\] stub: quit" "$TMP/mix/mix.log"'
+	check "  ... and a ratio line for each" \
+		eval 'grep -q "^Throughput evict-mps vs quota" "$TMP/mix/mix.md" && grep -q "^Throughput quota-mps vs quota" "$TMP/mix/mix.md"'
 fi
 finish

@@ -262,7 +262,8 @@ int main(int argc, char **argv)
 	m[i++].u.error = (struct proto_error){ ENOENT, "no job 7" };
 	m[i].type = PROTO_ADMIT;
 	m[i].u.admit = (struct proto_admit){ .job = 1, .quota = 1 << 30,
-					     .ngpus = 2 };
+					     .ngpus = 2, .mps_pipe = "/r/s.mps/pipe",
+					     .mps_log = "/r/s.mps/log" };
 	m[i++].u.admit.gpus[1] = 1;
 	m[i].type = PROTO_JOB_LIST;
 	m[i++].u.jobs = (struct proto_job_list){ 2, recs, NULL, 0 };

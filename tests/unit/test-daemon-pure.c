@@ -1,7 +1,8 @@
 /*
  * test-daemon-pure.c - unit tests of the pure parts around kmuxd: where the
  * socket and state go (paths.c, from the environment), the checks on their
- * directories, and the KMUX_FAKE_GPUS test knob (nvml.c, no NVML needed).
+ * directories, the KMUX_FAKE_GPUS test knob (nvml.c, no NVML needed), and
+ * how --mps finds nvidia-cuda-mps-control and names its directories.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -16,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "mps.h"
 #include "nvml.h"
 #include "paths.h"
 
@@ -199,6 +201,91 @@ static void test_fake_open(void **state)
 	unsetenv("KMUX_FAKE_GPUS");
 }
 
+static void write_exe(const char *path, mode_t mode)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	fputs("#!/bin/sh\n", f);
+	fclose(f);
+	assert_int_equal(chmod(path, mode), 0);
+}
+
+static void test_mps_find_control(void **state)
+{
+	char dir[] = "/tmp/kmux-mps-unit.XXXXXX", a[128], b[128], c[128];
+	char path[512], buf[PATH_MAX], err[512];
+	bool have_fallback = access(MPS_CONTROL_FALLBACK_DIR "/"
+				    MPS_CONTROL_NAME, X_OK) == 0;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(a, sizeof(a), "%s/a", dir);
+	snprintf(b, sizeof(b), "%s/b", dir);
+	snprintf(c, sizeof(c), "%s/c", dir);
+	assert_int_equal(mkdir(a, 0700), 0);
+	assert_int_equal(mkdir(b, 0700), 0);
+	assert_int_equal(mkdir(c, 0700), 0);
+	/* b has it, but not executable; c has it: c wins, b is skipped. */
+	snprintf(path, sizeof(path), "%s/" MPS_CONTROL_NAME, b);
+	write_exe(path, 0600);
+	snprintf(path, sizeof(path), "%s/" MPS_CONTROL_NAME, c);
+	write_exe(path, 0700);
+	snprintf(path, sizeof(path), "%s:%s:%s", a, b, c);
+	assert_int_equal(mps_find_control(NULL, path, buf, sizeof(buf), err,
+					  sizeof(err)), 0);
+	snprintf(path, sizeof(path), "%s/" MPS_CONTROL_NAME, c);
+	assert_string_equal(buf, path);
+
+	/* A relative or empty PATH entry is never searched. */
+	assert_int_equal(chdir(c), 0);
+	if (!have_fallback) {
+		assert_int_equal(mps_find_control(NULL, ":.:c", buf,
+						  sizeof(buf), err,
+						  sizeof(err)), -ENOENT);
+		assert_non_null(strstr(err, "not found in PATH or "
+				       MPS_CONTROL_FALLBACK_DIR));
+		assert_int_equal(mps_find_control(NULL, NULL, buf,
+						  sizeof(buf), err,
+						  sizeof(err)), -ENOENT);
+	}
+
+	/* --mps-control: taken as given, when it is an executable file. */
+	assert_int_equal(mps_find_control(path, "", buf, sizeof(buf), err,
+					  sizeof(err)), 0);
+	assert_string_equal(buf, path);
+	snprintf(path, sizeof(path), "%s/" MPS_CONTROL_NAME, b);
+	assert_int_equal(mps_find_control(path, NULL, buf, sizeof(buf), err,
+					  sizeof(err)), -ENOENT);
+	assert_non_null(strstr(err, "not an executable file"));
+	assert_int_equal(mps_find_control(a, NULL, buf, sizeof(buf), err,
+					  sizeof(err)), -ENOENT);
+	snprintf(path, sizeof(path), "%s/missing", a);
+	assert_int_equal(mps_find_control(path, NULL, buf, sizeof(buf), err,
+					  sizeof(err)), -ENOENT);
+	assert_non_null(strstr(err, "No such file"));
+
+	assert_int_equal(chdir("/"), 0);
+	snprintf(path, sizeof(path), "rm -rf '%s'", dir);
+	assert_int_equal(system(path), 0);
+}
+
+static void test_mps_dirs(void **state)
+{
+	static struct mps m;
+	char longsock[PATH_MAX];
+
+	(void)state;
+	assert_int_equal(mps_set_dirs(&m, "/run/user/7/kmux/sock"), 0);
+	assert_string_equal(m.dir, "/run/user/7/kmux/sock.mps");
+	assert_string_equal(m.pipe, "/run/user/7/kmux/sock.mps/pipe");
+	assert_string_equal(m.log, "/run/user/7/kmux/sock.mps/log");
+	memset(longsock, 'x', sizeof(longsock) - 8);
+	longsock[0] = '/';
+	longsock[sizeof(longsock) - 8] = '\0';
+	assert_int_equal(mps_set_dirs(&m, longsock), -ENAMETOOLONG);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -207,6 +294,8 @@ int main(void)
 		cmocka_unit_test(test_paths_make_dir),
 		cmocka_unit_test(test_fake_parse),
 		cmocka_unit_test(test_fake_open),
+		cmocka_unit_test(test_mps_find_control),
+		cmocka_unit_test(test_mps_dirs),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -144,6 +144,8 @@ static void sample(uint16_t type, struct proto_msg *m)
 		m->u.admit.gpus[0] = 5;
 		m->u.admit.gpus[1] = 0;
 		m->u.admit.gpus[2] = 63;
+		m->u.admit.mps_pipe = "/run/user/1000/kmux/sock.mps/pipe";
+		m->u.admit.mps_log = "/run/user/1000/kmux/sock.mps/log";
 		break;
 	case PROTO_JOB_LIST:
 		m->u.jobs = (struct proto_job_list){ .count = 3, .vec = jobs3 };
@@ -306,6 +308,8 @@ static void msg_eq(const struct proto_msg *a, const struct proto_msg *b)
 		assert_int_equal(a->u.admit.ngpus, b->u.admit.ngpus);
 		for (i = 0; i < a->u.admit.ngpus; i++)
 			assert_int_equal(a->u.admit.gpus[i], b->u.admit.gpus[i]);
+		str_eq(a->u.admit.mps_pipe, b->u.admit.mps_pipe);
+		str_eq(a->u.admit.mps_log, b->u.admit.mps_log);
 		break;
 	case PROTO_JOB_LIST: {
 		struct proto_iter it = { 0 };
@@ -484,7 +488,7 @@ static void test_typed_encoders(void **state)
 static void test_golden_bytes(void **state)
 {
 	static const uint8_t want[] = {
-		'K', 'M', 'U', 'X', 4, 0, 106, 0,	/* magic, v4, WAIT */
+		'K', 'M', 'U', 'X', 5, 0, 106, 0,	/* magic, v5, WAIT */
 		8, 0, 0, 0, 0x78, 0x56, 0x34, 0x12,	/* length 8, seq */
 		0x2a, 0, 0, 0, 0, 0, 0, 0x80,		/* job */
 	};
@@ -499,7 +503,7 @@ static void test_golden_bytes(void **state)
 
 	/* REGISTER, the preload's layout (v2). */
 	static const uint8_t reg[] = {
-		'K', 'M', 'U', 'X', 4, 0, 103, 0,
+		'K', 'M', 'U', 'X', 5, 0, 103, 0,
 		65, 0, 0, 0, 1, 0, 0, 0,
 		7, 0, 0, 0, 0, 0, 0, 0,		/* job */
 		9, 0, 0, 0, 0, 0, 0, 0,		/* pid_start */
@@ -525,7 +529,7 @@ static void test_golden_bytes(void **state)
 	/* MEM_PRESSURE (v4). */
 	{
 		static const uint8_t mp[] = {
-			'K', 'M', 'U', 'X', 4, 0, 210, 0,
+			'K', 'M', 'U', 'X', 5, 0, 210, 0,
 			16, 0, 0, 0, 5, 0, 0, 0,
 			0, 0, 0, 0x03, 0, 0, 0, 0,	/* give 48 MiB */
 			2, 0, 0, 0, 0, 0, 0, 0,		/* gpu 2, reserved */
@@ -922,6 +926,9 @@ static void test_encoder_rejects_invalid(void **state)
 	BAD(PROTO_ADMIT, m.u.admit.gpus[1] = 5);	/* duplicate */
 	BAD(PROTO_ADMIT, m.u.admit.gpus[2] = 64);
 	BAD(PROTO_ADMIT, m.u.admit.job = 0);
+	BAD(PROTO_ADMIT, m.u.admit.mps_pipe = "relative/pipe");
+	BAD(PROTO_ADMIT, m.u.admit.mps_log = "");	/* one without the other */
+	BAD(PROTO_ADMIT, m.u.admit.mps_pipe = NULL);
 	BAD(PROTO_EXITED, m.u.exited.state = PROTO_JOB_RUNNING);
 	BAD(PROTO_EXITED, m.u.exited.state = 0);
 	BAD(PROTO_GPU_LIST, m.u.gpus.count = PROTO_MAX_GPUS + 1);
@@ -1135,6 +1142,12 @@ static void test_bad_counts(void **state)
 	f_u32(&f, 1);
 	assert_int_equal(f_decode(&f), -EBADMSG);
 	f_u32(&f, 2);
+	assert_int_equal(f_decode(&f), -EBADMSG);	/* no MPS strs (v4) */
+	f_u32(&f, 1);
+	f_bytes(&f, "", 1);				/* mps_pipe "" */
+	assert_int_equal(f_decode(&f), -EBADMSG);	/* no mps_log */
+	f_u32(&f, 1);
+	f_bytes(&f, "", 1);				/* mps_log "" */
 	assert_int_equal(f_decode(&f), 0);
 	f_u32(&f, 3);
 	assert_int_equal(f_decode(&f), -EBADMSG);	/* trailing */
@@ -1360,10 +1373,10 @@ static void test_random_mutations(void **state)
 static void test_fuzzer_regressions(void **state)
 {
 	/* REGISTER with an empty argv: block_ok() did NULL + 0 (UBSan).
-	 * Found on protocol v1; here in v2's layout (v3 and v4 keep it), the
+	 * Found on protocol v1; here in v2's layout (v3 to v5 keep it), the
 	 * same fault. */
 	static const uint8_t reg_empty_argv[] = {
-		0x4b, 0x4d, 0x55, 0x58, 0x04, 0x00, 0x67, 0x00,
+		0x4b, 0x4d, 0x55, 0x58, 0x05, 0x00, 0x67, 0x00,
 		0x3d, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00,
 		0x00, 0x00, 0x00, 0x00, 0x14, 0x00, 0x00, 0x00, /* job */
 		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* pid_start */
