@@ -172,15 +172,6 @@ if [ "$SIM" = 1 ]; then
 	GPU_NAME="simulated GPU (tests/simcuda, bench/jobmix/simjob.c)"
 	DRIVER="none"
 	SIMCUDA=${JOBMIX_SIMCUDA_DIR:-$ROOT/build/simcuda}
-	if [ ! -e "$SIMCUDA/libcuda.so.1" ]; then
-		log "sim: building tests/simcuda (make simcuda)"
-		make -C "$ROOT" -s simcuda >>"$LOG" 2>&1 || die "make simcuda failed"
-	fi
-	ORIG_LD=$SIMCUDA${ORIG_LD:+:$ORIG_LD}
-	SIMJOB=$WORK/bin/simjob
-	${CC:-cc} -std=gnu11 -Wall -Wextra -O2 -I"${CUDA_HOME:-/usr/local/cuda}/include" \
-		"$JM/simjob.c" -o "$SIMJOB" -L"$SIMCUDA" -lcuda >>"$LOG" 2>&1 ||
-		die "cannot build bench/jobmix/simjob.c"
 	export JOBMIX_SIM_DIR=$WORK/simgpu JOBMIX_SIM_GPU_MIB=$GPU_MIB
 	export SIMCUDA_MEM_BYTES=${GPU_MIB}M
 	mkdir -p "$JOBMIX_SIM_DIR"
@@ -232,9 +223,11 @@ base_ok() {
 mode_parse() {
 	MBASE=$1 MREP=1 MRUN=$1 MERR=""
 	base_ok "$1" && return 0
-	if [[ $1 =~ ^(.+)\.([^.]*)$ ]] && base_ok "${BASH_REMATCH[1]}"; then
-		MBASE=${BASH_REMATCH[1]}
-		MREP=${BASH_REMATCH[2]}
+	MERR="no such mode"
+	[[ $1 =~ ^(.+)\.([^.]*)$ ]] || return 1
+	MBASE=${BASH_REMATCH[1]}	# (base_ok's own match resets BASH_REMATCH)
+	MREP=${BASH_REMATCH[2]}
+	if base_ok "$MBASE"; then
 		if ! [[ $MREP =~ ^[1-9][0-9]*$ ]]; then
 			MERR="its repeat '.$MREP' is not a whole number from 1 (no leading zero)"
 			return 1
@@ -243,9 +236,7 @@ mode_parse() {
 		[ "$MREP" != 1 ] && MRUN=$MBASE.$MREP
 		return 0
 	fi
-	MERR="no such mode"
-	[[ $1 =~ ^(.+)\.[^.]*$ ]] && ! base_ok "${BASH_REMATCH[1]}" &&
-		MERR="no such mode '${BASH_REMATCH[1]}'"
+	MERR="no such mode '$MBASE'"
 	return 1
 }
 REPS=${JOBMIX_PLACEMENT_REPS:-1}
@@ -292,6 +283,18 @@ done
 [ "$REPS" -gt 1 ] && [ "$NUSE" -lt 2 ] &&
 	log "WARNING: JOBMIX_PLACEMENT_REPS on one GPU: the two placements have no choice to make"
 log "modes: ${MODES[*]}"
+
+if [ "$SIM" = 1 ]; then
+	if [ ! -e "$SIMCUDA/libcuda.so.1" ]; then
+		log "sim: building tests/simcuda (make simcuda)"
+		make -C "$ROOT" -s simcuda >>"$LOG" 2>&1 || die "make simcuda failed"
+	fi
+	ORIG_LD=$SIMCUDA${ORIG_LD:+:$ORIG_LD}
+	SIMJOB=$WORK/bin/simjob
+	${CC:-cc} -std=gnu11 -Wall -Wextra -O2 -I"${CUDA_HOME:-/usr/local/cuda}/include" \
+		"$JM/simjob.c" -o "$SIMJOB" -L"$SIMCUDA" -lcuda >>"$LOG" 2>&1 ||
+		die "cannot build bench/jobmix/simjob.c"
+fi
 
 check_kmux
 [ "$HAVE_CLI" = 1 ] || log "kmux CLI unusable: the kmux modes will be skipped"
@@ -687,6 +690,7 @@ for MODE in "${MODES[@]}"; do
 	mkdir -p "$dir"
 	need=$(run_need "$MODE")
 	left=$(time_left)
+	pneed=""
 	if [ -n "${PAIR_NEXT[$MODE]:-}" ]; then
 		# both runs of a pair or neither: a lone run compares with nothing
 		# at the same point of the machine's drift
@@ -701,7 +705,7 @@ for MODE in "${MODES[@]}"; do
 		skip_run "$MODE" "budget: $left s left, $need wanted"
 		continue
 	fi
-	log "== $MODE ($NJOBS jobs, $left s left, about $need wanted)"
+	log "== $MODE ($NJOBS jobs, $left s left, about $need wanted${pneed:+, $pneed with ${PAIR_NEXT[$MODE]}})"
 	REC_CMDS=0
 	[ -z "${CMDS_DONE[$BASE]:-}" ] && REC_CMDS=1
 	T0=""
