@@ -10,6 +10,23 @@
 #   kmux-rr     with two GPUs or more: the same with --placement roundrobin
 #   kmux-bmX    with JOBMIX_BUSY_SWEEP="X ...": kmux with --busy-max X,
 #               after the others (skipped when the budget is short)
+#   MODE.N      any mode's N-th run (N = 1, 2, ...; MODE alone is run 1):
+#               its own directory, daemon and CSV rows (mode MODE, rep N).
+#               A kmux-bmX name is read whole first: kmux-bm2.5 is
+#               --busy-max 2.5, kmux-bm2.5.3 its third run.
+#
+# Placement repeats.  One run each of kmux and kmux-rr is one sample of a
+# noisy makespan; JOBMIX_PLACEMENT_REPS=N replaces the two, where the first
+# of them stands in the mode list, by N pairs run back to back, alternating
+# which goes first so that a drift of the machine favours neither:
+#     kmux kmux-rr  kmux-rr.2 kmux.2  kmux.3 kmux-rr.3  ...
+# The report gives each mode's median makespan over its runs (each run's
+# listed), the placement target as median(rr) / median(busyness) and each
+# pair's ratio.  To leave out the long modes already measured in an earlier
+# call: JOBMIX_MODES="kmux kmux-rr".  A pair starts only when the budget
+# holds both runs (estimated from the longest earlier kmux/kmux-rr run plus
+# a tenth; see run_need); a pair that does not fit is skipped whole, in the
+# log and the report, and so is every later one.
 #
 # Run on the GPU machine from the repo root, with build/ (from `make &&
 # bash bench/gpu/prepare.sh`) carried:
@@ -43,11 +60,12 @@
 # Output under $OUT (default ./out; no subfolders):
 #   jobmix.log  everything: commands, each job's stdout and stderr tails,
 #               the daemons' logs, kmux ps
-#   jobmix.csv  one row per job and mode
+#   jobmix.csv  one row per job and run: mode, rep (1, 2, ...), job, ...
 #   jobmix.md   the table: makespan, mean completion time, failed jobs (out
 #               of memory told apart) per mode, the throughput ratios and
 #               issue 4's targets; date, GPU, driver, exact commands
-#   jobmix.png  a timeline, one bar per job per mode (when matplotlib imports)
+#   jobmix.png  a timeline, one panel per run (repeats included), one bar
+#               per job (when matplotlib imports)
 #
 # Knobs (environment):
 #   JOBMIX_BUDGET_S (500)       the whole script, start-up included; modes
@@ -57,7 +75,9 @@
 #   JOBMIX_SCALE (1)            multiplies every job's iteration count
 #   JOBMIX_SETTLE_S (2)         pause between modes (GPU memory drains)
 #   JOBMIX_GPUS                 use this many GPUs (default: all there are)
-#   JOBMIX_MODES                modes to run (default: all that apply)
+#   JOBMIX_MODES                modes to run, in order (default: all that
+#                               apply); MODE.N names a repeat
+#   JOBMIX_PLACEMENT_REPS (1)   N busyness/round-robin pairs (see above)
 #   JOBMIX_BUSY_SWEEP           busy-max values for the kmux-bmX modes
 #   JOBMIX_MIX                  another mix file (for one GPU)
 #   JOBMIX_KMUXD_ARGS           more `kmux daemon` options for the kmux modes
@@ -68,7 +88,9 @@
 #                               JOBMIX_SIMCUDA_DIR (build/simcuda)
 #   and lib.sh's OUT, NVCC, NVCCFLAGS, PYTHON, KMUX_BIN, KMUX_LIB, KMUX_DEVLIBS.
 # Never changes GPU settings.  Exit status 0 when every mode ran (jobs may
-# fail: that is what is measured), 1 when the set-up failed.
+# fail: that is what is measured; a repeat or a sweep run the budget left
+# out does not count), 1 when the set-up failed or a mode did not run, 2
+# when a mode name or JOBMIX_PLACEMENT_REPS is malformed (nothing is run).
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 export OUT=${OUT:-./out}
