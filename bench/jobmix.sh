@@ -13,6 +13,23 @@
 #               JOBMIX_MODES
 #   kmux-bmX    with JOBMIX_BUSY_SWEEP="X ...": kmux with --busy-max X,
 #               after the others (skipped when the budget is short)
+#   MODE.N      any mode's N-th run (N = 1, 2, ...; MODE alone is run 1):
+#               its own directory, daemon and CSV rows (mode MODE, rep N).
+#               A kmux-bmX name is read whole first: kmux-bm2.5 is
+#               --busy-max 2.5, kmux-bm2.5.3 its third run.
+#
+# Placement repeats.  One run each of kmux and kmux-rr is one sample of a
+# noisy makespan; JOBMIX_PLACEMENT_REPS=N replaces the two, where the first
+# of them stands in the mode list, by N pairs run back to back, alternating
+# which goes first so that a drift of the machine favours neither:
+#     kmux kmux-rr  kmux-rr.2 kmux.2  kmux.3 kmux-rr.3  ...
+# The report gives each mode's median makespan over its runs (each run's
+# listed), the placement target as median(rr) / median(busyness) and each
+# pair's ratio.  To leave out the long modes already measured in an earlier
+# call: JOBMIX_MODES="kmux kmux-rr".  A pair starts only when the budget
+# holds both runs (estimated from the longest earlier kmux/kmux-rr run plus
+# a tenth; see run_need); a pair that does not fit is skipped whole, in the
+# log and the report, and so is every later one.
 #
 # Run on the GPU machine from the repo root, with build/ (from `make &&
 # bash bench/gpu/prepare.sh`) carried:
@@ -46,11 +63,12 @@
 # Output under $OUT (default ./out; no subfolders):
 #   jobmix.log  everything: commands, each job's stdout and stderr tails,
 #               the daemons' logs, kmux ps
-#   jobmix.csv  one row per job and mode
+#   jobmix.csv  one row per job and run: mode, rep (1, 2, ...), job, ...
 #   jobmix.md   the table: makespan, mean completion time, failed jobs (out
 #               of memory told apart) per mode, the throughput ratios and
 #               issue 4's targets; date, GPU, driver, exact commands
-#   jobmix.png  a timeline, one bar per job per mode (when matplotlib imports)
+#   jobmix.png  a timeline, one panel per run (repeats included), one bar
+#               per job (when matplotlib imports)
 #
 # Knobs (environment):
 #   JOBMIX_BUDGET_S (500)       the whole script, start-up included; modes
@@ -60,7 +78,9 @@
 #   JOBMIX_SCALE (1)            multiplies every job's iteration count
 #   JOBMIX_SETTLE_S (2)         pause between modes (GPU memory drains)
 #   JOBMIX_GPUS                 use this many GPUs (default: all there are)
-#   JOBMIX_MODES                modes to run (default: all that apply)
+#   JOBMIX_MODES                modes to run, in order (default: all that
+#                               apply); MODE.N names a repeat
+#   JOBMIX_PLACEMENT_REPS (1)   N busyness/round-robin pairs (see above)
 #   JOBMIX_BUSY_SWEEP           busy-max values for the kmux-bmX modes
 #   JOBMIX_MIX                  another mix file (for one GPU)
 #   JOBMIX_KMUXD_ARGS           more `kmux daemon` options for the kmux modes
@@ -72,13 +92,26 @@
 #                               JOBMIX_SIMCUDA_DIR (build/simcuda)
 #   and lib.sh's OUT, NVCC, NVCCFLAGS, PYTHON, KMUX_BIN, KMUX_LIB, KMUX_DEVLIBS.
 # Never changes GPU settings.  Exit status 0 when every mode ran (jobs may
-# fail: that is what is measured), 1 when the set-up failed.
+# fail: that is what is measured; a repeat or a sweep run the budget left
+# out does not count), 1 when the set-up failed or a mode did not run, 2
+# when a mode name or JOBMIX_PLACEMENT_REPS is malformed (nothing is run).
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 export OUT=${OUT:-./out}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 START=$(date +%s)
+# the knobs given, for the report's exact command
+KNOBS=""
+for v in JOBMIX_SIM JOBMIX_SIM_GPUS JOBMIX_BUDGET_S JOBMIX_SCALE JOBMIX_MODE_TIMEOUT_S \
+	JOBMIX_JOB_TIMEOUT_S JOBMIX_SETTLE_S JOBMIX_GPUS JOBMIX_PLACEMENT_REPS JOBMIX_MODES \
+	JOBMIX_BUSY_SWEEP JOBMIX_KMUXD_ARGS; do
+	[ -n "${!v:-}" ] || continue
+	case ${!v} in
+	*[!A-Za-z0-9._,:/+=-]*) KNOBS="$KNOBS$v=\"${!v}\" " ;;
+	*) KNOBS="$KNOBS$v=${!v} " ;;
+	esac
+done
 BUDGET=${JOBMIX_BUDGET_S:-500}
 export KMUX_BENCH_DEADLINE=$((START + BUDGET))
 OWN_WORK=0
@@ -166,15 +199,6 @@ if [ "$SIM" = 1 ]; then
 	GPU_NAME="simulated GPU (tests/simcuda, bench/jobmix/simjob.c)"
 	DRIVER="none"
 	SIMCUDA=${JOBMIX_SIMCUDA_DIR:-$ROOT/build/simcuda}
-	if [ ! -e "$SIMCUDA/libcuda.so.1" ]; then
-		log "sim: building tests/simcuda (make simcuda)"
-		make -C "$ROOT" -s simcuda >>"$LOG" 2>&1 || die "make simcuda failed"
-	fi
-	ORIG_LD=$SIMCUDA${ORIG_LD:+:$ORIG_LD}
-	SIMJOB=$WORK/bin/simjob
-	${CC:-cc} -std=gnu11 -Wall -Wextra -O2 -I"${CUDA_HOME:-/usr/local/cuda}/include" \
-		"$JM/simjob.c" -o "$SIMJOB" -L"$SIMCUDA" -lcuda >>"$LOG" 2>&1 ||
-		die "cannot build bench/jobmix/simjob.c"
 	export JOBMIX_SIM_DIR=$WORK/simgpu JOBMIX_SIM_GPU_MIB=$GPU_MIB
 	export SIMCUDA_MEM_BYTES=${GPU_MIB}M
 	mkdir -p "$JOBMIX_SIM_DIR"
@@ -202,6 +226,102 @@ sfx=""
 MIX=${JOBMIX_MIX:-$JM/mix${sfx}.txt}
 [ -r "$MIX" ] || die "no mix file $MIX"
 log "GPUs: $NGPU x $GPU_NAME ($GPU_MIB MiB), driver $DRIVER; using $NUSE; mix ${MIX#"$ROOT"/} x $NUSE"
+
+# --- the modes: the list is built and checked before anything runs ---------
+# A mode name is BASE or BASE.N: the N-th run of BASE (N = 1, 2, ...; BASE
+# alone is run 1), with its own directory, daemon and CSV rows (mode BASE,
+# rep N).  kmux-bmX's X may have a point (kmux-bm2.5 is --busy-max 2.5), so
+# a name is a base first: kmux-bm2.5.3 is the third run of kmux-bm2.5.
+usage_die() {
+	log "FATAL: $*"
+	log "modes: kmux kmux-rr exclusive together mps kmux-bmX, each optionally .N" \
+		"(its N-th run, N = 1, 2, ...); nothing was run"
+	exit 2
+}
+base_ok() {
+	case $1 in
+	kmux | kmux-rr | exclusive | together | mps) return 0 ;;
+	kmux-bm*) [[ ${1#kmux-bm} =~ ^[0-9]+(\.[0-9]+)?$ ]] ;;
+	*) return 1 ;;
+	esac
+}
+# mode_parse NAME: MBASE, MREP and MRUN (the run's canonical name: BASE for
+# run 1, else BASE.N); status 1 and MERR when NAME is no mode
+mode_parse() {
+	MBASE=$1 MREP=1 MRUN=$1 MERR=""
+	base_ok "$1" && return 0
+	MERR="no such mode"
+	[[ $1 =~ ^(.+)\.([^.]*)$ ]] || return 1
+	MBASE=${BASH_REMATCH[1]}	# (base_ok's own match resets BASH_REMATCH)
+	MREP=${BASH_REMATCH[2]}
+	if base_ok "$MBASE"; then
+		if ! [[ $MREP =~ ^[1-9][0-9]*$ ]]; then
+			MERR="its repeat '.$MREP' is not a whole number from 1 (no leading zero)"
+			return 1
+		fi
+		MRUN=$MBASE
+		[ "$MREP" != 1 ] && MRUN=$MBASE.$MREP
+		return 0
+	fi
+	MERR="no such mode '$MBASE'"
+	return 1
+}
+REPS=${JOBMIX_PLACEMENT_REPS:-1}
+[[ $REPS =~ ^[1-9][0-9]*$ ]] ||
+	usage_die "JOBMIX_PLACEMENT_REPS='$REPS': the number of busyness/round-robin pairs, a whole number from 1"
+DEFAULT_MODES="kmux exclusive together mps"
+[ "$NUSE" -ge 2 ] && DEFAULT_MODES="kmux kmux-rr exclusive together mps"
+for x in ${JOBMIX_BUSY_SWEEP:-}; do
+	[[ $x =~ ^[0-9]+(\.[0-9]+)?$ ]] || usage_die "bad JOBMIX_BUSY_SWEEP value '$x'"
+	DEFAULT_MODES="$DEFAULT_MODES kmux-bm$x"
+done
+read -r -a want <<<"${JOBMIX_MODES:-$DEFAULT_MODES}"
+[ "${#want[@]}" -gt 0 ] || usage_die "JOBMIX_MODES names no mode"
+# With JOBMIX_PLACEMENT_REPS=N, kmux and kmux-rr (run 1 of each) are
+# replaced, where the first of them stands, by N interleaved pairs whose
+# order alternates (kmux kmux-rr, kmux-rr.2 kmux.2, kmux.3 kmux-rr.3, ...),
+# so that a drift of the machine over the run favours neither placement.
+# PAIR_NEXT[first of a pair] = the second: the budget starts both or neither.
+MODES=()
+declare -A PAIR_NEXT=() seen=()
+paired=0
+for m in "${want[@]}"; do
+	mode_parse "$m" || usage_die "bad mode '$m' in JOBMIX_MODES: $MERR"
+	if [ "$REPS" -gt 1 ] && [ "$MREP" = 1 ] && [[ $MBASE == kmux || $MBASE == kmux-rr ]]; then
+		[ "$paired" = 1 ] && continue
+		paired=1
+		for ((i = 1; i <= REPS; i++)); do
+			a=kmux b=kmux-rr
+			[ "$i" -gt 1 ] && a=kmux.$i b=kmux-rr.$i
+			[ $((i % 2)) = 0 ] && { t=$a; a=$b; b=$t; }
+			MODES+=("$a" "$b")
+			PAIR_NEXT[$a]=$b
+		done
+		continue
+	fi
+	MODES+=("$MRUN")
+done
+[ "$REPS" -gt 1 ] && [ "$paired" = 0 ] &&
+	usage_die "JOBMIX_PLACEMENT_REPS=$REPS but JOBMIX_MODES has neither kmux nor kmux-rr"
+for m in "${MODES[@]}"; do
+	[ -z "${seen[$m]:-}" ] || usage_die "mode '$m' is asked for twice (JOBMIX_MODES, JOBMIX_PLACEMENT_REPS)"
+	seen[$m]=1
+done
+[ "$REPS" -gt 1 ] && [ "$NUSE" -lt 2 ] &&
+	log "WARNING: JOBMIX_PLACEMENT_REPS on one GPU: the two placements have no choice to make"
+log "modes: ${MODES[*]}"
+
+if [ "$SIM" = 1 ]; then
+	if [ ! -e "$SIMCUDA/libcuda.so.1" ]; then
+		log "sim: building tests/simcuda (make simcuda)"
+		make -C "$ROOT" -s simcuda >>"$LOG" 2>&1 || die "make simcuda failed"
+	fi
+	ORIG_LD=$SIMCUDA${ORIG_LD:+:$ORIG_LD}
+	SIMJOB=$WORK/bin/simjob
+	${CC:-cc} -std=gnu11 -Wall -Wextra -O2 -I"${CUDA_HOME:-/usr/local/cuda}/include" \
+		"$JM/simjob.c" -o "$SIMJOB" -L"$SIMCUDA" -lcuda >>"$LOG" 2>&1 ||
+		die "cannot build bench/jobmix/simjob.c"
+fi
 
 check_kmux
 [ "$HAVE_CLI" = 1 ] || log "kmux CLI unusable: the kmux modes will be skipped"
@@ -304,7 +424,7 @@ launch() {
 	shift 3
 	job_get "$i"
 	job_env
-	printf '%s\n' "[$MODE] CUDA_VISIBLE_DEVICES=$gpu ${*:+$* }bash bench/jobmix/timed.sh DIR $JOBNAME ${JOBCMD[*]}" |
+	[ "$REC_CMDS" = 1 ] && printf '%s\n' "[$MODE] CUDA_VISIBLE_DEVICES=$gpu ${*:+$* }bash bench/jobmix/timed.sh DIR $JOBNAME ${JOBCMD[*]}" |
 		shorten_cmds >>"$CMDS"
 	setsid "${JOBENV[@]}" "CUDA_VISIBLE_DEVICES=$gpu" "$@" \
 		bash "$JM/timed.sh" "$dir" "$JOBNAME" "${JOBCMD[@]}" &
@@ -472,7 +592,7 @@ run_kmux() {
 		job_get "$i"
 		memarg=()
 		[ "$JOBMEM" != - ] && memarg=(--mem "$JOBMEM")
-		printf '%s\n' "[$MODE] kmux submit ${memarg[*]:+${memarg[*]} }--name $JOBNAME -- ${JOBENV[*]} bash bench/jobmix/timed.sh DIR $JOBNAME ${JOBCMD[*]}" |
+		[ "$REC_CMDS" = 1 ] && printf '%s\n' "[$MODE] kmux submit ${memarg[*]:+${memarg[*]} }--name $JOBNAME -- ${JOBENV[*]} bash bench/jobmix/timed.sh DIR $JOBNAME ${JOBCMD[*]}" |
 			shorten_cmds >>"$CMDS"
 		id=$(kx submit "${memarg[@]}" --name "$JOBNAME" -- "${JOBENV[@]}" \
 			bash "$JM/timed.sh" "$dir" "$JOBNAME" "${JOBCMD[@]}" 2>>"$LOG")
@@ -558,13 +678,6 @@ settle() {
 	nvidia-smi --query-gpu=index,memory.used,utilization.gpu --format=csv,noheader >>"$LOG" 2>&1
 }
 
-DEFAULT_MODES="kmux exclusive together mps"
-[ "$NUSE" -ge 2 ] && DEFAULT_MODES="kmux kmux-rr exclusive together mps"
-for x in ${JOBMIX_BUSY_SWEEP:-}; do
-	[[ $x =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "bad JOBMIX_BUSY_SWEEP value '$x'"
-	DEFAULT_MODES="$DEFAULT_MODES kmux-bm$x"
-done
-read -r -a MODES <<<"${JOBMIX_MODES:-$DEFAULT_MODES}"
 meta date "$(date -u '+%Y-%m-%d %H:%M UTC')"
 meta gpu "$GPU_NAME"
 meta driver "$DRIVER"
@@ -577,28 +690,74 @@ meta scale "$JOBMIX_SCALE"
 meta kmux "$(kmux_ident)"
 meta stacks "${STACK_VERSIONS:-}"
 meta modes "${MODES[*]}"
-meta command "$( [ "$SIM" = 1 ] && printf 'JOBMIX_SIM=1 JOBMIX_SIM_GPUS=%s ' "$NGPU")bash bench/jobmix.sh"
+meta command "${KNOBS}bash bench/jobmix.sh"
 
 warm_up
 settle
-echo "mode,job,class,mem_declared,gpu,start_s,end_s,rc,status,wall_s,init_s,work_s,peak_bytes,kmux_id,kmux_gpus,kmux_peak,kmux_wait_s" >"$CSV"
+echo "mode,rep,job,class,mem_declared,gpu,start_s,end_s,rc,status,wall_s,init_s,work_s,peak_bytes,kmux_id,kmux_gpus,kmux_peak,kmux_wait_s" >"$CSV"
 status=0
+# The budget: what a run needs is estimated from the longest earlier run of
+# its base (a repeat), or of the other placement (kmux and kmux-rr run the
+# same jobs), plus a tenth, the settle and the 15 s a mode leaves at the end;
+# a kmux-bmX sweep run from the kmux run (half as much again: it is
+# optional).  With nothing to go by: 45 s.  Cut short, a run's jobs would
+# count as timeouts and say nothing about the policy.
+declare -A DUR=() CMDS_DONE=() SKIP=()
+run_need() {
+	mode_parse "$1"
+	local d=${DUR[$MBASE]:-} s=${SETTLE_S%.*}
+	if [ -z "$d" ] && [[ $MBASE == kmux || $MBASE == kmux-rr ]]; then
+		d=${DUR[kmux]:-${DUR[kmux-rr]:-}}
+		[ -n "${DUR[kmux]:-}" ] && [ -n "${DUR[kmux-rr]:-}" ] &&
+			[ "${DUR[kmux-rr]}" -gt "$d" ] && d=${DUR[kmux-rr]}
+	fi
+	if [ -n "$d" ]; then
+		echo $((d + d / 10 + ${s:-0} + 1 + 15))
+	elif [[ $MBASE == kmux-bm* ]] && [ -n "${DUR[kmux]:-}" ]; then
+		echo $((DUR[kmux] * 3 / 2 + 20))
+	else
+		echo 45
+	fi
+}
+skip_run() {	# skip_run RUN WHY
+	log "== $1: SKIPPED, $2"
+	meta "skipped_$1" "$2"
+	mode_parse "$1"
+	# a repeat or a sweep run is extra: the run is complete without it
+	[ "$MREP" = 1 ] && [[ $MBASE != kmux-bm* ]] && status=1
+}
 for MODE in "${MODES[@]}"; do
-	dir=$WORK/mode-$MODE
-	mkdir -p "$dir"
-	# a sweep run needs about what the kmux run took (cut short, its jobs
-	# would count as timeouts and say nothing about the policy)
-	need=45
-	[[ $MODE == kmux-bm* ]] && [ -n "${KMUX_DUR:-}" ] && need=$((KMUX_DUR * 3 / 2 + 20))
-	if [ "$(time_left)" -lt "$need" ]; then
-		log "== $MODE: SKIPPED, $(time_left) s left of the budget (needs $need)"
-		meta "skipped_$MODE" "budget: $(time_left) s left, $need wanted"
-		[[ $MODE == kmux-bm* ]] || status=1
+	mode_parse "$MODE"
+	BASE=$MBASE REP=$MREP
+	if [ -n "${SKIP[$MODE]:-}" ]; then
+		skip_run "$MODE" "${SKIP[$MODE]}"
 		continue
 	fi
-	log "== $MODE ($NJOBS jobs, $(time_left) s left)"
+	dir=$WORK/mode-$MODE
+	mkdir -p "$dir"
+	need=$(run_need "$MODE")
+	left=$(time_left)
+	pneed=""
+	if [ -n "${PAIR_NEXT[$MODE]:-}" ]; then
+		# both runs of a pair or neither: a lone run compares with nothing
+		# at the same point of the machine's drift
+		pneed=$((need + $(run_need "${PAIR_NEXT[$MODE]}") - 15))
+		if [ "$left" -lt "$pneed" ]; then
+			why="budget: $left s left, its pair with ${PAIR_NEXT[$MODE]} wants $pneed"
+			SKIP[${PAIR_NEXT[$MODE]}]="budget: $left s left, its pair with $MODE wants $pneed"
+			skip_run "$MODE" "$why"
+			continue
+		fi
+	elif [ "$left" -lt "$need" ]; then
+		skip_run "$MODE" "budget: $left s left, $need wanted"
+		continue
+	fi
+	log "== $MODE ($NJOBS jobs, $left s left, about $need wanted${pneed:+, $pneed with ${PAIR_NEXT[$MODE]}})"
+	REC_CMDS=0
+	[ -z "${CMDS_DONE[$BASE]:-}" ] && REC_CMDS=1
 	T0=""
-	case $MODE in
+	RUN_START=$(date +%s.%N)
+	case $BASE in
 	exclusive) run_exclusive "$dir" ;;
 	together) run_together "$dir" ;;
 	mps) run_mps "$dir" ;;
@@ -606,27 +765,29 @@ for MODE in "${MODES[@]}"; do
 		if [ "$HAVE_CLI" != 1 ]; then
 			log "$MODE: kmux CLI unusable: skipped"
 			false
-		elif [ "$MODE" = kmux ]; then
+		elif [ "$BASE" = kmux ]; then
 			run_kmux "$dir" busyness
-		elif [ "$MODE" = kmux-rr ]; then
+		elif [ "$BASE" = kmux-rr ]; then
 			run_kmux "$dir" roundrobin
 		elif [ "$MODE" = kmux-mps ]; then
 			mps_find && run_kmux "$dir" busyness --mps \
 				--mps-control "$MPS_BIN"
 		else
-			run_kmux "$dir" busyness --busy-max "${MODE#kmux-bm}"
+			run_kmux "$dir" busyness --busy-max "${BASE#kmux-bm}"
 		fi ;;
-	*) log "unknown mode $MODE"; false ;;
 	esac
 	if [ -z "$T0" ]; then
 		meta "skipped_$MODE" "did not start (see jobmix.log)"
 		status=1
 	else
-		"$PY" "$JM/report.py" collect --mode "$MODE" --dir "$dir" --t0 "$T0" \
-			--jobs "$JOBS" --csv "$CSV" --log "$LOG"
-		dur=$(awk -v a="$T0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}')
-		log "   $MODE: done in $dur s"
-		[ "$MODE" = kmux ] && KMUX_DUR=${dur%.*}
+		CMDS_DONE[$BASE]=1
+		"$PY" "$JM/report.py" collect --mode "$BASE" --rep "$REP" --dir "$dir" \
+			--t0 "$T0" --jobs "$JOBS" --csv "$CSV" --log "$LOG"
+		now=$(date +%s.%N)
+		dur=$(awk -v a="$T0" -v b="$now" 'BEGIN{printf "%.1f", b-a}')
+		took=$(awk -v a="$RUN_START" -v b="$now" 'BEGIN{printf "%d", b-a+0.999}')
+		log "   $MODE: done in $dur s ($took s with its set-up and collection)"
+		[ "${DUR[$BASE]:-0}" -lt "$took" ] && DUR[$BASE]=$took
 	fi
 	settle
 done

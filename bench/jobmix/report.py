@@ -1,8 +1,8 @@
 """report.py - bench/jobmix.sh's parsing and report (standard library only;
 matplotlib for the plot when it imports).
 
-    report.py collect --mode M --dir D --t0 EPOCH --jobs JOBS.tsv --csv CSV --log LOG
-        one CSV row per job of the mode, from D/NAME.{rec,out,err} (written
+    report.py collect --mode M --rep N --dir D --t0 EPOCH --jobs JOBS.tsv --csv CSV --log LOG
+        one CSV row per job of the mode's N-th run, from D/NAME.{rec,out,err} (written
         by timed.sh) and, for the kmux modes, D/ps.json and D/kmux-ids;
         appends each job's stdout and stderr tails to LOG.
     report.py report --csv CSV --meta META --cmds CMDS --jobs JOBS.tsv \
@@ -15,15 +15,21 @@ A job failed when it exited non-zero, was killed at the deadline (timeout)
 or never ran.  Throughput ratios compare makespans of the same work:
 baseline makespan / kmux makespan; only a baseline that completed every job
 counts as "complete".
+
+Repeats.  A mode may run several times (jobmix.sh's MODE.N, the CSV's rep
+column): each run is summarized alone, and a mode's figures are the
+medians over its runs (makespan, mean completion time), so one slow or
+fast run does not decide a ratio; every run's makespan is listed beside.
 """
 import argparse
 import csv
 import json
 import os
 import re
+import statistics
 import sys
 
-FIELDS = ["mode", "job", "class", "mem_declared", "gpu", "start_s", "end_s",
+FIELDS = ["mode", "rep", "job", "class", "mem_declared", "gpu", "start_s", "end_s",
           "rc", "status", "wall_s", "init_s", "work_s", "peak_bytes",
           "kmux_id", "kmux_gpus", "kmux_peak", "kmux_wait_s"]
 BASELINES = ("exclusive", "together", "mps")
@@ -89,7 +95,7 @@ def collect(a):
             n = j["name"]
             base = os.path.join(a.dir, n)
             r = {k: "" for k in FIELDS}
-            r.update(mode=a.mode, job=n, **{"class": j["class"]},
+            r.update(mode=a.mode, rep=a.rep, job=n, **{"class": j["class"]},
                      mem_declared=j["mem"])
             rec = None
             try:
@@ -131,7 +137,7 @@ def collect(a):
                         r["kmux_wait_s"] = (
                             f"{(pj['start_us'] - pj['submit_us']) / 1e6:.3f}")
             rows.append(r)
-            log.write(f"--- [{a.mode}] {n}: {r['status']} rc={r['rc']} "
+            log.write(f"--- [{run_name(a.mode, a.rep)}] {n}: {r['status']} rc={r['rc']} "
                       f"start={r['start_s']} end={r['end_s']} gpu={r['gpu']}\n")
             for what, lines in (("stdout", out[-15:]), ("stderr", err[-15:])):
                 if lines:
@@ -151,11 +157,26 @@ def fnum(x):
         return None
 
 
+def run_name(mode, rep):
+    """a run's name as jobmix.sh gives it: MODE for run 1, else MODE.N."""
+    rep = str(rep or "1")
+    return mode if rep == "1" else f"{mode}.{rep}"
+
+
+def row_run(r):
+    return run_name(r["mode"], r.get("rep"))
+
+
+def median(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
 def summarize(rows):
-    """per mode: makespan, mean completion time, failures."""
+    """per run (MODE or MODE.N): makespan, mean completion time, failures."""
     modes = {}
     for r in rows:
-        modes.setdefault(r["mode"], []).append(r)
+        modes.setdefault(row_run(r), []).append(r)
     out = {}
     for m, rs in modes.items():
         ends = [fnum(r["end_s"]) for r in rs if fnum(r["end_s"]) is not None]
@@ -169,8 +190,38 @@ def summarize(rows):
             "mean_jct": (sum(fnum(r["end_s"]) for r in ok) / len(ok)) if ok else None,
             "mean_jct_all": (sum(ends) / len(ends)) if ends else None,
             "complete": not failed and len(rs) > 0,
+            "mode": rs[0]["mode"],
+            "rep": int(rs[0].get("rep") or 1),
         }
     return out
+
+
+def by_mode(s, order):
+    """per mode, from its runs in the order they ran: the runs, the medians
+    of makespan and mean completion time, the failures of all runs."""
+    out = {}
+    for name in order:
+        out.setdefault(s[name]["mode"], []).append(name)
+    res = {}
+    for m, names in out.items():
+        xs = [s[n] for n in names]
+        res[m] = {
+            "runs": names,
+            "reps": len(xs),
+            "makespans": [x["makespan"] for x in xs],
+            "makespan": median([x["makespan"] for x in xs]),
+            "mean_jct": median([x["mean_jct"] for x in xs]),
+            "n": sum(x["n"] for x in xs),
+            "ok": sum(x["ok"] for x in xs),
+            "failed": [f for x in xs for f in x["failed"]],
+            "complete": all(x["complete"] for x in xs),
+        }
+    return res
+
+
+def over(b):
+    """' over N runs' where a mode ran more than once."""
+    return f" over {b['reps']} runs" if b["reps"] > 1 else ""
 
 
 def fmt(x, p=1, unit=""):
@@ -191,6 +242,15 @@ def ratio(num, den):
     return f"{num / den:.2f}×"
 
 
+def makespan_cell(b):
+    """the median, and each run's makespan where there are several."""
+    c = fmt(b["makespan"], 1, " s")
+    if b["reps"] > 1:
+        c += (f" (median of {b['reps']}: "
+              + ", ".join(fmt(x, 1) for x in b["makespans"]) + ")")
+    return c
+
+
 def report(a):
     meta = {}
     with open(a.meta) as f:
@@ -203,6 +263,10 @@ def report(a):
     jobs = read_jobs(a.jobs)
     s = summarize(rows)
     order = [m for m in meta.get("modes", "").split() if m in s]
+    order += [m for m in s if m not in order]  # rows the meta does not name
+    b = by_mode(s, order)
+    border = list(b)
+    repeated = any(x["reps"] > 1 for x in b.values())
     nuse = int(meta.get("nuse", "1") or 1)
     gpu_gib = float(meta.get("gpu_mib", "0") or 0) / 1024.0
     L = []
@@ -222,28 +286,31 @@ def report(a):
     L.append(f"- mix: `{meta.get('mix', '?')}` ({len(jobs)} jobs), "
              f"JOBMIX_SCALE={meta.get('scale', '1')}")
     L.append(f"- command: `{meta.get('command', 'bash bench/jobmix.sh')}`")
+    L.append(f"- runs, in the order they ran: {' '.join(meta.get('modes', '').split())}")
     for m in meta.get("modes", "").split():
         why = meta.get(f"skipped_{m}")
         if why:
-            L.append(f"- mode {m}: **skipped** ({why})")
+            L.append(f"- run {m}: **skipped** ({why})")
     L.append("")
 
     L.append("## Results")
     L.append("")
-    complete = {m: s[m] for m in BASELINES if m in s and s[m]["complete"]}
+    complete = {m: b[m] for m in BASELINES if m in b and b[m]["complete"]}
     best = min(complete, key=lambda m: complete[m]["makespan"]) if complete else None
-    ex = s.get("exclusive")
+    ex = b.get("exclusive")
     L.append("| mode | makespan | mean completion time (ok jobs) | "
              "completed | out of memory | other failures | "
              f"throughput vs the best complete baseline ({best or 'none'}) | "
              "throughput vs exclusive |")
     L.append("|---|---|---|---|---|---|---|---|")
-    for m in order:
-        x = s[m]
-        oom = [r["job"] for r in x["failed"] if r["status"] == "oom"]
-        other = [f"{r['job']} ({r['status']})" for r in x["failed"]
-                 if r["status"] != "oom"]
-        L.append(f"| {m} | {fmt(x['makespan'], 1, ' s')} | "
+    for m in border:
+        x = b[m]
+        oom = [r["job"] + ("" if r.get("rep", "1") in ("", "1") else f" (run {r['rep']})")
+               for r in x["failed"] if r["status"] == "oom"]
+        other = [f"{r['job']} ({r['status']}"
+                 + ("" if r.get("rep", "1") in ("", "1") else f", run {r['rep']}") + ")"
+                 for r in x["failed"] if r["status"] != "oom"]
+        L.append(f"| {m} | {makespan_cell(x)} | "
                  f"{fmt(x['mean_jct'], 1, ' s')} | {x['ok']}/{x['n']} | "
                  f"{len(oom)}{': ' + ', '.join(oom) if oom else ''} | "
                  f"{', '.join(other) or 'none'} | "
@@ -256,10 +323,24 @@ def report(a):
              "same jobs; a mode that lost jobs did less work, so its ratio "
              "flatters it).  Out of memory: the job's own error (PyTorch's "
              "OutOfMemoryError, CUDA_ERROR_OUT_OF_MEMORY).")
+    if repeated:
+        L.append("A mode that ran more than once (MODE.N is its N-th run): "
+                 "its makespan and mean completion time are the medians over "
+                 "its runs, each run's makespan in brackets; the completed "
+                 "and failed counts add up all its runs.")
+        L.append("")
+        L.append("| run | mode | repeat | position in the run order | makespan | "
+                 "mean completion time (ok jobs) | completed |")
+        L.append("|---|---|---|---|---|---|---|")
+        for i, n in enumerate(order, 1):
+            x = s[n]
+            L.append(f"| {n} | {x['mode']} | {x['rep']} | {i} | "
+                     f"{fmt(x['makespan'], 1, ' s')} | {fmt(x['mean_jct'], 1, ' s')} | "
+                     f"{x['ok']}/{x['n']} |")
     L.append("")
     kml = [m for m in order if m.startswith("kmux")]
     if kml:
-        L.append("| kmux mode | daemon options | memory growth (kmuxd log) |")
+        L.append("| kmux run | daemon options | memory growth (kmuxd log) |")
         L.append("|---|---|---|")
         for m in kml:
             L.append(f"| {m} | `{meta.get('kmuxd_' + m, '?').strip()}` | "
@@ -267,22 +348,23 @@ def report(a):
         L.append("")
 
     # issue 4's targets
-    k = s.get("kmux")
+    k = b.get("kmux")
     L.append("## Issue 4's targets")
     L.append("")
     L.append("| target | measured | wanted | |")
     L.append("|---|---|---|---|")
     if k:
-        L.append(f"| kmux completes every job | {k['ok']}/{k['n']} | all | "
+        L.append(f"| kmux completes every job | {k['ok']}/{k['n']}{over(k)} | all | "
                  f"{'met' if k['complete'] else 'MISSED'} |")
+        med = " (medians)" if repeated else ""
         if best:
-            L.append(ratio_line(f"throughput vs the best complete baseline ({best})",
+            L.append(ratio_line(f"throughput vs the best complete baseline ({best}){med}",
                                 complete[best]["makespan"], k["makespan"],
                                 TARGET_BEST))
         else:
             L.append(f"| throughput vs the best complete baseline | n/a | "
                      f"≥ {TARGET_BEST:.2f}× | no baseline completed every job |")
-        L.append(ratio_line("throughput vs exclusive",
+        L.append(ratio_line(f"throughput vs exclusive{med}",
                             ex["makespan"] if ex else None, k["makespan"],
                             TARGET_EXCL))
         if ex and not ex["complete"]:
@@ -290,20 +372,43 @@ def report(a):
                      "compares unequal work) | | | |")
     else:
         L.append("| kmux | not run | | |")
-    rr = s.get("kmux-rr")
+    rr = b.get("kmux-rr")
+    pairs = []
     if rr and k:
-        L.append(ratio_line("busyness vs round-robin placement (makespan rr / busyness)",
+        if k["reps"] == rr["reps"]:
+            how = (f"medians over {k['reps']} repeats each" if k["reps"] > 1
+                   else "one run each")
+        else:
+            how = (f"medians over {rr['reps']} round-robin and {k['reps']} "
+                   "busyness repeats")
+        L.append(ratio_line("busyness vs round-robin placement (makespan rr / "
+                            f"busyness; {how})",
                             rr["makespan"], k["makespan"], TARGET_RR))
         if not (rr["complete"] and k["complete"]):
             L.append("| (a placement run did not complete every job) | | | |")
+        reps_k = {s[n]["rep"]: s[n]["makespan"] for n in k["runs"]}
+        reps_r = {s[n]["rep"]: s[n]["makespan"] for n in rr["runs"]}
+        pairs = [(i, reps_r[i], reps_k[i]) for i in sorted(reps_k)
+                 if i in reps_r and reps_r[i] and reps_k[i]]
     L.append("")
+    if len(pairs) > 1:
+        L.append("Placement, repeat by repeat (round-robin / busyness makespan; "
+                 "the pairs ran back to back, alternating which went first): "
+                 + ", ".join(f"{i}: {r:.1f} / {q:.1f} s = {r / q:.2f}×"
+                             for i, r, q in pairs)
+                 + f"; busyness faster in {sum(1 for _, r, q in pairs if q < r)} "
+                 f"of {len(pairs)}.")
+        L.append("")
     L.append("Baselines that completed every job: "
              + (", ".join(complete) if complete else "none") + ".")
     L.append("")
 
-    # memory: is the mix an overcommit?
-    excl = {r["job"]: r for r in rows if r["mode"] == "exclusive"}
-    kmr = {r["job"]: r for r in rows if r["mode"] == "kmux"}
+    # memory: is the mix an overcommit?  (each mode's first run)
+    first = {}
+    for n in order:
+        first.setdefault(s[n]["mode"], n)
+    excl = {r["job"]: r for r in rows if row_run(r) == first.get("exclusive")}
+    kmr = {r["job"]: r for r in rows if row_run(r) == first.get("kmux")}
     peaks, missing = {}, []
     for j in jobs:
         p = fnum(excl.get(j["name"], {}).get("peak_bytes"))
@@ -338,8 +443,8 @@ def report(a):
     L.append("| job | class | --mem declared | peak (exclusive) | " +
              " | ".join(f"{m} end" for m in order) + " |")
     L.append("|---|---|---|---|" + "---|" * len(order))
-    by = {(r["mode"], r["job"]): r for r in rows}
-    over = []
+    by = {(row_run(r), r["job"]): r for r in rows}
+    over_peak = []
     for j in jobs:
         p = peaks.get(j["name"])
         pk = f"{p[0] / GiB:.1f} GiB" + ("" if p[1] == "exclusive" else " (kmux)") if p else "–"
@@ -357,18 +462,18 @@ def report(a):
         if p and j["mem"] != "-":
             d = parse_size(j["mem"])
             if d is not None and p[0] > d:
-                over.append(f"{j['name']} (declared {j['mem']}, peak {p[0] / GiB:.1f} GiB)")
+                over_peak.append(f"{j['name']} (declared {j['mem']}, peak {p[0] / GiB:.1f} GiB)")
     L.append("")
-    if over:
+    if over_peak:
         L.append("**Declared below the measured peak** (the kmux quota would "
-                 "fail them): " + ", ".join(over) + ".")
+                 "fail them): " + ", ".join(over_peak) + ".")
         L.append("")
 
     if k:
         waits = [fnum(r["kmux_wait_s"]) for r in rows
                  if r["mode"] == "kmux" and fnum(r["kmux_wait_s"]) is not None]
         if waits:
-            L.append(f"kmux: jobs waited in the queue {min(waits):.1f}–"
+            L.append(f"kmux{over(k)}: jobs waited in the queue {min(waits):.1f}–"
                      f"{max(waits):.1f} s (mean {sum(waits) / len(waits):.1f} s) "
                      "before admission (the daemon's timestamps).")
             L.append("")
@@ -380,7 +485,8 @@ def report(a):
         png = False
     L.append("## Timeline")
     L.append("")
-    L.append("`jobmix.png`: one bar per job and mode, from its start to its end "
+    L.append("`jobmix.png`: one panel per run (repeats included, in the order "
+             "they ran), one bar per job from its start to its end "
              "(colour: GPU; red: failed)." if png else
              f"No plot: {PLOT_WHY[0]}")
     L.append("")
@@ -388,7 +494,10 @@ def report(a):
     L.append("")
     L.append("Each job runs as `bash bench/jobmix/timed.sh DIR NAME CMD...` "
              "(records start, end, exit status, CUDA_VISIBLE_DEVICES); `$W` "
-             "is the scratch directory.")
+             "is the scratch directory."
+             + ("  Listed for each mode's first run: its repeats run the same "
+                "commands (in exclusive mode a job may get the other GPU)."
+                if repeated else ""))
     L.append("")
     L.append("```")
     with open(a.cmds) as f:
@@ -396,8 +505,8 @@ def report(a):
             L.append(line.rstrip("\n").replace(a.work, "$W").replace(a.root + "/", ""))
     L.append("```")
     L.append("")
-    L.append("Raw rows: `jobmix.csv`; every job's output tail, the daemon's log "
-             "and `kmux ps`: `jobmix.log`.")
+    L.append("Raw rows: `jobmix.csv` (a run is its mode and rep); every job's "
+             "output tail, the daemon's log and `kmux ps`: `jobmix.log`.")
     with open(a.md, "w") as f:
         f.write("\n".join(L) + "\n")
     print(f"report: wrote {a.md}" + (f" and {a.png}" if png else ""))
@@ -431,13 +540,16 @@ def plot(rows, order, path):
         if r["job"] not in names:
             names.append(r["job"])
     span = max([fnum(r["end_s"]) or 0 for r in rows] + [1])
+    # a bar row 0.19 in high, thinner when many runs would make the figure
+    # taller than about 40 in (4,400 pixels)
+    row_in = min(0.19, 38.0 / max(1, len(names) * len(order)))
     fig, axes = plt.subplots(len(order), 1, sharex=True,
-                             figsize=(11, 1.2 + 0.19 * len(names) * len(order)))
+                             figsize=(11, 1.2 + row_in * len(names) * len(order)))
     if len(order) == 1:
         axes = [axes]
     colours = ["tab:blue", "tab:green", "tab:purple", "tab:orange"]
     for ax, m in zip(axes, order):
-        rs = {r["job"]: r for r in rows if r["mode"] == m}
+        rs = {r["job"]: r for r in rows if row_run(r) == m}
         for y, n in enumerate(names):
             r = rs.get(n)
             if not r or fnum(r["start_s"]) is None:
@@ -449,7 +561,7 @@ def plot(rows, order, path):
                 c = "tab:red"
             ax.barh(y, e0 - s0, left=s0, color=c, height=0.8)
         ax.set_yticks(range(len(names)))
-        ax.set_yticklabels(names, fontsize=6)
+        ax.set_yticklabels(names, fontsize=min(6, 32 * row_in))
         ax.invert_yaxis()
         mk = max([fnum(r["end_s"]) or 0 for r in rs.values()] + [0])
         ax.set_title(f"{m}: makespan {mk:.1f} s", fontsize=9, loc="left")
@@ -466,7 +578,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
     c = sub.add_parser("collect")
-    for k in ("--mode", "--dir", "--t0", "--jobs", "--csv", "--log"):
+    for k in ("--mode", "--rep", "--dir", "--t0", "--jobs", "--csv", "--log"):
         c.add_argument(k, required=True)
     r = sub.add_parser("report")
     for k in ("--csv", "--meta", "--cmds", "--jobs", "--md", "--png",
