@@ -234,13 +234,13 @@ log "GPUs: $NGPU x $GPU_NAME ($GPU_MIB MiB), driver $DRIVER; using $NUSE; mix ${
 # a name is a base first: kmux-bm2.5.3 is the third run of kmux-bm2.5.
 usage_die() {
 	log "FATAL: $*"
-	log "modes: kmux kmux-rr exclusive together mps kmux-bmX, each optionally .N" \
+	log "modes: kmux kmux-rr kmux-mps exclusive together mps kmux-bmX, each optionally .N" \
 		"(its N-th run, N = 1, 2, ...); nothing was run"
 	exit 2
 }
 base_ok() {
 	case $1 in
-	kmux | kmux-rr | exclusive | together | mps) return 0 ;;
+	kmux | kmux-rr | kmux-mps | exclusive | together | mps) return 0 ;;
 	kmux-bm*) [[ ${1#kmux-bm} =~ ^[0-9]+(\.[0-9]+)?$ ]] ;;
 	*) return 1 ;;
 	esac
