@@ -85,6 +85,18 @@ static uint64_t mem_track(uint64_t base, uint64_t size, enum alloc_kind kind)
 	return mem_track_flags(base, size, kind, 0);
 }
 
+/*
+ * quota_reserve(n) (0 or nonzero); past the quota, memory kmux's pool
+ * keeps is charged but unused: trim it and try once more.
+ */
+static int mem_reserve(uint64_t n)
+{
+	if (quota_reserve(n) == 0)
+		return 0;
+	return unlikely(salloc_on) && salloc_trim_current() ?
+		quota_reserve(n) : -1;
+}
+
 /* The pooled allocation that starts at base: 1 and *a, or 0. */
 static int mem_pooled(uint64_t base, struct alloc *a)
 {
@@ -162,11 +174,8 @@ KMUX_EXPORT CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *dptr, size_t size)
 	}
 	if (unlikely(salloc_on) && mem_alloc_pooled(dptr, size, &r))
 		return r;
-	/* Memory the pool keeps is charged: give it back before failing. */
 	if (unlikely(quota_on) && (unlikely(mm_on) ? mm_reserve(size) :
-				   quota_reserve(size)) &&
-	    !(unlikely(salloc_on) && salloc_trim_current() &&
-	      quota_reserve(size) == 0))
+				   mem_reserve(size)))
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	r = REAL(cuMemAlloc_v2)(dptr, size);
 	if (r == CUDA_ERROR_OUT_OF_MEMORY && unlikely(salloc_on) &&
@@ -189,7 +198,7 @@ static CUresult alloc_pitch_quota(CUdeviceptr *dptr, size_t *pitch,
 	uint64_t want = (uint64_t)width * height, got;
 	CUresult r;
 
-	if ((height && want / height != width) || quota_reserve(want))
+	if ((height && want / height != width) || mem_reserve(want))
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	r = REAL(cuMemAllocPitch_v2)(dptr, pitch, width, height, elem);
 	if (r != CUDA_SUCCESS) {
@@ -230,7 +239,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr *dptr, size_t size,
 
 	if (NO_DRIVER(cuMemAllocManaged))
 		return CUDA_ERROR_NOT_INITIALIZED;
-	if (unlikely(quota_on) && quota_reserve(size))
+	if (unlikely(quota_on) && mem_reserve(size))
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	r = REAL(cuMemAllocManaged)(dptr, size, flags);
 	if (r == CUDA_SUCCESS)
@@ -289,7 +298,7 @@ static CUresult alloc_async(struct async_args *a)
 	};
 	CUresult r;
 
-	if (unlikely(quota_on) && quota_reserve(a->size))
+	if (unlikely(quota_on) && mem_reserve(a->size))
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	if (likely(!kmux_streams) || !streams_is_default(a->s)) {
 		r = streams_pass(a->s, async_issue, a);

@@ -934,6 +934,9 @@ static int test_pools(void)
 	ok(cuMemGetInfo(&free1, &total));
 	expect(free0 - free1 == 600u << 20, "reuse took new memory");
 	ok(cuMemFree(q));	/* a synchronous free goes back to the pool */
+	/* 700 MiB: more than the pool keeps, more than the device has left. */
+	fails_with(cuMemAllocFromPoolAsync(&r, 700 << 20, pool, s),
+		   CUDA_ERROR_OUT_OF_MEMORY);
 	ok(cuMemPoolTrimTo(pool, 0));
 	ok(cuMemGetInfo(&free1, &total));
 	expect(free1 == free0, "trim gave back %zu of 600 MiB", free1 - free0);

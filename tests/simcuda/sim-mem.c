@@ -188,7 +188,7 @@ CUresult sim_va_alloc(struct sim_device *d, uint64_t size, uint64_t *va)
 
 /*
  * Lock held.  A new DEVICE or MANAGED allocation of size bytes in c; from
- * pool when not NULL (its kept bytes first, then the device's).
+ * pool when not NULL (its kept bytes when enough, else the device's).
  */
 static CUresult device_alloc_from(struct sim_ctx *c, uint64_t size,
 				  enum sim_alloc_kind kind,
@@ -201,8 +201,9 @@ static CUresult device_alloc_from(struct sim_ctx *c, uint64_t size,
 
 	if (size == 0)
 		return CUDA_ERROR_INVALID_VALUE;
-	if (pool != NULL)
-		take = pool->kept < size ? pool->kept : size;
+	/* Kept memory serves a request only when there is enough of it. */
+	if (pool != NULL && pool->kept >= size)
+		take = size;
 	if (size - take > d->total - d->used)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	a = calloc(1, sizeof(*a));

@@ -7,7 +7,9 @@
  * stays counted in the device's `used` (so cuMemGetInfo and out-of-memory
  * see it) until the pool releases it, either past the release threshold
  * (at the free itself; the real driver waits for a synchronization) or by
- * cuMemPoolTrimTo.  Addresses are never reused, whatever the pool keeps, so
+ * cuMemPoolTrimTo; an allocation from the pool is served from the kept
+ * bytes when they are enough for all of it (the real pool reuses blocks,
+ * it does not join them), else from the device.  Addresses are never reused, whatever the pool keeps, so
  * a use after free still faults and the overlap check still sees it.
  * SIMCUDA_NO_POOLS=1: pools are unsupported (the attribute says 0 and
  * cuMemPoolCreate fails with CUDA_ERROR_NOT_SUPPORTED).
