@@ -406,7 +406,7 @@ static int run_exec(int argc, char **argv)
 
 const struct cmd_entry cmd_run_entry = {
 	.name = "run",
-	.usage = "[-s N] [--memory MODE] [-g K] [-m SIZE] [-n NAME] [-x] [--] CMD [ARGS...]",
+	.usage = "[-s N [--stream-alloc]] [--memory MODE] [-g K] [-m SIZE] [-n NAME] [-x] [--] CMD [ARGS...]",
 	.summary = "run a command under kmux in the foreground (admitted by "
 		   "kmuxd with --gpus/--mem/--name)",
 	.exec = run_exec,
