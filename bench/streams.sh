@@ -17,6 +17,11 @@
 #      kmuxN        kmux run --streams N -- APP plain, N in 2 4 8 16
 #                   (or KMUX_STREAMS=N LD_PRELOAD=build/libkmux.so APP plain
 #                   when `kmux run` is not available; KMUX_STREAMS_LAUNCH)
+#      saN          kmux run --streams N --stream-alloc -- APP plain
+#                   (cuMemAlloc/cuMemFree stream-ordered on a kmux pool;
+#                   KMUX_STREAM_ALLOC=1 with the preload), N in
+#                   KMUX_STREAMS_SA_NS, only for the apps in
+#                   KMUX_STREAMS_SA_APPS (default phase_buffers)
 #      expert       APP expert           (hand-written streams and events)
 #    The two PyTorch programs run in one process per mode
 #    (bench/apps/py/torch_suite.py) to pay PyTorch's start-up once.
@@ -44,7 +49,9 @@
 # none), KMUX_STREAMS_PY_APPS (googlenet,ensemble; empty: none),
 # KMUX_STREAMS_APP_ARGS ("--reps 7 --warmup 3"), KMUX_STREAMS_PY_ARGS
 # ("--reps 5 --warmup 3"), KMUX_STREAMS_LAUNCH (auto|run|preload),
-# KMUX_STREAMS_LOG (info), KMUX_STREAMS_BUDGET_S (530), and lib.sh's OUT,
+# KMUX_STREAMS_LOG (info), KMUX_STREAMS_BUDGET_S (530),
+# KMUX_STREAMS_SA_NS ("4 8"; empty: no saN modes), KMUX_STREAMS_SA_APPS
+# ("phase_buffers"; "all": every CUDA app), and lib.sh's OUT,
 # NVCC, NVCCFLAGS, PYTHON, KMUX_BIN, KMUX_LIB, KMUX_DEVLIBS.
 # Never changes GPU settings.  Exit status 0 when no run failed.
 set -u
@@ -78,6 +85,8 @@ read -r -a CUDA_APPS <<<"${KMUX_STREAMS_APPS-gemm_batch image_pipeline reduction
 PY_APPS=${KMUX_STREAMS_PY_APPS-googlenet,ensemble}
 read -r -a APP_ARGS <<<"${KMUX_STREAMS_APP_ARGS:---reps 7 --warmup 3}"
 read -r -a PY_ARGS <<<"${KMUX_STREAMS_PY_ARGS:---reps 5 --warmup 3}"
+read -r -a SA_NS <<<"${KMUX_STREAMS_SA_NS-4 8}"
+SA_APPS=${KMUX_STREAMS_SA_APPS-phase_buffers}
 LAUNCH=${KMUX_STREAMS_LAUNCH:-auto}
 KLOG=${KMUX_STREAMS_LOG:-info}
 RESERVE=20	# seconds kept for the report
@@ -90,15 +99,28 @@ SUITE=$APPS_DIR/py/torch_suite.py
 # csv APP MODE REP KEY VALUE (commas and quotes in VALUE would break the CSV)
 csv() { printf '%s,%s,%s,%s,%s\n' "$1" "$2" "$3" "$4" "${5//[,\"]/;}" >>"$CSV"; }
 
-# kmux_prefix N: prints the words that run a command under kmux with N
-# streams, one per line (empty when kmux cannot run here)
+# kmux_prefix MODE: prints the words that run a command under kmux in MODE
+# (kmuxN: N streams; saN: N streams and --stream-alloc), one per line
+# (empty when kmux cannot run here)
 kmux_prefix() {
+	local n=${1#kmux} sa=()
+	case $1 in sa*) n=${1#sa} ;; esac
 	case $KMODE in
-	run) printf '%s\n' env "LD_LIBRARY_PATH=$KMUX_DEVLIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-		"KMUX_LOG=$KLOG" "$KMUX_BIN" run --streams "$1" -- ;;
-	preload) printf '%s\n' env "KMUX_LOG=$KLOG" "KMUX_STREAMS=$1" \
-		"LD_PRELOAD=$KMUX_LIB${LD_PRELOAD:+:$LD_PRELOAD}" ;;
+	run)
+		[[ $1 == sa* ]] && sa=(--stream-alloc)
+		printf '%s\n' env "LD_LIBRARY_PATH=$KMUX_DEVLIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+			"KMUX_LOG=$KLOG" "$KMUX_BIN" run --streams "$n" "${sa[@]}" -- ;;
+	preload)
+		[[ $1 == sa* ]] && sa=(KMUX_STREAM_ALLOC=1)
+		printf '%s\n' env "KMUX_LOG=$KLOG" "KMUX_STREAMS=$n" "${sa[@]}" \
+			"LD_PRELOAD=$KMUX_LIB${LD_PRELOAD:+:$LD_PRELOAD}" ;;
 	esac
+}
+
+# sa_app APP: the saN modes run for APP
+sa_app() {
+	[ "$SA_APPS" = all ] && return 0
+	[[ ",${SA_APPS// /,}," == *",$1,"* ]]
 }
 
 # human MODE CMD...: the command as a person would type it (for streams.md)
@@ -112,6 +134,13 @@ human() {
 			echo "KMUX_LOG=$KLOG LD_LIBRARY_PATH=build/devlibs build/kmux run --streams $n -- $*"
 		else
 			echo "KMUX_LOG=$KLOG KMUX_STREAMS=$n LD_PRELOAD=build/libkmux.so $*"
+		fi ;;
+	sa*)
+		local n=${mode#sa}
+		if [ "$KMODE" = run ]; then
+			echo "KMUX_LOG=$KLOG LD_LIBRARY_PATH=build/devlibs build/kmux run --streams $n --stream-alloc -- $*"
+		else
+			echo "KMUX_LOG=$KLOG KMUX_STREAMS=$n KMUX_STREAM_ALLOC=1 LD_PRELOAD=build/libkmux.so $*"
 		fi ;;
 	*) echo "$*" ;;
 	esac
@@ -189,8 +218,8 @@ one_run() {
 	shift 4
 	local so=$WORK/run/$group.$mode.$rep.out se=$WORK/run/$group.$mode.$rep.err
 	local rc t0 secs left summary pre=()
-	if [[ $mode == kmux* ]]; then
-		mapfile -t pre < <(kmux_prefix "${mode#kmux}")
+	if [[ $mode == kmux* || $mode == sa* ]]; then
+		mapfile -t pre < <(kmux_prefix "$mode")
 	fi
 	left=$(time_left)
 	[ "$left" -lt "$tmo" ] && tmo=$((left > 10 ? left : 10))
@@ -285,6 +314,7 @@ main() {
 	MODES=(plain)
 	if [ "$KMODE" != none ]; then
 		for n in "${NS[@]}"; do MODES+=("kmux$n"); done
+		for n in "${SA_NS[@]}"; do MODES+=("sa$n"); done
 	else
 		log "streams: kmux modes SKIP (neither 'kmux run' nor the preload can run here)"
 	fi
@@ -331,6 +361,10 @@ main() {
 				continue
 			fi
 			verify_one "$app" "$app" 90 "$B/$app" plain --reps 2 --warmup 1
+			# the same with stream-ordered allocation (the log only)
+			if [ ${#SA_NS[@]} -gt 0 ] && sa_app "$app" && [ "$(date +%s)" -lt "$vend" ]; then
+				KMUX_STREAM_ALLOC=1 verify_one "$app-stream-alloc" "" 90 "$B/$app" plain --reps 2 --warmup 1
+			fi
 		done
 		if [ "$torch_on" = 1 ]; then
 			IFS=, read -r -a vapps <<<"$PY_APPS"
@@ -373,6 +407,7 @@ main() {
 					[ -n "${broken[$app]:-}" ] && continue
 					for mode in "${order[@]}"; do
 						have_time "$RESERVE" || break 3
+						[[ $mode == sa* ]] && ! sa_app "$app" && continue
 						local variant=plain
 						[ "$mode" = expert ] && variant=expert
 						if ! one_run "$app" "$mode" "$rep" 60 "$B/$app" "$variant" "${APP_ARGS[@]}" &&
@@ -398,6 +433,8 @@ main() {
 				t0=$(date +%s)
 				for mode in "${order[@]}"; do
 					have_time "$RESERVE" || break 2
+					# PyTorch has its own caching allocator
+					[[ $mode == sa* ]] && continue
 					local variant=plain
 					[ "$mode" = expert ] && variant=expert
 					one_run torch "$mode" "$rep" 240 "$PY" "$SUITE" "$variant" --apps "$PY_APPS" \
@@ -445,7 +482,7 @@ report() {
 	} >"$MD"
 	log "report:"
 	"$PY" "$APPS_DIR/streams_report.py" "$CSV" --md "$MD" --png "$PNG" \
-		--ns "${NS[*]}" --py-apps "$PY_APPS" | tee -a "$LOG"
+		--ns "${NS[*]}" --sa-ns "${SA_NS[*]}" --py-apps "$PY_APPS" | tee -a "$LOG"
 	{
 		echo "Raw rows: streams.csv; every run's output: streams.log."
 		echo

@@ -6,12 +6,12 @@ and writes the Markdown report (table, geometric means, issue 3's targets,
 issued vs pruned waits) and, when matplotlib can be imported, a bar plot of
 the speedups.  Standard library only, apart from that optional plot.
 
-Modes: plain, kmuxN (N streams), expert; mode "verify" holds kmux verify's
-result.  Keys per run: ms (the program's median event-timed ROI), wall_ms,
+Modes: plain, kmuxN (N streams), saN (N streams and --stream-alloc, for
+some apps), expert; mode "verify" holds kmux verify's result.  Keys per run: ms (the program's median event-timed ROI), wall_ms,
 rc, check (ok / FAIL / none), checksum, issued, pruned, secs.
 
 Usage: streams_report.py CSV --md OUT.md [--png OUT.png] [--meta FILE]
-       [--ns "2 4 8 16"] [--py-apps googlenet,ensemble]
+       [--ns "2 4 8 16"] [--sa-ns "4 8"] [--py-apps googlenet,ensemble]
 The Markdown is appended to OUT.md (the script writes its header first).
 """
 
@@ -294,12 +294,41 @@ def plot(rows, ns, png):
     return f"plot: {png.rsplit('/', 1)[-1]} (speedup over plain per app; dashed line: {GEOMEAN_TARGET}x)"
 
 
+def sa_table(data, rows, sa_ns):
+    """The apps with saN runs: plain, best kmuxN, each saN, expert."""
+    out = []
+    for r in rows:
+        sa = {n: Mode(data[r["app"]].get(f"sa{n}", {})) for n in sa_ns}
+        if not any(m.runs for m in sa.values()):
+            continue
+        if not out:
+            out = ["| app | plain ms | best kmuxN ms | " +
+                   " | ".join(f"sa{n} ms" for n in sa_ns) +
+                   " | expert ms | best sa / expert | same result | failed runs |",
+                   "|---" * (7 + len(sa_ns)) + "|"]
+        psums = r["plain"].sums
+        good = [(m.med, n) for n, m in sa.items() if m.med is not None and m.fails == 0]
+        best = min(good)[0] if good else None
+        e = r["expert"].med
+        same = all(not (psums and m.sums and not m.sums <= psums) for m in sa.values())
+        out.append(f"| {r['app']} | {fmt(r['plain'].med)} | {fmt(r['best_ms'])} | " +
+                   " | ".join(fmt(m.med) for m in sa.values()) +
+                   f" | {fmt(e)} | {fmt(best / e if best and e else None)} | "
+                   f"{'yes' if same else 'NO'} | {sum(m.fails for m in sa.values())} |")
+    if not out:
+        return ["No saN runs (KMUX_STREAMS_SA_NS empty, or none ran)."]
+    return out + ["", "saN: kmux run --streams N --stream-alloc (cuMemAlloc from a kmux "
+                  "pool, cuMemFree ordered after its users on a pool stream; "
+                  "docs/design-streams.md, \"Stream-ordered allocation\")."]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("csv")
     ap.add_argument("--md", required=True)
     ap.add_argument("--png")
     ap.add_argument("--ns", default="2 4 8 16")
+    ap.add_argument("--sa-ns", default="")
     ap.add_argument("--py-apps", default="googlenet,ensemble")
     a = ap.parse_args()
     ns = [int(n) for n in a.ns.split()]
@@ -330,6 +359,10 @@ def main():
         out += targets(rows)
         out += ["", "### Issued vs pruned waits per N (median per run)", ""]
         out += waits_table(rows, ns)
+        sa_ns = [int(n) for n in a.sa_ns.split()]
+        if sa_ns:
+            out += ["", "### Stream-ordered allocation (--stream-alloc)", ""]
+            out += sa_table(data, rows, sa_ns)
     out.append("")
     if a.png and rows:
         out.append(plot(rows, ns, a.png))

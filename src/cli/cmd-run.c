@@ -35,6 +35,7 @@
 
 struct run_opts {
 	int streams;		/* 0: not asked for */
+	bool stream_alloc;	/* --stream-alloc */
 	const char *memory;	/* --memory MODE, NULL: not asked for */
 	bool admit;		/* --gpus, --mem or --name: ask kmuxd */
 	uint32_t ngpus;		/* default 1 */
@@ -52,6 +53,10 @@ static void help(void)
 	      "  -s, --streams N   spread the work CMD submits to the default\n"
 	      "                    stream over N streams (1..64) per context,\n"
 	      "                    keeping every data dependency\n"
+	      "      --stream-alloc with --streams: cuMemAlloc / cuMemFree\n"
+	      "                    from a kmux memory pool, frees ordered\n"
+	      "                    after their users instead of synchronizing\n"
+	      "                    the device (not for programs using IPC)\n"
 	      "      --memory MODE quota (default: only the quota), lazy\n"
 	      "                    (large allocations take memory only once\n"
 	      "                    used) or evict (lazy, and idle ones are\n"
@@ -95,6 +100,7 @@ static int run_parse(int argc, char **argv, struct run_opts *o)
 		{ "name", required_argument, NULL, 'n' },
 		{ "memory", required_argument, NULL, 'M' },
 		{ "exclusive", no_argument, NULL, 'x' },
+		{ "stream-alloc", no_argument, NULL, 'A' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -152,6 +158,9 @@ static int run_parse(int argc, char **argv, struct run_opts *o)
 					"quota, lazy or evict", optarg);
 			o->memory = optarg;
 			break;
+		case 'A':
+			o->stream_alloc = true;
+			break;
 		case 'h':
 			help();
 			return -1;
@@ -159,6 +168,11 @@ static int run_parse(int argc, char **argv, struct run_opts *o)
 			return cmd_option_error(&cmd_run_entry, argv, c);
 		}
 	}
+	if (o->stream_alloc && !o->streams)
+		return cmd_usage_error(e, "--stream-alloc needs --streams");
+	if (o->stream_alloc && o->memory && strcmp(o->memory, "quota"))
+		return cmd_usage_error(e, "--stream-alloc does not go with "
+				       "--memory %s", o->memory);
 	if (optind >= argc)
 		return cmd_usage_error(&cmd_run_entry, "no command given");
 	if (o->admit && !argv[optind][0])
@@ -173,6 +187,10 @@ static void run_opts_env(const struct run_opts *o, struct run_env *e)
 	/* Without --streams, an inherited KMUX_STREAMS stays in effect. */
 	if (o->streams)
 		run_env_streams(e, o->streams);
+	if (o->stream_alloc)
+		if (run_env_set(e, "KMUX_STREAM_ALLOC", "1"))
+			fprintf(stderr, "kmux: cannot set KMUX_STREAM_ALLOC; "
+				"--stream-alloc is ignored\n");
 	/* Without --memory, an inherited KMUX_MEMORY stays in effect. */
 	if (o->memory)
 		run_env_memory(e, o->memory);
@@ -388,7 +406,7 @@ static int run_exec(int argc, char **argv)
 
 const struct cmd_entry cmd_run_entry = {
 	.name = "run",
-	.usage = "[-s N] [--memory MODE] [-g K] [-m SIZE] [-n NAME] [-x] [--] CMD [ARGS...]",
+	.usage = "[-s N [--stream-alloc]] [--memory MODE] [-g K] [-m SIZE] [-n NAME] [-x] [--] CMD [ARGS...]",
 	.summary = "run a command under kmux in the foreground (admitted by "
 		   "kmuxd with --gpus/--mem/--name)",
 	.exec = run_exec,

@@ -533,6 +533,14 @@ err_free_chunks:
 int alloc_table_insert(struct alloc_table *t, uint64_t base, uint64_t size,
 		       enum alloc_kind kind, int device, uint64_t *id_out)
 {
+	return alloc_table_insert_flags(t, base, size, kind, device, 0,
+					id_out);
+}
+
+int alloc_table_insert_flags(struct alloc_table *t, uint64_t base,
+			     uint64_t size, enum alloc_kind kind, int device,
+			     unsigned flags, uint64_t *id_out)
+{
 	const struct alloc *pred = NULL, *succ = NULL;
 	const struct at_chunk *ch = NULL;
 	struct at_root *r;
@@ -585,7 +593,7 @@ int alloc_table_insert(struct alloc_table *t, uint64_t base, uint64_t size,
 	id = atomic_fetch_add(&at_next_id, 1);
 	t->scratch[pos] = (struct alloc){
 		.base = base, .size = size, .id = id,
-		.kind = kind, .device = device,
+		.kind = kind, .device = device, .flags = flags,
 	};
 	ret = table_replace(t, r, lo, hi, m + 1, true);
 	if (ret != 0)

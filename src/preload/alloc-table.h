@@ -31,7 +31,11 @@ struct alloc {
 	uint64_t id;		/* process-unique, never reused, starts at 1 */
 	enum alloc_kind kind;
 	int device;		/* ordinal, -1 when not known */
+	unsigned flags;		/* ALLOC_F_* */
 };
+
+/* From kmux's memory pool (stream-alloc.h): freed only by kmux's pool path. */
+#define ALLOC_F_POOLED	0x1
 
 struct alloc_table;
 
@@ -46,6 +50,10 @@ void alloc_table_free(struct alloc_table *t);
  */
 int alloc_table_insert(struct alloc_table *t, uint64_t base, uint64_t size,
 		       enum alloc_kind kind, int device, uint64_t *id_out);
+/* The same, with ALLOC_F_* flags. */
+int alloc_table_insert_flags(struct alloc_table *t, uint64_t base,
+			     uint64_t size, enum alloc_kind kind, int device,
+			     unsigned flags, uint64_t *id_out);
 
 /* Remove the allocation that starts exactly at base.  -ENOENT if none. */
 int alloc_table_remove(struct alloc_table *t, uint64_t base,

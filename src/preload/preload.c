@@ -27,6 +27,7 @@
 #include "mm.h"
 #include "preload.h"
 #include "quota.h"
+#include "stream-alloc.h"
 #include "streams.h"
 #include "verify.h"
 
@@ -66,6 +67,7 @@ static void preload_atfork_child(void)
 	alloc_table_atfork_child();
 	trace_atfork_child();
 	streams_atfork_child();
+	salloc_atfork_child();
 	verify_atfork_child();
 }
 
@@ -100,6 +102,9 @@ __attribute__((constructor)) static void preload_init(void)
 	if (mm_init(getenv("KMUX_MEMORY"), getenv("KMUX_LAZY_MIN"),
 		    getenv("KMUX_MEM_BUDGET")) == 0 && mm_on)
 		kmux_tracking = 1;
+	/* After both: it needs the scheduler and no memory manager. */
+	salloc_init(getenv("KMUX_STREAM_ALLOC"),
+		    getenv("KMUX_STREAM_ALLOC_KEEP"));
 	pthread_atfork(preload_atfork_prepare, preload_atfork_parent,
 		       preload_atfork_child);
 }

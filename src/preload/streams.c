@@ -45,6 +45,7 @@
 
 #include "log.h"
 #include "preload.h"
+#include "stream-alloc.h"
 #include "streams.h"
 
 #define STREAMS_SLOTS (SCHED_MAX_STREAMS * SCHED_EVENTS_PER_STREAM)
@@ -1023,13 +1024,31 @@ static void sctx_off(struct streams_ctx *c, const char *why)
 	c->state = SCTX_OFF;
 }
 
+atomic_int streams_own_nonblocking;
+
+int streams_alloc_ok(void)
+{
+	struct streams_ctx *c = sctx_current();
+	int ok;
+
+	if (!c)
+		return 0;
+	pthread_mutex_lock(&c->mu);
+	ok = sctx_ready(c) && !c->capturing;
+	pthread_mutex_unlock(&c->mu);
+	return ok;
+}
+
 void streams_stream_created(CUstream s, unsigned flags)
 {
 	struct streams_ctx *c;
 	struct sctx_blocking *b;
 
-	if (flags & CU_STREAM_NON_BLOCKING)
+	if (flags & CU_STREAM_NON_BLOCKING) {
+		/* Its work is ordered with nothing kmux sees (stream-alloc.h). */
+		atomic_store(&streams_own_nonblocking, 1);
 		return;
+	}
 	c = sctx_current();
 	if (!c)
 		return;
@@ -1268,6 +1287,7 @@ static void streams_report(void)
 		 (unsigned long long)t.st.host_implied,
 		 (unsigned long long)t.st.host_idle,
 		 (unsigned long long)t.failures);
+	salloc_report();
 }
 
 void streams_atfork_child(void)
@@ -1283,4 +1303,5 @@ void streams_atfork_child(void)
 		atomic_store(&streams_blk_ctx[i], NULL);
 	}
 	atomic_store(&streams_nblocking, 0);
+	atomic_store(&streams_own_nonblocking, 0);
 }

@@ -162,6 +162,16 @@ void streams_forget(uint64_t alloc_id);
 uint64_t streams_placeholder(void);
 void streams_rename(uint64_t from, uint64_t to);
 
+/*
+ * For stream-alloc.c: 1 when default-stream work of the current context is
+ * scheduled now (its pool is set up, no capture in progress), so that an
+ * operation submitted through streams_run() is ordered by the scheduler.
+ * streams_own_nonblocking: the program has created a non-blocking stream
+ * (ever): its work is ordered with nothing kmux sees.
+ */
+int streams_alloc_ok(void);
+extern atomic_int streams_own_nonblocking;
+
 /* KMUX_BARRIER_KERNELS matches this kernel (cached per kernel). */
 int streams_barrier_kernel(const struct kernel_info *ki);
 

@@ -10,6 +10,7 @@
 #include "preload.h"
 #include "region.h"
 #include "register.h"
+#include "stream-alloc.h"
 #include "streams.h"
 #include "verify.h"
 
@@ -19,6 +20,8 @@ static void ctx_going(CUcontext ctx)
 	trace_resolve_timing(1);
 	if (ctx && kmux_streams)
 		streams_ctx_gone(ctx);
+	if (ctx && salloc_on)
+		salloc_ctx_gone(ctx);
 	if (ctx && kmux_verify)
 		verify_ctx_gone(ctx);
 }

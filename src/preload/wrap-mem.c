@@ -16,6 +16,11 @@
  * before the driver is called (CUDA_ERROR_OUT_OF_MEMORY past the quota, the
  * driver untouched) and frees give back what the table recorded.
  *
+ * Under KMUX_STREAM_ALLOC (stream-alloc.h): cuMemAlloc comes from kmux's
+ * pool, and cuMemFree of such memory is a scheduled cuMemFreeAsync after
+ * the allocation's users; a pooled free keeps its bytes charged (the pool
+ * keeps them) until a trim.
+ *
  * Under KMUX_MEMORY=lazy|evict (mm.h): cuMemAlloc of at least KMUX_LAZY_MIN
  * bytes is a managed object, an address range backed on first touch; its
  * free goes to the memory manager.  Under evict, a pass-through
@@ -28,6 +33,7 @@
 #include "mm.h"
 #include "preload.h"
 #include "quota.h"
+#include "stream-alloc.h"
 #include "streams.h"
 #include "verify.h"
 
@@ -43,16 +49,19 @@ static int current_device(void)
 static void mem_untrack(uint64_t base);
 
 /* Returns the new allocation's id, 0 when it could not be tracked. */
-static uint64_t mem_track(uint64_t base, uint64_t size, enum alloc_kind kind)
+static uint64_t mem_track_flags(uint64_t base, uint64_t size,
+				enum alloc_kind kind, unsigned flags)
 {
 	struct alloc_table *t = alloc_table_global();
-	struct alloc a = { .base = base, .size = size, .kind = kind };
+	struct alloc a = { .base = base, .size = size, .kind = kind,
+			   .flags = flags };
 	int err;
 
 	if (!t || !size)
 		return 0;
 	a.device = kind == ALLOC_HOST_MAPPED ? -1 : current_device();
-	err = alloc_table_insert(t, base, size, kind, a.device, &a.id);
+	err = alloc_table_insert_flags(t, base, size, kind, a.device, flags,
+				       &a.id);
 	if (err) {
 		/* The driver handed out a range we think is live: our view was
 		 * stale (a free we did not see).  Replace it. */
@@ -62,12 +71,56 @@ static uint64_t mem_track(uint64_t base, uint64_t size, enum alloc_kind kind)
 		if (err != -EEXIST)
 			return 0;
 		alloc_table_remove(t, base, NULL);
-		if (alloc_table_insert(t, base, size, kind, a.device, &a.id))
+		if (alloc_table_insert_flags(t, base, size, kind, a.device,
+					     flags, &a.id))
 			return 0;
 	}
 	if (kmux_tracking)
 		trace_alloc(&a, 0, trace_now());
 	return a.id;
+}
+
+static uint64_t mem_track(uint64_t base, uint64_t size, enum alloc_kind kind)
+{
+	return mem_track_flags(base, size, kind, 0);
+}
+
+/*
+ * quota_reserve(n) (0 or nonzero); past the quota, memory kmux's pool
+ * keeps is charged but unused: trim it and try once more.
+ */
+static int mem_reserve(uint64_t n)
+{
+	if (quota_reserve(n) == 0)
+		return 0;
+	return unlikely(salloc_on) && salloc_trim_current() ?
+		quota_reserve(n) : -1;
+}
+
+/* The pooled allocation that starts at base: 1 and *a, or 0. */
+static int mem_pooled(uint64_t base, struct alloc *a)
+{
+	struct alloc_table *t = alloc_table_global();
+
+	return t && base && alloc_table_find(t, base, a) == 0 &&
+	       a->base == base && (a->flags & ALLOC_F_POOLED);
+}
+
+/*
+ * cuMemAlloc from kmux's pool: 1 and *r, or 0 for the real cuMemAlloc.  A
+ * pointer kmux cannot flag as pooled would later reach the real cuMemFree:
+ * it goes back to the pool at once instead.
+ */
+static int mem_alloc_pooled(CUdeviceptr *dptr, size_t size, CUresult *r)
+{
+	if (!salloc_alloc(dptr, size, r))
+		return 0;
+	if (*r != CUDA_SUCCESS ||
+	    mem_track_flags(*dptr, size, ALLOC_DEVICE, ALLOC_F_POOLED))
+		return 1;
+	if (salloc_free_now(*dptr) == CUDA_SUCCESS)
+		salloc_freed(current_device(), size, 0);
+	return 0;
 }
 
 /*
@@ -119,10 +172,15 @@ KMUX_EXPORT CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *dptr, size_t size)
 			mm_set_id(*dptr, mem_track(*dptr, size, ALLOC_DEVICE));
 		return r;
 	}
+	if (unlikely(salloc_on) && mem_alloc_pooled(dptr, size, &r))
+		return r;
 	if (unlikely(quota_on) && (unlikely(mm_on) ? mm_reserve(size) :
-				   quota_reserve(size)))
+				   mem_reserve(size)))
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	r = REAL(cuMemAlloc_v2)(dptr, size);
+	if (r == CUDA_ERROR_OUT_OF_MEMORY && unlikely(salloc_on) &&
+	    salloc_trim_current())
+		r = REAL(cuMemAlloc_v2)(dptr, size);
 	if (r == CUDA_SUCCESS)
 		mem_track(*dptr, size, ALLOC_DEVICE);
 	else if (unlikely(quota_on))
@@ -140,7 +198,7 @@ static CUresult alloc_pitch_quota(CUdeviceptr *dptr, size_t *pitch,
 	uint64_t want = (uint64_t)width * height, got;
 	CUresult r;
 
-	if ((height && want / height != width) || quota_reserve(want))
+	if ((height && want / height != width) || mem_reserve(want))
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	r = REAL(cuMemAllocPitch_v2)(dptr, pitch, width, height, elem);
 	if (r != CUDA_SUCCESS) {
@@ -181,7 +239,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr *dptr, size_t size,
 
 	if (NO_DRIVER(cuMemAllocManaged))
 		return CUDA_ERROR_NOT_INITIALIZED;
-	if (unlikely(quota_on) && quota_reserve(size))
+	if (unlikely(quota_on) && mem_reserve(size))
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	r = REAL(cuMemAllocManaged)(dptr, size, flags);
 	if (r == CUDA_SUCCESS)
@@ -240,7 +298,7 @@ static CUresult alloc_async(struct async_args *a)
 	};
 	CUresult r;
 
-	if (unlikely(quota_on) && quota_reserve(a->size))
+	if (unlikely(quota_on) && mem_reserve(a->size))
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	if (likely(!kmux_streams) || !streams_is_default(a->s)) {
 		r = streams_pass(a->s, async_issue, a);
@@ -300,13 +358,68 @@ KMUX_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr,
 			   .pool = pool, .s = s });
 }
 
+/* A pooled free on a pool stream (issue(arg, NULL): left to the caller). */
+struct pooled_free {
+	CUdeviceptr ptr;
+	int issued;
+};
+
+static CUresult pooled_free_issue(void *arg, CUstream to)
+{
+	struct pooled_free *f = arg;
+
+	if (!to)
+		return CUDA_SUCCESS;
+	f->issued = 1;
+	return REAL(cuMemFreeAsync)(f->ptr, to);
+}
+
+/*
+ * cuMemFree of pooled memory: an operation writing the allocation, so it
+ * follows every user, and nothing waits for it.  When the scheduler does
+ * not take it (capture, scheduling off) or the program has streams kmux
+ * cannot see, the free is synchronous as cuMemFree's: the context first.
+ */
+static CUresult free_pooled(const struct alloc *al)
+{
+	struct pooled_free f = { .ptr = al->base };
+	struct sched_access acc = { .alloc_id = al->id, .mode = SCHED_WRITE };
+	struct streams_req rq = {
+		.acc = &acc, .nacc = 1, .orig = CU_STREAM_LEGACY,
+		.issue = pooled_free_issue, .arg = &f,
+	};
+	CUresult r;
+
+	if (!atomic_load_explicit(&streams_own_nonblocking,
+				  memory_order_relaxed) &&
+	    streams_run(&rq, &r) && f.issued) {
+		if (r == CUDA_SUCCESS) {
+			mem_after_free(al->base, al->id);
+			salloc_freed(al->device, al->size, 1);
+		}
+		return r;
+	}
+	mem_before_free(al->base);
+	r = REAL(cuCtxSynchronize)();
+	if (r == CUDA_SUCCESS)
+		r = salloc_free_now(al->base);
+	if (r == CUDA_SUCCESS) {
+		mem_after_free(al->base, al->id);
+		salloc_freed(al->device, al->size, 0);
+	}
+	return r;
+}
+
 KMUX_EXPORT CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr)
 {
 	uint64_t id = 0, charged = 0;
+	struct alloc al;
 	CUresult r;
 
 	if (NO_DRIVER(cuMemFree_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	if (unlikely(salloc_on) && mem_pooled(dptr, &al))
+		return free_pooled(&al);
 	if (unlikely(mm_on) && mm_owns(dptr)) {
 		id = mem_before_free(dptr);
 		r = mm_free(dptr);
@@ -342,8 +455,9 @@ static CUresult free_async(struct async_args *a)
 		.orig = streams_default_handle(a->s, a->per_thread),
 		.issue = async_issue, .arg = a,
 	};
-	struct alloc al;
+	struct alloc al, pal;
 	uint64_t charged = 0;
+	int pooled = 0;
 	CUresult r;
 
 	/*
@@ -358,7 +472,10 @@ static CUresult free_async(struct async_args *a)
 			mem_after_free(a->ptr, id);
 		return r;
 	}
-	if (unlikely(quota_on))
+	/* kmux's pooled memory, freed by the program: the pool keeps it. */
+	if (unlikely(salloc_on))
+		pooled = mem_pooled(a->ptr, &pal);
+	if (unlikely(quota_on) && !pooled)
 		charged = quota_charged(a->ptr);
 	if (likely(!kmux_streams) || !streams_is_default(a->s) || !t) {
 		r = streams_pass(a->s, async_issue, a);
@@ -366,6 +483,8 @@ static CUresult free_async(struct async_args *a)
 			mem_untrack(a->ptr);
 			if (charged)
 				quota_release(charged);
+			if (pooled)
+				salloc_freed(pal.device, pal.size, 1);
 		}
 		return r;
 	}
@@ -383,6 +502,8 @@ static CUresult free_async(struct async_args *a)
 		mem_after_free(a->ptr, al.id);
 		if (charged)
 			quota_release(charged);
+		if (pooled)
+			salloc_freed(pal.device, pal.size, 1);
 	}
 	return r;
 }

@@ -1,6 +1,7 @@
 # tests/e2e/e2e.mk - driver-API programs the end-to-end tests run on
 # tests/simcuda, with and without libkmux.so preloaded.
-E2E_PROGS = drv-basic drv-dlopen drv-threads quota memory reg region
+E2E_PROGS = drv-basic drv-dlopen drv-threads quota memory reg region \
+	phase-alloc
 E2E_BINS = $(E2E_PROGS:%=$(BUILD)/tests/e2e/%)
 TEST_TARGETS += $(E2E_BINS)
 
@@ -14,6 +15,11 @@ $(BUILD)/tests/e2e/drv-basic: tests/e2e/progs/drv-basic.c tests/e2e/progs/e2e-co
 
 # The memory quota's program (issue 4, t70-quota.sh).
 $(BUILD)/tests/e2e/quota: tests/e2e/progs/quota.c tests/e2e/progs/e2e-common.h $(E2E_SIMDIR)/libcuda.so.1
+	@mkdir -p $(dir $@)
+	$(CC) $(E2E_CFLAGS) -o $@ $< -L$(E2E_SIMDIR) -lcuda
+
+# Phase-local buffers, for stream-ordered allocation (t59-stream-alloc.sh).
+$(BUILD)/tests/e2e/phase-alloc: tests/e2e/progs/phase-alloc.c tests/e2e/progs/e2e-common.h $(E2E_SIMDIR)/libcuda.so.1
 	@mkdir -p $(dir $@)
 	$(CC) $(E2E_CFLAGS) -o $@ $< -L$(E2E_SIMDIR) -lcuda
 

@@ -2,7 +2,7 @@
 # valgrind (memcheck) finds no error in the preload while it schedules
 # (one thread with `kmux verify`'s recorder on, four threads on their own
 # per-thread default streams, a bridged capture) and while it is made to
-# fail.  Skipped under the sanitizer build and where valgrind is missing.
+# fail, and with stream-ordered allocation.  Skipped under the sanitizer build and where valgrind is missing.
 . "$(dirname "$0")/lib.sh"
 
 if [ -n "${ASAN_LIB:-}" ] || ! command -v valgrind >/dev/null 2>&1; then
@@ -24,5 +24,8 @@ check "memcheck: a bridged capture" [ $? -eq 0 ]
 KMUX_DEBUG_STREAMS_FAIL=2 KMUX_STREAMS=4 LD_PRELOAD=$PRELOAD "${VG[@]}" \
 	"$PROGS/rand-dag" 5 200 >"$TMP/vg4" 2>&1
 check "memcheck: injected failures" [ $? -eq 0 ]
+KMUX_STREAM_ALLOC=1 KMUX_STREAMS=4 LD_PRELOAD=$PRELOAD "${VG[@]}" \
+	"$PROGS/phase-alloc" phases 4 3 >"$TMP/vg5" 2>&1
+check "memcheck: stream-ordered allocation (KMUX_STREAM_ALLOC)" [ $? -eq 0 ]
 grep -h '^==' "$TMP"/vg? | head -20 | sed 's/^/    /'
 finish

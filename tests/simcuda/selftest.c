@@ -890,6 +890,77 @@ static int test_use_after_free(void)
 	return 0;
 }
 
+/*
+ * An explicit pool keeps freed bytes (cuMemGetInfo sees them used) up to its
+ * release threshold, hands them to its next allocation, gives them back on
+ * cuMemPoolTrimTo; a pool allocation past what the device has left fails
+ * until the pool is trimmed; addresses are still never reused.
+ */
+static int test_pools(void)
+{
+	CUmemPoolProps props = { .allocType = CU_MEM_ALLOCATION_TYPE_PINNED,
+		.location = { .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0 } };
+	uint64_t max = UINT64_MAX, v = 0;
+	size_t free0, free1, total;
+	CUdeviceptr p, q, r;
+	CUmemoryPool pool;
+	CUcontext c;
+	CUstream s;
+	int sup = 0;
+
+	if (ok(cuCtxCreate(&c, NULL, 0, 0)))
+		return -1;
+	ok(cuDeviceGetAttribute(&sup, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED,
+				0));
+	expect(sup == 1, "pools supported: %d", sup);
+	ok(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	if (ok(cuMemPoolCreate(&pool, &props)))
+		return -1;
+	fails_with(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_HIGH + 100,
+					 &v), CUDA_ERROR_INVALID_VALUE);
+	ok(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &max));
+	ok(cuMemGetInfo(&free0, &total));
+	ok(cuMemAllocFromPoolAsync(&p, 600 << 20, pool, s));
+	ok(cuMemFreeAsync(p, s));
+	ok(cuStreamSynchronize(s));
+	ok(cuMemGetInfo(&free1, &total));
+	expect(free0 - free1 == 600u << 20, "kept: %zu", free0 - free1);
+	ok(cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &v));
+	expect(v == 600u << 20, "reserved %llu", (unsigned long long)v);
+	/* The device (1 GiB) has no room for 600 MiB more except the kept. */
+	fails_with(cuMemAlloc(&r, 600 << 20), CUDA_ERROR_OUT_OF_MEMORY);
+	ok(cuMemAllocFromPoolAsync(&q, 500 << 20, pool, s));
+	expect(q != p, "address reused");
+	ok(cuMemGetInfo(&free1, &total));
+	expect(free0 - free1 == 600u << 20, "reuse took new memory");
+	ok(cuMemFree(q));	/* a synchronous free goes back to the pool */
+	/* 700 MiB: more than the pool keeps, more than the device has left. */
+	fails_with(cuMemAllocFromPoolAsync(&r, 700 << 20, pool, s),
+		   CUDA_ERROR_OUT_OF_MEMORY);
+	ok(cuMemPoolTrimTo(pool, 0));
+	ok(cuMemGetInfo(&free1, &total));
+	expect(free1 == free0, "trim gave back %zu of 600 MiB", free1 - free0);
+	/* Threshold 0: nothing kept. */
+	v = 0;
+	ok(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &v));
+	ok(cuMemAllocFromPoolAsync(&p, 1 << 20, pool, s));
+	ok(cuMemFreeAsync(p, s));
+	ok(cuStreamSynchronize(s));
+	ok(cuMemGetInfo(&free1, &total));
+	expect(free1 == free0, "threshold 0 kept %zu", free0 - free1);
+	/* Destroyed with a live allocation: gone at its free. */
+	ok(cuMemAllocFromPoolAsync(&p, 1 << 20, pool, s));
+	ok(cuMemPoolDestroy(pool));
+	fails_with(cuMemPoolTrimTo(pool, 0), CUDA_ERROR_INVALID_VALUE);
+	ok(cuMemFreeAsync(p, s));
+	ok(cuStreamSynchronize(s));
+	ok(cuMemGetInfo(&free1, &total));
+	expect(free1 == free0, "destroyed pool kept %zu", free0 - free1);
+	ok(cuStreamDestroy(s));
+	ok(cuCtxDestroy(c));
+	return 0;
+}
+
 /* ---- the checker --------------------------------------------------------- */
 
 /*
@@ -1181,6 +1252,7 @@ int main(int argc, char **argv)
 	test_graph();
 	test_checker(self);
 	test_use_after_free();
+	test_pools();
 	test_vmm();
 
 	ok(cuCtxSetCurrent(c));

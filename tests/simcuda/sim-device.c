@@ -154,6 +154,8 @@ static void read_env(void)
 	}
 	s = getenv("SIMCUDA_DISCARD");
 	sim.discard = s != NULL && strcmp(s, "1") == 0;
+	s = getenv("SIMCUDA_NO_POOLS");
+	sim.no_pools = s != NULL && strcmp(s, "1") == 0;
 	sim.log_path[0] = '\0';
 	s = getenv("SIMCUDA_LOG");
 	if (s != NULL && *s != '\0') {
@@ -369,6 +371,8 @@ static int attribute_value(CUdevice_attribute a, int dev)
 		return 2;
 	case CU_DEVICE_ATTRIBUTE_MEM_SYNC_DOMAIN_COUNT:
 		return 4;
+	case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED:
+		return !sim.no_pools;
 	case CU_DEVICE_ATTRIBUTE_NUMA_ID:
 	case CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID:
 		return -1;
@@ -386,7 +390,6 @@ static int attribute_value(CUdevice_attribute a, int dev)
 	case CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH:
 	case CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED:
 	case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
-	case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED:
 	case CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH:
 		return 1;
 	default:

@@ -1,7 +1,8 @@
 /*
  * sim-mem.c - simulated memory: the table of allocations (a sorted array,
  * looked up by address), device allocations with their never-reused
- * simulated addresses, stream-ordered allocation, managed memory, pinned and
+ * simulated addresses, stream-ordered allocation (explicit pools' byte
+ * accounting is sim-pool.c's), managed memory, pinned and
  * registered host memory, and the pointer queries.
  *
  * Device memory is backed by host memory the program never sees: the
@@ -147,8 +148,11 @@ void sim_alloc_unpin(struct sim_alloc *a)
 static void alloc_drop(struct sim_alloc *a)
 {
 	sim_alloc_remove(a);
-	if (a->kind == SIM_ALLOC_DEVICE || a->kind == SIM_ALLOC_MANAGED)
+	if (a->pool != NULL)
+		sim_pool_put(a->pool, a->size);	/* the pool keeps the bytes */
+	else if (a->kind == SIM_ALLOC_DEVICE || a->kind == SIM_ALLOC_MANAGED)
 		sim.dev[a->dev].used -= a->size;
+	a->pool = NULL;
 	sim_alloc_release(a);
 }
 
@@ -182,17 +186,25 @@ CUresult sim_va_alloc(struct sim_device *d, uint64_t size, uint64_t *va)
 	return CUDA_SUCCESS;
 }
 
-/* Lock held.  A new DEVICE or MANAGED allocation of size bytes in c. */
-static CUresult device_alloc(struct sim_ctx *c, uint64_t size,
-			     enum sim_alloc_kind kind, CUdeviceptr *out)
+/*
+ * Lock held.  A new DEVICE or MANAGED allocation of size bytes in c; from
+ * pool when not NULL (its kept bytes when enough, else the device's).
+ */
+static CUresult device_alloc_from(struct sim_ctx *c, uint64_t size,
+				  enum sim_alloc_kind kind,
+				  struct sim_pool *pool, CUdeviceptr *out)
 {
 	struct sim_device *d = c->dev;
 	struct sim_alloc *a;
+	uint64_t take = 0;
 	CUresult err;
 
 	if (size == 0)
 		return CUDA_ERROR_INVALID_VALUE;
-	if (size > d->total - d->used)
+	/* Kept memory serves a request only when there is enough of it. */
+	if (pool != NULL && pool->kept >= size)
+		take = size;
+	if (size - take > d->total - d->used)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	a = calloc(1, sizeof(*a));
 	if (a == NULL)
@@ -219,7 +231,13 @@ static CUresult device_alloc(struct sim_ctx *c, uint64_t size,
 		err = CUDA_ERROR_OUT_OF_MEMORY;
 		goto err_backing;
 	}
-	d->used += size;
+	d->used += size - take;
+	if (pool != NULL) {
+		pool->kept -= take;
+		pool->live += size;
+		pool->nlive++;
+		a->pool = pool;
+	}
 	*out = a->base;
 	return CUDA_SUCCESS;
 
@@ -228,6 +246,12 @@ err_backing:
 err_free:
 	free(a);
 	return err;
+}
+
+static CUresult device_alloc(struct sim_ctx *c, uint64_t size,
+			     enum sim_alloc_kind kind, CUdeviceptr *out)
+{
+	return device_alloc_from(c, size, kind, NULL, out);
 }
 
 SIM_API CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
@@ -399,8 +423,9 @@ out:
  * is then valid, which is all the real pool guarantees.
  */
 static CUresult alloc_async(CUdeviceptr *dptr, size_t bytesize, CUstream h,
-			    int pt)
+			    int pt, CUmemoryPool hpool)
 {
+	struct sim_pool *pool = (struct sim_pool *)hpool;
 	struct sim_stream *s;
 	CUresult err;
 
@@ -410,8 +435,13 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t bytesize, CUstream h,
 	err = sim_stream_resolve(h, pt, &s);
 	if (err == CUDA_SUCCESS)
 		err = s->ctx->sticky;
+	if (err == CUDA_SUCCESS && pool != NULL &&
+	    (!sim_handle_ok(pool, SIM_H_POOL) || pool->destroyed ||
+	     pool->dev != s->ctx->dev->ordinal))
+		err = CUDA_ERROR_INVALID_VALUE;
 	if (err == CUDA_SUCCESS)
-		err = device_alloc(s->ctx, bytesize, SIM_ALLOC_DEVICE, dptr);
+		err = device_alloc_from(s->ctx, bytesize, SIM_ALLOC_DEVICE,
+					pool, dptr);
 	sim_unlock();
 	return err;
 }
@@ -419,13 +449,13 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t bytesize, CUstream h,
 SIM_API CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize,
 				 CUstream hStream)
 {
-	return alloc_async(dptr, bytesize, hStream, 0);
+	return alloc_async(dptr, bytesize, hStream, 0, NULL);
 }
 
 SIM_API CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
 				      CUstream hStream)
 {
-	return alloc_async(dptr, bytesize, hStream, 1);
+	return alloc_async(dptr, bytesize, hStream, 1, NULL);
 }
 
 SIM_API CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize,
@@ -433,7 +463,7 @@ SIM_API CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize,
 {
 	if (pool == NULL)
 		return CUDA_ERROR_INVALID_VALUE;
-	return alloc_async(dptr, bytesize, hStream, 0);
+	return alloc_async(dptr, bytesize, hStream, 0, pool);
 }
 
 SIM_API CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr,
@@ -443,7 +473,7 @@ SIM_API CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr,
 {
 	if (pool == NULL)
 		return CUDA_ERROR_INVALID_VALUE;
-	return alloc_async(dptr, bytesize, hStream, 1);
+	return alloc_async(dptr, bytesize, hStream, 1, pool);
 }
 
 /* The free happens when the stream reaches it (SIM_OP_FREE). */

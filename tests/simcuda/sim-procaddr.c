@@ -113,6 +113,11 @@ static const struct pa table[] = {
 	PA("cuMemAllocFromPoolAsync", 11020, PT, cuMemAllocFromPoolAsync_ptsz),
 	PA("cuMemFreeAsync", 11020, LEG, cuMemFreeAsync),
 	PA("cuMemFreeAsync", 11020, PT, cuMemFreeAsync_ptsz),
+	PA("cuMemPoolCreate", 11020, LEG, cuMemPoolCreate),
+	PA("cuMemPoolDestroy", 11020, LEG, cuMemPoolDestroy),
+	PA("cuMemPoolTrimTo", 11020, LEG, cuMemPoolTrimTo),
+	PA("cuMemPoolSetAttribute", 11020, LEG, cuMemPoolSetAttribute),
+	PA("cuMemPoolGetAttribute", 11020, LEG, cuMemPoolGetAttribute),
 
 	/* virtual memory management */
 	PA("cuMemGetAllocationGranularity", 10020, LEG,

@@ -107,12 +107,31 @@ enum sim_htype {
 	SIM_H_KERNEL,
 	SIM_H_GRAPH,
 	SIM_H_GEXEC,
+	SIM_H_POOL,
 };
 
 int sim_handle_add(const void *p, enum sim_htype type);
 void sim_handle_del(const void *p);
 int sim_handle_ok(const void *p, enum sim_htype type);
 void sim_handle_fini(void);
+
+/*
+ * An explicit memory pool (cuMemPoolCreate).  Freed blocks stay the pool's
+ * (counted in the device's `used`) up to the release threshold, until
+ * cuMemPoolTrimTo; a new allocation from the pool takes kept bytes first.
+ * Addresses are never reused all the same, so a use after free still
+ * faults.  Destroyed with live allocations: freed at the last one's drop.
+ */
+struct sim_pool {
+	int dev;
+	uint64_t threshold;	/* CU_MEMPOOL_ATTR_RELEASE_THRESHOLD */
+	uint64_t kept;		/* freed bytes the pool still holds */
+	uint64_t live;		/* bytes of live allocations */
+	uint64_t nlive;
+	int destroyed;
+};
+/* Lock held.  A block of size bytes from pool p goes back to it. */
+void sim_pool_put(struct sim_pool *p, uint64_t size);
 
 /* ---- devices and contexts ----------------------------------------------- */
 
@@ -156,6 +175,7 @@ struct sim_global {
 	uint64_t mem_bytes;
 	unsigned long long kernel_us;
 	int discard;	/* SIMCUDA_DISCARD: kernels checked, never run */
+	int no_pools;	/* SIMCUDA_NO_POOLS: no memory pool support */
 	char log_path[PATH_MAX];
 	pid_t pid;
 	uint64_t next_id;		/* contexts, streams, allocations */
@@ -215,6 +235,7 @@ struct sim_alloc {
 	int pins;		/* running operations using it */
 	int dead;		/* out of the table; freed at the last unpin */
 	struct sim_vmm_va *va;	/* SIM_ALLOC_VMM */
+	struct sim_pool *pool;	/* from cuMemAllocFromPoolAsync, or NULL */
 };
 
 /* Lock held for all of these. */

@@ -943,7 +943,8 @@ static void child_threads(const char *dir, int fd)
 	static const struct kernel_info weird = {
 		.name = "we\"ird\\na\nme\x01\xff\xe2\x82\xac"
 	};
-	struct alloc a = { 0x7000, 1 << 20, 1, ALLOC_DEVICE, 0 };
+	struct alloc a = { .base = 0x7000, .size = 1 << 20, .id = 1,
+			   .kind = ALLOC_DEVICE, .device = 0 };
 	pthread_t th[3];
 	uint64_t t;
 
