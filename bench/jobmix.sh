@@ -516,20 +516,7 @@ mps_find() {
 	if [ -z "$MPS_BIN" ]; then
 		if [ "$SIM" = 1 ]; then
 			# a stand-in that records what it was asked
-			MPS_BIN=$WORK/bin/nvidia-cuda-mps-control
-			cat >"$MPS_BIN" <<'EOS'
-#!/bin/sh
-# JOBMIX_SIM's stand-in for nvidia-cuda-mps-control: -d starts "a daemon"
-# (a marker file), "quit" on stdin removes it, anything else needs it.
-m=$CUDA_MPS_PIPE_DIRECTORY/stub-running
-if [ "${1:-}" = -d ]; then touch "$m"; echo "stub: started" >>"$CUDA_MPS_LOG_DIRECTORY/control.log"; exit 0; fi
-[ -e "$m" ] || { echo "stub: no MPS daemon" >&2; exit 1; }
-read -r c
-echo "stub: $c" >>"$CUDA_MPS_LOG_DIRECTORY/control.log"
-[ "$c" = quit ] && rm -f "$m"
-exit 0
-EOS
-			chmod +x "$MPS_BIN"
+			MPS_BIN=$ROOT/bench/gpu/mps-control-stub.sh
 		else
 			MPS_BIN=$(PATH=$PATH:/usr/local/nvidia/bin command -v nvidia-cuda-mps-control)
 		fi

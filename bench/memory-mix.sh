@@ -114,20 +114,7 @@ if [ "$DRY" = 1 ]; then
 	SET_APPS[staged]="staged"
 	APP_CMD[staged]="$ROOT/build/tests/e2e/memory staged 3 200"
 	if [ "$MPS" = 1 ] && [ -z "$MPS_CONTROL" ]; then
-		# A stand-in nvidia-cuda-mps-control: -d starts "a daemon" (a
-		# marker), a command on stdin needs it, quit removes it.
-		MPS_CONTROL=$B/nvidia-cuda-mps-control
-		cat >"$MPS_CONTROL" <<'EOS'
-#!/bin/sh
-m=$CUDA_MPS_PIPE_DIRECTORY/stub-running
-if [ "${1:-}" = -d ]; then touch "$m"; echo "stub: started" >>"$CUDA_MPS_LOG_DIRECTORY/control.log"; exit 0; fi
-[ -e "$m" ] || { echo "stub: no MPS daemon" >&2; exit 1; }
-read -r c
-echo "stub: $c" >>"$CUDA_MPS_LOG_DIRECTORY/control.log"
-[ "$c" = quit ] && rm -f "$m"
-exit 0
-EOS
-		chmod +x "$MPS_CONTROL"
+		MPS_CONTROL=$ROOT/bench/gpu/mps-control-stub.sh
 	fi
 else
 	log "mix: $(uname -srm), $(nproc) CPUs; GPU: $(gpu_line); budget ${BUDGET}s; mixes: $SETS"

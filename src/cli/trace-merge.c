@@ -1252,6 +1252,14 @@ static int cmp_i64(int64_t a, int64_t b)
 	return (a > b) - (a < b);
 }
 
+/* *acc += v, held at INT64_MAX/MIN: durations come from trace files,
+ * which can say anything (the fuzzer gave 9e18 + 1e18). */
+static void add_i64_sat(int64_t *acc, int64_t v)
+{
+	if (__builtin_add_overflow(*acc, v, acc))
+		*acc = v > 0 ? INT64_MAX : INT64_MIN;
+}
+
 /* By track, then start, longest first (so parents precede children). */
 static int lane_cmp(const void *a, const void *b, void *arg)
 {
@@ -1540,10 +1548,10 @@ static int summarize(struct trace_merge *m, double wall_s)
 				s->kernel_launches++;
 				k->count++;
 				if (!timing) {
-					k->total_ns += e->d;
+					add_i64_sat(&k->total_ns, e->d);
 				} else if (e->has_gpu) {
 					k->timed++;
-					k->total_ns += e->gd;
+					add_i64_sat(&k->total_ns, e->gd);
 				}
 			}
 			break;

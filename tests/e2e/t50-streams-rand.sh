@@ -8,50 +8,28 @@
 . "$(dirname "$0")/lib.sh"
 
 seeds=${RAND_SEEDS:-16}
-bad_out=""
-bad_check=""
-runs=0
-
-# run PROG SEED THREADS N...: the unscheduled output against each N's.
-run() {
-	local prog=$1 seed=$2 th=$3 n
-	shift 3
-	"$PROGS/$prog" "$seed" 150 "$th" 2>&1 | sort -s -k1,1 >"$TMP/plain" || {
-		fail "$prog $seed fails unscheduled"
-		return
-	}
-	for n in "$@"; do
-		rm -f "$TMP"/sim.*
-		SIMCUDA_LOG=$TMP/sim.%p KMUX_STREAMS=$n LD_PRELOAD=$PRELOAD \
-			"$PROGS/$prog" "$seed" 150 "$th" 2>&1 | sort -s -k1,1 >"$TMP/sched"
-		runs=$((runs + 1))
-		cmp -s "$TMP/plain" "$TMP/sched" || bad_out="$bad_out $prog:$seed:$th/$n"
-		"$SIMDIR/simcuda-check" -q "$TMP"/sim.* >"$TMP/check" 2>&1 || {
-			bad_check="$bad_check $prog:$seed:$th/$n"
-			sed 's/^/    /' "$TMP/check" | head -5
-		}
-	done
-}
+# shellcheck source=tests/e2e/rand-lib.sh
+. "$(dirname "$0")/rand-lib.sh"
 
 for seed in $(seq 1 "$seeds"); do
-	run rand-dag "$seed" 1 2 4 8
+	rand_run rand-dag "$seed" 1 2 4 8
 done
 # The _ptsz/_ptds entry points, the legacy stream by its handle.
 for seed in $(seq 1 $((seeds / 2))); do
-	run rand-dag-pt "$seed" 1 2 8
+	rand_run rand-dag-pt "$seed" 1 2 8
 done
 # Four threads, each its own program: on the shared legacy stream, and on
 # their own per-thread default streams.
 for seed in $(seq 1 $((seeds / 4))); do
-	run rand-dag "$seed" 4 4
-	run rand-dag-pt "$seed" 4 4
+	rand_run rand-dag "$seed" 4 4
+	rand_run rand-dag-pt "$seed" 4 4
 done
 # A blocking stream of the program's own takes a quarter of the work: CUDA
 # orders it with the legacy stream implicitly, kmux must do the same with
 # its pool.
 export RAND_DAG_BLOCKING=1
 for seed in $(seq 1 $((seeds / 2))); do
-	run rand-dag "$seed" 1 2 4 8
+	rand_run rand-dag "$seed" 1 2 4 8
 done
 unset RAND_DAG_BLOCKING
 check "$runs scheduled runs print what the unscheduled ones print${bad_out:+ (differ:$bad_out)}" [ -z "$bad_out" ]

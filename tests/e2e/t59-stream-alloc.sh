@@ -93,39 +93,19 @@ check "out of device memory: a trim and the retry succeed" \
 
 # Random programs: frees, re-allocations, every kind of copy and sync.
 seeds=${RAND_SEEDS:-8}
-bad_out=""
-bad_check=""
-runs=0
-run() {
-	local prog=$1 seed=$2 th=$3 n
-	shift 3
-	"$PROGS/$prog" "$seed" 150 "$th" 2>&1 | sort -s -k1,1 >"$TMP/plain" || {
-		fail "$prog $seed fails unscheduled"
-		return
-	}
-	for n in "$@"; do
-		rm -f "$TMP"/sim.*
-		SIMCUDA_LOG=$TMP/sim.%p KMUX_STREAMS=$n KMUX_STREAM_ALLOC=1 \
-			LD_PRELOAD=$PRELOAD "$PROGS/$prog" "$seed" 150 "$th" 2>&1 |
-			sort -s -k1,1 >"$TMP/sched"
-		runs=$((runs + 1))
-		cmp -s "$TMP/plain" "$TMP/sched" || bad_out="$bad_out $prog:$seed:$th/$n"
-		"$SIMDIR/simcuda-check" -q "$TMP"/sim.* >"$TMP/check" 2>&1 || {
-			bad_check="$bad_check $prog:$seed:$th/$n"
-			sed 's/^/    /' "$TMP/check" | head -5
-		}
-	done
-}
+# shellcheck source=tests/e2e/rand-lib.sh
+. "$(dirname "$0")/rand-lib.sh"
+RAND_ENV="KMUX_STREAM_ALLOC=1"
 for seed in $(seq 1 "$seeds"); do
-	run rand-dag "$seed" 1 2 4 8
+	rand_run rand-dag "$seed" 1 2 4 8
 done
 for seed in $(seq 1 $((seeds / 2))); do
-	run rand-dag-pt "$seed" 1 4
-	run rand-dag "$seed" 4 4
+	rand_run rand-dag-pt "$seed" 1 4
+	rand_run rand-dag "$seed" 4 4
 done
 export RAND_DAG_BLOCKING=1
 for seed in $(seq 1 $((seeds / 2))); do
-	run rand-dag "$seed" 1 4
+	rand_run rand-dag "$seed" 1 4
 done
 unset RAND_DAG_BLOCKING
 # The scheduler's records and waits fail now and then (KMUX_DEBUG_STREAMS_FAIL).

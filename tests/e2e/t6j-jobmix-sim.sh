@@ -79,9 +79,9 @@ check "  ... an overcommit of the one GPU" \
 check "  ... kmux-mps (kmux daemon --mps) completed every job" \
 	grep -q '^| kmux-mps | .* | 10/10 | 0 | none |' "$O1/jobmix.md"
 check "  ... its daemon ran with --mps and the stand-in control" \
-	grep -q '^| kmux-mps | `--placement busyness --mps --mps-control .*nvidia-cuda-mps-control` |' "$O1/jobmix.md"
+	grep -q '^| kmux-mps | `--placement busyness --mps --mps-control .*mps-control-stub.sh` |' "$O1/jobmix.md"
 check "  ... which kmuxd started, made its jobs' MPS daemon and quit" \
-	cond 'grep -q "mps: started .*nvidia-cuda-mps-control -d; jobs run as clients" "$O1/jobmix.log" &&
+	cond 'grep -q "mps: started .*mps-control-stub.sh -d; jobs run as clients" "$O1/jobmix.log" &&
 	      sed -n "/^--- MPS logs (kmux-mps)/,/^---/p" "$O1/jobmix.log" | grep -q "stub: started" &&
 	      grep -q "the MPS control daemon in .* stopped" "$O1/jobmix.log"'
 check "  ... nothing of it left running" [ "$(left)" -eq 0 ]
