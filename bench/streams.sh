@@ -128,19 +128,16 @@ human() {
 	local mode=$1
 	shift
 	case $mode in
-	kmux*)
-		local n=${mode#kmux}
+	kmux* | sa*)
+		# saN: kmuxN with stream-ordered allocation
+		local n=${mode#kmux} opt="" var=""
+		if [[ $mode == sa* ]]; then
+			n=${mode#sa} opt=" --stream-alloc" var=" KMUX_STREAM_ALLOC=1"
+		fi
 		if [ "$KMODE" = run ]; then
-			echo "KMUX_LOG=$KLOG LD_LIBRARY_PATH=build/devlibs build/kmux run --streams $n -- $*"
+			echo "KMUX_LOG=$KLOG LD_LIBRARY_PATH=build/devlibs build/kmux run --streams $n$opt -- $*"
 		else
-			echo "KMUX_LOG=$KLOG KMUX_STREAMS=$n LD_PRELOAD=build/libkmux.so $*"
-		fi ;;
-	sa*)
-		local n=${mode#sa}
-		if [ "$KMODE" = run ]; then
-			echo "KMUX_LOG=$KLOG LD_LIBRARY_PATH=build/devlibs build/kmux run --streams $n --stream-alloc -- $*"
-		else
-			echo "KMUX_LOG=$KLOG KMUX_STREAMS=$n KMUX_STREAM_ALLOC=1 LD_PRELOAD=build/libkmux.so $*"
+			echo "KMUX_LOG=$KLOG KMUX_STREAMS=$n$var LD_PRELOAD=build/libkmux.so $*"
 		fi ;;
 	*) echo "$*" ;;
 	esac
