@@ -480,18 +480,24 @@ out:
 
 /* --- the preload and `kmux run` ------------------------------------------- */
 
+/* a's ADMIT body for j: its quota, its GPUs' indices, the MPS directories. */
+static void admit_fill(struct server *srv, const struct job *j,
+		       struct proto_msg *a)
+{
+	a->u.admit.job = (uint64_t)j->id;
+	a->u.admit.quota = j->place.quota;
+	a->u.admit.ngpus = j->place.ngpus;
+	for (uint32_t i = 0; i < j->place.ngpus; i++)
+		a->u.admit.gpus[i] = srv->gpus[j->place.slot[i]].index;
+	server_admit_mps(srv, &a->u.admit);
+}
+
 /* ADMIT for j, in reply to seq. */
 static void send_admit(struct conn *c, uint32_t seq, const struct job *j)
 {
 	struct proto_msg a = { .type = PROTO_ADMIT, .seq = seq };
-	struct server *srv = c->srv;
 
-	a.u.admit.job = (uint64_t)j->id;
-	a.u.admit.quota = j->place.quota;
-	a.u.admit.ngpus = j->place.ngpus;
-	for (uint32_t i = 0; i < j->place.ngpus; i++)
-		a.u.admit.gpus[i] = srv->gpus[j->place.slot[i]].index;
-	server_admit_mps(srv, &a.u.admit);
+	admit_fill(c->srv, j, &a);
 	if (a.u.admit.ngpus == 0) {
 		server_client_error(c, seq, ENODEV, "job %lld's GPUs are gone",
 				    (long long)j->id);
@@ -745,12 +751,7 @@ static void grow_answer(struct server *srv, struct conn *c, uint32_t seq,
 {
 	struct proto_msg a = { .type = PROTO_ADMIT, .seq = seq };
 
-	a.u.admit.job = (uint64_t)j->id;
-	a.u.admit.quota = j->place.quota;
-	a.u.admit.ngpus = j->place.ngpus;
-	for (uint32_t i = 0; i < j->place.ngpus; i++)
-		a.u.admit.gpus[i] = srv->gpus[j->place.slot[i]].index;
-	server_admit_mps(srv, &a.u.admit);
+	admit_fill(srv, j, &a);
 	server_client_send(c, &a);
 }
 
