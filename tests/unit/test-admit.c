@@ -401,14 +401,14 @@ static void test_any_number_of_gpus(void **state)
 		t = task(1, 10 * GiB, 1);
 		for (i = 0; i < n; i++) {
 			assert_int_equal(admit_place(g, n, &t, &pol, &pl), 0);
-			admit_commit(g, n, &t, &pl, i + 1);
+			admit_commit(g, n, &t, &pl, i + 1, 0);
 		}
 		for (i = 0; i < n; i++)
 			assert_int_equal(g[i].ntasks, 1);
 		/* Then fill: 8 per GPU, never beyond capacity. */
 		placed = (int)n;
 		while (admit_place(g, n, &t, &pol, &pl) == 0) {
-			admit_commit(g, n, &t, &pl, 0);
+			admit_commit(g, n, &t, &pl, 0, 0);
 			placed++;
 			assert_true(placed <= 8 * (int)n);
 		}
@@ -514,13 +514,13 @@ static void test_exclusive(void **state)
 	(void)state;
 	x.exclusive = true;
 	admit_place(g, 2, &t, &pol, &pl);
-	admit_commit(g, 2, &t, &pl, 1);
+	admit_commit(g, 2, &t, &pl, 1, 0);
 	/* The exclusive task takes the empty GPU even if it scores worse. */
 	g[1].util = 0.9;
 	g[1].util_valid = true;
 	assert_int_equal(admit_place(g, 2, &x, &pol, &plx), 0);
 	assert_int_equal(plx.slot[0], 1);
-	admit_commit(g, 2, &x, &plx, 2);
+	admit_commit(g, 2, &x, &plx, 2, 0);
 	assert_true(g[1].exclusive);
 	/* Nothing else joins it; with both GPUs taken an exclusive waits. */
 	assert_int_equal(admit_place(g, 2, &t, &pol, &pl), 0);
@@ -550,7 +550,7 @@ static void test_round_robin(void **state)
 		assert_int_equal(admit_place(g, 3, &t, &pol, &pl), 0);
 		assert_int_equal(pl.slot[0], want[i]);
 		assert_true(pl.score == 0);
-		admit_commit(g, 3, &t, &pl, ++stamp);
+		admit_commit(g, 3, &t, &pl, ++stamp, 0);
 	}
 }
 
@@ -571,10 +571,10 @@ static void test_round_robin_rotation(void **state)
 	pol.placement = ADMIT_PLACE_ROUND_ROBIN;
 	assert_int_equal(admit_place(g, 2, &t, &pol, &pa), 0);
 	assert_int_equal(pa.slot[0], 0);
-	admit_commit(g, 2, &t, &pa, ++stamp);
+	admit_commit(g, 2, &t, &pa, ++stamp, 0);
 	assert_int_equal(admit_place(g, 2, &t, &pol, &pb), 0);
 	assert_int_equal(pb.slot[0], 1);
-	admit_commit(g, 2, &t, &pb, ++stamp);
+	admit_commit(g, 2, &t, &pb, ++stamp, 0);
 	/* The task on GPU 1 ends: busyness would now pick the empty GPU 1,
 	 * round robin goes back to GPU 0, placed longest ago. */
 	admit_release(g, 2, &t, &pb);
@@ -584,11 +584,11 @@ static void test_round_robin_rotation(void **state)
 	assert_int_equal(admit_place(g, 2, &t, &pol, &pd), 0);
 	assert_int_equal(pd.slot[0], 1);
 	pol.placement = ADMIT_PLACE_ROUND_ROBIN;
-	admit_commit(g, 2, &t, &pc, ++stamp);
+	admit_commit(g, 2, &t, &pc, ++stamp, 0);
 	/* GPU 1 is next (placed at 2, GPU 0 at 3): a 12 GiB task goes there. */
 	assert_int_equal(admit_place(g, 2, &big, &pol, &pd), 0);
 	assert_int_equal(pd.slot[0], 1);
-	admit_commit(g, 2, &big, &pd, ++stamp);
+	admit_commit(g, 2, &big, &pd, ++stamp, 0);
 	/* Another 12 GiB fits on neither (4 + 12 and 12 + 12 > 15.2 GiB). */
 	assert_int_equal(admit_place(g, 2, &big, &pol, &pd), -EAGAIN);
 	/* A small task still goes to GPU 0, whose turn it is. */
@@ -619,7 +619,7 @@ static void test_commit_release(void **state)
 	(void)state;
 	t.busy = 0.3;
 	assert_int_equal(admit_place(g, 3, &t, &pol, &pl), 0);
-	admit_commit(g, 3, &t, &pl, 42);
+	admit_commit(g, 3, &t, &pl, 42, 0);
 	for (uint32_t i = 0; i < 2; i++) {
 		const struct admit_gpu *x = &g[pl.slot[i]];
 
@@ -650,7 +650,7 @@ static void test_grow(void **state)
 
 	(void)state;
 	assert_int_equal(admit_place(g, 2, &t, &pol, &pl), 0);
-	admit_commit(g, 2, &t, &pl, 1);
+	admit_commit(g, 2, &t, &pl, 1, 0);
 	assert_int_equal(admit_grow(g, 2, &pl, 20 * GiB, &pol), 0);
 	assert_int_equal(pl.quota, 20 * GiB);
 	assert_int_equal(g[0].mem_committed, 20 * GiB);
@@ -662,7 +662,7 @@ static void test_grow(void **state)
 	o.mem = cap - 20 * GiB - 5 * GiB;
 	plo = (struct admit_placement){ .ngpus = 1, .slot = { 1 },
 					.quota = o.mem };
-	admit_commit(g, 2, &o, &plo, 2);
+	admit_commit(g, 2, &o, &plo, 2, 0);
 	assert_int_equal(admit_grow(g, 2, &pl, 26 * GiB, &pol), -ENOSPC);
 	assert_int_equal(pl.quota, 20 * GiB);
 	assert_int_equal(g[0].mem_committed, 20 * GiB);
@@ -687,10 +687,10 @@ static void test_grow_room(void **state)
 	uint64_t cap = admit_capacity(&g[0], &pol);
 
 	(void)state;
-	admit_commit(g, 2, &t, &pl, 1);
+	admit_commit(g, 2, &t, &pl, 1, 0);
 	assert_int_equal(admit_grow_room(g, 2, &pl, &pol), cap - 10 * GiB);
 	/* The fuller GPU decides. */
-	admit_commit(g, 2, &o, &plo, 2);
+	admit_commit(g, 2, &o, &plo, 2, 0);
 	assert_int_equal(admit_grow_room(g, 2, &pl, &pol), cap - 40 * GiB);
 	assert_int_equal(admit_grow(g, 2, &pl, 10 * GiB +
 				    admit_grow_room(g, 2, &pl, &pol), &pol), 0);
@@ -728,8 +728,8 @@ static void test_grow_wait(void **state)
 				       .quota = a.mem };
 	pb = (struct admit_placement){ .ngpus = 1, .slot = { 0 },
 				       .quota = b.mem };
-	admit_commit(g, 2, &a, &pa, 1);
-	admit_commit(g, 2, &b, &pb, 2);
+	admit_commit(g, 2, &a, &pa, 1, 0);
+	admit_commit(g, 2, &b, &pb, 2, 0);
 	/* a wants 40 GiB: 25 are free, so not now. */
 	assert_int_equal(admit_grow(g, 2, &pa, 40 * GiB, &pol), -ENOSPC);
 	g[0].grow_waiting = 1;		/* the daemon counts it */
@@ -944,7 +944,7 @@ static void sim_run(struct sim *s, uint64_t horizon)
 
 			x->start = (int64_t)now;
 			x->pl = d.place;
-			admit_commit(s->g, s->ngpus, &x->t, &x->pl, ++s->stamp);
+			admit_commit(s->g, s->ngpus, &x->t, &x->pl, ++s->stamp, 0);
 			/* Memory is never overcommitted. */
 			for (i = 0; i < s->ngpus; i++)
 				assert_true(s->g[i].mem_committed <= s->g[i].mem_total);
