@@ -589,6 +589,9 @@ run_kmux() {
 	KSTATE=$WORK/kmux-$MODE/state
 	mkdir -p "${KSOCK%/*}"
 	chmod 700 "${KSOCK%/*}"
+	# fresh, even in a KMUX_BENCH_WORK an earlier call used (a database
+	# left there, or its -wal beside a copy, would carry profiles over)
+	rm -rf "$KSTATE"
 	# a measured run after the learning pass starts from its profiles
 	if [ -n "$LEARNED_DB" ] && [ "$MODE" != learn ]; then
 		mkdir -p "$KSTATE"
@@ -751,7 +754,14 @@ skip_run() {	# skip_run RUN WHY
 # The learning pass (JOBMIX_LEARN): its database, jobs deleted, seeds every
 # measured kmux run.  Its duration is the first estimate of theirs.
 LEARNED_DB=""
-if [ "$LEARN" = 1 ] && [ "$HAVE_CLI" = 1 ]; then
+# it goes first only when the budget also holds a run after it (with
+# nothing to go by, run_need's 45 s each): a learning pass alone measures
+# nothing
+lneed=$(($(run_need kmux) * 2))
+if [ "$LEARN" = 1 ] && [ "$(time_left)" -lt "$lneed" ]; then
+	log "== learn: SKIPPED, budget: $(time_left) s left, it and a run after it want $lneed"
+	meta learn "skipped (budget: $(time_left) s left, $lneed wanted): the kmux runs started from fresh daemons"
+elif [ "$LEARN" = 1 ] && [ "$HAVE_CLI" = 1 ]; then
 	MODE=learn
 	dir=$WORK/mode-learn
 	mkdir -p "$dir"
@@ -762,6 +772,7 @@ if [ "$LEARN" = 1 ] && [ "$HAVE_CLI" = 1 ]; then
 	run_kmux "$dir" busyness
 	took=$(awk -v a="$RUN_START" -v b="$(date +%s.%N)" 'BEGIN{printf "%d", b-a+0.999}')
 	ldb=$WORK/learned.db
+	rm -f "$ldb"
 	if [ -n "$T0" ] && cp "$KSTATE/kmux.db" "$ldb" &&
 		nprof=$("$PY" - "$ldb" 2>>"$LOG" <<'PYEOF'
 import sqlite3, sys

@@ -102,7 +102,7 @@ def collect(a):
             for line in f:
                 m = PROFILE_RE.search(line)
                 if m:
-                    prof[int(m.group(1))] = "yes" if m.group(2) == "predicted" else "no"
+                    prof[int(m.group(1))] = "yes" if m.group(2).startswith("predicted") else "no"
     except OSError:
         pass
     rows = []
