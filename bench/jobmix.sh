@@ -97,6 +97,8 @@
 #                               apply); MODE.N names a repeat
 #   JOBMIX_PLACEMENT_REPS (1)   N busyness/round-robin pairs (see above)
 #   JOBMIX_LEARN (see above)    1: the learning pass first; 0: fresh daemons
+#   JOBMIX_TAR_RAW=1            also $OUT/jobmix-raw.tgz: every run's per-job
+#                               files, kmuxd logs and the learned database
 #   JOBMIX_BUSY_SWEEP           busy-max values for the kmux-bmX modes
 #   JOBMIX_MIX                  another mix file (for one GPU)
 #   JOBMIX_KMUXD_ARGS           more `kmux daemon` options for the kmux modes
@@ -121,7 +123,7 @@ START=$(date +%s)
 KNOBS=""
 for v in JOBMIX_SIM JOBMIX_SIM_GPUS JOBMIX_BUDGET_S JOBMIX_SCALE JOBMIX_MODE_TIMEOUT_S \
 	JOBMIX_JOB_TIMEOUT_S JOBMIX_SETTLE_S JOBMIX_GPUS JOBMIX_PLACEMENT_REPS JOBMIX_MODES \
-	JOBMIX_BUSY_SWEEP JOBMIX_KMUXD_ARGS JOBMIX_LEARN; do
+	JOBMIX_BUSY_SWEEP JOBMIX_KMUXD_ARGS JOBMIX_LEARN JOBMIX_TAR_RAW; do
 	[ -n "${!v:-}" ] || continue
 	case ${!v} in
 	*[!A-Za-z0-9._,:/+=-]*) KNOBS="$KNOBS$v=\"${!v}\" " ;;
@@ -873,5 +875,11 @@ wait 2>/dev/null
 	--jobs "$JOBS" --md "$MD" --png "$PNG" --root "$ROOT" --work "$WORK" >>"$LOG" 2>&1 ||
 	log "report.py failed (see above)"
 [ -s "$MD" ] && cat "$MD"
+# the raw per-job files (records, output, each kmux run's kmuxd.log, the
+# learned database) in one archive: the device returns few files
+if [ "${JOBMIX_TAR_RAW:-0}" = 1 ]; then
+	tar -czf "$OUT/jobmix-raw.tgz" -C "$WORK" $(cd "$WORK" && ls -d mode-* learned.db jobs.tsv 2>/dev/null) 2>>"$LOG" ||
+		log "cannot write $OUT/jobmix-raw.tgz"
+fi
 log "jobmix: done in $(($(date +%s) - START)) s; output in $OUT"
 exit $status
