@@ -31,6 +31,21 @@
 # a tenth; see run_need); a pair that does not fit is skipped whole, in the
 # log and the report, and so is every later one.
 #
+# Learning pass.  kmuxd predicts a job from its command's profile (peak
+# memory, mean busyness, mean runtime, kept in its SQLite database) once the
+# command has run under it; a fresh daemon knows none, and then every
+# undeclared job looks alike (bench/results/jobmix.md, run 3).  With
+# JOBMIX_LEARN=1 the mix first runs once through kmux (busyness placement,
+# a daemon of its own: the "learn" pass, not measured, not in the CSV), and
+# its database, its jobs deleted so that only the profiles remain, is the
+# starting state of every measured kmux run (kmux, kmux-rr, kmux-mps,
+# kmux-bmX and their repeats): each starts from the same copy and learns
+# nothing from another.  Default: on when kmux and kmux-rr are both run on
+# two GPUs or more (the placement comparison), else off.  The jobs' command
+# lines are the same in every mode (timed.sh takes its record directory
+# from JOBMIX_REC_DIR under kmux), since a profile is keyed by them.  The
+# pass's duration is the first estimate of a kmux run's (budget below).
+#
 # Run on the GPU machine from the repo root, with build/ (from `make &&
 # bash bench/gpu/prepare.sh`) carried:
 #
@@ -81,6 +96,9 @@
 #   JOBMIX_MODES                modes to run, in order (default: all that
 #                               apply); MODE.N names a repeat
 #   JOBMIX_PLACEMENT_REPS (1)   N busyness/round-robin pairs (see above)
+#   JOBMIX_LEARN (see above)    1: the learning pass first; 0: fresh daemons
+#   JOBMIX_TAR_RAW=1            also $OUT/jobmix-raw.tgz: every run's per-job
+#                               files, kmuxd logs and the learned database
 #   JOBMIX_BUSY_SWEEP           busy-max values for the kmux-bmX modes
 #   JOBMIX_MIX                  another mix file (for one GPU)
 #   JOBMIX_KMUXD_ARGS           more `kmux daemon` options for the kmux modes
@@ -105,7 +123,7 @@ START=$(date +%s)
 KNOBS=""
 for v in JOBMIX_SIM JOBMIX_SIM_GPUS JOBMIX_BUDGET_S JOBMIX_SCALE JOBMIX_MODE_TIMEOUT_S \
 	JOBMIX_JOB_TIMEOUT_S JOBMIX_SETTLE_S JOBMIX_GPUS JOBMIX_PLACEMENT_REPS JOBMIX_MODES \
-	JOBMIX_BUSY_SWEEP JOBMIX_KMUXD_ARGS; do
+	JOBMIX_BUSY_SWEEP JOBMIX_KMUXD_ARGS JOBMIX_LEARN JOBMIX_TAR_RAW; do
 	[ -n "${!v:-}" ] || continue
 	case ${!v} in
 	*[!A-Za-z0-9._,:/+=-]*) KNOBS="$KNOBS$v=\"${!v}\" " ;;
@@ -309,6 +327,16 @@ for m in "${MODES[@]}"; do
 done
 [ "$REPS" -gt 1 ] && [ "$NUSE" -lt 2 ] &&
 	log "WARNING: JOBMIX_PLACEMENT_REPS on one GPU: the two placements have no choice to make"
+LEARN=${JOBMIX_LEARN:-}
+if [ -z "$LEARN" ]; then
+	LEARN=0
+	[ "$NUSE" -ge 2 ] && [ -n "${seen[kmux]:-}" ] && [ -n "${seen[kmux-rr]:-}" ] && LEARN=1
+fi
+[[ $LEARN == [01] ]] || usage_die "JOBMIX_LEARN='$LEARN': 1 (a learning pass first) or 0"
+HAS_KMUX=0
+for m in "${MODES[@]}"; do [[ $m == kmux* ]] && HAS_KMUX=1; done
+[ "$HAS_KMUX" = 0 ] && LEARN=0
+log "learning pass: $([ "$LEARN" = 1 ] && echo yes || echo no)"
 log "modes: ${MODES[*]}"
 
 if [ "$SIM" = 1 ]; then
@@ -563,6 +591,15 @@ run_kmux() {
 	KSTATE=$WORK/kmux-$MODE/state
 	mkdir -p "${KSOCK%/*}"
 	chmod 700 "${KSOCK%/*}"
+	# fresh, even in a KMUX_BENCH_WORK an earlier call used (a database
+	# left there, or its -wal beside a copy, would carry profiles over)
+	rm -rf "$KSTATE"
+	# a measured run after the learning pass starts from its profiles
+	if [ -n "$LEARNED_DB" ] && [ "$MODE" != learn ]; then
+		mkdir -p "$KSTATE"
+		chmod 700 "$KSTATE"
+		cp "$LEARNED_DB" "$KSTATE/kmux.db" || log "  $MODE: cannot copy the learned profiles"
+	fi
 	# shellcheck disable=SC2206
 	local extra=(${JOBMIX_KMUXD_ARGS:-} "$@")
 	log "kmux: KMUX_SOCKET=\$W/kmux-$MODE/run/sock KMUX_STATE_DIR=\$W/kmux-$MODE/state build/kmux daemon --placement $placement ${extra[*]}"
@@ -579,10 +616,12 @@ run_kmux() {
 		job_get "$i"
 		memarg=()
 		[ "$JOBMEM" != - ] && memarg=(--mem "$JOBMEM")
-		[ "$REC_CMDS" = 1 ] && printf '%s\n' "[$MODE] kmux submit ${memarg[*]:+${memarg[*]} }--name $JOBNAME -- ${JOBENV[*]} bash bench/jobmix/timed.sh DIR $JOBNAME ${JOBCMD[*]}" |
+		[ "$REC_CMDS" = 1 ] && printf '%s\n' "[$MODE] JOBMIX_REC_DIR=DIR kmux submit ${memarg[*]:+${memarg[*]} }--name $JOBNAME -- ${JOBENV[*]} bash bench/jobmix/timed.sh - $JOBNAME ${JOBCMD[*]}" |
 			shorten_cmds >>"$CMDS"
-		id=$(kx submit "${memarg[@]}" --name "$JOBNAME" -- "${JOBENV[@]}" \
-			bash "$JM/timed.sh" "$dir" "$JOBNAME" "${JOBCMD[@]}" 2>>"$LOG")
+		# the directory through the environment: the command line, which
+		# keys the command's profile, is then the same in every run
+		id=$(JOBMIX_REC_DIR=$dir kx submit "${memarg[@]}" --name "$JOBNAME" -- "${JOBENV[@]}" \
+			bash "$JM/timed.sh" - "$JOBNAME" "${JOBCMD[@]}" 2>>"$LOG")
 		if [ -z "$id" ]; then
 			log "  kmux submit of $JOBNAME failed"
 			continue
@@ -621,6 +660,7 @@ print(" ".join(str(j["id"]) for j in json.load(sys.stdin)))' 2>/dev/null); do
 		echo quit | CUDA_MPS_PIPE_DIRECTORY=$KSOCK_WAS.mps/pipe \
 			CUDA_MPS_LOG_DIRECTORY=$KSOCK_WAS.mps/log "$MPS_BIN" >>"$LOG" 2>&1
 	fi
+	cp "$KSTATE/kmuxd.log" "$dir/kmuxd.log" 2>/dev/null
 	{
 		echo "--- kmuxd.log ($MODE)"
 		cat "$KSTATE/kmuxd.log" 2>/dev/null
@@ -681,7 +721,7 @@ meta command "${KNOBS}bash bench/jobmix.sh"
 
 warm_up
 settle
-echo "mode,rep,job,class,mem_declared,gpu,start_s,end_s,rc,status,wall_s,init_s,work_s,peak_bytes,kmux_id,kmux_gpus,kmux_peak,kmux_wait_s" >"$CSV"
+echo "mode,rep,job,class,mem_declared,gpu,start_s,end_s,rc,status,wall_s,init_s,work_s,peak_bytes,kmux_id,kmux_gpus,kmux_peak,kmux_wait_s,kmux_profile" >"$CSV"
 status=0
 # The budget: what a run needs is estimated from the longest earlier run of
 # its base (a repeat), or of the other placement (kmux and kmux-rr run the
@@ -713,6 +753,54 @@ skip_run() {	# skip_run RUN WHY
 	# a repeat or a sweep run is extra: the run is complete without it
 	[ "$MREP" = 1 ] && [[ $MBASE != kmux-bm* ]] && status=1
 }
+# The learning pass (JOBMIX_LEARN): its database, jobs deleted, seeds every
+# measured kmux run.  Its duration is the first estimate of theirs.
+LEARNED_DB=""
+# it goes first only when the budget also holds a run after it (with
+# nothing to go by, run_need's 45 s each): a learning pass alone measures
+# nothing
+lneed=$(($(run_need kmux) * 2))
+if [ "$LEARN" = 1 ] && [ "$(time_left)" -lt "$lneed" ]; then
+	log "== learn: SKIPPED, budget: $(time_left) s left, it and a run after it want $lneed"
+	meta learn "skipped (budget: $(time_left) s left, $lneed wanted): the kmux runs started from fresh daemons"
+elif [ "$LEARN" = 1 ] && [ "$HAVE_CLI" = 1 ]; then
+	MODE=learn
+	dir=$WORK/mode-learn
+	mkdir -p "$dir"
+	left=$(time_left)
+	log "== learn: the mix once through kmux, its profiles the starting state of every kmux run ($left s left)"
+	REC_CMDS=0 T0=""
+	RUN_START=$(date +%s.%N)
+	run_kmux "$dir" busyness
+	took=$(awk -v a="$RUN_START" -v b="$(date +%s.%N)" 'BEGIN{printf "%d", b-a+0.999}')
+	ldb=$WORK/learned.db
+	rm -f "$ldb"
+	if [ -n "$T0" ] && cp "$KSTATE/kmux.db" "$ldb" &&
+		nprof=$("$PY" - "$ldb" 2>>"$LOG" <<'PYEOF'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+db.execute("DELETE FROM jobs")
+db.execute("DELETE FROM frozen")
+db.commit()
+print(db.execute("SELECT count(*) FROM profiles").fetchone()[0])
+db.close()
+PYEOF
+		); then
+		LEARNED_DB=$ldb
+		nok=$(grep -c ' 0 [^ ]*$' "$dir"/*.rec 2>/dev/null | awk -F: '{s+=$2} END{print s+0}')
+		log "   learn: done in $took s; $nprof profiles learned; $nok/$NJOBS jobs exited 0"
+		meta learn "$took s, $nprof profiles, $nok/$NJOBS jobs exited 0"
+		DUR[kmux]=$took
+	else
+		log "   learn: FAILED (see above): the kmux runs start from fresh daemons"
+		meta learn "failed: the kmux runs started from fresh daemons"
+	fi
+	settle
+elif [ "$LEARN" = 1 ]; then
+	meta learn "not run: kmux CLI unusable"
+else
+	meta learn "off: every kmux run started from a fresh daemon"
+fi
 for MODE in "${MODES[@]}"; do
 	mode_parse "$MODE"
 	BASE=$MBASE REP=$MREP
@@ -787,5 +875,11 @@ wait 2>/dev/null
 	--jobs "$JOBS" --md "$MD" --png "$PNG" --root "$ROOT" --work "$WORK" >>"$LOG" 2>&1 ||
 	log "report.py failed (see above)"
 [ -s "$MD" ] && cat "$MD"
+# the raw per-job files (records, output, each kmux run's kmuxd.log, the
+# learned database) in one archive: the device returns few files
+if [ "${JOBMIX_TAR_RAW:-0}" = 1 ]; then
+	tar -czf "$OUT/jobmix-raw.tgz" -C "$WORK" $(cd "$WORK" && ls -d mode-* learned.db jobs.tsv 2>/dev/null) 2>>"$LOG" ||
+		log "cannot write $OUT/jobmix-raw.tgz"
+fi
 log "jobmix: done in $(($(date +%s) - START)) s; output in $OUT"
 exit $status

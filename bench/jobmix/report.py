@@ -3,7 +3,10 @@ matplotlib for the plot when it imports).
 
     report.py collect --mode M --rep N --dir D --t0 EPOCH --jobs JOBS.tsv --csv CSV --log LOG
         one CSV row per job of the mode's N-th run, from D/NAME.{rec,out,err} (written
-        by timed.sh) and, for the kmux modes, D/ps.json and D/kmux-ids;
+        by timed.sh) and, for the kmux modes, D/ps.json, D/kmux-ids and
+        D/kmuxd.log (kmux_profile: "yes" when kmuxd predicted the job from
+        its command's learned profile at admission, "no" when from the
+        defaults);
         appends each job's stdout and stderr tails to LOG.
     report.py report --csv CSV --meta META --cmds CMDS --jobs JOBS.tsv \
         --md MD --png PNG --root ROOT --work WORK
@@ -31,7 +34,7 @@ import sys
 
 FIELDS = ["mode", "rep", "job", "class", "mem_declared", "gpu", "start_s", "end_s",
           "rc", "status", "wall_s", "init_s", "work_s", "peak_bytes",
-          "kmux_id", "kmux_gpus", "kmux_peak", "kmux_wait_s"]
+          "kmux_id", "kmux_gpus", "kmux_peak", "kmux_wait_s", "kmux_profile"]
 BASELINES = ("exclusive", "together", "mps")
 TARGET_BEST, TARGET_EXCL, TARGET_RR = 1.33, 2.0, 1.15
 GiB = float(1 << 30)
@@ -72,6 +75,9 @@ OOM_RE = re.compile(r"out of memory|OutOfMemoryError|cudaErrorMemoryAllocation"
                     r"|CUDA_ERROR_OUT_OF_MEMORY", re.I)
 
 
+PROFILE_RE = re.compile(r"daemon: job (\d+): (predicted from its profile|no profile)")
+
+
 def collect(a):
     jobs = read_jobs(a.jobs)
     t0 = float(a.t0)
@@ -89,6 +95,16 @@ def collect(a):
                 ps = {j["id"]: j for j in json.load(f)}
         except (OSError, ValueError) as e:
             print(f"report: {psfile}: {e}", file=sys.stderr)
+    # kmuxd logs, for each job, what its prediction rests on (job.c)
+    prof = {}
+    try:
+        with open(os.path.join(a.dir, "kmuxd.log"), errors="replace") as f:
+            for line in f:
+                m = PROFILE_RE.search(line)
+                if m:
+                    prof[int(m.group(1))] = "yes" if m.group(2).startswith("predicted") else "no"
+    except OSError:
+        pass
     rows = []
     with open(a.log, "a") as log:
         for j in jobs:
@@ -129,6 +145,7 @@ def collect(a):
                 r["peak_bytes"] = fail.get("peak_reserved", "")
             if n in ids:
                 r["kmux_id"] = ids[n]
+                r["kmux_profile"] = prof.get(ids[n], "")
                 pj = ps.get(ids[n])
                 if pj:
                     r["kmux_gpus"] = " ".join(str(g) for g in pj.get("gpus") or [])
@@ -287,6 +304,10 @@ def report(a):
              f"JOBMIX_SCALE={meta.get('scale', '1')}")
     L.append(f"- command: `{meta.get('command', 'bash bench/jobmix.sh')}`")
     L.append(f"- runs, in the order they ran: {' '.join(meta.get('modes', '').split())}")
+    if meta.get("learn"):
+        L.append(f"- learning pass (JOBMIX_LEARN): {meta['learn']}"
+                 + ("; each kmux run started from a copy of its profiles"
+                    if meta["learn"][:1].isdigit() else ""))
     for m in meta.get("modes", "").split():
         why = meta.get(f"skipped_{m}")
         if why:
@@ -340,11 +361,24 @@ def report(a):
     L.append("")
     kml = [m for m in order if m.startswith("kmux")]
     if kml:
-        L.append("| kmux run | daemon options | memory growth (kmuxd log) |")
-        L.append("|---|---|---|")
+        L.append("| kmux run | daemon options | memory growth (kmuxd log) | "
+                 "predicted from a learned profile | training jobs per GPU |")
+        L.append("|---|---|---|---|---|")
         for m in kml:
+            mr = [r for r in rows if row_run(r) == m]
+            py = [r for r in mr if r.get("kmux_profile") == "yes"]
+            known = [r for r in mr if r.get("kmux_profile") in ("yes", "no")]
+            pcell = f"{len(py)}/{len(mr)}" if known else "? (no kmuxd log)"
+            nop = [r["job"] for r in known if r["kmux_profile"] == "no"]
+            if py and nop:
+                pcell += " (not: " + ", ".join(nop) + ")"
+            per = {}
+            for r in mr:
+                if r["class"] == "train" and r.get("kmux_gpus", "") != "":
+                    per[r["kmux_gpus"]] = per.get(r["kmux_gpus"], 0) + 1
+            tcell = ", ".join(f"GPU {g}: {c}" for g, c in sorted(per.items())) or "–"
             L.append(f"| {m} | `{meta.get('kmuxd_' + m, '?').strip()}` | "
-                     f"{meta.get('kmux_grow_' + m, '?')} |")
+                     f"{meta.get('kmux_grow_' + m, '?')} | {pcell} | {tcell} |")
         L.append("")
 
     # issue 4's targets

@@ -4,8 +4,11 @@
 # in DIR/NAME.out and DIR/NAME.err, then writes DIR/NAME.rec:
 #     START END RC GPUS        (epoch seconds; GPUS = CUDA_VISIBLE_DEVICES)
 # A job killed before it ends leaves no .rec (the benchmark counts it as a
-# timeout).  Exits with CMD's status.
+# timeout).  Exits with CMD's status.  DIR "-": $JOBMIX_REC_DIR (under
+# kmux, so that the command line, which keys the command's learned profile,
+# is the same in every run).
 dir=$1 name=$2
+[ "$dir" = - ] && dir=${JOBMIX_REC_DIR:?timed.sh: DIR - but no JOBMIX_REC_DIR}
 shift 2
 start=$(date +%s.%N)
 "$@" >"$dir/$name.out" 2>"$dir/$name.err" </dev/null

@@ -25,11 +25,30 @@
  * predicted counts as measured.  An empty GPU always passes the busyness
  * test: otherwise a task predicted busier than busy_max could never run.
  *
- * Score: each candidate is ranked by its busyness after placement,
+ * Score: each candidate is ranked by its busyness after placement, over
+ * the time t is expected to run,
  *
- *	score = w_util x (load + busy(t))
+ *	score = w_util x (load_t + busy(t))
  *	      + w_mem  x (occupied + need) / total
- *	      + w_tasks x ntasks
+ *	      + w_tasks x ntasks_t
+ *	    load_t   = sum over tasks i there of busy(i) x overlap(i, t)
+ *	             + max(0, util - busy_committed)
+ *	    ntasks_t = sum over tasks i there of overlap(i, t)
+ *	    overlap  = min(remaining(i), runtime(t)) / runtime(t), or 1 when
+ *	               either runtime is unknown (no profile)
+ *
+ * Why the overlap: placement decides whom t shares a GPU with for t's whole
+ * life, not for the instant it starts.  A training job admitted beside one
+ * that ends in two seconds barely shares anything with it; beside one with
+ * ten minutes left it shares all of them.  Counting every task whole (as
+ * the score did) sends a long job away from a GPU whose heavy task is
+ * about to end, onto a GPU whose lighter tasks will outlast it.  With
+ * learned runtimes (the profile keeps the mean) the load a newcomer will
+ * see is weighted by how long it will see it; without them the score is
+ * what it was.  The measured utilization counts only beyond what the tasks
+ * predict (foreign processes, tasks hotter than predicted): it is the
+ * same max(util, busy_committed) as `load` when every overlap is 1, and
+ * never counts a task twice.
  *
  * lowest first, equal scores (within 1e-9) by GPU index.  The load term
  * steers tasks away from busy GPUs (interference), the memory term keeps
@@ -47,6 +66,11 @@
 #define MiB (UINT64_C(1) << 20)
 #define GiB (UINT64_C(1) << 30)
 #define SCORE_EPS 1e-9
+/* A task past its expected end is taken to have this share of its runtime
+ * left: the runtime is a mean, so many runs end after it, but one running
+ * over has little left on average, and counting it whole would make a GPU
+ * look busiest just before it frees up. */
+#define OVERDUE_FRAC 0.25
 
 void admit_policy_default(struct admit_policy *p)
 {
@@ -160,6 +184,8 @@ int admit_task_init(struct admit_task *t, uint64_t id, uint32_t ngpus,
 	t->ngpus = ngpus;
 	t->wait_start_us = now_us;
 	t->busy = have_profile ? clamp01(learned->mean_busy) : p->default_busy;
+	t->runtime_us = have_profile ? learned->runtime_us : 0;
+	t->from_profile = have_profile;
 	if (declared > 0) {
 		t->mem = declared;
 		t->mem_source = ADMIT_MEM_DECLARED;
@@ -213,20 +239,77 @@ static double load(const struct admit_gpu *g)
 	return u > b ? u : b;
 }
 
-static double score(const struct admit_gpu *g, double busy, uint64_t need,
-		    const struct admit_policy *p)
+/*
+ * What the tasks with a known end on g do not share with t (runtime rt µs,
+ * starting at now): *busy_off, the busyness, and *tasks_off, the task count
+ * the overlap takes off (see the comment at the top).
+ */
+static void overlap_off(const struct admit_gpu *g, uint64_t rt, uint64_t now,
+			double *busy_off, double *tasks_off)
 {
-	double mem = 1.0;
+	uint32_t i, n = g->nruns < ADMIT_MAX_RUNS ? g->nruns : ADMIT_MAX_RUNS;
+
+	*busy_off = 0.0;
+	*tasks_off = 0.0;
+	if (rt == 0)
+		return;
+	for (i = 0; i < n; i++) {
+		const struct admit_run *r = &g->runs[i];
+		double rem, w;
+
+		if (r->end_us == 0)
+			continue;
+		rem = r->end_us > now ? (double)(r->end_us - now) : 0.0;
+		if (rem < OVERDUE_FRAC * (double)r->runtime_us)
+			rem = OVERDUE_FRAC * (double)r->runtime_us;
+		w = rem >= (double)rt ? 1.0 : rem / (double)rt;
+		*busy_off += (r->busy > 0.0 ? r->busy : 0.0) * (1.0 - w);
+		*tasks_off += 1.0 - w;
+	}
+}
+
+/* load_t and ntasks_t of the score, for t (NULL: as it stands). */
+static void load_over(const struct admit_gpu *g, const struct admit_task *t,
+		      uint64_t now, double *ld, double *ntasks)
+{
+	double u = g->util_valid ? clamp01(g->util) : 0.0;
+	double b = g->busy_committed > 0.0 ? g->busy_committed : 0.0;
+	double boff, toff, bt;
+
+	overlap_off(g, t ? t->runtime_us : 0, now, &boff, &toff);
+	bt = b - boff;
+	*ld = (bt > 0.0 ? bt : 0.0) + (u > b ? u - b : 0.0);
+	*ntasks = (double)g->ntasks - toff;
+	if (*ntasks < 0.0)
+		*ntasks = 0.0;
+}
+
+double admit_load_for(const struct admit_gpu *g, const struct admit_task *t,
+		      uint64_t now_us)
+{
+	double ld, nt;
+
+	if (g == NULL)
+		return 0.0;
+	load_over(g, t, now_us, &ld, &nt);
+	return ld;
+}
+
+static double score(const struct admit_gpu *g, const struct admit_task *t,
+		    uint64_t need, uint64_t now, const struct admit_policy *p)
+{
+	double mem = 1.0, ld, nt;
 
 	if (g->mem_total > 0)
 		mem = ((double)occupied(g) + (double)need) / (double)g->mem_total;
-	return p->w_util * (load(g) + busy) + p->w_mem * mem +
-	       p->w_tasks * (double)g->ntasks;
+	load_over(g, t, now, &ld, &nt);
+	return p->w_util * (ld + (t ? t->busy : 0.0)) + p->w_mem * mem +
+	       p->w_tasks * nt;
 }
 
 double admit_busyness(const struct admit_gpu *g, const struct admit_policy *p)
 {
-	return score(g, 0.0, 0, p);
+	return score(g, NULL, 0, 0, p);
 }
 
 static bool fits_mem(const struct admit_gpu *g, uint64_t need,
@@ -312,7 +395,7 @@ static bool cand_before(const struct cand *a, const struct cand *b,
 static int place_avoiding(const struct admit_gpu *gpus, size_t n,
 			  const struct admit_task *t,
 			  const struct admit_policy *p, uint64_t avoid,
-			  struct admit_placement *out)
+			  uint64_t now, struct admit_placement *out)
 {
 	struct cand c[ADMIT_MAX_GPUS], x;
 	size_t i, j, nc = 0;
@@ -333,7 +416,7 @@ static int place_avoiding(const struct admit_gpu *gpus, size_t n,
 			continue;
 		x.slot = (uint32_t)i;
 		x.index = g->index;
-		x.score = score(g, t->busy, need, p);
+		x.score = score(g, t, need, now, p);
 		x.stamp = g->last_placed;
 		x.need = need;
 		/* Insertion sort: at most 64 candidates. */
@@ -359,9 +442,9 @@ static int place_avoiding(const struct admit_gpu *gpus, size_t n,
 	return 0;
 }
 
-int admit_place(const struct admit_gpu *gpus, size_t n,
-		const struct admit_task *t, const struct admit_policy *p,
-		struct admit_placement *out)
+int admit_place_at(const struct admit_gpu *gpus, size_t n,
+		   const struct admit_task *t, const struct admit_policy *p,
+		   uint64_t now_us, struct admit_placement *out)
 {
 	int rc;
 
@@ -370,7 +453,14 @@ int admit_place(const struct admit_gpu *gpus, size_t n,
 	rc = admit_check(t, gpus, n, p);
 	if (rc < 0)
 		return rc;
-	return place_avoiding(gpus, n, t, p, 0, out);
+	return place_avoiding(gpus, n, t, p, 0, now_us, out);
+}
+
+int admit_place(const struct admit_gpu *gpus, size_t n,
+		const struct admit_task *t, const struct admit_policy *p,
+		struct admit_placement *out)
+{
+	return admit_place_at(gpus, n, t, p, 0, out);
 }
 
 /*
@@ -495,7 +585,7 @@ int admit_next(const struct admit_task *queue, size_t nqueue,
 	qsort(keys, nqueue, sizeof(*keys), qkey_cmp);
 
 	head = &queue[keys[0].pos];
-	rc = place_avoiding(gpus, ngpus, head, p, 0, &out->place);
+	rc = place_avoiding(gpus, ngpus, head, p, 0, now_us, &out->place);
 	if (rc == 0) {
 		out->task = keys[0].pos;
 		goto out;
@@ -509,7 +599,7 @@ int admit_next(const struct admit_task *queue, size_t nqueue,
 
 	for (i = 1; i < nqueue; i++) {
 		rc = place_avoiding(gpus, ngpus, &queue[keys[i].pos], p, avoid,
-				    &out->place);
+				    now_us, &out->place);
 		if (rc == 0) {
 			out->task = keys[i].pos;
 			out->backfilled = true;
@@ -528,7 +618,8 @@ static uint64_t sat_add(uint64_t a, uint64_t b)
 }
 
 void admit_commit(struct admit_gpu *gpus, size_t n, const struct admit_task *t,
-		  const struct admit_placement *pl, uint64_t stamp)
+		  const struct admit_placement *pl, uint64_t stamp,
+		  uint64_t now_us)
 {
 	uint32_t i;
 
@@ -544,7 +635,46 @@ void admit_commit(struct admit_gpu *gpus, size_t n, const struct admit_task *t,
 		if (t->exclusive)
 			g->exclusive = true;
 		g->last_placed = stamp;
+		if (t->runtime_us > 0 && g->nruns < ADMIT_MAX_RUNS)
+			g->runs[g->nruns++] = (struct admit_run){
+				.id = t->id, .busy = t->busy,
+				.end_us = sat_add(now_us, t->runtime_us),
+				.runtime_us = t->runtime_us };
 	}
+}
+
+/* t's entry in g->runs, or NULL. */
+static struct admit_run *run_of(struct admit_gpu *g, uint64_t id)
+{
+	uint32_t i, n = g->nruns < ADMIT_MAX_RUNS ? g->nruns : ADMIT_MAX_RUNS;
+
+	for (i = 0; i < n; i++)
+		if (g->runs[i].id == id)
+			return &g->runs[i];
+	return NULL;
+}
+
+void admit_set_busy(struct admit_gpu *gpus, size_t n, struct admit_task *t,
+		    const struct admit_placement *pl, double busy)
+{
+	double d = busy - t->busy;
+	uint32_t i;
+
+	for (i = 0; i < pl->ngpus && i < ADMIT_MAX_GPUS; i++) {
+		struct admit_gpu *g;
+		struct admit_run *r;
+
+		if (pl->slot[i] >= n)
+			continue;
+		g = &gpus[pl->slot[i]];
+		g->busy_committed += d;
+		if (g->busy_committed < 0.0)
+			g->busy_committed = 0.0;
+		r = run_of(g, t->id);
+		if (r)
+			r->busy = busy;
+	}
+	t->busy = busy;
 }
 
 int admit_grow(struct admit_gpu *gpus, size_t n, struct admit_placement *pl,
@@ -633,6 +763,7 @@ void admit_release(struct admit_gpu *gpus, size_t n, const struct admit_task *t,
 	uint32_t i;
 
 	for (i = 0; i < pl->ngpus && i < ADMIT_MAX_GPUS; i++) {
+		struct admit_run *r;
 		struct admit_gpu *g;
 
 		if (pl->slot[i] >= n)
@@ -641,11 +772,27 @@ void admit_release(struct admit_gpu *gpus, size_t n, const struct admit_task *t,
 		g->mem_committed = g->mem_committed > pl->quota ?
 				   g->mem_committed - pl->quota : 0;
 		g->busy_committed -= t->busy;
+		/* The utilization average still holds the task that just went
+		 * (it decays over util_tau_s): left there, it would make the
+		 * GPU that has just freed up look busier than the one whose
+		 * tasks go on, the wrong way round.  Its busyness is the best
+		 * estimate of its share; a low estimate only leaves the
+		 * predictions to speak until the next samples. */
+		if (g->util_valid && t->busy > 0.0) {
+			g->util -= t->busy;
+			if (g->util < 0.0)
+				g->util = 0.0;
+		}
+		r = run_of(g, t->id);
+		if (r)
+			*r = g->runs[--g->nruns];
 		if (g->ntasks > 0)
 			g->ntasks--;
 		/* Rounding must not leave a ghost of load on an empty GPU. */
 		if (g->ntasks == 0 || g->busy_committed < 0.0)
 			g->busy_committed = 0.0;
+		if (g->ntasks == 0)
+			g->nruns = 0;
 		if (t->exclusive)
 			g->exclusive = false;
 	}

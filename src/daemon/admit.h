@@ -23,6 +23,18 @@
 
 /* Same bound as the wire protocol's GPU masks. */
 #define ADMIT_MAX_GPUS 64
+/* Tasks per GPU whose expected end is tracked (struct admit_gpu.runs); a
+ * task beyond them counts as if it ran for ever, which is what an unknown
+ * runtime means anyway. */
+#define ADMIT_MAX_RUNS 32
+
+/* A task running on a GPU, as the score weighs it (admit_commit). */
+struct admit_run {
+	uint64_t id;		/* the task's id */
+	double busy;		/* its predicted busyness (admit_set_busy) */
+	uint64_t end_us;	/* when it is expected to end; 0: unknown */
+	uint64_t runtime_us;	/* its expected runtime */
+};
 
 /* Where a task's memory need came from: decides how far it is trusted. */
 enum admit_mem_source {
@@ -60,12 +72,18 @@ struct admit_gpu {
 	/* Running tasks here waiting for their quota to grow (the daemon
 	 * counts them); while > 0 the GPU takes no new task. */
 	uint32_t grow_waiting;
+	/* The tasks placed here with a known expected runtime (nruns of them,
+	 * admit_commit / admit_release keep them): the score weighs each by
+	 * how much of a newcomer's lifetime it will overlap. */
+	struct admit_run runs[ADMIT_MAX_RUNS];
+	uint32_t nruns;
 };
 
 /* What earlier runs of the same command taught (kept in the database). */
 struct admit_profile {
 	uint64_t peak_mem;	/* bytes, the largest peak seen */
 	double mean_busy;	/* mean busyness, 0..1 */
+	uint64_t runtime_us;	/* mean run time, start to end; 0: unknown */
 	uint32_t runs;		/* 0: nothing learned */
 };
 
@@ -81,6 +99,12 @@ struct admit_task {
 	uint64_t mem;
 	enum admit_mem_source mem_source;
 	double busy;		/* predicted busyness it adds to a GPU, 0..1 */
+	/* Expected run time from its profile (learned), 0: unknown. */
+	uint64_t runtime_us;
+	/* What admit_task_init() predicted it from: true when a learned
+	 * profile gave its busyness and runtime (whatever its memory's
+	 * source), for the daemon's log. */
+	bool from_profile;
 	uint32_t ngpus;		/* GPUs wanted, each with `mem` free */
 	int32_t prio;		/* higher first; 0 normal */
 	bool exclusive;		/* wants GPUs with no other task */
@@ -202,6 +226,19 @@ int admit_check(const struct admit_task *t, const struct admit_gpu *gpus,
 		size_t n, const struct admit_policy *p);
 
 /*
+ * The load a task t starting at now_us would share g with: what
+ * placement ranks by, before t's own busyness.  Each task there with a
+ * known expected end counts by the share of t's expected lifetime it will
+ * overlap (a task about to end barely counts for a long newcomer); tasks
+ * with no known end, and every task when t's runtime is unknown, count
+ * whole; so does the utilization NVML measures beyond what the tasks
+ * predict (foreign processes, tasks running hotter).  t may be NULL: the
+ * load as it stands.
+ */
+double admit_load_for(const struct admit_gpu *g, const struct admit_task *t,
+		      uint64_t now_us);
+
+/*
  * Place t now.  0 and *out; -EAGAIN if it does not fit now but could later;
  * -ENODEV / -ENOSPC as admit_check(); -EINVAL on bad arguments (n > 64,
  * t->ngpus 0).  Deterministic: equal scores go to the lower GPU index.
@@ -209,6 +246,11 @@ int admit_check(const struct admit_task *t, const struct admit_gpu *gpus,
 int admit_place(const struct admit_gpu *gpus, size_t n,
 		const struct admit_task *t, const struct admit_policy *p,
 		struct admit_placement *out);
+/* The same at a given time (the overlap weighting needs one; admit_place()
+ * uses 0, which leaves expected ends as stamped). */
+int admit_place_at(const struct admit_gpu *gpus, size_t n,
+		   const struct admit_task *t, const struct admit_policy *p,
+		   uint64_t now_us, struct admit_placement *out);
 
 /*
  * Pick the next task of queue[] to start now, and where.  Call again after
@@ -232,13 +274,25 @@ int admit_next(const struct admit_task *queue, size_t nqueue,
 
 /*
  * Apply a placement to the GPU states: commit its quota and busyness, count
- * the task, stamp the GPUs (round robin) with stamp.  And the reverse when
- * the task ends (saturating at zero).
+ * the task, stamp the GPUs (round robin) with stamp, and note its expected
+ * end (now_us + t->runtime_us) when its runtime is known.  And the reverse
+ * when the task ends (saturating at zero); admit_release() also takes the
+ * task's busyness out of the GPUs' utilization average, which would go on
+ * counting a task that has gone for util_tau_s (see admit.c).
  */
 void admit_commit(struct admit_gpu *gpus, size_t n, const struct admit_task *t,
-		  const struct admit_placement *pl, uint64_t stamp);
+		  const struct admit_placement *pl, uint64_t stamp,
+		  uint64_t now_us);
 void admit_release(struct admit_gpu *gpus, size_t n, const struct admit_task *t,
 		   const struct admit_placement *pl);
+
+/*
+ * A running task's predicted busyness becomes busy (measured, say): its
+ * GPUs' committed busyness moves by the difference (never below 0) and
+ * t->busy is busy.
+ */
+void admit_set_busy(struct admit_gpu *gpus, size_t n, struct admit_task *t,
+		    const struct admit_placement *pl, double busy);
 
 /*
  * A running task placed by pl needs more memory than its quota (an unknown

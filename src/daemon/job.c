@@ -137,11 +137,32 @@ void job_task_init(struct server *srv, struct job *j, uint32_t ngpus,
 		learned.peak_mem = dp.peak_mem;
 		learned.mean_busy = dp.mean_busy;
 		learned.runs = dp.runs;
+		learned.runtime_us = dp.mean_runtime_us > 0 ?
+				     (uint64_t)dp.mean_runtime_us : 0;
 	}
 	admit_task_init(&j->task, (uint64_t)j->id, ngpus, mem_request,
 			&learned, &srv->policy, j->submit_us);
 	j->task.prio = prio;
 	j->task.exclusive = j->flags & PROTO_JOB_F_EXCLUSIVE;
+	/* What the prediction rests on, one line per job (bench/jobmix's
+	 * report reads it): a profile, or the defaults. */
+	if (j->task.from_profile) {
+		char pk[SIZE_FORMAT_MAX];
+
+		size_format(learned.peak_mem, pk, sizeof(pk));
+		log_info("daemon: job %lld: predicted from its profile (%u "
+			 "runs): peak %s, busyness %.2f, runtime %.1f s; memory "
+			 "%s", (long long)j->id, learned.runs, pk,
+			 j->task.busy, (double)j->task.runtime_us / 1e6,
+			 j->task.mem_source == ADMIT_MEM_DECLARED ?
+			 "declared" : "learned");
+	} else {
+		log_info("daemon: job %lld: no profile: busyness %.2f "
+			 "(default), runtime unknown; memory %s",
+			 (long long)j->id, j->task.busy,
+			 j->task.mem_source == ADMIT_MEM_DECLARED ?
+			 "declared" : "guessed");
+	}
 }
 
 /* --- the end of a job ----------------------------------------------------- */
@@ -385,16 +406,9 @@ static void job_correct_busy(struct server *srv, struct job *j, double m)
 	d = m - j->task.busy;
 	if (d > -JOB_BUSY_SLACK && d < JOB_BUSY_SLACK)
 		return;
-	for (uint32_t k = 0; k < j->place.ngpus; k++) {
-		struct admit_gpu *g = &srv->gpus[j->place.slot[k]];
-
-		g->busy_committed += d;
-		if (g->busy_committed < 0.0)
-			g->busy_committed = 0.0;
-	}
 	log_debug("daemon: job %lld: busyness %.2f -> %.2f (measured)",
 		  (long long)j->id, j->task.busy, m);
-	j->task.busy = m;
+	admit_set_busy(srv->gpus, srv->ngpus, &j->task, &j->place, m);
 }
 
 /*
@@ -732,7 +746,8 @@ static int job_start(struct server *srv, struct job *j,
 	j->place = *pl;
 	j->placed = true;
 	TAILQ_INSERT_TAIL(&srv->running, j, entry);
-	admit_commit(srv->gpus, srv->ngpus, &j->task, pl, ++srv->stamp);
+	admit_commit(srv->gpus, srv->ngpus, &j->task, pl, ++srv->stamp,
+		     j->start_us);
 	size_format(pl->quota, q, sizeof(q));
 	log_info("daemon: job %lld admitted on GPU %s, quota %s",
 		 (long long)j->id, list, q);
@@ -871,8 +886,11 @@ void job_recommit(struct server *srv, struct job *j, uint64_t mask,
 	j->task.mem_source = ADMIT_MEM_DECLARED;
 	j->place = pl;
 	j->placed = pl.ngpus > 0;
+	/* When it started before a restart is not on this clock: its
+	 * expected end counts from now, the longest it can be. */
 	if (j->placed)
-		admit_commit(srv->gpus, srv->ngpus, &j->task, &pl, ++srv->stamp);
+		admit_commit(srv->gpus, srv->ngpus, &j->task, &pl, ++srv->stamp,
+			     server_now_us());
 }
 
 uint32_t job_kernel_rate(const struct job *j, uint64_t now_us)

@@ -9,7 +9,9 @@
 # all at once lost jobs to out of memory, the exclusive peaks make the mix
 # an overcommit, MPS was started and quit, nothing is left running.  Then
 # the placement repeats (JOBMIX_PLACEMENT_REPS=2, the long modes left out):
-# interleaved runs, each its own rows, medians in the report; bad mode names
+# interleaved runs, each its own rows, medians in the report, the learning
+# pass first (every job predicted from its profile, each run from the same
+# copy of them; JOBMIX_LEARN=0, the first call: none); bad mode names
 # and repeat counts refused before anything runs; a pair the budget cannot
 # hold skipped whole, and said so.
 . "$(dirname "$0")/lib.sh"
@@ -25,7 +27,7 @@ export KMUX_BIN=$KMUX KMUX_LIB=$LIBKMUX KMUX_BENCH_WORK=$TMP/work
 export JOBMIX_SIMCUDA_DIR=$SIMDIR
 mkdir -p "$KMUX_BENCH_WORK"
 O=$TMP/out
-JOBMIX_SIM=1 JOBMIX_SIM_GPUS=2 JOBMIX_SCALE=0.5 JOBMIX_BUSY_SWEEP=2.0 OUT=$O \
+JOBMIX_SIM=1 JOBMIX_SIM_GPUS=2 JOBMIX_SCALE=0.5 JOBMIX_BUSY_SWEEP=2.0 JOBMIX_LEARN=0 OUT=$O \
 	bash "$ROOT/bench/jobmix.sh" >"$TMP/stdout" 2>&1
 rc=$?
 check "JOBMIX_SIM=1 on two GPUs: exit 0" [ "$rc" -eq 0 ]
@@ -47,7 +49,11 @@ check "  ... with that option" grep -q '^| kmux-bm2.0 | `--placement busyness --
 check "exclusive completed every job" grep -q '^| exclusive | .* | 20/20 | 0 | none |' "$O/jobmix.md"
 check "all at once lost jobs to out of memory, and the report says which" \
 	grep -q '^| together | .* | [0-9]*/20 | [1-9][0-9]*: [a-z_]*_[ab][,|]' "$O/jobmix.md"
-check "kmux's undeclared jobs grew, none was refused" \
+check "JOBMIX_LEARN=0: no learning pass, every kmux job predicted from the defaults" \
+	cond '! grep -q "== learn" "$O/jobmix.log" &&
+	      grep -q "^- learning pass (JOBMIX_LEARN): off" "$O/jobmix.md" &&
+	      [ "$(awk -F, "NR>1 && \$1 ~ /^kmux/ {print \$19}" "$O/jobmix.csv" | tr -d "\r" | sort -u)" = no ]'
+check "kmux's undeclared jobs grew (nothing learned), none was refused" \
 	grep -q '^| kmux | `--placement busyness` | [1-9][0-9]* grew, [0-9]* waited first, 0 refused |' "$O/jobmix.md"
 check "kmux jobs ran on both GPUs" \
 	[ "$(awk -F, '$1=="kmux" {print $6}' "$O/jobmix.csv" | sort -u | tr '\n' ' ')" = "0 1 " ]
@@ -122,10 +128,29 @@ check "  ... and each pair's ratio" grep -q '^Placement, repeat by repeat .* 1: 
 check "  ... kmux completes every job, over both runs" \
 	grep -q '^| kmux completes every job | 40/40 over 2 runs | all | met |' "$O3/jobmix.md"
 check "  ... the commands listed once, for each mode's first run" \
-	cond '[ "$(grep -c "^\[kmux\] kmux submit" "$O3/jobmix.md")" -eq 20 ] &&
+	cond '[ "$(grep -c "^\[kmux\] JOBMIX_REC_DIR=DIR kmux submit" "$O3/jobmix.md")" -eq 20 ] &&
 	      ! grep -q "^\[kmux[-rr]*\.2\]" "$O3/jobmix.md"'
 check "  ... the exact command has the knobs" \
 	grep -q 'JOBMIX_PLACEMENT_REPS=2 JOBMIX_MODES="kmux kmux-rr" bash bench/jobmix.sh' "$O3/jobmix.md"
+check "  ... the learning pass ran first (two GPUs, both placements: on by default)" \
+	cond 'grep -q "^\[[0-9:]*\] == learn: the mix once through kmux" "$O3/jobmix.log" &&
+	      grep -q "^- learning pass (JOBMIX_LEARN): [0-9]* s, 20 profiles, 20/20 jobs exited 0; each kmux run started from a copy" "$O3/jobmix.md"'
+check "  ... every job of every kmux run was predicted from its learned profile (kmuxd's log, the CSV)" \
+	cond '[ "$(awk -F, "NR>1 {print \$19}" "$O3/jobmix.csv" | tr -d "\r" | sort -u)" = yes ] &&
+	      [ "$(grep -c "^| kmux[-rr.2]* | .* | 20/20 | GPU 0: [0-9]*, GPU 1: [0-9]* |$" "$O3/jobmix.md")" -eq 4 ]'
+# each measured run started from the same copy: a profile has the learning
+# pass's run and its own (2), never another measured run's
+runs_of() {
+	python3 -c 'import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+print(" ".join(sorted({str(r[0]) for r in db.execute("SELECT runs FROM profiles")})))' "$1"
+}
+for m in kmux kmux-rr kmux-rr.2 kmux.2; do
+	check "  ... $m's database: every profile has 2 runs (the learning pass's and its own)" \
+		[ "$(runs_of "$KMUX_BENCH_WORK/kmux-$m/state/kmux.db")" = 2 ]
+done
+check "  ... the learned copy holds profiles only (no job to recover)" \
+	cond '[ "$(python3 -c "import sqlite3; print(sqlite3.connect(\"$KMUX_BENCH_WORK/learned.db\").execute(\"SELECT count(*) FROM jobs\").fetchone()[0])")" = 0 ]'
 check "  ... no process of the run is left" [ "$(left)" -eq 0 ]
 
 # bad names and counts: exit 2 before a job runs or a CSV is written
@@ -166,6 +191,8 @@ check "  ... the log says why, for the pair's first run and its second" \
 	      grep -q "== kmux-rr: SKIPPED, budget: [0-9]* s left, its pair with kmux wants 75$" "$O4/jobmix.log"'
 check "  ... and so does the report" \
 	grep -q '^- run kmux-rr.2: \*\*skipped\*\* (budget: [0-9]* s left, its pair with kmux.2 wants 75)' "$O4/jobmix.md"
+check "  ... nor the learning pass (it and a run after it want 90)" \
+	grep -q "== learn: SKIPPED, budget: [0-9]* s left, it and a run after it want 90$" "$O4/jobmix.log"
 
 JOBMIX_SIM=1 JOBMIX_MIX=$TMP/none.txt OUT=$TMP/out2 bash "$ROOT/bench/jobmix.sh" >"$TMP/bad" 2>&1
 check "a missing mix file: exit 1" [ $? -eq 1 ]

@@ -9,7 +9,10 @@
  * small discrete-time simulations show that a big task is starved by a
  * stream of small ones without the backfill bound and is not with it, and
  * likewise for priorities and aging.  Last, random states are checked
- * against a brute-force reading of the rules.
+ * against a brute-force reading of the rules.  And the learned profiles'
+ * part in placement: heavy tasks split where round robin stacks them, the
+ * overlap weighting by expected runtime, the utilization beyond the
+ * predictions and what a released task takes out of it.
  *
  * KMUX_TEST_SEED=<n> replays the random tests with another seed.
  */
@@ -401,14 +404,14 @@ static void test_any_number_of_gpus(void **state)
 		t = task(1, 10 * GiB, 1);
 		for (i = 0; i < n; i++) {
 			assert_int_equal(admit_place(g, n, &t, &pol, &pl), 0);
-			admit_commit(g, n, &t, &pl, i + 1);
+			admit_commit(g, n, &t, &pl, i + 1, 0);
 		}
 		for (i = 0; i < n; i++)
 			assert_int_equal(g[i].ntasks, 1);
 		/* Then fill: 8 per GPU, never beyond capacity. */
 		placed = (int)n;
 		while (admit_place(g, n, &t, &pol, &pl) == 0) {
-			admit_commit(g, n, &t, &pl, 0);
+			admit_commit(g, n, &t, &pl, 0, 0);
 			placed++;
 			assert_true(placed <= 8 * (int)n);
 		}
@@ -514,13 +517,13 @@ static void test_exclusive(void **state)
 	(void)state;
 	x.exclusive = true;
 	admit_place(g, 2, &t, &pol, &pl);
-	admit_commit(g, 2, &t, &pl, 1);
+	admit_commit(g, 2, &t, &pl, 1, 0);
 	/* The exclusive task takes the empty GPU even if it scores worse. */
 	g[1].util = 0.9;
 	g[1].util_valid = true;
 	assert_int_equal(admit_place(g, 2, &x, &pol, &plx), 0);
 	assert_int_equal(plx.slot[0], 1);
-	admit_commit(g, 2, &x, &plx, 2);
+	admit_commit(g, 2, &x, &plx, 2, 0);
 	assert_true(g[1].exclusive);
 	/* Nothing else joins it; with both GPUs taken an exclusive waits. */
 	assert_int_equal(admit_place(g, 2, &t, &pol, &pl), 0);
@@ -550,7 +553,7 @@ static void test_round_robin(void **state)
 		assert_int_equal(admit_place(g, 3, &t, &pol, &pl), 0);
 		assert_int_equal(pl.slot[0], want[i]);
 		assert_true(pl.score == 0);
-		admit_commit(g, 3, &t, &pl, ++stamp);
+		admit_commit(g, 3, &t, &pl, ++stamp, 0);
 	}
 }
 
@@ -571,10 +574,10 @@ static void test_round_robin_rotation(void **state)
 	pol.placement = ADMIT_PLACE_ROUND_ROBIN;
 	assert_int_equal(admit_place(g, 2, &t, &pol, &pa), 0);
 	assert_int_equal(pa.slot[0], 0);
-	admit_commit(g, 2, &t, &pa, ++stamp);
+	admit_commit(g, 2, &t, &pa, ++stamp, 0);
 	assert_int_equal(admit_place(g, 2, &t, &pol, &pb), 0);
 	assert_int_equal(pb.slot[0], 1);
-	admit_commit(g, 2, &t, &pb, ++stamp);
+	admit_commit(g, 2, &t, &pb, ++stamp, 0);
 	/* The task on GPU 1 ends: busyness would now pick the empty GPU 1,
 	 * round robin goes back to GPU 0, placed longest ago. */
 	admit_release(g, 2, &t, &pb);
@@ -584,11 +587,11 @@ static void test_round_robin_rotation(void **state)
 	assert_int_equal(admit_place(g, 2, &t, &pol, &pd), 0);
 	assert_int_equal(pd.slot[0], 1);
 	pol.placement = ADMIT_PLACE_ROUND_ROBIN;
-	admit_commit(g, 2, &t, &pc, ++stamp);
+	admit_commit(g, 2, &t, &pc, ++stamp, 0);
 	/* GPU 1 is next (placed at 2, GPU 0 at 3): a 12 GiB task goes there. */
 	assert_int_equal(admit_place(g, 2, &big, &pol, &pd), 0);
 	assert_int_equal(pd.slot[0], 1);
-	admit_commit(g, 2, &big, &pd, ++stamp);
+	admit_commit(g, 2, &big, &pd, ++stamp, 0);
 	/* Another 12 GiB fits on neither (4 + 12 and 12 + 12 > 15.2 GiB). */
 	assert_int_equal(admit_place(g, 2, &big, &pol, &pd), -EAGAIN);
 	/* A small task still goes to GPU 0, whose turn it is. */
@@ -619,7 +622,7 @@ static void test_commit_release(void **state)
 	(void)state;
 	t.busy = 0.3;
 	assert_int_equal(admit_place(g, 3, &t, &pol, &pl), 0);
-	admit_commit(g, 3, &t, &pl, 42);
+	admit_commit(g, 3, &t, &pl, 42, 0);
 	for (uint32_t i = 0; i < 2; i++) {
 		const struct admit_gpu *x = &g[pl.slot[i]];
 
@@ -650,7 +653,7 @@ static void test_grow(void **state)
 
 	(void)state;
 	assert_int_equal(admit_place(g, 2, &t, &pol, &pl), 0);
-	admit_commit(g, 2, &t, &pl, 1);
+	admit_commit(g, 2, &t, &pl, 1, 0);
 	assert_int_equal(admit_grow(g, 2, &pl, 20 * GiB, &pol), 0);
 	assert_int_equal(pl.quota, 20 * GiB);
 	assert_int_equal(g[0].mem_committed, 20 * GiB);
@@ -662,7 +665,7 @@ static void test_grow(void **state)
 	o.mem = cap - 20 * GiB - 5 * GiB;
 	plo = (struct admit_placement){ .ngpus = 1, .slot = { 1 },
 					.quota = o.mem };
-	admit_commit(g, 2, &o, &plo, 2);
+	admit_commit(g, 2, &o, &plo, 2, 0);
 	assert_int_equal(admit_grow(g, 2, &pl, 26 * GiB, &pol), -ENOSPC);
 	assert_int_equal(pl.quota, 20 * GiB);
 	assert_int_equal(g[0].mem_committed, 20 * GiB);
@@ -687,10 +690,10 @@ static void test_grow_room(void **state)
 	uint64_t cap = admit_capacity(&g[0], &pol);
 
 	(void)state;
-	admit_commit(g, 2, &t, &pl, 1);
+	admit_commit(g, 2, &t, &pl, 1, 0);
 	assert_int_equal(admit_grow_room(g, 2, &pl, &pol), cap - 10 * GiB);
 	/* The fuller GPU decides. */
-	admit_commit(g, 2, &o, &plo, 2);
+	admit_commit(g, 2, &o, &plo, 2, 0);
 	assert_int_equal(admit_grow_room(g, 2, &pl, &pol), cap - 40 * GiB);
 	assert_int_equal(admit_grow(g, 2, &pl, 10 * GiB +
 				    admit_grow_room(g, 2, &pl, &pol), &pol), 0);
@@ -728,8 +731,8 @@ static void test_grow_wait(void **state)
 				       .quota = a.mem };
 	pb = (struct admit_placement){ .ngpus = 1, .slot = { 0 },
 				       .quota = b.mem };
-	admit_commit(g, 2, &a, &pa, 1);
-	admit_commit(g, 2, &b, &pb, 2);
+	admit_commit(g, 2, &a, &pa, 1, 0);
+	admit_commit(g, 2, &b, &pb, 2, 0);
 	/* a wants 40 GiB: 25 are free, so not now. */
 	assert_int_equal(admit_grow(g, 2, &pa, 40 * GiB, &pol), -ENOSPC);
 	g[0].grow_waiting = 1;		/* the daemon counts it */
@@ -944,7 +947,7 @@ static void sim_run(struct sim *s, uint64_t horizon)
 
 			x->start = (int64_t)now;
 			x->pl = d.place;
-			admit_commit(s->g, s->ngpus, &x->t, &x->pl, ++s->stamp);
+			admit_commit(s->g, s->ngpus, &x->t, &x->pl, ++s->stamp, 0);
 			/* Memory is never overcommitted. */
 			for (i = 0; i < s->ngpus; i++)
 				assert_true(s->g[i].mem_committed <= s->g[i].mem_total);
@@ -1196,6 +1199,193 @@ static void test_random_states(void **state)
 	}
 }
 
+/* A task as a second run of its command finds it: from its profile. */
+static struct admit_task learned_task(uint64_t id, uint64_t peak, double busy,
+				      uint64_t runtime_us)
+{
+	struct admit_profile pr = { .peak_mem = peak, .mean_busy = busy,
+				    .runtime_us = runtime_us, .runs = 1 };
+	struct admit_task t;
+
+	assert_int_equal(admit_task_init(&t, id, 1, 0, &pr, &pol, 0), 0);
+	return t;
+}
+
+/*
+ * Where a queue of learned heavy and light tasks goes on two GPUs, placed
+ * one after the other as kmuxd does (admit_next, admit_commit): GPU slot of
+ * each of the queue's tasks in where[].
+ */
+static void place_queue(enum admit_placement_kind kind, struct admit_task *q,
+			size_t n, uint32_t *where)
+{
+	struct admit_gpu g[2] = { gpu(0, 140), gpu(1, 140) };
+	struct admit_task left[8];
+	uint64_t ids[8];
+	struct admit_decision d;
+	size_t nl = n, i, k;
+	uint64_t stamp = 0;
+
+	assert_true(n <= 8);
+	pol.placement = kind;
+	memcpy(left, q, n * sizeof(*q));
+	for (i = 0; i < n; i++)
+		ids[i] = q[i].id;
+	while (nl > 0) {
+		assert_int_equal(admit_next(left, nl, g, 2, &pol, 0, &d), 0);
+		for (k = 0; k < n; k++)
+			if (ids[k] == left[d.task].id)
+				where[k] = d.place.slot[0];
+		admit_commit(g, 2, &left[d.task], &d.place, ++stamp, 0);
+		memmove(&left[d.task], &left[d.task + 1],
+			(nl - d.task - 1) * sizeof(*left));
+		nl--;
+	}
+	pol.placement = ADMIT_PLACE_BUSYNESS;
+}
+
+/*
+ * Learned profiles let the score tell a heavy task from a light one: a
+ * pipeline submitting train / evaluate pairs (heavy, light, heavy, light)
+ * has its two heavy tasks split across two GPUs by busyness placement,
+ * where round robin, alternating, stacks both on GPU 0.  With every task
+ * unknown (default busyness, guessed memory) busyness placement has
+ * nothing to tell them apart by and alternates too (bench/results/
+ * jobmix.md, run 3: why the learning pass).
+ */
+static void test_learned_heavy_split(void **state)
+{
+	struct admit_task q[4];
+	uint32_t w[4];
+	size_t i;
+
+	(void)state;
+	q[0] = learned_task(1, 30 * GiB, 0.6, 60 * SEC);
+	q[1] = learned_task(2, GiB, 0.1, 10 * SEC);
+	q[2] = learned_task(3, 30 * GiB, 0.6, 60 * SEC);
+	q[3] = learned_task(4, GiB, 0.1, 10 * SEC);
+	assert_true(q[0].from_profile);
+	assert_int_equal(q[0].runtime_us, 60 * SEC);
+	assert_int_equal(q[0].mem_source, ADMIT_MEM_LEARNED);
+
+	place_queue(ADMIT_PLACE_BUSYNESS, q, 4, w);
+	assert_int_not_equal(w[0], w[2]);	/* heavies split */
+	assert_int_not_equal(w[1], w[3]);	/* lights too */
+	place_queue(ADMIT_PLACE_ROUND_ROBIN, q, 4, w);
+	assert_int_equal(w[0], 0);
+	assert_int_equal(w[2], 0);		/* stacked */
+	assert_int_equal(w[1], 1);
+	assert_int_equal(w[3], 1);
+
+	/* Unknown tasks: all alike, so busyness can only alternate. */
+	for (i = 0; i < 4; i++) {
+		assert_int_equal(admit_task_init(&q[i], i + 1, 1, 0, NULL, &pol,
+						 0), 0);
+		assert_false(q[i].from_profile);
+		assert_int_equal(q[i].runtime_us, 0);
+	}
+	place_queue(ADMIT_PLACE_BUSYNESS, q, 4, w);
+	assert_int_equal(w[0], w[2]);
+}
+
+/*
+ * The score weighs each task already on a GPU by how much of the
+ * newcomer's expected lifetime it will overlap.  GPU 0 holds a heavy task
+ * (0.8) expected to end in 2 s; GPU 1 a lighter one (0.5) with 120 s left.
+ * A 60 s task goes to GPU 0 (it will share a quarter of its life at most
+ * with the heavy one: the floor for a task near its end), a 1 s task to
+ * GPU 1 (both outlast it: counted whole, as the instant score would), and
+ * so does a task with no learned runtime.
+ */
+static void test_overlap_weighting(void **state)
+{
+	struct admit_gpu g[2] = { gpu(0, 140), gpu(1, 140) };
+	struct admit_task a = learned_task(1, 10 * GiB, 0.8, 60 * SEC);
+	struct admit_task b = learned_task(2, 10 * GiB, 0.5, 200 * SEC);
+	struct admit_task t;
+	struct admit_placement pa, pb, pl;
+	uint64_t now = 1000 * SEC;
+
+	(void)state;
+	pa = (struct admit_placement){ .ngpus = 1, .slot = { 0 },
+				       .quota = a.mem };
+	pb = (struct admit_placement){ .ngpus = 1, .slot = { 1 },
+				       .quota = b.mem };
+	admit_commit(g, 2, &a, &pa, 1, now - 58 * SEC);
+	admit_commit(g, 2, &b, &pb, 2, now - 80 * SEC);
+	assert_int_equal(g[0].nruns, 1);
+	assert_int_equal(g[0].runs[0].end_us, now + 2 * SEC);
+
+	t = learned_task(3, 10 * GiB, 0.5, 60 * SEC);
+	assert_float_equal(admit_load_for(&g[0], &t, now), 0.8 * 0.25, 1e-9);
+	assert_float_equal(admit_load_for(&g[1], &t, now), 0.5, 1e-9);
+	assert_int_equal(admit_place_at(g, 2, &t, &pol, now, &pl), 0);
+	assert_int_equal(pl.slot[0], 0);
+
+	t = learned_task(3, 10 * GiB, 0.5, SEC);
+	assert_float_equal(admit_load_for(&g[0], &t, now), 0.8, 1e-9);
+	assert_int_equal(admit_place_at(g, 2, &t, &pol, now, &pl), 0);
+	assert_int_equal(pl.slot[0], 1);
+
+	t = task(3, 10 * GiB, 1);	/* no runtime: the instant score */
+	assert_float_equal(admit_load_for(&g[0], &t, now), 0.8, 1e-9);
+	assert_int_equal(admit_place_at(g, 2, &t, &pol, now, &pl), 0);
+	assert_int_equal(pl.slot[0], 1);
+
+	/* Long past its expected end, the heavy task still counts for a
+	 * quarter of its runtime: 15 s of a 60 s newcomer's life. */
+	t = learned_task(3, 10 * GiB, 0.5, 60 * SEC);
+	assert_float_equal(admit_load_for(&g[0], &t, now + 100 * SEC),
+			   0.8 * 0.25, 1e-9);
+	/* A measurement replaces the prediction in the weighting too. */
+	admit_set_busy(g, 2, &a, &pa, 0.4);
+	assert_float_equal(a.busy, 0.4, 1e-12);
+	assert_float_equal(g[0].busy_committed, 0.4, 1e-9);
+	assert_float_equal(admit_load_for(&g[0], &t, now), 0.4 * 0.25, 1e-9);
+	admit_release(g, 2, &a, &pa);
+	assert_int_equal(g[0].nruns, 0);
+	assert_float_equal(admit_load_for(&g[0], &t, now), 0.0, 1e-12);
+}
+
+/*
+ * The measured utilization counts beyond what the tasks predict (foreign
+ * work, hotter tasks), never twice; a task that ends takes its share out of
+ * the utilization average, so the GPU it leaves does not look busy for
+ * util_tau_s after; expected ends are kept per task as tasks come and go.
+ */
+static void test_util_excess_and_release(void **state)
+{
+	struct admit_gpu g = gpu(0, 140);
+	struct admit_task a = learned_task(1, GiB, 0.3, 10 * SEC);
+	struct admit_task b = learned_task(2, GiB, 0.2, 20 * SEC);
+	struct admit_task c = learned_task(3, GiB, 0.1, 30 * SEC);
+	struct admit_placement pl = { .ngpus = 1, .slot = { 0 }, .quota = GiB };
+
+	(void)state;
+	admit_commit(&g, 1, &a, &pl, 1, 0);
+	admit_commit(&g, 1, &b, &pl, 2, 0);
+	admit_commit(&g, 1, &c, &pl, 3, 0);
+	assert_int_equal(g.nruns, 3);
+	admit_gpu_sample(&g, 0.9, 0, 0, &pol);
+	/* 0.6 predicted, 0.9 measured: 0.9, not 1.5. */
+	assert_float_equal(admit_load_for(&g, NULL, 0), 0.9, 1e-9);
+	admit_release(&g, 1, &b, &pl);
+	assert_int_equal(g.nruns, 2);
+	assert_true(g.runs[0].id != 2 && g.runs[1].id != 2);
+	assert_float_equal(g.util, 0.7, 1e-9);
+	assert_float_equal(admit_load_for(&g, NULL, 0), 0.7, 1e-9);
+	admit_release(&g, 1, &a, &pl);
+	admit_release(&g, 1, &c, &pl);
+	assert_int_equal(g.nruns, 0);
+	assert_int_equal(g.ntasks, 0);
+	assert_float_equal(g.util, 0.3, 1e-9);
+	/* Never below zero. */
+	admit_commit(&g, 1, &a, &pl, 4, 0);
+	g.util = 0.1;
+	admit_release(&g, 1, &a, &pl);
+	assert_float_equal(g.util, 0.0, 1e-12);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1223,6 +1413,9 @@ int main(void)
 		cmocka_unit_test_setup(test_aging_beats_priority, setup),
 		cmocka_unit_test_setup(test_mem_short, setup),
 		cmocka_unit_test_setup(test_random_states, setup),
+		cmocka_unit_test_setup(test_learned_heavy_split, setup),
+		cmocka_unit_test_setup(test_overlap_weighting, setup),
+		cmocka_unit_test_setup(test_util_excess_and_release, setup),
 	};
 	const char *s = getenv("KMUX_TEST_SEED");
 
