@@ -607,8 +607,16 @@ static int parse_ins(struct body *b, const char *s, const char *e)
 		break;
 	case INS_ESCAPE:
 	case INS_UNKNOWN:
-		r = collect(b, ps, pe, 0, nops ? 1 : 0, &in.dst, &in.ndst,
-			    &bits, &other);
+		/*
+		 * Operand 0 is a destination register, or memory written
+		 * through (red, an unknown store): then an address.
+		 */
+		if (nops && memchr(ps[0], '[', (size_t)(pe[0] - ps[0])))
+			r = collect(b, ps, pe, 0, 1, &in.adr, &in.nadr, &bits,
+				    &other);
+		else
+			r = collect(b, ps, pe, 0, nops ? 1 : 0, &in.dst,
+				    &in.ndst, &bits, &other);
 		if (r < 0)
 			return r;
 		r = collect(b, ps, pe, 1, nops, &in.src, &in.nsrc, &bits,
@@ -755,12 +763,12 @@ static uint64_t body_written(struct body *b)
 				written |= adr;
 				break;
 			case INS_ESCAPE:
-				written |= src | taint_of(b, in->dst, in->ndst);
+				written |= src | adr;
 				mem |= src;
 				changed |= taint_into(b, in->dst, in->ndst, mem);
 				break;
 			case INS_UNKNOWN:
-				written |= src | taint_of(b, in->dst, in->ndst);
+				written |= src | adr;
 				mem |= src;
 				changed |= taint_into(b, in->dst, in->ndst,
 						      ALL_PARAMS);
