@@ -861,7 +861,7 @@ static const char *parse_entry(const char *p, struct ptxro_module *m,
 	if (*p != '{')
 		goto bad;
 	body = p + 1;
-	for (q = body, depth = 1; *q && depth; q++)
+	for (q = body, depth = 1; *q && depth; q++) {
 		if (*q == '{')
 			depth++;
 		else if (*q == '}')
@@ -869,7 +869,9 @@ static const char *parse_entry(const char *p, struct ptxro_module *m,
 		else if (*q == '"')
 			for (q++; *q && *q != '"'; q++)
 				;
-	/* (a string left open ends at the NUL: depth stays, bad) */
+		if (!*q)	/* a string left open: depth stays, bad */
+			break;
+	}
 	if (depth)
 		goto bad;
 	/* q is past the closing brace. */
