@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "ptx-readonly.h"
+#include "codec-dl.h"
 
 #define ALL_PARAMS (~(uint64_t)0)
 #define FIXPOINT_PASSES_MAX 256	/* more: give up on the entry */
@@ -35,6 +36,8 @@
 /* Observed in CUDA 13's fatbinary: entry flags naming the codec. */
 #define FATBIN_FLAG_LZ4 0x2000u
 #define FATBIN_FLAG_ZSTD 0x8000u
+/* PTX text larger than this after decompression is not believed. */
+#define FATBIN_PTX_MAX ((uint64_t)256 << 20)
 
 /* Instruction classes. */
 enum ins_class {
@@ -1003,6 +1006,48 @@ static int scan_text(const unsigned char *b, size_t n, struct ptxro_module *m,
 }
 
 /*
+ * A compressed PTX entry (header h of ehs bytes, payload psz bytes):
+ * compressed size (32 bits) at +16, text size at +56 (CUDA 13.0's
+ * fatbinary; the word at +20 is not part of the size).
+ * Returns 1 when the text was analysed, 0 when skipped (counted), or
+ * -ENOMEM.
+ */
+static int scan_compressed(const unsigned char *h, uint64_t ehs, uint64_t psz,
+			   uint32_t flags, struct ptxro_module *m,
+			   struct ptxro_image_stats *st)
+{
+	uint64_t csz = rd32(h + 16), usz;
+	unsigned char *text;
+	long n;
+	int r;
+
+	usz = ehs >= 64 ? rd64(h + 56) : 0;
+	if (csz == 0 || csz > psz || usz == 0 || usz > FATBIN_PTX_MAX) {
+		st->bad++;
+		return 0;
+	}
+	text = malloc(usz);
+	if (!text)
+		return -ENOMEM;
+	if (flags & FATBIN_FLAG_ZSTD)
+		n = codec_zstd_decompress(text, usz, h + ehs, csz);
+	else
+		n = codec_lz4_decompress(text, usz, h + ehs, csz);
+	if (n < 0) {
+		if (n == -ENOSYS)
+			st->compressed++;	/* no decoder here */
+		else
+			st->bad++;
+		free(text);
+		return 0;
+	}
+	st->decompressed++;
+	r = scan_text(text, strnlen((const char *)text, (size_t)n), m, st);
+	free(text);
+	return r < 0 ? r : 1;
+}
+
+/*
  * A fatbin: 16-byte header (magic, version, header size, payload size),
  * then entries (kind, version, header size, payload size, flags ...).
  * Offsets observed with CUDA 13.0's fatbinary, docs/design-streams.md.
@@ -1037,7 +1082,10 @@ static int scan_fatbin(const unsigned char *b, size_t avail,
 		if (rd16(h) == FATBIN_KIND_PTX) {
 			flags = rd32(h + 40);
 			if (flags & (FATBIN_FLAG_LZ4 | FATBIN_FLAG_ZSTD)) {
-				st->compressed++;
+				r = scan_compressed(h, ehs, psz, flags, m, st);
+				if (r < 0)
+					return r;
+				found += r;
 			} else {
 				/* NUL-padded text */
 				n = strnlen((const char *)h + ehs, psz);

@@ -37,7 +37,8 @@ struct ptxro_module {
 struct ptxro_image_stats {
 	unsigned ptx;		/* PTX texts analysed */
 	unsigned no_ptx;	/* images (or fatbins) without readable PTX */
-	unsigned compressed;	/* PTX entries skipped: compressed */
+	unsigned compressed;	/* PTX entries skipped: compressed, no decoder */
+	unsigned decompressed;	/* PTX entries decompressed (zstd, LZ4) */
 	unsigned bad;		/* malformed containers or PTX */
 };
 

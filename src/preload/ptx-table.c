@@ -109,15 +109,16 @@ void ptxtab_scan(const void *image)
 	ptxtab_st.ptx += st.ptx;
 	ptxtab_st.no_ptx += st.no_ptx;
 	ptxtab_st.compressed += st.compressed;
+	ptxtab_st.decompressed += st.decompressed;
 	ptxtab_st.bad += st.bad;
 	if (r < 0)
 		ptxtab_errors++;
 	ptxtab_merge(&m);
 	pthread_mutex_unlock(&ptxtab_mu);
 	ptxro_module_release(&m);
-	log_debug("ptx-readonly: image %p: %u PTX, %u without, %u compressed, "
-		  "%u malformed", image, st.ptx, st.no_ptx, st.compressed,
-		  st.bad);
+	log_debug("ptx-readonly: image %p: %u PTX (%u decompressed), %u "
+		  "without, %u compressed skipped, %u malformed", image, st.ptx,
+		  st.decompressed, st.no_ptx, st.compressed, st.bad);
 }
 
 uint64_t ptxtab_readonly(const char *name, int nparams, const uint32_t *size)
@@ -147,12 +148,13 @@ void ptxtab_report(void)
 	if (!ptxtab_on)
 		return;
 	pthread_mutex_lock(&ptxtab_mu);
-	log_info("ptx-readonly: pid %d: %lu images, %u PTX texts, %u without "
-		 "PTX, %u compressed PTX skipped, %u malformed, %d kernels "
+	log_info("ptx-readonly: pid %d: %lu images, %u PTX texts (%u "
+		 "decompressed), %u without PTX, %u compressed PTX skipped, %u "
+		 "malformed, %d kernels "
 		 "analysed; %lu launched kernels matched, %lu parameters "
 		 "proven read-only, %lu layout mismatches, %lu errors",
 		 (int)getpid(), ptxtab_images, ptxtab_st.ptx,
-		 ptxtab_st.no_ptx, ptxtab_st.compressed, ptxtab_st.bad,
+		 ptxtab_st.decompressed, ptxtab_st.no_ptx, ptxtab_st.compressed, ptxtab_st.bad,
 		 ptxtab.n, atomic_load(&ptxtab_kernels),
 		 atomic_load(&ptxtab_params_ro),
 		 atomic_load(&ptxtab_mismatch), ptxtab_errors);

@@ -28,7 +28,8 @@ fi
 mkdir -p "$OUT/corpus-ptx"
 "$CLANG" -std=gnu11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Werror -iquote src/preload \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-	tests/fuzz/fuzz-ptx.c src/preload/ptx-readonly.c \
+	tests/fuzz/fuzz-ptx.c src/preload/ptx-readonly.c src/preload/codec-dl.c \
+	-ldl -lpthread \
 	-o "$OUT/fuzz-ptx"
 args=(-max_len=65536 -artifact_prefix="$OUT/" -print_final_stats=1)
 if [ "$secs" -gt 0 ]; then

@@ -4,7 +4,8 @@
 
 UNIT_TESTS += test-ptx-readonly
 
-TEST_PTXRO_SRCS = tests/unit/test-ptx-readonly.c src/preload/ptx-readonly.c
+TEST_PTXRO_SRCS = tests/unit/test-ptx-readonly.c src/preload/ptx-readonly.c \
+	src/preload/codec-dl.c
 TEST_PTXRO_OBJS = $(TEST_PTXRO_SRCS:%.c=$(BUILD)/obj/unit/test-ptx-readonly/%.o)
 
 $(TEST_PTXRO_OBJS): $(BUILD)/obj/unit/test-ptx-readonly/%.o: %.c

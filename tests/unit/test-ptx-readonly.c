@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "ptx-readonly.h"
+#include "codec-dl.h"
 
 /* An entry k(u64 p0, u64 p1, u64 p2) around body; its read-only mask. */
 static uint64_t ro_of(const char *body)
@@ -228,6 +229,25 @@ static void test_nvcc_output(void **state)
 	ptxro_module_release(&m);
 }
 
+/* Overwrite the middle of the first PTX entry's payload with noise. */
+static void corrupt_ptx_payload(char *b, size_t n)
+{
+	size_t off = 16;
+
+	while (off + 80 <= n) {
+		uint32_t ehs, psz;
+
+		memcpy(&ehs, b + off + 4, 4);
+		memcpy(&psz, b + off + 8, 4);
+		if (b[off] == 1) {
+			memset(b + off + ehs + 4, 0xa5, psz / 2);
+			return;
+		}
+		off += ehs + psz;
+	}
+	fail_msg("no PTX entry to corrupt");
+}
+
 static void test_fatbin(void **state)
 {
 	struct ptxro_image_stats st = { 0 };
@@ -252,13 +272,44 @@ static void test_fatbin(void **state)
 	assert_int_equal(m.n, 0);
 	free(b);
 
-	/* CUDA 13's default: the PTX is zstd-compressed, counted, skipped */
+	/*
+	 * CUDA 13's default: the PTX is zstd-compressed; decoded through
+	 * libzstd.so.1 (dlopen), the same verdicts as the plain fatbin.
+	 */
 	memset(&st, 0, sizeof(st));
 	b = slurp("tests/unit/ptx/image_pipeline-zstd.fatbin", &n);
 	assert_int_equal(ptxro_scan_image(b, n, 0, &m, &st), 0);
+	assert_int_equal(st.decompressed, 1);
+	assert_int_equal(st.ptx, 1);
+	assert_int_equal(st.compressed, 0);
+	assert_int_equal(m.n, 7);
+	assert_int_equal(ro_named(&m, "_Z6k_box7PKfPf"), 0x1);
+	ptxro_module_release(&m);
+	/* without a decoder: counted, skipped, nothing proven */
+	memset(&st, 0, sizeof(st));
+	codec_set_enabled(0);
+	assert_int_equal(ptxro_scan_image(b, n, 0, &m, &st), 0);
+	codec_set_enabled(1);
 	assert_int_equal(st.compressed, 1);
 	assert_int_equal(st.no_ptx, 1);
 	assert_int_equal(m.n, 0);
+	/* a damaged frame: malformed, nothing proven */
+	memset(&st, 0, sizeof(st));
+	corrupt_ptx_payload(b, n);
+	assert_int_equal(ptxro_scan_image(b, n, 0, &m, &st), 0);
+	assert_int_equal(st.bad, 1);
+	assert_int_equal(st.decompressed, 0);
+	assert_int_equal(m.n, 0);
+	free(b);
+
+	/* --compress-mode=speed: an LZ4 block, through liblz4.so.1 */
+	memset(&st, 0, sizeof(st));
+	b = slurp("tests/unit/ptx/image_pipeline-lz4.fatbin", &n);
+	assert_int_equal(ptxro_scan_image(b, n, 0, &m, &st), 0);
+	assert_int_equal(st.decompressed, 1);
+	assert_int_equal(m.n, 7);
+	assert_int_equal(ro_named(&m, "_Z6k_box7PKfPf"), 0x1);
+	ptxro_module_release(&m);
 	free(b);
 
 	/* an ELF cubin has no PTX */
