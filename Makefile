@@ -121,6 +121,9 @@ fuzz:
 	@bash tests/fuzz/build-bench-job.sh -t $(FUZZ_SECONDS) >build/fuzz/bench-job.log 2>&1 || \
 		{ tail -n 30 build/fuzz/bench-job.log; exit 1; }
 	@echo "fuzz: bench-job: $$(grep -m1 'stat::number_of_executed_units' build/fuzz/bench-job.log | awk '{print $$2}') inputs in $(FUZZ_SECONDS) s, no findings"
+	@bash tests/fuzz/build-ptx.sh -t $(FUZZ_SECONDS) >build/fuzz/ptx.log 2>&1 || \
+		{ tail -n 30 build/fuzz/ptx.log; exit 1; }
+	@echo "fuzz: ptx: $$(grep -m1 'stat::number_of_executed_units' build/fuzz/ptx.log | awk '{print $$2}') inputs in $(FUZZ_SECONDS) s, no findings"
 
 test: check-hooks
 	$(MAKE) all unit

@@ -68,12 +68,14 @@ static struct kp_table kp_first = {
 };
 
 static struct kparams_driver kp_drv;
+static _Atomic(kparams_readonly_fn) kp_readonly;
 
 /* The state of one kparams_collect() call. */
 struct kp_collect {
 	struct alloc_table *t;
 	uint64_t lo, hi;		/* alloc_table_span(): others miss */
 	struct access *out;
+	uint64_t readonly;		/* struct kernel_info.readonly */
 	int max;
 	int n;
 	unsigned flags;
@@ -89,6 +91,11 @@ void kparams_set_driver(const struct kparams_driver *drv)
 		kp_drv = *drv;
 	else
 		memset(&kp_drv, 0, sizeof(kp_drv));
+}
+
+void kparams_set_readonly(kparams_readonly_fn fn)
+{
+	atomic_store(&kp_readonly, fn);
 }
 
 /* Fibonacci hashing: handles are aligned heap pointers, so mix the bits. */
@@ -304,6 +311,13 @@ static struct kernel_info *kp_learn(const void *f)
 	ki->func = f;
 	ki->nparams = n;
 	ki->param_bytes = pb;
+	ki->readonly = 0;
+	{
+		kparams_readonly_fn ro = atomic_load(&kp_readonly);
+
+		if (ro && n > 0 && strcmp(copy, "?") != 0)
+			ki->readonly = ro(copy, n, ki->size);
+	}
 	atomic_init(&ki->sched_class, KPARAMS_CLASS_UNKNOWN);
 	return ki;
 }
@@ -321,17 +335,20 @@ const struct kernel_info *kparams_info(const void *f)
 	return kp_insert(ki);
 }
 
-/* True when allocation id is already in c->out; adds index n otherwise. */
-static bool kp_seen(struct kp_collect *c, uint64_t id)
+/*
+ * The index in c->out of allocation id, or -1 (then index n is added to
+ * the hash).
+ */
+static int kp_seen(struct kp_collect *c, uint64_t id)
 {
 	size_t h;
 
 	if (!c->hashed) {
 		for (int i = 0; i < c->n; i++)
 			if (c->out[i].alloc_id == id)
-				return true;
+				return i;
 		if (c->n < KP_DEDUP_LINEAR || c->n >= (int)KP_DEDUP_SLOTS / 2)
-			return false;
+			return -1;
 		/* Enough results to make a hash pay: build it once. */
 		memset(c->dedup, 0, sizeof(c->dedup));
 		for (int i = 0; i < c->n; i++) {
@@ -346,7 +363,7 @@ static bool kp_seen(struct kp_collect *c, uint64_t id)
 	h = kp_hash((void *)(uintptr_t)id, KP_DEDUP_BITS);
 	while (c->dedup[h]) {
 		if (c->out[c->dedup[h] - 1].alloc_id == id)
-			return true;
+			return c->dedup[h] - 1;
 		h = (h + 1) & (KP_DEDUP_SLOTS - 1);
 	}
 	/* Keep the load at most one half; beyond that go back to linear. */
@@ -354,17 +371,23 @@ static bool kp_seen(struct kp_collect *c, uint64_t id)
 		c->hashed = false;
 	else if (c->n < c->max)
 		c->dedup[h] = (uint16_t)(c->n + 1);
-	return false;
+	return -1;
 }
 
 static void kp_word(struct kp_collect *c, uint64_t w, uint32_t param)
 {
+	uint32_t ro = param < 64 && (c->readonly >> param & 1);
 	struct alloc a;
+	int i;
 
 	if (alloc_table_find_cached(c->t, w, &a) != 0)
 		return;
-	if (kp_seen(c, a.id))
+	i = kp_seen(c, a.id);
+	if (i >= 0) {
+		/* One writing parameter makes the allocation written. */
+		c->out[i].readonly &= ro;
 		return;
+	}
 	if (c->n >= c->max) {
 		c->flags |= KPARAMS_TRUNCATED;
 		c->full = true;
@@ -375,6 +398,7 @@ static void kp_word(struct kp_collect *c, uint64_t w, uint32_t param)
 		.base = a.base,
 		.kind = (uint32_t)a.kind,
 		.param = param,
+		.readonly = ro,
 	};
 }
 
@@ -448,6 +472,7 @@ int kparams_collect(struct alloc_table *t, const struct kernel_info *ki,
 	c.t = t;
 	alloc_table_span(t, &c.lo, &c.hi);
 	c.out = out;
+	c.readonly = ki ? ki->readonly : 0;
 	c.max = max < 0 ? 0 : max;
 	c.n = 0;
 	c.flags = 0;

@@ -28,6 +28,11 @@ struct kernel_info {
 	uint32_t *offset;	/* nparams entries */
 	uint32_t *size;		/* nparams entries */
 	/*
+	 * Bit i: parameter i is proven read-only (the readonly callback,
+	 * KMUX_PTX_READONLY); 0 when nothing is proven.
+	 */
+	uint64_t readonly;
+	/*
 	 * The one field that changes after publication: the stream
 	 * scheduler's cached KMUX_BARRIER_KERNELS verdict (KPARAMS_CLASS_*),
 	 * so the regex runs once per kernel, not per launch.
@@ -54,6 +59,14 @@ struct kparams_driver {
 void kparams_set_driver(const struct kparams_driver *drv);
 
 /*
+ * Who proves parameters read-only (ptx-table.h), asked once per function
+ * when it is learned, with its name and driver layout.  NULL: nobody.
+ */
+typedef uint64_t (*kparams_readonly_fn)(const char *name, int nparams,
+					const uint32_t *size);
+void kparams_set_readonly(kparams_readonly_fn fn);
+
+/*
  * Cached info for f; learned from the driver on first sight.  Never NULL
  * unless out of memory.  Lock-free on the hit path.  A kernel whose handle
  * both GetParamInfo calls reject at index 0 with CUDA_ERROR_INVALID_VALUE
@@ -66,6 +79,11 @@ struct access {
 	uint64_t base;		/* of the allocation */
 	uint32_t kind;		/* enum alloc_kind */
 	uint32_t param;		/* index of the parameter holding the pointer */
+	/*
+	 * 1 when every parameter pointing into the allocation is proven
+	 * read-only (struct kernel_info.readonly).
+	 */
+	uint32_t readonly;
 };
 
 /* access.param when the layout is unknown (whole extra buffer scanned). */

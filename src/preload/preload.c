@@ -13,6 +13,8 @@
  *                               streams.h (a bad value: a warning, and the
  *                               program runs unscheduled)
  *   KMUX_DEBUG_STREAMS_FAIL     streams.h (test knob: injected failures)
+ *   KMUX_PTX_READONLY           ptx-table.h (kernel parameters proven
+ *                               read-only from PTX: scheduled as reads)
  *   KMUX_VERIFY_LOG             verify.h
  *   KMUX_MEM_QUOTA              quota.h (a bad value: a warning, no quota)
  *   KMUX_MEMORY, KMUX_LAZY_MIN, KMUX_MEM_BUDGET, KMUX_DEBUG_MM_HOST_FAIL
@@ -26,6 +28,7 @@
 #include "log.h"
 #include "mm.h"
 #include "preload.h"
+#include "ptx-table.h"
 #include "quota.h"
 #include "stream-alloc.h"
 #include "streams.h"
@@ -88,6 +91,7 @@ __attribute__((constructor)) static void preload_init(void)
 			       kmux_config.trace_timing) == 0)
 			kmux_tracking = 1;
 	}
+	ptxtab_init(getenv("KMUX_PTX_READONLY"));
 	kmux_config.streams = getenv("KMUX_STREAMS");
 	streams_debug_fail(getenv("KMUX_DEBUG_STREAMS_FAIL"));
 	if (streams_init(kmux_config.streams,

@@ -11,6 +11,7 @@
 #include "compiler.h"
 #include "kparams.h"
 #include "log.h"
+#include "ptx-table.h"
 #include "real.h"
 
 struct kmux_real_table kmux_real;
@@ -136,6 +137,8 @@ static void real_load(void)
 		.func_get_name = kmux_real.cuFuncGetName,
 		.kernel_get_name = kmux_real.cuKernelGetName,
 	});
+	if (ptxtab_on)
+		kparams_set_readonly(ptxtab_readonly);
 	atomic_store_explicit(&kmux_real_state, 1, memory_order_release);
 }
 

@@ -45,6 +45,7 @@
 
 #include "log.h"
 #include "preload.h"
+#include "ptx-table.h"
 #include "stream-alloc.h"
 #include "streams.h"
 
@@ -1288,6 +1289,7 @@ static void streams_report(void)
 		 (unsigned long long)t.st.host_idle,
 		 (unsigned long long)t.failures);
 	salloc_report();
+	ptxtab_report();
 }
 
 void streams_atfork_child(void)

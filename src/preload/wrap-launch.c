@@ -221,11 +221,15 @@ static int launch_sched(struct launch_op *op, CUresult *r)
 			rq.flags = SCHED_BARRIER;
 			break;
 		}
-		/* Read-write: nothing proves a parameter read-only. */
+		/*
+		 * Read-write unless every parameter pointing into the
+		 * allocation is proven read-only (KMUX_PTX_READONLY).
+		 */
 		for (int i = 0; i < op->tl.nacc; i++)
 			acc[i] = (struct sched_access){
 				.alloc_id = op->acc[i].alloc_id,
-				.mode = SCHED_RW,
+				.mode = op->acc[i].readonly ? SCHED_READ
+							    : SCHED_RW,
 			};
 		rq.acc = acc;
 		rq.nacc = op->tl.nacc;

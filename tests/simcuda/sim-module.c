@@ -6,8 +6,9 @@
  * parameter layout and attributes.
  *
  * cuModuleLoadData, cuModuleLoadDataEx and cuLibraryLoadData accept an
- * "image" that is the module's path as a NUL-terminated string; anything
- * else (a real cubin or fatbin) is CUDA_ERROR_INVALID_IMAGE.
+ * "image" that is the module's path as a NUL-terminated string, or PTX
+ * text with a line "// simcuda-module: PATH" (for kmux's PTX analysis);
+ * anything else (a real cubin or fatbin) is CUDA_ERROR_INVALID_IMAGE.
  *
  * A CUfunction and a CUkernel are both a struct sim_func, told apart by
  * their magic (and their registered handle type), so a CUkernel cast to
@@ -173,17 +174,42 @@ static void module_close(struct sim_module *m, int registered)
 	free(m);
 }
 
+#define PTX_MODULE_TAG "// simcuda-module: "
+
 /*
- * An image for cuModuleLoadData: a printable NUL-terminated path.  A real
+ * PTX text naming its simulated module on a line "// simcuda-module: PATH"
+ * (so that kmux's PTX analysis reads real PTX while simcuda runs the CPU
+ * kernels): the path, copied into buf, or NULL.
+ */
+static const char *image_ptx_path(const char *s, char *buf, size_t len)
+{
+	const char *t = strstr(s, PTX_MODULE_TAG), *e;
+
+	if (t == NULL || strstr(s, ".entry") == NULL)
+		return NULL;
+	t += strlen(PTX_MODULE_TAG);
+	e = strchr(t, '\n');
+	if (e == NULL || e == t || (size_t)(e - t) >= len)
+		return NULL;
+	memcpy(buf, t, (size_t)(e - t));
+	buf[e - t] = '\0';
+	return buf;
+}
+
+/*
+ * An image for cuModuleLoadData: a printable NUL-terminated path, or PTX
+ * text with a simcuda-module line (buf holds the path then).  A real
  * cubin/fatbin starts with binary magic and is refused at its first byte.
  */
-static const char *image_path(const void *image)
+static const char *image_path(const void *image, char *buf, size_t len)
 {
 	const char *s = image;
 	size_t i;
 
 	if (s == NULL)
 		return NULL;
+	if (s[0] == '/' && s[1] == '/')
+		return image_ptx_path(s, buf, len);
 	for (i = 0; i < PATH_MAX; i++) {
 		unsigned char c = (unsigned char)s[i];
 
@@ -239,7 +265,8 @@ SIM_API CUresult cuModuleLoad(CUmodule *module, const char *fname)
 
 SIM_API CUresult cuModuleLoadData(CUmodule *module, const void *image)
 {
-	const char *path = image_path(image);
+	char buf[PATH_MAX];
+	const char *path = image_path(image, buf, sizeof(buf));
 
 	if (path == NULL)
 		return CUDA_ERROR_INVALID_IMAGE;
@@ -250,7 +277,8 @@ SIM_API CUresult cuModuleLoadDataEx(CUmodule *module, const void *image,
 				    unsigned int numOptions,
 				    CUjit_option *options, void **optionValues)
 {
-	const char *path = image_path(image);
+	char buf[PATH_MAX];
+	const char *path = image_path(image, buf, sizeof(buf));
 
 	/* JIT options have nothing to act on here. */
 	(void)numOptions;
@@ -688,7 +716,8 @@ SIM_API CUresult cuLibraryLoadData(CUlibrary *library, const void *code,
 				   void **libraryOptionValues,
 				   unsigned int numLibraryOptions)
 {
-	const char *path = image_path(code);
+	char buf[PATH_MAX];
+	const char *path = image_path(code, buf, sizeof(buf));
 
 	(void)jitOptions;
 	(void)jitOptionsValues;

@@ -1,0 +1,1159 @@
+/*
+ * ptx-readonly.c - which kernel parameters a PTX .entry provably never
+ * writes through, and where the PTX is inside a module image.
+ *
+ * Owns the PTX scanner (comments, strings, braces, statements), the
+ * per-entry taint analysis and the fatbin container walk.
+ *
+ * The analysis is flow-insensitive, which only ever over-approximates: a
+ * register's taint is the set of parameters any assignment anywhere in the
+ * body may derive it from, iterated to a fixpoint.  One extra "memory" taint
+ * stands for every value the kernel stored: every load that is not a
+ * parameter load yields it, so a pointer parked in local (or any) memory
+ * and loaded back keeps its parameters.  A parameter is written when its
+ * taint reaches the address of a store, atomic, reduction or copy
+ * destination, when it is stored anywhere but thread-local memory or passed
+ * to a call (it escapes), when its address is taken, or when any
+ * instruction this file does not know touches it.  Anything in a body that
+ * the scanner does not understand clears the whole entry's verdict.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ptx-readonly.h"
+#include "codec-dl.h"
+
+#define ALL_PARAMS (~(uint64_t)0)
+#define FIXPOINT_PASSES_MAX 256	/* more: give up on the entry */
+#define ENTRY_PARAMS_MAX 4096	/* more: not a kernel any driver loads */
+#define OPERANDS_MAX 64		/* per instruction */
+#define FATBIN_MAGIC 0xba55ed50u
+#define FATBIN_WRAPPER_MAGIC 0x466243b1u
+#define FATBIN_KIND_PTX 1
+#define FATBIN_SIZE_MAX ((uint64_t)1 << 31)
+/* Observed in CUDA 13's fatbinary: entry flags naming the codec. */
+#define FATBIN_FLAG_LZ4 0x2000u
+#define FATBIN_FLAG_ZSTD 0x8000u
+/* PTX text larger than this after decompression is not believed. */
+#define FATBIN_PTX_MAX ((uint64_t)256 << 20)
+
+/* Instruction classes. */
+enum ins_class {
+	INS_PURE,	/* registers in, registers out */
+	INS_LOAD,	/* dsts <- memory */
+	INS_LDPARAM,	/* dsts <- parameter bits (const_bits) */
+	INS_STORE,	/* address written, value escapes */
+	INS_STLOCAL,	/* value goes to memory only */
+	INS_ESCAPE,	/* every operand written (atomics, calls, st.param) */
+	INS_COPY,	/* operand 0 written, the rest read */
+	INS_UNKNOWN,	/* every operand written, dsts <- everything */
+};
+
+struct ins {
+	uint8_t cls;
+	int dst, ndst;		/* into the register index pool */
+	int src, nsrc;
+	int adr, nadr;		/* address registers (stores, copies) */
+	uint64_t src_bits;	/* params named outside a parameter load */
+	uint64_t adr_bits;
+};
+
+struct reg {
+	const char *name;
+	size_t len;
+	uint64_t taint;
+};
+
+/* Per-entry analysis state. */
+struct body {
+	/* parameter names of the entry being analysed */
+	char **pname;
+	int np;
+	/* registers: names (pointers into the text) and taint */
+	struct reg *reg;
+	int nreg, capreg;
+	int *hslot, hcap;	/* name -> index, open addressing */
+	/* register index pool for instruction operands */
+	int *pool;
+	int npool, cappool;
+	struct ins *ins;
+	int nins, capins;
+	uint64_t escaped;	/* params written or escaped unconditionally */
+	bool poisoned;		/* something not understood */
+};
+
+/* ---- small helpers ---- */
+
+static bool is_ident(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       (c >= '0' && c <= '9') || c == '_' || c == '$' || c == '.';
+}
+
+static bool is_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' ||
+	       c == '\f' || c == '\v';
+}
+
+static int grow(void **p, int *cap, int need, size_t elem)
+{
+	void *q;
+	int nc;
+
+	if (need <= *cap)
+		return 0;
+	nc = *cap ? *cap * 2 : 16;
+	while (nc < need)
+		nc *= 2;
+	q = realloc(*p, (size_t)nc * elem);
+	if (!q)
+		return -ENOMEM;
+	*p = q;
+	*cap = nc;
+	return 0;
+}
+
+/*
+ * A copy of the text with comments replaced by spaces and NULs by spaces,
+ * NUL-terminated; strings are kept (the scanner skips them).
+ */
+static char *strip_comments(const char *t, size_t len)
+{
+	char *o = malloc(len + 1);
+	size_t i = 0;
+
+	if (!o)
+		return NULL;
+	while (i < len) {
+		if (t[i] == '"') {
+			o[i] = t[i];
+			for (i++; i < len && t[i] != '"' && t[i] != '\n'; i++)
+				o[i] = t[i] ? t[i] : ' ';
+			if (i < len)
+				o[i] = t[i], i++;
+		} else if (t[i] == '/' && i + 1 < len && t[i + 1] == '/') {
+			for (; i < len && t[i] != '\n'; i++)
+				o[i] = ' ';
+		} else if (t[i] == '/' && i + 1 < len && t[i + 1] == '*') {
+			o[i] = o[i + 1] = ' ';
+			for (i += 2; i < len; i++) {
+				if (t[i] == '*' && i + 1 < len && t[i + 1] == '/') {
+					o[i] = o[i + 1] = ' ';
+					i += 2;
+					break;
+				}
+				o[i] = t[i] == '\n' ? '\n' : ' ';
+			}
+		} else {
+			o[i] = t[i] ? t[i] : ' ';
+			i++;
+		}
+	}
+	o[len] = '\0';
+	return o;
+}
+
+static const char *skip_space(const char *p)
+{
+	while (is_space(*p))
+		p++;
+	return p;
+}
+
+/* The identifier at p (length in *n), 0 when none. */
+static size_t ident_len(const char *p)
+{
+	size_t n = 0;
+
+	while (is_ident(p[n]) || (n == 0 && p[n] == '%'))
+		n++;
+	return n;
+}
+
+static bool word_is(const char *p, size_t n, const char *w)
+{
+	return strlen(w) == n && memcmp(p, w, n) == 0;
+}
+
+/* ---- module and entries ---- */
+
+void ptxro_module_init(struct ptxro_module *m)
+{
+	memset(m, 0, sizeof(*m));
+}
+
+void ptxro_module_release(struct ptxro_module *m)
+{
+	for (int i = 0; i < m->n; i++) {
+		free(m->e[i].name);
+		free(m->e[i].size);
+	}
+	free(m->e);
+	memset(m, 0, sizeof(*m));
+}
+
+static struct ptxro_entry *module_add(struct ptxro_module *m,
+				      const char *name, size_t nlen)
+{
+	struct ptxro_entry *e;
+
+	if (grow((void **)&m->e, &m->cap, m->n + 1, sizeof(*m->e)) < 0)
+		return NULL;
+	e = &m->e[m->n];
+	memset(e, 0, sizeof(*e));
+	e->name = strndup(name, nlen);
+	if (!e->name)
+		return NULL;
+	m->n++;
+	return e;
+}
+
+/* ---- the entry's signature ---- */
+
+static uint32_t type_size(const char *p, size_t n)
+{
+	/* .u64 .b8 .f16x2 .pred ... : the digits after the letter. */
+	unsigned v = 0;
+
+	if (word_is(p, n, ".pred"))
+		return 1;
+	if (n < 3 || !strchr("usbf", p[1]))
+		return 0;
+	for (size_t i = 2; i < n && p[i] >= '0' && p[i] <= '9'; i++)
+		v = v * 10 + (unsigned)(p[i] - '0');
+	if (v != 8 && v != 16 && v != 32 && v != 64)
+		return 0;
+	return v / 8;
+}
+
+/*
+ * One ".param ..." declaration of the signature, from p to the ',' or ')'
+ * ending it.  Sets *name, *nlen and *size; returns the end or NULL.
+ */
+static const char *parse_param(const char *p, const char **name,
+			       size_t *nlen, uint32_t *size)
+{
+	uint32_t elem = 0;
+	unsigned long count = 1;
+	size_t n;
+
+	p = skip_space(p);
+	n = ident_len(p);
+	if (!word_is(p, n, ".param"))
+		return NULL;
+	p += n;
+	*name = NULL;
+	for (;;) {
+		p = skip_space(p);
+		n = ident_len(p);
+		if (n == 0)
+			break;
+		if (p[0] == '.') {
+			uint32_t s = type_size(p, n);
+
+			if (s)
+				elem = s;
+			else if (word_is(p, n, ".align")) {
+				p = skip_space(p + n);
+				while (*p >= '0' && *p <= '9')
+					p++;
+				continue;
+			} else if (!word_is(p, n, ".ptr") &&
+				   !word_is(p, n, ".global") &&
+				   !word_is(p, n, ".const") &&
+				   !word_is(p, n, ".shared") &&
+				   !word_is(p, n, ".local") &&
+				   !word_is(p, n, ".texref") &&
+				   !word_is(p, n, ".samplerref") &&
+				   !word_is(p, n, ".surfref"))
+				return NULL;
+			/* .ptr.global.align written as one word */
+			p += n;
+			continue;
+		}
+		*name = p;
+		*nlen = n;
+		p += n;
+		break;
+	}
+	if (!*name || !elem)
+		return NULL;
+	p = skip_space(p);
+	if (*p == '[') {
+		char *end;
+
+		count = strtoul(p + 1, &end, 10);
+		if (end == p + 1 || *end != ']' || count == 0 ||
+		    count > 65536)
+			return NULL;
+		p = skip_space(end + 1);
+	}
+	*size = (uint32_t)(elem * count);
+	if (*p != ',' && *p != ')')
+		return NULL;
+	return p;
+}
+
+/* ---- body: registers and operands ---- */
+
+static uint32_t name_hash(const char *p, size_t n)
+{
+	uint32_t h = 2166136261u;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)p[i]) * 16777619u;
+	return h;
+}
+
+/* Rebuild the name hash at twice the register count or more. */
+static int reg_rehash(struct body *b)
+{
+	int cap = b->hcap ? b->hcap * 2 : 64;
+	int *slot = malloc((size_t)cap * sizeof(int));
+
+	if (!slot)
+		return -ENOMEM;
+	for (int i = 0; i < cap; i++)
+		slot[i] = -1;
+	for (int i = 0; i < b->nreg; i++) {
+		uint32_t h = name_hash(b->reg[i].name, b->reg[i].len) &
+			     (uint32_t)(cap - 1);
+
+		while (slot[h] >= 0)
+			h = (h + 1) & (uint32_t)(cap - 1);
+		slot[h] = i;
+	}
+	free(b->hslot);
+	b->hslot = slot;
+	b->hcap = cap;
+	return 0;
+}
+
+static int reg_index(struct body *b, const char *p, size_t n)
+{
+	uint32_t h;
+
+	if (2 * (b->nreg + 1) > b->hcap && reg_rehash(b) < 0)
+		return -ENOMEM;
+	h = name_hash(p, n) & (uint32_t)(b->hcap - 1);
+	while (b->hslot[h] >= 0) {
+		const struct reg *r = &b->reg[b->hslot[h]];
+
+		if (r->len == n && memcmp(r->name, p, n) == 0)
+			return b->hslot[h];
+		h = (h + 1) & (uint32_t)(b->hcap - 1);
+	}
+	if (grow((void **)&b->reg, &b->capreg, b->nreg + 1,
+		 sizeof(*b->reg)) < 0)
+		return -ENOMEM;
+	b->reg[b->nreg] = (struct reg){ .name = p, .len = n };
+	b->hslot[h] = b->nreg;
+	return b->nreg++;
+}
+
+static int param_index(const struct body *b, const char *p, size_t n)
+{
+	for (int i = 0; i < b->np; i++)
+		if (strlen(b->pname[i]) == n && memcmp(b->pname[i], p, n) == 0)
+			return i;
+	return -1;
+}
+
+static uint64_t param_bit(int i)
+{
+	return i >= 0 && i < PTXRO_MAX_PARAMS ? (uint64_t)1 << i : 0;
+}
+
+/*
+ * The names in one operand [s, e): registers go to the pool (and *nreg),
+ * parameter names to *bits.  *other: some other identifier was seen (a
+ * label, a global, a call parameter).  Returns 0, -ENOMEM, -EINVAL.
+ */
+static int operand_names(struct body *b, const char *s, const char *e,
+			 int *nreg, uint64_t *bits, bool *other)
+{
+	while (s < e) {
+		size_t n;
+		int r;
+
+		if (*s == '%') {
+			n = ident_len(s);
+			if (s + n > e)
+				n = (size_t)(e - s);
+			r = reg_index(b, s, n);
+			if (r < 0)
+				return r;
+			if (grow((void **)&b->pool, &b->cappool, b->npool + 1,
+				 sizeof(int)) < 0)
+				return -ENOMEM;
+			b->pool[b->npool++] = r;
+			(*nreg)++;
+			s += n;
+		} else if (is_ident(*s) && !(*s >= '0' && *s <= '9') &&
+			   *s != '.') {
+			n = ident_len(s);
+			if (s + n > e)
+				n = (size_t)(e - s);
+			r = param_index(b, s, n);
+			if (r >= 0) {
+				*bits |= param_bit(r);
+				if (r >= PTXRO_MAX_PARAMS)
+					*other = true;
+			} else {
+				*other = true;
+			}
+			s += n;
+		} else if (*s >= '0' && *s <= '9') {
+			/* numbers: 0x1F, 0f3F800000, 1.5e3, 12U */
+			while (s < e && (is_ident(*s) || *s == '+' ||
+					 *s == '-'))
+				if ((*s == '+' || *s == '-') &&
+				    s[-1] != 'e' && s[-1] != 'E')
+					break;
+				else
+					s++;
+		} else if (strchr(" \t\n\r[]{}()+-|!,_<>", *s) || *s == '.') {
+			s++;
+		} else {
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+/* Split [s, e) at top-level commas; at most max pieces. */
+static int split_operands(const char *s, const char *e, const char **ps,
+			  const char **pe, int max)
+{
+	int n = 0, depth = 0;
+	const char *start = s;
+
+	s = skip_space(s);
+	if (s >= e)
+		return 0;
+	start = s;
+	for (; s <= e; s++) {
+		if (s == e || (*s == ',' && depth == 0)) {
+			if (n == max)
+				return -EINVAL;
+			ps[n] = start;
+			pe[n] = s;
+			n++;
+			start = s + 1;
+			if (s == e)
+				break;
+			continue;
+		}
+		if (*s == '[' || *s == '{' || *s == '(')
+			depth++;
+		else if (*s == ']' || *s == '}' || *s == ')')
+			if (--depth < 0)
+				return -EINVAL;
+	}
+	return depth ? -EINVAL : n;
+}
+
+/* Opcode component list contains ".w" (e.g. ".param" in ld.param.u64). */
+static bool op_has(const char *op, size_t n, const char *w)
+{
+	size_t wl = strlen(w);
+
+	for (size_t i = 0; i + wl <= n; i++)
+		if (op[i] == '.' && memcmp(op + i, w, wl) == 0 &&
+		    (i + wl == n || op[i + wl] == '.'))
+			return true;
+	return false;
+}
+
+static const char *const pure_ops[] = {
+	"abs", "activemask", "add", "addc", "and", "bar", "barrier", "bfe",
+	"bfi", "bfind", "bra", "brev", "clz", "cnot", "copysign", "cos",
+	"cvt", "cvta", "div", "dp2a", "dp4a", "ex2", "exit", "fence", "fma",
+	"fns", "isspacep", "lg2", "lop3", "mad", "mad24", "madc", "mapa",
+	"match", "max", "membar", "min", "mma", "mov", "mul", "mul24", "nanosleep",
+	"neg", "not", "or", "popc", "prmt", "rcp", "redux", "rem", "ret",
+	"rsqrt", "sad", "selp", "set", "setp", "shf", "shfl", "shl", "shr",
+	"sin", "slct", "sqrt", "sub", "subc", "szext", "tanh", "testp", "trap",
+	"vote", "xor",
+};
+
+static bool is_pure(const char *op, size_t n)
+{
+	for (size_t i = 0; i < sizeof(pure_ops) / sizeof(pure_ops[0]); i++)
+		if (word_is(op, n, pure_ops[i]))
+			return true;
+	return false;
+}
+
+/* Whether the address operand's base register is the local stack. */
+static bool addr_is_stack(const char *s, const char *e)
+{
+	s = skip_space(s);
+	if (*s != '[')
+		return false;
+	s = skip_space(s + 1);
+	return (e - s >= 4 && memcmp(s, "%SPL", 4) == 0 && !is_ident(s[4])) ||
+	       (e - s >= 3 && memcmp(s, "%SP", 3) == 0 && !is_ident(s[3]));
+}
+
+/* Operands [from, to) into the pool; their count and param bits. */
+static int collect(struct body *b, const char **ps, const char **pe,
+		   int from, int to, int *first, int *n, uint64_t *bits,
+		   bool *other)
+{
+	*first = b->npool;
+	*n = 0;
+	for (int i = from; i < to; i++) {
+		int r = operand_names(b, ps[i], pe[i], n, bits, other);
+
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* One instruction statement [s, e) (guard and label already gone). */
+static int parse_ins(struct body *b, const char *s, const char *e)
+{
+	const char *ps[OPERANDS_MAX], *pe[OPERANDS_MAX];
+	struct ins in = { .cls = INS_UNKNOWN };
+	size_t oplen = 0, base;
+	const char *op = s;
+	uint64_t bits = 0;
+	bool other = false;
+	int nops, r;
+
+	while (op + oplen < e && (is_ident(op[oplen]) || op[oplen] == ':'))
+		oplen++;
+	if (oplen == 0)
+		return -EINVAL;
+	for (base = 0; base < oplen && op[base] != '.'; base++)
+		;
+	nops = split_operands(op + oplen, e, ps, pe, OPERANDS_MAX);
+	if (nops < 0)
+		return nops;
+
+	if (word_is(op, base, "ld") || word_is(op, base, "ldu")) {
+		if (nops < 2)
+			return -EINVAL;
+		in.cls = op_has(op, oplen, ".param") ? INS_LDPARAM : INS_LOAD;
+	} else if (word_is(op, base, "st")) {
+		if (nops < 2)
+			return -EINVAL;
+		if (op_has(op, oplen, ".param"))
+			in.cls = INS_ESCAPE;
+		else if (op_has(op, oplen, ".local") ||
+			 (!op_has(op, oplen, ".global") &&
+			  !op_has(op, oplen, ".shared") &&
+			  !op_has(op, oplen, ".async") &&
+			  addr_is_stack(ps[0], pe[0])))
+			in.cls = INS_STLOCAL;
+		else
+			in.cls = INS_STORE;
+	} else if (word_is(op, base, "atom") || word_is(op, base, "red") ||
+		   word_is(op, base, "call")) {
+		in.cls = INS_ESCAPE;
+	} else if (word_is(op, base, "cp")) {
+		in.cls = INS_COPY;
+	} else if (is_pure(op, base)) {
+		in.cls = INS_PURE;
+	}
+
+	switch (in.cls) {
+	case INS_LDPARAM:
+		/* dst(s) <- the parameter named in [name+off] */
+		r = collect(b, ps, pe, 0, 1, &in.dst, &in.ndst, &bits, &other);
+		if (r < 0)
+			return r;
+		if (bits)
+			b->escaped |= bits;	/* a param as destination?! */
+		bits = 0;
+		other = false;
+		r = collect(b, ps, pe, 1, nops, &in.src, &in.nsrc, &bits,
+			    &other);
+		if (r < 0)
+			return r;
+		/* Through a register, or a call's return value: anything. */
+		in.src_bits = (in.nsrc || other || !bits) ? ALL_PARAMS : bits;
+		in.nsrc = 0;
+		break;
+	case INS_STORE:
+	case INS_STLOCAL:
+	case INS_COPY:
+		r = collect(b, ps, pe, 0, 1, &in.adr, &in.nadr, &in.adr_bits,
+			    &other);
+		if (r < 0)
+			return r;
+		r = collect(b, ps, pe, 1, nops, &in.src, &in.nsrc,
+			    &in.src_bits, &other);
+		if (r < 0)
+			return r;
+		/* A parameter's own address stored or copied to: escaped. */
+		b->escaped |= in.adr_bits | in.src_bits;
+		break;
+	case INS_PURE:
+	case INS_LOAD:
+		r = collect(b, ps, pe, 0, nops ? 1 : 0, &in.dst, &in.ndst,
+			    &bits, &other);
+		if (r < 0)
+			return r;
+		b->escaped |= bits;
+		r = collect(b, ps, pe, 1, nops, &in.src, &in.nsrc,
+			    &in.src_bits, &other);
+		if (r < 0)
+			return r;
+		/* A parameter's address taken (mov %rd, k_param_0): escaped. */
+		b->escaped |= in.src_bits;
+		break;
+	case INS_ESCAPE:
+	case INS_UNKNOWN:
+		/*
+		 * Operand 0 is a destination register, or memory written
+		 * through (red, an unknown store): then an address.
+		 */
+		if (nops && memchr(ps[0], '[', (size_t)(pe[0] - ps[0])))
+			r = collect(b, ps, pe, 0, 1, &in.adr, &in.nadr, &bits,
+				    &other);
+		else
+			r = collect(b, ps, pe, 0, nops ? 1 : 0, &in.dst,
+				    &in.ndst, &bits, &other);
+		if (r < 0)
+			return r;
+		r = collect(b, ps, pe, 1, nops, &in.src, &in.nsrc, &bits,
+			    &other);
+		if (r < 0)
+			return r;
+		b->escaped |= bits;
+		break;
+	}
+	if (grow((void **)&b->ins, &b->capins, b->nins + 1, sizeof(in)) < 0)
+		return -ENOMEM;
+	b->ins[b->nins++] = in;
+	return 0;
+}
+
+/* A directive statement inside a body: declarations only. */
+static bool body_directive_ok(const char *s, size_t n)
+{
+	return word_is(s, n, ".reg") || word_is(s, n, ".local") ||
+	       word_is(s, n, ".shared") || word_is(s, n, ".param") ||
+	       word_is(s, n, ".pragma") || word_is(s, n, ".loc");
+}
+
+/* Split the body [s, e) into statements and parse each. */
+static int parse_body(struct body *b, const char *s, const char *e)
+{
+	while (s < e) {
+		const char *t, *stmt;
+		bool quoted;
+		size_t n;
+		int r;
+
+		s = skip_space(s);
+		if (s >= e)
+			break;
+		if (*s == '{' || *s == '}') {	/* scope blocks */
+			s++;
+			continue;
+		}
+		n = ident_len(s);
+		t = skip_space(s + n);
+		if (n && *s != '%' && *s != '.' && *t == ':' &&
+		    t[1] != ':') {	/* label */
+			s = t + 1;
+			continue;
+		}
+		quoted = false;
+		for (t = s; t < e && *t != ';'; t++)
+			if (*t == '"') {
+				quoted = true;
+				for (t++; t < e && *t != '"'; t++)
+					;
+				if (t >= e)
+					return -EINVAL;
+			}
+		if (t >= e)
+			return -EINVAL;
+		stmt = s;
+		s = t + 1;
+		if (*stmt == '.') {
+			if (!body_directive_ok(stmt, ident_len(stmt)))
+				return -EINVAL;
+			continue;
+		}
+		if (quoted)	/* strings belong to directives */
+			return -EINVAL;
+		if (*stmt == '@') {	/* guard predicate */
+			stmt++;
+			if (*stmt == '!')
+				stmt++;
+			if (*stmt != '%')
+				return -EINVAL;
+			stmt = skip_space(stmt + ident_len(stmt));
+		}
+		r = parse_ins(b, stmt, t);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static uint64_t taint_of(const struct body *b, int first, int n)
+{
+	uint64_t t = 0;
+
+	for (int i = 0; i < n; i++)
+		t |= b->reg[b->pool[first + i]].taint;
+	return t;
+}
+
+static bool taint_into(struct body *b, int first, int n, uint64_t t)
+{
+	bool changed = false;
+
+	for (int i = 0; i < n; i++) {
+		uint64_t *d = &b->reg[b->pool[first + i]].taint;
+
+		if ((*d | t) != *d) {
+			*d |= t;
+			changed = true;
+		}
+	}
+	return changed;
+}
+
+/* The fixpoint; returns the written set, ALL_PARAMS if it did not settle. */
+static uint64_t body_written(struct body *b)
+{
+	uint64_t written = b->escaped, mem = 0;
+	bool changed = true;
+	int pass;
+
+	for (pass = 0; changed && pass < FIXPOINT_PASSES_MAX; pass++) {
+		uint64_t w0 = written, m0 = mem;
+
+		changed = false;
+		for (int i = 0; i < b->nins; i++) {
+			const struct ins *in = &b->ins[i];
+			uint64_t src = taint_of(b, in->src, in->nsrc) |
+				       in->src_bits;
+			uint64_t adr = taint_of(b, in->adr, in->nadr) |
+				       in->adr_bits;
+
+			switch (in->cls) {
+			case INS_PURE:
+				changed |= taint_into(b, in->dst, in->ndst, src);
+				break;
+			case INS_LOAD:
+				changed |= taint_into(b, in->dst, in->ndst, mem);
+				break;
+			case INS_LDPARAM:
+				changed |= taint_into(b, in->dst, in->ndst,
+						      in->src_bits);
+				break;
+			case INS_STORE:
+				written |= adr | src;
+				mem |= src;
+				break;
+			case INS_STLOCAL:
+				written |= adr;
+				mem |= src;
+				break;
+			case INS_COPY:
+				written |= adr;
+				break;
+			case INS_ESCAPE:
+				written |= src | adr;
+				mem |= src;
+				changed |= taint_into(b, in->dst, in->ndst, mem);
+				break;
+			case INS_UNKNOWN:
+				written |= src | adr;
+				mem |= src;
+				changed |= taint_into(b, in->dst, in->ndst,
+						      ALL_PARAMS);
+				break;
+			}
+		}
+		changed |= written != w0 || mem != m0;
+	}
+	return changed ? ALL_PARAMS : written;
+}
+
+static void body_release(struct body *b)
+{
+	for (int i = 0; i < b->np; i++)
+		free(b->pname[i]);
+	free(b->pname);
+	free(b->reg);
+	free(b->hslot);
+	free(b->pool);
+	free(b->ins);
+}
+
+/* p just past ".entry": name, signature, body.  Returns the end or NULL. */
+static const char *parse_entry(const char *p, struct ptxro_module *m,
+			       int *err)
+{
+	struct ptxro_entry *e;
+	struct body b = { 0 };
+	const char *name, *body, *q;
+	size_t nlen;
+	int depth;
+
+	*err = -EINVAL;
+	p = skip_space(p);
+	nlen = ident_len(p);
+	if (nlen == 0 || *p == '%' || *p == '.')
+		return NULL;
+	name = p;
+	p = skip_space(p + nlen);
+	e = module_add(m, name, nlen);
+	if (!e) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	e->nparams = 0;
+	if (*p == '(') {
+		p = skip_space(p + 1);
+		while (*p != ')') {
+			const char *pn;
+			size_t pl;
+			uint32_t sz;
+			uint32_t *ns;
+			char **nn;
+
+			if (e->nparams >= ENTRY_PARAMS_MAX)
+				goto bad;
+			p = parse_param(p, &pn, &pl, &sz);
+			if (!p)
+				goto bad;
+			ns = realloc(e->size, (size_t)(e->nparams + 1) *
+					      sizeof(*ns));
+			if (!ns)
+				goto nomem;
+			e->size = ns;
+			nn = realloc(b.pname, (size_t)(b.np + 1) * sizeof(*nn));
+			if (!nn)
+				goto nomem;
+			b.pname = nn;
+			b.pname[b.np] = strndup(pn, pl);
+			if (!b.pname[b.np])
+				goto nomem;
+			b.np++;
+			e->size[e->nparams++] = sz;
+			if (*p == ',')
+				p = skip_space(p + 1);
+		}
+		p++;
+	}
+	/* Performance directives up to the body, or ';' for a prototype. */
+	while (*p && *p != '{' && *p != ';' && *p != '"' && *p != '}')
+		p++;
+	if (*p == ';') {
+		/* A declaration: it tells nothing about the code. */
+		free(e->name);
+		free(e->size);
+		m->n--;
+		body_release(&b);
+		return p + 1;
+	}
+	if (*p != '{')
+		goto bad;
+	body = p + 1;
+	for (q = body, depth = 1; *q && depth; q++) {
+		if (*q == '{')
+			depth++;
+		else if (*q == '}')
+			depth--;
+		else if (*q == '"')
+			for (q++; *q && *q != '"'; q++)
+				;
+		if (!*q)	/* a string left open: depth stays, bad */
+			break;
+	}
+	if (depth)
+		goto bad;
+	/* q is past the closing brace. */
+	{
+		int r = parse_body(&b, body, q - 1);
+
+		if (r == -ENOMEM)
+			goto nomem;
+		if (r < 0)
+			b.poisoned = true;
+	}
+	if (!b.poisoned) {
+		uint64_t w = body_written(&b);
+		uint64_t mask = e->nparams >= PTXRO_MAX_PARAMS ?
+				ALL_PARAMS :
+				(((uint64_t)1 << e->nparams) - 1);
+
+		e->readonly = ~w & mask;
+	}
+	body_release(&b);
+	*err = 0;
+	return q;
+nomem:
+	*err = -ENOMEM;
+bad:
+	/* Keep the entry, proven nothing: its name must not look unknown. */
+	e->readonly = 0;
+	body_release(&b);
+	return NULL;
+}
+
+int ptxro_parse(const char *text, size_t len, struct ptxro_module *m)
+{
+	char *t = strip_comments(text, len);
+	const char *p;
+	int depth = 0, err = 0;
+
+	if (!t)
+		return -ENOMEM;
+	p = t;
+	while (*p) {
+		size_t n;
+
+		if (*p == '"') {
+			for (p++; *p && *p != '"'; p++)
+				;
+			if (*p)
+				p++;
+			continue;
+		}
+		if (*p == '{') {
+			depth++;
+			p++;
+			continue;
+		}
+		if (*p == '}') {
+			if (--depth < 0) {
+				err = -EINVAL;
+				break;
+			}
+			p++;
+			continue;
+		}
+		n = ident_len(p);
+		if (n == 0) {
+			p++;
+			continue;
+		}
+		if (depth == 0 && word_is(p, n, ".entry")) {
+			p = parse_entry(p + n, m, &err);
+			if (!p)
+				break;
+			continue;
+		}
+		p += n;
+	}
+	if (!err && depth)
+		err = -EINVAL;
+	free(t);
+	return err;
+}
+
+/* ---- containers ---- */
+
+static uint16_t rd16(const unsigned char *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static uint32_t rd32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	       (uint32_t)p[3] << 24;
+}
+
+static uint64_t rd64(const unsigned char *p)
+{
+	return rd32(p) | (uint64_t)rd32(p + 4) << 32;
+}
+
+/* Whether b[0, n) reads as PTX text (printable, no NUL inside). */
+static bool looks_like_text(const unsigned char *b, size_t n)
+{
+	if (n == 0)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (b[i] == 0 || (b[i] < 0x20 && !is_space((char)b[i])) ||
+		    b[i] == 0x7f)
+			return false;
+	return true;
+}
+
+static int scan_text(const unsigned char *b, size_t n, struct ptxro_module *m,
+		     struct ptxro_image_stats *st)
+{
+	int r;
+
+	if (!looks_like_text(b, n)) {
+		st->bad++;
+		return 0;
+	}
+	r = ptxro_parse((const char *)b, n, m);
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0)
+		st->bad++;
+	st->ptx++;
+	return 0;
+}
+
+/*
+ * A compressed PTX entry (header h of ehs bytes, payload psz bytes):
+ * compressed size (32 bits) at +16, text size at +56 (CUDA 13.0's
+ * fatbinary; the word at +20 is not part of the size).
+ * Returns 1 when the text was analysed, 0 when skipped (counted), or
+ * -ENOMEM.
+ */
+static int scan_compressed(const unsigned char *h, uint64_t ehs, uint64_t psz,
+			   uint32_t flags, struct ptxro_module *m,
+			   struct ptxro_image_stats *st)
+{
+	uint64_t csz = rd32(h + 16), usz;
+	unsigned char *text;
+	long n;
+	int r;
+
+	usz = ehs >= 64 ? rd64(h + 56) : 0;
+	if (csz == 0 || csz > psz || usz == 0 || usz > FATBIN_PTX_MAX) {
+		st->bad++;
+		return 0;
+	}
+	text = malloc(usz);
+	if (!text)
+		return -ENOMEM;
+	if (flags & FATBIN_FLAG_ZSTD)
+		n = codec_zstd_decompress(text, usz, h + ehs, csz);
+	else
+		n = codec_lz4_decompress(text, usz, h + ehs, csz);
+	if (n < 0) {
+		if (n == -ENOSYS)
+			st->compressed++;	/* no decoder here */
+		else
+			st->bad++;
+		free(text);
+		return 0;
+	}
+	st->decompressed++;
+	r = scan_text(text, strnlen((const char *)text, (size_t)n), m, st);
+	free(text);
+	return r < 0 ? r : 1;
+}
+
+/*
+ * A fatbin: 16-byte header (magic, version, header size, payload size),
+ * then entries (kind, version, header size, payload size, flags ...).
+ * Offsets observed with CUDA 13.0's fatbinary, docs/design-streams.md.
+ */
+static int scan_fatbin(const unsigned char *b, size_t avail,
+		       struct ptxro_module *m, struct ptxro_image_stats *st)
+{
+	uint64_t hs, fs, off, end;
+	unsigned found = 0;
+	int r;
+
+	if (avail < 16 || rd32(b) != FATBIN_MAGIC) {
+		st->bad++;
+		return 0;
+	}
+	hs = rd16(b + 6);
+	fs = rd64(b + 8);
+	if (hs < 16 || fs > FATBIN_SIZE_MAX || hs + fs > avail) {
+		st->bad++;
+		return 0;
+	}
+	end = hs + fs;
+	for (off = hs; off + 16 <= end;) {
+		const unsigned char *h = b + off;
+		uint32_t ehs = rd32(h + 4), flags;
+		uint64_t psz = rd64(h + 8), n;
+
+		if (ehs < 64 || ehs > end - off || psz > end - off - ehs) {
+			st->bad++;
+			break;
+		}
+		if (rd16(h) == FATBIN_KIND_PTX) {
+			flags = rd32(h + 40);
+			if (flags & (FATBIN_FLAG_LZ4 | FATBIN_FLAG_ZSTD)) {
+				r = scan_compressed(h, ehs, psz, flags, m, st);
+				if (r < 0)
+					return r;
+				found += r;
+			} else {
+				/* NUL-padded text */
+				n = strnlen((const char *)h + ehs, psz);
+				r = scan_text(h + ehs, n, m, st);
+				if (r < 0)
+					return r;
+				found++;
+			}
+		}
+		off += ehs + psz;
+	}
+	if (!found)
+		st->no_ptx++;
+	return 0;
+}
+
+size_t ptxro_image_size(const void *image, size_t cap)
+{
+	const unsigned char *b = image;
+
+	if (!b || cap < 4)
+		return 0;
+	if (rd32(b) == FATBIN_MAGIC) {
+		uint64_t n;
+
+		if (cap < 16)
+			return 0;
+		n = (uint64_t)rd16(b + 6) + rd64(b + 8);
+		return n <= cap ? (size_t)n : 0;
+	}
+	if (rd32(b) == FATBIN_WRAPPER_MAGIC)
+		return cap < 24 ? 0 : 24;
+	if (b[0] == 0x7f)
+		return 0;	/* ELF: no PTX */
+	return strnlen(image, cap);
+}
+
+int ptxro_scan_image(const void *image, size_t avail, int follow_wrapper,
+		     struct ptxro_module *m, struct ptxro_image_stats *st)
+{
+	const unsigned char *b = image;
+
+	if (!b || avail < 4) {
+		st->no_ptx++;
+		return 0;
+	}
+	if (rd32(b) == FATBIN_MAGIC)
+		return scan_fatbin(b, avail, m, st);
+	if (rd32(b) == FATBIN_WRAPPER_MAGIC) {
+		/* magic, version, then a pointer to the fatbin */
+		const unsigned char *fb;
+		size_t n;
+
+		if (!follow_wrapper || avail < 16) {
+			st->no_ptx++;
+			return 0;
+		}
+		memcpy(&fb, b + 8, sizeof(fb));
+		n = ptxro_image_size(fb, FATBIN_SIZE_MAX);
+		if (!fb || n == 0 || rd32(fb) != FATBIN_MAGIC) {
+			st->no_ptx++;
+			return 0;
+		}
+		return scan_fatbin(fb, n, m, st);
+	}
+	if (b[0] == 0x7f) {		/* an ELF cubin */
+		st->no_ptx++;
+		return 0;
+	}
+	return scan_text(b, strnlen(image, avail), m, st);
+}

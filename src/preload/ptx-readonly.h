@@ -1,0 +1,71 @@
+/*
+ * ptx-readonly.h - proves kernel parameters read-only from PTX text, and
+ * finds the PTX inside a module image (fatbin or plain text).
+ *
+ * Pure logic over untrusted bytes: no driver, no globals, libc only, so the
+ * unit tests and the fuzzer reach all of it.  docs/design-streams.md,
+ * "Read-only parameters from PTX", says what is proven and what is not.
+ */
+#ifndef KMUX_PTX_READONLY_H
+#define KMUX_PTX_READONLY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PTXRO_MAX_PARAMS 64	/* params past this are never proven */
+
+/* One .entry as analysed. */
+struct ptxro_entry {
+	char *name;		/* the mangled .entry name */
+	int nparams;		/* in declaration order */
+	uint32_t *size;		/* nparams byte sizes */
+	/*
+	 * Bit i: parameter i provably never reaches the address of a store,
+	 * atomic, reduction or asynchronous copy destination, never escapes
+	 * into memory or a call.  0 for the whole entry when anything in its
+	 * body was not understood.
+	 */
+	uint64_t readonly;
+};
+
+struct ptxro_module {
+	struct ptxro_entry *e;
+	int n, cap;
+};
+
+/* What ptxro_scan_image() found, added to the caller's counts. */
+struct ptxro_image_stats {
+	unsigned ptx;		/* PTX texts analysed */
+	unsigned no_ptx;	/* images (or fatbins) without readable PTX */
+	unsigned compressed;	/* PTX entries skipped: compressed, no decoder */
+	unsigned decompressed;	/* PTX entries decompressed (zstd, LZ4) */
+	unsigned bad;		/* malformed containers or PTX */
+};
+
+void ptxro_module_init(struct ptxro_module *m);
+void ptxro_module_release(struct ptxro_module *m);
+
+/*
+ * Analyse PTX text (len bytes, need not be NUL-terminated) and append its
+ * entries to m.  Returns 0, -EINVAL on text that is not PTX as this parser
+ * knows it (entries before the error are kept; an entry with an unknown
+ * construct is kept with readonly 0), -ENOMEM.
+ */
+int ptxro_parse(const char *text, size_t len, struct ptxro_module *m);
+
+/*
+ * A module image as cuModuleLoadData gets it, of at most avail bytes:
+ * a fatbin (its PTX entries that are not compressed), a fatbin wrapper
+ * (only when follow_wrapper: it holds a pointer into this process), or
+ * NUL-terminated PTX text.  ELF cubins have no PTX.  Returns 0 or -ENOMEM.
+ */
+int ptxro_scan_image(const void *image, size_t avail, int follow_wrapper,
+		     struct ptxro_module *m, struct ptxro_image_stats *st);
+
+/*
+ * How many bytes of image to believe, from its own header: the fatbin's
+ * size, the text's length up to its NUL (at most cap), 0 when unknown.
+ */
+size_t ptxro_image_size(const void *image, size_t cap);
+
+#endif

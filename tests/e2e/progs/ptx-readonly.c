@@ -1,0 +1,142 @@
+/*
+ * ptx-readonly.c - four default-stream kernels that read one buffer and
+ * write one each, loaded as PTX text (cuModuleLoadData) that simcuda runs
+ * as dag.so's `mix` (t5a-ptx-readonly.sh).
+ *
+ *   ptx-readonly MODE	MODE is the PTX variant of mix(dst, a, b, n, us):
+ *     ro	reads a and b, stores to dst: a and b provably read-only
+ *     write	also stores through b
+ *     escape	also stores the pointer a into memory
+ *     unknown	an instruction the analysis does not know touches a
+ *
+ * Prints "overlapping pairs K" (mix kernels that ran at the same time),
+ * "sum S" (a hash of the outputs) and "conflicts none", or fails when
+ * simcuda's overlap check finds conflicting operations overlapping.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "e2e-common.h"
+#include "simcuda.h"
+
+#define NW 256
+#define NOUT 4
+
+static const char ptx_head[] =
+	".version 8.0\n.target sm_90\n.address_size 64\n\n"
+	"\t// .globl mix\n"
+	".visible .entry mix(\n"
+	"\t.param .u64 mix_param_0,\n"
+	"\t.param .u64 mix_param_1,\n"
+	"\t.param .u64 mix_param_2,\n"
+	"\t.param .u32 mix_param_3,\n"
+	"\t.param .u32 mix_param_4\n"
+	")\n"
+	"{\n"
+	"\t.reg .pred %p<2>;\n\t.reg .b32 %r<8>;\n\t.reg .b64 %rd<12>;\n\n"
+	"\tld.param.u64 %rd1, [mix_param_0];\n"
+	"\tld.param.u64 %rd2, [mix_param_1];\n"
+	"\tld.param.u64 %rd3, [mix_param_2];\n"
+	"\tld.param.u32 %r1, [mix_param_3];\n"
+	"\tmov.u32 %r2, %tid.x;\n"
+	"\tsetp.ge.s32 %p1, %r2, %r1;\n"
+	"\t@%p1 bra $L__BB0_2;\n"
+	"\tcvta.to.global.u64 %rd4, %rd1;\n"
+	"\tcvta.to.global.u64 %rd5, %rd2;\n"
+	"\tcvta.to.global.u64 %rd6, %rd3;\n"
+	"\tmul.wide.s32 %rd7, %r2, 4;\n"
+	"\tadd.s64 %rd8, %rd5, %rd7;\n"
+	"\tld.global.u32 %r3, [%rd8];\n"
+	"\tadd.s64 %rd9, %rd6, %rd7;\n"
+	"\tld.global.nc.u32 %r4, [%rd9];\n"
+	"\tshf.l.wrap.b32 %r5, %r3, %r3, 5;\n"
+	"\tmul.lo.s32 %r6, %r4, -1640531535;\n"
+	"\txor.b32 %r7, %r5, %r6;\n"
+	"\tadd.s64 %rd10, %rd4, %rd7;\n"
+	"\tst.global.u32 [%rd10], %r7;\n";
+
+static const char ptx_tail[] = "$L__BB0_2:\n\tret;\n\n}\n";
+
+static const char *variant(const char *mode)
+{
+	if (!strcmp(mode, "ro"))
+		return "";
+	if (!strcmp(mode, "write"))
+		return "\tst.global.u32 [%rd9], %r7;\n";
+	if (!strcmp(mode, "escape"))
+		return "\tst.global.u64 [%rd10], %rd5;\n";
+	if (!strcmp(mode, "unknown"))
+		return "\tzzfrob.b64 %rd11, %rd8;\n";
+	return NULL;
+}
+
+static int overlapping_pairs(const char *name)
+{
+	struct simcuda_op_info a, b;
+	size_t n = simcuda_op_count();
+	int pairs = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (simcuda_op_get(i, &a) || strcmp(a.name, name))
+			continue;
+		for (size_t j = i + 1; j < n; j++) {
+			if (simcuda_op_get(j, &b) || strcmp(b.name, name))
+				continue;
+			pairs += a.start_ns < b.end_ns && b.start_ns < a.end_ns;
+		}
+	}
+	return pairs;
+}
+
+int main(int argc, char **argv)
+{
+	const char *mod = e2e_module_path(), *slash, *body;
+	static char image[8192];
+	unsigned host[NW], sum = 0;
+	CUdeviceptr in, out[NOUT];
+	CUcontext ctx;
+	CUdevice dev;
+	CUmodule m;
+	CUfunction f;
+	char msg[512];
+
+	if (argc != 2 || !(body = variant(argv[1]))) {
+		fprintf(stderr, "usage: ptx-readonly ro|write|escape|unknown\n");
+		return 2;
+	}
+	slash = strrchr(mod, '/');
+	snprintf(image, sizeof(image), "// simcuda-module: %.*s/dag.so\n%s%s%s",
+		 slash ? (int)(slash - mod) : 1, slash ? mod : ".", ptx_head,
+		 body, ptx_tail);
+	CHECK(cuInit(0));
+	CHECK(cuDeviceGet(&dev, 0));
+	CHECK(cuCtxCreate(&ctx, NULL, 0, dev));
+	CHECK(cuModuleLoadData(&m, image));
+	CHECK(cuModuleGetFunction(&f, m, "mix"));
+	for (int i = 0; i < NW; i++)
+		host[i] = (unsigned)i * 2654435761u;
+	CHECK(cuMemAlloc(&in, sizeof(host)));
+	CHECK(cuMemcpyHtoD(in, host, sizeof(host)));
+	for (int k = 0; k < NOUT; k++) {
+		int n = NW;
+		unsigned us = 20000;
+		void *a[] = { &out[k], &in, &in, &n, &us };
+
+		CHECK(cuMemAlloc(&out[k], sizeof(host)));
+		CHECK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, a, NULL));
+	}
+	for (int k = 0; k < NOUT; k++) {
+		CHECK(cuMemcpyDtoH(host, out[k], sizeof(host)));
+		for (int i = 0; i < NW; i++)
+			sum = sum * 31 + host[i] + (unsigned)k;
+	}
+	CHECK(cuCtxSynchronize());
+	printf("overlapping pairs %d\n", overlapping_pairs("mix"));
+	printf("sum %08x\n", sum);
+	if (simcuda_check(msg, sizeof(msg)) != 0) {
+		fprintf(stderr, "ptx-readonly: %s\n", msg);
+		return 1;
+	}
+	printf("conflicts none\n");
+	return 0;
+}

@@ -1,0 +1,337 @@
+/*
+ * test-ptx-readonly.c - which parameters the PTX analysis proves read-only:
+ * hand-written bodies for each way a pointer can be written or escape, and
+ * the entries of real nvcc output (tests/unit/ptx/).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "ptx-readonly.h"
+#include "codec-dl.h"
+
+/* An entry k(u64 p0, u64 p1, u64 p2) around body; its read-only mask. */
+static uint64_t ro_of(const char *body)
+{
+	static char buf[8192];
+	struct ptxro_module m;
+	uint64_t ro;
+
+	snprintf(buf, sizeof(buf),
+		 ".version 8.0\n.target sm_90\n.address_size 64\n"
+		 ".visible .entry k(\n\t.param .u64 k_param_0,\n"
+		 "\t.param .u64 k_param_1,\n\t.param .u64 k_param_2\n)\n{\n"
+		 "\t.reg .b64 %%rd<20>;\n\t.reg .b32 %%r<9>;\n"
+		 "\tld.param.u64 %%rd1, [k_param_0];\n"
+		 "\tld.param.u64 %%rd2, [k_param_1];\n"
+		 "\tld.param.u64 %%rd3, [k_param_2];\n%s\n\tret;\n}\n", body);
+	ptxro_module_init(&m);
+	assert_int_equal(ptxro_parse(buf, strlen(buf), &m), 0);
+	assert_int_equal(m.n, 1);
+	assert_string_equal(m.e[0].name, "k");
+	assert_int_equal(m.e[0].nparams, 3);
+	ro = m.e[0].readonly;
+	ptxro_module_release(&m);
+	return ro;
+}
+
+static void test_read_input_write_output(void **state)
+{
+	(void)state;
+	assert_int_equal(ro_of("\tcvta.to.global.u64 %rd4, %rd1;\n"
+			       "\tld.global.nc.u32 %r1, [%rd4+4];\n"
+			       "\tcvta.to.global.u64 %rd5, %rd2;\n"
+			       "\tst.global.u32 [%rd5], %r1;"), 0x5);
+}
+
+static void test_generic_store_after_cvta(void **state)
+{
+	(void)state;
+	/* param 2 through arithmetic, a generic store (no state space) */
+	assert_int_equal(ro_of("\tmul.wide.s32 %rd6, %r2, 4;\n"
+			       "\tadd.s64 %rd7, %rd3, %rd6;\n"
+			       "\tcvta.global.u64 %rd8, %rd7;\n"
+			       "\tst.u32 [%rd8], %r1;"), 0x3);
+}
+
+static void test_local_round_trip(void **state)
+{
+	(void)state;
+	/* p0 parked on the stack, loaded back, stored through */
+	assert_int_equal(ro_of("\t.local .align 8 .b8 __local_depot0[16];\n"
+			       "\tmov.u64 %SPL, __local_depot0;\n"
+			       "\tst.local.u64 [%SPL], %rd1;\n"
+			       "\tld.local.u64 %rd9, [%SPL];\n"
+			       "\tst.global.u32 [%rd9], %r1;"), 0x6);
+	/* the same through the generic stack pointer */
+	assert_int_equal(ro_of("\tst.u64 [%SP+8], %rd2;\n"
+			       "\tld.u64 %rd9, [%SP+8];\n"
+			       "\tst.global.u32 [%rd9], %r1;"), 0x5);
+	/* parked but only read back: still read-only */
+	assert_int_equal(ro_of("\tst.local.u64 [%SPL], %rd1;\n"
+			       "\tld.local.u64 %rd9, [%SPL];\n"
+			       "\tld.global.u32 %r1, [%rd9];"), 0x7);
+}
+
+static void test_escape_into_memory(void **state)
+{
+	(void)state;
+	/* p1's value stored to global memory: another kernel may write it */
+	assert_int_equal(ro_of("\tst.global.u64 [%rd1], %rd2;"), 0x4);
+	assert_int_equal(ro_of("\tst.shared.u64 [%rd10], %rd3;"), 0x3);
+}
+
+static void test_call_and_atomics(void **state)
+{
+	(void)state;
+	assert_int_equal(ro_of("\t{\n\t.param .b64 param0;\n"
+			       "\tst.param.b64 [param0], %rd2;\n"
+			       "\tcall.uni foo, (param0);\n\t}"), 0x5);
+	assert_int_equal(ro_of("\tatom.global.add.u32 %r1, [%rd3], 1;"), 0x3);
+	assert_int_equal(ro_of("\tred.global.add.f32 [%rd1], %r1;"), 0x6);
+	assert_int_equal(ro_of("\tcp.async.bulk.global.shared::cta.bulk_group "
+			       "[%rd2], [%rd11], 64;"), 0x5);
+	/* copy source only: read */
+	assert_int_equal(ro_of("\tcp.async.ca.shared.global [%rd11], [%rd2], "
+			       "16;"), 0x7);
+}
+
+static void test_unknown_is_write(void **state)
+{
+	(void)state;
+	assert_int_equal(ro_of("\tfrobnicate.b64 %rd9, %rd2;"), 0x5);
+	/* its result may be anything: stored through, all written */
+	assert_int_equal(ro_of("\tfrobnicate.b64 %rd9, %r1;\n"
+			       "\tst.global.u32 [%rd9], %r1;"), 0);
+	/* unparseable statement: nothing proven */
+	assert_int_equal(ro_of("\tadd.s64 %rd9, %rd1 # 3;"), 0);
+	assert_int_equal(ro_of("\t.maxnreg 3;"), 0);
+	/* a parameter's address taken */
+	assert_int_equal(ro_of("\tmov.u64 %rd9, k_param_1;"), 0x5);
+}
+
+static void test_struct_param(void **state)
+{
+	static const char ptx[] =
+		".visible .entry s(\n"
+		"\t.param .align 8 .b8 s_param_0[24],\n"
+		"\t.param .u32 s_param_1\n)\n.maxntid 256, 1, 1\n{\n"
+		"\t.reg .b64 %rd<9>;\n"
+		"\tld.param.u64 %rd1, [s_param_0+8];\n"
+		"\tld.param.u64 %rd2, [s_param_0];\n"
+		"\tst.global.u32 [%rd1], 1;\n\tret;\n}\n"
+		".visible .entry t(.param .align 8 .b8 t_param_0[16])\n{\n"
+		"\t.reg .b64 %rd<9>;\n"
+		"\tld.param.v2.u64 {%rd1, %rd2}, [t_param_0];\n"
+		"\tld.global.u32 %r1, [%rd2];\n\tret;\n}\n";
+	struct ptxro_module m;
+
+	(void)state;
+	ptxro_module_init(&m);
+	assert_int_equal(ptxro_parse(ptx, strlen(ptx), &m), 0);
+	assert_int_equal(m.n, 2);
+	/* any word of a by-value struct written through: the struct is */
+	assert_int_equal(m.e[0].nparams, 2);
+	assert_int_equal(m.e[0].size[0], 24);
+	assert_int_equal(m.e[0].size[1], 4);
+	assert_int_equal(m.e[0].readonly, 0x2);
+	assert_int_equal(m.e[1].readonly, 0x1);
+	ptxro_module_release(&m);
+}
+
+static void test_bad_text(void **state)
+{
+	static const char *bad[] = {
+		".entry k(.param .u64 a\n{", ".entry (", ".entry k(.param x)",
+		".entry k(.param .u64 a) { ld.param.u64 %r, [a]; ",
+		"}", ".entry k() { \"unterminated }",
+	};
+	struct ptxro_module m;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ptxro_module_init(&m);
+		assert_int_equal(ptxro_parse(bad[i], strlen(bad[i]), &m),
+				 -EINVAL);
+		for (int j = 0; j < m.n; j++)
+			assert_int_equal(m.e[j].readonly, 0);
+		ptxro_module_release(&m);
+	}
+}
+
+static char *slurp(const char *path, size_t *n)
+{
+	FILE *f = fopen(path, "rb");
+	char *b;
+
+	assert_non_null(f);
+	b = malloc(1 << 20);
+	assert_non_null(b);
+	*n = fread(b, 1, (1 << 20) - 1, f);
+	b[*n] = '\0';
+	fclose(f);
+	return b;
+}
+
+static uint64_t ro_named(const struct ptxro_module *m, const char *name)
+{
+	for (int i = 0; i < m->n; i++)
+		if (!strcmp(m->e[i].name, name))
+			return m->e[i].readonly;
+	fail_msg("no entry %s", name);
+	return 0;
+}
+
+static void test_nvcc_output(void **state)
+{
+	struct ptxro_image_stats st = { 0 };
+	struct ptxro_module m;
+	size_t n;
+	char *b;
+
+	(void)state;
+	ptxro_module_init(&m);
+	b = slurp("tests/unit/ptx/image_pipeline.ptx", &n);
+	assert_int_equal(ptxro_image_size(b, n), n);
+	assert_int_equal(ptxro_scan_image(b, n, 0, &m, &st), 0);
+	free(b);
+	assert_int_equal(st.ptx, 1);
+	assert_int_equal(st.bad, 0);
+	assert_int_equal(m.n, 7);
+	/* every branch reads the frame's `in` (param 0), writes its output */
+	assert_int_equal(ro_named(&m, "_Z8k_gauss5PKfPf"), 0x1);
+	assert_int_equal(ro_named(&m, "_Z9k_unsharpPKfS0_Pf"), 0x3);
+	assert_int_equal(ro_named(&m, "_Z9k_combinePKfS0_S0_S0_S0_Pf"), 0x1f);
+	ptxro_module_release(&m);
+
+	b = slurp("tests/unit/ptx/reductions.ptx", &n);
+	assert_int_equal(ptxro_parse(b, n, &m), 0);
+	free(b);
+	assert_int_equal(ro_named(&m, "_Z13k_sum_partialPKilPx"), 0x3);
+	assert_int_equal(ro_named(&m, "_Z12k_scan_applyPKillS0_Pi"), 0xb);
+	ptxro_module_release(&m);
+
+	b = slurp("tests/unit/ptx/mha.ptx", &n);
+	assert_int_equal(ptxro_parse(b, n, &m), 0);
+	free(b);
+	/*
+	 * Q, K read; the scale (param 3) flows into stored values, which
+	 * counts as escaping: conservative for a scalar, never wrong.
+	 */
+	assert_int_equal(ro_named(&m, "_Z4k_qkPKfS0_Pff"), 0x3);
+	assert_int_equal(ro_named(&m, "_Z9k_softmaxPf"), 0);
+	ptxro_module_release(&m);
+}
+
+/* Overwrite the middle of the first PTX entry's payload with noise. */
+static void corrupt_ptx_payload(char *b, size_t n)
+{
+	size_t off = 16;
+
+	while (off + 80 <= n) {
+		uint32_t ehs, psz;
+
+		memcpy(&ehs, b + off + 4, 4);
+		memcpy(&psz, b + off + 8, 4);
+		if (b[off] == 1) {
+			memset(b + off + ehs + 4, 0xa5, psz / 2);
+			return;
+		}
+		off += ehs + psz;
+	}
+	fail_msg("no PTX entry to corrupt");
+}
+
+static void test_fatbin(void **state)
+{
+	struct ptxro_image_stats st = { 0 };
+	struct ptxro_module m;
+	size_t n;
+	char *b;
+
+	(void)state;
+	ptxro_module_init(&m);
+	b = slurp("tests/unit/ptx/image_pipeline-none.fatbin", &n);
+	assert_int_equal(ptxro_image_size(b, n), n);
+	assert_int_equal(ptxro_scan_image(b, n, 0, &m, &st), 0);
+	assert_int_equal(st.ptx, 1);
+	assert_int_equal(m.n, 7);
+	assert_int_equal(ro_named(&m, "_Z6k_box7PKfPf"), 0x1);
+	ptxro_module_release(&m);
+	/* truncated: refused, nothing found */
+	memset(&st, 0, sizeof(st));
+	assert_int_equal(ptxro_image_size(b, n - 1), 0);
+	assert_int_equal(ptxro_scan_image(b, n - 1, 0, &m, &st), 0);
+	assert_int_equal(st.bad, 1);
+	assert_int_equal(m.n, 0);
+	free(b);
+
+	/*
+	 * CUDA 13's default: the PTX is zstd-compressed; decoded through
+	 * libzstd.so.1 (dlopen), the same verdicts as the plain fatbin.
+	 */
+	memset(&st, 0, sizeof(st));
+	b = slurp("tests/unit/ptx/image_pipeline-zstd.fatbin", &n);
+	assert_int_equal(ptxro_scan_image(b, n, 0, &m, &st), 0);
+	assert_int_equal(st.decompressed, 1);
+	assert_int_equal(st.ptx, 1);
+	assert_int_equal(st.compressed, 0);
+	assert_int_equal(m.n, 7);
+	assert_int_equal(ro_named(&m, "_Z6k_box7PKfPf"), 0x1);
+	ptxro_module_release(&m);
+	/* without a decoder: counted, skipped, nothing proven */
+	memset(&st, 0, sizeof(st));
+	codec_set_enabled(0);
+	assert_int_equal(ptxro_scan_image(b, n, 0, &m, &st), 0);
+	codec_set_enabled(1);
+	assert_int_equal(st.compressed, 1);
+	assert_int_equal(st.no_ptx, 1);
+	assert_int_equal(m.n, 0);
+	/* a damaged frame: malformed, nothing proven */
+	memset(&st, 0, sizeof(st));
+	corrupt_ptx_payload(b, n);
+	assert_int_equal(ptxro_scan_image(b, n, 0, &m, &st), 0);
+	assert_int_equal(st.bad, 1);
+	assert_int_equal(st.decompressed, 0);
+	assert_int_equal(m.n, 0);
+	free(b);
+
+	/* --compress-mode=speed: an LZ4 block, through liblz4.so.1 */
+	memset(&st, 0, sizeof(st));
+	b = slurp("tests/unit/ptx/image_pipeline-lz4.fatbin", &n);
+	assert_int_equal(ptxro_scan_image(b, n, 0, &m, &st), 0);
+	assert_int_equal(st.decompressed, 1);
+	assert_int_equal(m.n, 7);
+	assert_int_equal(ro_named(&m, "_Z6k_box7PKfPf"), 0x1);
+	ptxro_module_release(&m);
+	free(b);
+
+	/* an ELF cubin has no PTX */
+	memset(&st, 0, sizeof(st));
+	assert_int_equal(ptxro_scan_image("\x7f" "ELF\2\1\1", 8, 0, &m, &st), 0);
+	assert_int_equal(st.no_ptx, 1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_read_input_write_output),
+		cmocka_unit_test(test_generic_store_after_cvta),
+		cmocka_unit_test(test_local_round_trip),
+		cmocka_unit_test(test_escape_into_memory),
+		cmocka_unit_test(test_call_and_atomics),
+		cmocka_unit_test(test_unknown_is_write),
+		cmocka_unit_test(test_struct_param),
+		cmocka_unit_test(test_bad_text),
+		cmocka_unit_test(test_nvcc_output),
+		cmocka_unit_test(test_fatbin),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
