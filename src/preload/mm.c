@@ -39,6 +39,7 @@
 #include "alloc-table.h"
 #include "log.h"
 #include "mm.h"
+#include "mm-host.h"
 #include "trace.h"
 #include "preload.h"
 #include "quota.h"
@@ -56,6 +57,7 @@ struct mm_obj {
 	CUmemGenericAllocationHandle h;	/* RESIDENT */
 	CUcontext ctx;			/* current at the allocation */
 	void *host;			/* EVICTED: pinned copy */
+	uint64_t host_size;		/* its buffer's real size */
 	uint64_t last;			/* seq of the last operation */
 	enum mm_state state;
 	int dev;
@@ -176,10 +178,14 @@ static int mm_trace_fields(char *buf, size_t len)
 
 static void mm_report(void)
 {
+	struct mm_host_stats h;
 	struct mm_stats s;
 	char grew[160] = "";
 
 	mm_get_stats(&s);
+	pthread_mutex_lock(&mm_mu);
+	mm_host_get_stats(&h);
+	pthread_mutex_unlock(&mm_mu);
 	if (mm_on == MM_EVICT && s.budget)
 		snprintf(grew, sizeof(grew), "; thrashing in %llu of %llu "
 			 "windows; budget grew %llu times (of %llu asks) to "
@@ -210,6 +216,15 @@ static void mm_report(void)
 		 (unsigned long long)s.largest,
 		 (unsigned long long)s.reclaims,
 		 (unsigned long long)s.reclaim_bytes, grew);
+	if (h.allocs || h.reuses)
+		log_info("memory: pid %d: pinned host buffers: %llu allocated, "
+			 "%llu reused, %llu freed, %llu bytes kept, peak %llu "
+			 "bytes pinned", (int)getpid(),
+			 (unsigned long long)h.allocs,
+			 (unsigned long long)h.reuses,
+			 (unsigned long long)h.frees,
+			 (unsigned long long)h.kept,
+			 (unsigned long long)h.peak_out);
 }
 
 int mm_init(const char *mode, const char *min, const char *budget)
@@ -246,6 +261,7 @@ int mm_init(const char *mode, const char *min, const char *budget)
 	}
 	if (dbg && *dbg)
 		mm_debug_host_fail = (unsigned)strtoul(dbg, NULL, 10);
+	(void)mm_host_init(getenv("KMUX_MM_HOST_KEEP"));
 	dbg = getenv("KMUX_DEBUG_MM_BROKEN");
 	mm_debug_broken = dbg && *dbg && strcmp(dbg, "0") != 0;
 	mm_on = m;
@@ -468,12 +484,13 @@ static void mm_add_user(struct mm_obj *o, uint64_t s)
 		o->users_unknown = 1;
 }
 
-static int mm_host_alloc(void **p, uint64_t size)
+static int mm_host_alloc(CUcontext ctx, void **p, uint64_t size,
+			 uint64_t *got)
 {
 	mm_host_allocs++;
 	if (mm_debug_host_fail && mm_host_allocs % mm_debug_host_fail == 0)
 		return -ENOMEM;
-	return REAL(cuMemAllocHost_v2)(p, size) == CUDA_SUCCESS ? 0 : -ENOMEM;
+	return mm_host_take(ctx, size, p, got);
 }
 
 /*
@@ -483,12 +500,13 @@ static int mm_host_alloc(void **p, uint64_t size)
 static int mm_evict(struct mm_obj *o)
 {
 	void *host = NULL;
+	uint64_t got = 0;
 	CUresult r;
 
 	r = mm_wait_users(o);
 	if (r != CUDA_SUCCESS)
 		goto abandon;
-	if (mm_host_alloc(&host, o->size))
+	if (mm_host_alloc(o->ctx, &host, o->size, &got))
 		goto abandon;
 	r = REAL(cuMemcpyDtoH_v2)(host, o->base, o->size);
 	if (r != CUDA_SUCCESS)
@@ -497,6 +515,7 @@ static int mm_evict(struct mm_obj *o)
 	if (quota_on)
 		quota_release(o->span);
 	o->host = host;
+	o->host_size = got;
 	o->state = MM_EVICTED;
 	mm_st.evicted += o->span;
 	mm_st.evicts++;
@@ -506,7 +525,7 @@ static int mm_evict(struct mm_obj *o)
 
 abandon:
 	if (host)
-		REAL(cuMemFreeHost)(host);
+		mm_host_give(o->ctx, host, got);
 	mm_st.evict_failed++;
 	log_info("memory: eviction of 0x%llx+%llu abandoned (%s)",
 		 (unsigned long long)o->base, (unsigned long long)o->size,
@@ -591,7 +610,7 @@ static CUresult mm_back(struct mm_obj *o, uint64_t seq)
 			mm_st.back_failed++;
 			return r;
 		}
-		REAL(cuMemFreeHost)(o->host);
+		mm_host_give(o->ctx, o->host, o->host_size);
 		o->host = NULL;
 		mm_st.evicted -= o->span;
 		mm_st.restores++;
@@ -805,7 +824,7 @@ CUresult mm_free(uint64_t base)
 		if (quota_on && mm_on == MM_EVICT)
 			quota_release(o->span);
 	} else if (o->state == MM_EVICTED) {
-		REAL(cuMemFreeHost)(o->host);
+		mm_host_give(o->ctx, o->host, o->host_size);
 		mm_st.evicted -= o->span;
 	}
 	r = REAL(cuMemAddressFree)(o->base, o->span);
@@ -863,6 +882,15 @@ uint64_t mm_reclaim(uint64_t give)
 	mm_st.reclaim_bytes += freed;
 	pthread_mutex_unlock(&mm_mu);
 	return freed;
+}
+
+void mm_ctx_gone(CUcontext ctx)
+{
+	if (!mm_on)
+		return;
+	pthread_mutex_lock(&mm_mu);
+	mm_host_ctx_gone(ctx);
+	pthread_mutex_unlock(&mm_mu);
 }
 
 void mm_stream_gone(CUstream s)

@@ -103,6 +103,9 @@ uint64_t mm_reclaim(uint64_t give);
  */
 extern int (*mm_grow_budget)(uint64_t want, uint64_t *granted);
 
+/* A context goes away: pinned buffers kept for it go with it. */
+void mm_ctx_gone(CUcontext ctx);
+
 /* The program destroys a stream: its pending work can no longer be named. */
 void mm_stream_gone(CUstream s);
 

@@ -7,6 +7,7 @@
  * gives up on copies into its memory.  The device queries are wrapped so
  * that task placement can later present a task with the GPUs it was given.
  */
+#include "mm.h"
 #include "preload.h"
 #include "region.h"
 #include "register.h"
@@ -24,6 +25,8 @@ static void ctx_going(CUcontext ctx)
 		salloc_ctx_gone(ctx);
 	if (ctx && kmux_verify)
 		verify_ctx_gone(ctx);
+	if (ctx)
+		mm_ctx_gone(ctx);
 }
 
 KMUX_EXPORT CUresult CUDAAPI cuInit(unsigned flags)

@@ -46,6 +46,29 @@ check "  ... it evicted at stage boundaries only ($e evictions, $r restores; per
 p=$(peak "$TMP/evict.err")
 check "  ... the resident peak stayed within the budget ($p bytes)" eval '[ -n "$p" ] && [ "$p" -le $((6 << 20)) ]'
 
+# Pinned host buffers: a restored object's buffer serves the next eviction
+# (pinning is most of an eviction's cost), never more pinned than the
+# process's own peak; KMUX_MM_HOST_KEEP=0 pins afresh every time.
+hostf() { sed -nE "s/.*pinned host buffers: ([0-9]+) allocated, ([0-9]+) reused, ([0-9]+) freed.*/\\$1/p" "$2"; }
+a=$(hostf 1 "$TMP/evict.err")
+u=$(hostf 2 "$TMP/evict.err")
+check "  ... pinned buffers reused: $a allocated, $u reused for $e evictions" \
+	eval '[ -n "$a" ] && [ -n "$u" ] && [ "$u" -ge 1 ] && [ $((a + u)) = "$e" ] && [ "$a" -lt "$e" ]'
+env SIMCUDA_LOG="$TMP/sim0.%p" LD_PRELOAD="$PRELOAD" KMUX_MEMORY=evict \
+	KMUX_MEM_BUDGET=6M KMUX_MM_HOST_KEEP=0 KMUX_LOG=info \
+	"$M" staged $S $R >"$TMP/evict0" 2>"$TMP/evict0.err"
+check "KMUX_MM_HOST_KEEP=0: identical results" cmp "$TMP/plain" "$TMP/evict0"
+check "  ... simcuda saw no access to an evicted or unmapped page" \
+	"$SIMDIR/simcuda-check" -q "$TMP"/sim0.*
+e0=$(evicts "$TMP/evict0.err")
+check "  ... every eviction pins a new buffer, none reused" \
+	eval '[ "$(hostf 1 "$TMP/evict0.err")" = "$e0" ] && [ "$(hostf 2 "$TMP/evict0.err")" = 0 ]'
+env LD_PRELOAD="$PRELOAD" KMUX_MEMORY=evict KMUX_MEM_BUDGET=6M \
+	KMUX_MM_HOST_KEEP=12Q KMUX_LOG=info \
+	"$M" staged $S $R >"$TMP/evictq" 2>"$TMP/evictq.err"
+check "KMUX_MM_HOST_KEEP=12Q: a warning naming it, identical results" \
+	eval 'grep -q "KMUX_MM_HOST_KEEP=12Q is not a byte count" "$TMP/evictq.err" && cmp -s "$TMP/plain" "$TMP/evictq"'
+
 # The same under kmuxd, as the mix runs it: no thrash, nothing asked.
 start_daemon
 KMUX_LOG=info "$KMUX" run --memory=evict --mem 6M -n staged -- "$M" staged $S $R \
