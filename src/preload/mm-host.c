@@ -2,7 +2,7 @@
  * mm-host.c - the pinned host buffers that evicted objects are copied to,
  * kept after a restore for the next eviction.
  *
- * Pinning is the expensive part of an eviction: cuMemAllocHost of a few
+ * Pinning is (by all signs) the expensive part of an eviction: cuMemAllocHost of a few
  * hundred MiB locks every page and costs far more than the copy itself,
  * and cuMemFreeHost unlocks them again.  A program that evicts and
  * restores its objects phase after phase would pay both every time.  So
