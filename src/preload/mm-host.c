@@ -2,8 +2,9 @@
  * mm-host.c - the pinned host buffers that evicted objects are copied to,
  * kept after a restore for the next eviction.
  *
- * Pinning is (by all signs) the expensive part of an eviction: cuMemAllocHost of a few
- * hundred MiB locks every page and costs far more than the copy itself,
+ * Pinning is, by all signs, the expensive part of an eviction:
+ * cuMemAllocHost of a few hundred MiB locks every page and costs far
+ * more than the copy itself,
  * and cuMemFreeHost unlocks them again.  A program that evicts and
  * restores its objects phase after phase would pay both every time.  So
  * a restored object's buffer is kept, per context (cuMemAllocHost memory
@@ -59,7 +60,7 @@ static void mm_host_drop(int i)
 	mm_host_kept[i] = mm_host_kept[--mm_host_nkept];
 }
 
-/* Free every kept buffer (the current context is whatever it is: cuMemFreeHost takes any). */
+/* Free every kept buffer (cuMemFreeHost needs no particular context). */
 static void mm_host_release_all(void)
 {
 	while (mm_host_nkept > 0) {

@@ -16,7 +16,7 @@
  */
 int mm_host_take(CUcontext ctx, uint64_t size, void **p, uint64_t *got);
 
-/* Done with a buffer from mm_host_take: kept for the next eviction, or freed. */
+/* Done with a buffer from mm_host_take: kept for the next eviction or freed. */
 void mm_host_give(CUcontext ctx, void *p, uint64_t size);
 
 /* The context is going away: its buffers go with it (the driver frees them). */
