@@ -4,8 +4,8 @@
  *
  * Pinning is, by all signs, the expensive part of an eviction:
  * cuMemAllocHost of a few hundred MiB locks every page and costs far
- * more than the copy itself,
- * and cuMemFreeHost unlocks them again.  A program that evicts and
+ * more than the copy itself, and cuMemFreeHost unlocks them again.
+ * A program that evicts and
  * restores its objects phase after phase would pay both every time.  So
  * a restored object's buffer is kept, per context (cuMemAllocHost memory
  * belongs to the context current at the allocation), and the next
