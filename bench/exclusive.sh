@@ -56,10 +56,12 @@
 #   exclusive.csv   one row per (mode, command): medians, p95, inflation,
 #                   A/A spread, reproducible or not
 #   exclusive.png   the plot (when matplotlib imports)
+#   exclusive.log   what ran when (also in the tar)
 #   exclusive-raw.tgz  exclusive/: MODE/records.jsonl (kmux bench run),
-#                   MODE/out/I.out (each command's JSON line), I.err,
-#                   kmuxd.log, exclusive.log (the unpacked out/ dirs are
-#                   removed: the device returns few files)
+#                   MODE/wall, MODE/bench.err, MODE/out/I.out (each
+#                   command's JSON line), I.err, gpu.txt, the *.cmds,
+#                   kmuxd.log, exclusive.log (exclusive/ itself is removed
+#                   once packed: the device returns few files)
 #
 # Knobs: KMUX_EXCL_COUNT (64 commands), KMUX_EXCL_NS ("8 4": region modes,
 # in this order; the first also for workersN), KMUX_EXCL_NONE_N (8),
@@ -136,13 +138,25 @@ chmod +x "$WORK/pyw"
 
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" | tee -a "$LOG"; }
 left() { echo $(( DEADLINE - $(date +%s) )); }
-cleanup() {
-	local p
+# stop_daemon: kmuxd stopped and its log and the command lists kept in $D
+# (before the tar: run 5's kmuxd.log was copied after it and was lost).
+stopped=0
+stop_daemon() {
+	local p i
+	[ $stopped = 1 ] && return
+	stopped=1
 	p=$(cat "$KMUX_SOCKET.lock" 2>/dev/null)
 	cp "$WORK"/*.cmds "$D/" 2>/dev/null
-	[ -n "$p" ] && kill "$p" 2>/dev/null
-	sleep 0.5
+	if [ -n "$p" ] && kill "$p" 2>/dev/null; then
+		for i in 1 2 3 4 5 6 7 8 9 10; do
+			kill -0 "$p" 2>/dev/null || break
+			sleep 0.3
+		done
+	fi
 	cp "$KMUX_STATE_DIR/kmuxd.log" "$D/kmuxd.log" 2>/dev/null
+}
+cleanup() {
+	[ -d "$D" ] && stop_daemon
 	rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -251,10 +265,13 @@ done
 # alone2: the same commands alone again after the shared modes (A/A).
 run_mode alone2 1 "$(min "$ALONE_S" $(( $(left) - 10 )))" \
 	-w 1 --python "$WORK/pyw"
+stop_daemon
 "$PY" "$ROOT/bench/exclusive/report.py" "$D" "$OUT" >>"$LOG" 2>&1 ||
 	log "WARNING: the report failed (raw output is in $D)"
 log "done: $OUT/exclusive.md"
-# Every command's output, packed: the device tool brings back a bounded
-# number of files, and a failure must be explainable afterwards.
+# Everything raw, packed: the device tool brings back a bounded number of
+# files (about 8), and a failure must be explainable afterwards.  Left
+# unpacked: exclusive.{md,csv,png,log} and exclusive-raw.tgz.
+cp "$LOG" "$OUT/exclusive.log"
 tar -C "$OUT" -czf "$OUT/exclusive-raw.tgz" exclusive 2>/dev/null &&
-	rm -rf "$D"/*/out
+	rm -rf "$D"
