@@ -48,7 +48,7 @@
 # bench/streams.sh; kmux there needs LD_LIBRARY_PATH=build/devlibs):
 #
 #     KMUX_EXCL_NS=8 KMUX_EXCL_BUDGET_S=545 bash bench/exclusive.sh
-#                                        # the H200 run: ~420 s expected
+#                                        # the H200 run: ~460 s expected
 #     bash bench/exclusive.sh --dry      # no GPU: simcuda, sleeps for work
 #
 # Output under $OUT (default ./out):
@@ -142,13 +142,13 @@ left() { echo $(( DEADLINE - $(date +%s) )); }
 # (before the tar: run 5's kmuxd.log was copied after it and was lost).
 stopped=0
 stop_daemon() {
-	local p i
+	local p
 	[ $stopped = 1 ] && return
 	stopped=1
 	p=$(cat "$KMUX_SOCKET.lock" 2>/dev/null)
 	cp "$WORK"/*.cmds "$D/" 2>/dev/null
 	if [ -n "$p" ] && kill "$p" 2>/dev/null; then
-		for i in 1 2 3 4 5 6 7 8 9 10; do
+		for _ in 1 2 3 4 5 6 7 8 9 10; do
 			kill -0 "$p" 2>/dev/null || break
 			sleep 0.3
 		done

@@ -17,7 +17,7 @@ OUT=$TMP/out KMUX_BIN=$KMUX KMUX_LIB=$LIBKMUX KMUX_EXCL_COUNT=6 KMUX_EXCL_NS=2 \
 	bash "$ROOT/bench/exclusive.sh" --dry >"$TMP/log" 2>&1
 check "exclusive.sh --dry exits 0" [ $? -eq 0 ]
 check "under \$OUT: the report, the csv, the log and the tar, nothing more" \
-	[ "$(cd "$TMP/out" && ls | grep -v '^exclusive\.png$' | tr '\n' ' ')" = "exclusive-raw.tgz exclusive.csv exclusive.log exclusive.md " ]
+	[ "$(find "$TMP/out" -mindepth 1 -maxdepth 1 ! -name exclusive.png -printf '%f\n' | LC_ALL=C sort | tr '\n' ' ')" = "exclusive-raw.tgz exclusive.csv exclusive.log exclusive.md " ]
 # The raw output, from the tar.
 mkdir -p "$TMP/raw"
 tar -C "$TMP/raw" -xzf "$TMP/out/exclusive-raw.tgz"
