@@ -206,11 +206,14 @@ void job_finish(struct server *srv, struct job *j, uint32_t state,
 	 * profile's busyness is left as it was (db_profile_update). */
 	measured = busy_est_final(&j->busy, JOB_BUSY_FINAL_SAMPLES,
 				  &busy) == 0;
-	if (measured)
+	if (measured && j->busy.n_last >= JOB_BUSY_FINAL_SAMPLES)
+		log_info("daemon: job %lld: measured busyness %.2f over its "
+			 "active phase (%u of %u samples)", (long long)j->id,
+			 busy, j->busy.n_last, j->busy.seen);
+	else if (measured)
 		log_info("daemon: job %lld: measured busyness %.2f over %u "
-			 "samples (%u active of %u)", (long long)j->id, busy,
-			 j->busy.n_last ? j->busy.n_last : j->busy.seen,
-			 j->busy.n_last, j->busy.seen);
+			 "samples, hardly any active", (long long)j->id, busy,
+			 j->busy.seen);
 	if (state == PROTO_JOB_EXITED && j->mem_peak && j->start_us &&
 	    db_profile_update(srv->db, j->profile_key, j->mem_peak,
 			      measured ? busy : j->task.busy, measured,
