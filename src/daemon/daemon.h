@@ -8,6 +8,7 @@
  *	job-request.c    what clients ask: submit, ps, top, wait, cancel,
  *	                 logs, and the preload's messages
  *	nvml.c           the GPUs
+ *	busy-est.c       a job's demand on the GPU, from NVML's samples
  *	slurm-weight.c   busyness as the node's Slurm weight
  *	mps.c            --mps: the jobs' private MPS control daemon
  *
@@ -24,6 +25,7 @@
 #include <sys/types.h>
 
 #include "admit.h"
+#include "busy-est.h"
 #include "mps.h"
 #include "paths.h"
 #include "proto.h"
@@ -128,11 +130,12 @@ struct job {
 	uint64_t rate_us;	/* ... and its start; 0: none yet */
 	double kernel_rate;	/* launches per second over the last window */
 	uint32_t lingering;	/* quick polls since its preload hung up */
-	/* Measured busyness: its processes' share of its GPUs' SMs (NVML),
-	 * summed over samples, for the profile its next run is admitted by. */
-	double busy_tick;	/* this sample, summed over its GPUs */
-	double busy_sum;
-	uint32_t busy_n;
+	/* Measured busyness: its demand on its GPUs from its processes'
+	 * shares (NVML), for the profile its next run is admitted by
+	 * (busy-est.h). */
+	double busy_tick;	/* this sample's demand, summed over its GPUs */
+	bool busy_active;	/* this sample: it ran GPU work */
+	struct busy_est busy;
 	/* A growth it waits for (ALLOC_UPDATE with want, no room yet): the
 	 * asking connection and request, answered by job_grow_retry() once
 	 * its GPUs have room.  grow_conn NULL: none. */

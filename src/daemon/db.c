@@ -85,6 +85,12 @@ static const char *const migrations[] = {
 	 * the same way ('' : SIGSTOP; else the cgroup v2 directory whose
 	 * cgroup.freeze was written).  Old rows were all SIGSTOP. */
 	"ALTER TABLE frozen ADD COLUMN cgroup TEXT NOT NULL DEFAULT '';",
+	/* 2 -> 3: how many runs measured a profile's busyness as busy-est.c
+	 * does (the active phase, corrected for contention).  Old rows'
+	 * mean_busy is a whole-life mean of shares, which under time-slicing
+	 * says how crowded the GPU was more than what the job needs: 0, so
+	 * they are still used until their first measured run replaces it. */
+	"ALTER TABLE profiles ADD COLUMN busy_runs INTEGER NOT NULL DEFAULT 0;",
 };
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == DB_SCHEMA_VERSION,
 	       "one migration per schema version");
@@ -938,7 +944,8 @@ int db_profile_get(struct db *db, uint64_t key, struct db_profile *out,
 	if (db == NULL || out == NULL)
 		return set_err(err, errlen, -EINVAL, "get profile: bad arguments");
 	rc = prepare(db, "SELECT peak_mem, mean_busy, mean_runtime_us, runs,"
-		     " updated_us FROM profiles WHERE key = ?", &st, err, errlen,
+		     " updated_us, busy_runs FROM profiles WHERE key = ?", &st,
+		     err, errlen,
 		     "get profile");
 	if (rc < 0)
 		return rc;
@@ -950,6 +957,7 @@ int db_profile_get(struct db *db, uint64_t key, struct db_profile *out,
 		out->mean_runtime_us = sqlite3_column_double(st, 2);
 		out->runs = (uint32_t)sqlite3_column_int64(st, 3);
 		out->updated_us = (uint64_t)sqlite3_column_int64(st, 4);
+		out->busy_runs = (uint32_t)sqlite3_column_int64(st, 5);
 	} else if (s == SQLITE_DONE) {
 		rc = set_err(err, errlen, -ENOENT,
 			     "no profile for command %016" PRIx64, key);
@@ -961,19 +969,26 @@ int db_profile_get(struct db *db, uint64_t key, struct db_profile *out,
 }
 
 int db_profile_update(struct db *db, uint64_t key, uint64_t peak, double busy,
-		      uint64_t runtime_us, uint64_t now_us, char *err,
-		      size_t errlen)
+		      bool measured, uint64_t runtime_us, uint64_t now_us,
+		      char *err, size_t errlen)
 {
 	/*
 	 * Upsert.  In DO UPDATE every right-hand side sees the row as it was,
-	 * so `runs + 1` is the new count in each running mean.
+	 * so `runs + 1` is the new count in each running mean, and
+	 * excluded.busy_runs is 1 for a measured run, else 0.
 	 */
 	static const char sql[] =
 		"INSERT INTO profiles (key, peak_mem, mean_busy,"
-		" mean_runtime_us, runs, updated_us) VALUES (?, ?, ?, ?, 1, ?)"
+		" mean_runtime_us, runs, updated_us, busy_runs)"
+		" VALUES (?, ?, ?, ?, 1, ?, ?)"
 		" ON CONFLICT (key) DO UPDATE SET"
 		" peak_mem = max(peak_mem, excluded.peak_mem),"
-		" mean_busy = mean_busy + (excluded.mean_busy - mean_busy) / (runs + 1),"
+		" mean_busy = CASE"
+		"   WHEN excluded.busy_runs = 0 THEN mean_busy"
+		"   WHEN busy_runs = 0 THEN excluded.mean_busy"
+		"   ELSE mean_busy + (excluded.mean_busy - mean_busy) /"
+		"     (busy_runs + 1) END,"
+		" busy_runs = busy_runs + excluded.busy_runs,"
 		" mean_runtime_us = mean_runtime_us +"
 		"   (excluded.mean_runtime_us - mean_runtime_us) / (runs + 1),"
 		" runs = runs + 1,"
@@ -992,6 +1007,7 @@ int db_profile_update(struct db *db, uint64_t key, uint64_t peak, double busy,
 	sqlite3_bind_double(st, 3, busy);
 	sqlite3_bind_double(st, 4, (double)runtime_us);
 	sqlite3_bind_int64(st, 5, (int64_t)now_us);
+	sqlite3_bind_int(st, 6, measured ? 1 : 0);
 	rc = step_done(db, st, err, errlen, "update profile");
 	sqlite3_finalize(st);
 	return rc;

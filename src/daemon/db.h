@@ -29,7 +29,7 @@
 #include <stdint.h>
 
 /* The schema this code reads and writes; older files are migrated. */
-#define DB_SCHEMA_VERSION 2
+#define DB_SCHEMA_VERSION 3
 
 /* db_open() flags. */
 #define DB_OPEN_READONLY 0x1u	/* never write (kmux ps without a daemon; tests) */
@@ -78,9 +78,13 @@ struct db_job {
 
 struct db_profile {
 	uint64_t peak_mem;	/* the largest peak over all runs */
-	double mean_busy;	/* running mean over runs, 0..1 */
+	double mean_busy;	/* running mean over busy_runs, 0..1 */
 	double mean_runtime_us;
 	uint32_t runs;
+	/* Runs whose busyness was measured (busy-est.h).  0: mean_busy is
+	 * the prediction a run had, or an older daemon's whole-life mean
+	 * (schema 2), and the first measured run replaces it. */
+	uint32_t busy_runs;
 	uint64_t updated_us;
 };
 
@@ -188,12 +192,14 @@ int db_profile_get(struct db *db, uint64_t key, struct db_profile *out,
 		   char *err, size_t errlen);
 
 /*
- * Fold one finished run into key's profile: runs + 1, running means of
- * busyness and runtime, peak = the larger peak.
+ * Fold one finished run into key's profile: runs + 1, running mean of
+ * runtime, peak = the larger peak.  busy (0..1) goes into the running mean
+ * of busyness when measured; else it is kept only by a new profile, until
+ * a measured run replaces it.
  */
 int db_profile_update(struct db *db, uint64_t key, uint64_t peak, double busy,
-		      uint64_t runtime_us, uint64_t now_us, char *err,
-		      size_t errlen);
+		      bool measured, uint64_t runtime_us, uint64_t now_us,
+		      char *err, size_t errlen);
 
 /* cgroup: NULL for a SIGSTOP; else the absolute directory frozen. */
 int db_frozen_add(struct db *db, int32_t pid, uint64_t pid_start,

@@ -167,6 +167,9 @@ void job_task_init(struct server *srv, struct job *j, uint32_t ngpus,
 
 /* --- the end of a job ----------------------------------------------------- */
 
+/* Samples a finished job's measurement needs to go into its profile. */
+#define JOB_BUSY_FINAL_SAMPLES 2
+
 static void waiters_notify(struct server *srv, int64_t id, uint32_t state,
 			   int32_t code, int32_t sig)
 {
@@ -193,21 +196,28 @@ void job_finish(struct server *srv, struct job *j, uint32_t state,
 {
 	uint64_t now = server_now_us();
 	char err[ERRLEN];
+	bool measured;
 	double busy;
 
 	if (db_job_finish(srv->db, j->id, state, code, sig, now, err,
 			  sizeof(err)))
 		log_error("daemon: job %lld: %s", (long long)j->id, err);
-	/* Measured when NVML could say (two samples at least), else the
-	 * prediction it ran with. */
-	busy = j->busy_n >= 2 ? j->busy_sum / j->busy_n : j->task.busy;
-	if (j->busy_n >= 2)
+	/* Measured when NVML could say (two samples at least); else the
+	 * profile's busyness is left as it was (db_profile_update). */
+	measured = busy_est_final(&j->busy, JOB_BUSY_FINAL_SAMPLES,
+				  &busy) == 0;
+	if (measured && j->busy.n_last >= JOB_BUSY_FINAL_SAMPLES)
+		log_info("daemon: job %lld: measured busyness %.2f over its "
+			 "active phase (%u of %u samples)", (long long)j->id,
+			 busy, j->busy.n_last, j->busy.seen);
+	else if (measured)
 		log_info("daemon: job %lld: measured busyness %.2f over %u "
-			 "samples", (long long)j->id, busy, j->busy_n);
+			 "samples, hardly any active", (long long)j->id, busy,
+			 j->busy.seen);
 	if (state == PROTO_JOB_EXITED && j->mem_peak && j->start_us &&
 	    db_profile_update(srv->db, j->profile_key, j->mem_peak,
-			      busy, now - j->start_us, now, err,
-			      sizeof(err)))
+			      measured ? busy : j->task.busy, measured,
+			      now - j->start_us, now, err, sizeof(err)))
 		log_warn("daemon: job %lld: profile: %s", (long long)j->id, err);
 	job_grow_drop(srv, j, ECANCELED, "the job ended");
 	if (j->placed)
@@ -412,23 +422,56 @@ static void job_correct_busy(struct server *srv, struct job *j, double m)
 }
 
 /*
- * Each running job's processes' share of its GPUs' SMs in this sample
- * (NVML per-process utilization): the busyness its profile learns.
+ * Each running job's demand on its GPUs in this sample (busy-est.h): its
+ * processes' shares (NVML per-process utilization), corrected for the
+ * other processes competing with them there.  util[i]: GPU i's device
+ * utilization, < 0 if unknown.
  */
-static void job_sample_busy(struct server *srv)
+static void job_sample_busy(struct server *srv, const double *util)
 {
 	struct nvml_proc_util u[NVML_MAX_PROCS];
+	struct job *owner[NVML_MAX_PROCS];
+	double share[NVML_MAX_PROCS];
 	struct job *j;
 	int n;
 
-	TAILQ_FOREACH(j, &srv->running, entry)
+	TAILQ_FOREACH(j, &srv->running, entry) {
 		j->busy_tick = 0;
+		j->busy_active = false;
+	}
 	for (size_t i = 0; i < srv->ngpus; i++) {
+		double total = 0.0, top = 0.0;
+		int m = 0;
+
 		n = nvml_process_util(srv->nvml, (uint32_t)i, u, NVML_MAX_PROCS);
 		for (int k = 0; k < n; k++) {
+			total += u[k].sm;
+			if (u[k].sm > top)
+				top = u[k].sm;
 			j = job_of_pid(srv, u[k].pid);
-			if (j && job_on_gpu(srv, j, srv->gpus[i].index))
-				j->busy_tick += u[k].sm;
+			if (!j || !job_on_gpu(srv, j, srv->gpus[i].index))
+				continue;
+			/* A job's processes on one GPU are one demand. */
+			for (int q = 0; q < m; q++)
+				if (owner[q] == j) {
+					share[q] += u[k].sm;
+					j = NULL;
+					break;
+				}
+			if (j) {
+				owner[m] = j;
+				share[m++] = u[k].sm;
+			}
+		}
+		if (util[i] > total)
+			total = util[i];
+		for (int q = 0; q < m; q++) {
+			if (share[q] > top)
+				top = share[q];
+			if (share[q] > 0.0)
+				owner[q]->busy_active = true;
+			owner[q]->busy_tick +=
+				busy_est_demand(share[q], total, top);
 		}
 	}
 	TAILQ_FOREACH(j, &srv->running, entry) {
@@ -436,11 +479,10 @@ static void job_sample_busy(struct server *srv)
 
 		if (!j->placed || !j->place.ngpus)
 			continue;
-		b = j->busy_tick / j->place.ngpus;
-		j->busy_sum += b > 1.0 ? 1.0 : b;
-		j->busy_n++;
-		if (j->busy_n >= JOB_BUSY_CORRECT_SAMPLES)
-			job_correct_busy(srv, j, j->busy_sum / j->busy_n);
+		busy_est_add(&j->busy, j->busy_tick / j->place.ngpus,
+			     j->busy_active);
+		if (busy_est_now(&j->busy, JOB_BUSY_CORRECT_SAMPLES, &b) == 0)
+			job_correct_busy(srv, j, b);
 	}
 }
 
@@ -449,22 +491,30 @@ void job_sample(struct server *srv)
 	uint64_t now = server_now_us();
 	double dt = srv->last_sample_us ?
 		    (double)(now - srv->last_sample_us) / 1e6 : 0;
-	struct nvml_sample s;
+	double util[NVML_MAX_GPUS];
+	struct nvml_sample s[NVML_MAX_GPUS];
+	bool fake;
 
 	if (!srv->nvml)
 		return;
+	fake = nvml_is_fake(srv->nvml);
+	for (size_t i = 0; i < srv->ngpus && i < NVML_MAX_GPUS; i++) {
+		s[i].util_valid = false;
+		if (!fake && nvml_sample(srv->nvml, (uint32_t)i, &s[i]))
+			s[i].util_valid = false;
+		util[i] = s[i].util_valid ? s[i].util : -1.0;
+	}
 	if (nvml_has_process_util(srv->nvml))
-		job_sample_busy(srv);
-	if (nvml_is_fake(srv->nvml))
+		job_sample_busy(srv, util);
+	if (fake)
 		return;
-	for (size_t i = 0; i < srv->ngpus; i++)
-		if (nvml_sample(srv->nvml, (uint32_t)i, &s) == 0 &&
-		    s.util_valid)
+	for (size_t i = 0; i < srv->ngpus && i < NVML_MAX_GPUS; i++)
+		if (s[i].util_valid)
 			/* --gpu-mem: the used bytes are the real, larger
 			 * GPU's; admission goes by commitments alone. */
-			admit_gpu_sample(&srv->gpus[i], s.util,
-					 srv->gpu_mem_cap ? 0 : s.mem_used, dt,
-					 &srv->policy);
+			admit_gpu_sample(&srv->gpus[i], s[i].util,
+					 srv->gpu_mem_cap ? 0 : s[i].mem_used,
+					 dt, &srv->policy);
 	srv->last_sample_us = now;
 }
 

@@ -6,6 +6,10 @@
 # of the same command is admitted by it: with --busy-max 1, four runs of a
 # command measured at 0.2 share the GPU where the default prediction (0.5)
 # lets two.  And while a job runs, its measurement replaces its prediction.
+# What is learned is the job's demand (src/daemon/busy-est.c): over its
+# active phase only (its start-up before its first kernel does not dilute
+# it), and corrected for contention (on a saturated GPU shared with other
+# processes, a share relative to the heaviest one's).
 . "$(dirname "$0")/lib.sh"
 export KMUX_FAKE_GPUS=1:16G
 export KMUX_FAKE_PROC_UTIL=$TMP/util
@@ -59,4 +63,35 @@ check "  ... measured at 0.1 while they run, the third starts beside them" \
 check "  ... while the first two still run" \
 	cond '[ "$(jq_job "$d" "j[\"state\"]")" = running ]'
 "$KMUX" cancel "$d" "$e" "$f" >/dev/null 2>&1
+wait_state "$d" cancelled 50; wait_state "$e" cancelled 50
+wait_state "$f" cancelled 50
+: >"$KMUX_FAKE_PROC_UTIL"
+
+# The active phase: two seconds of start-up (imports, model construction:
+# no kernel, so NVML lists no utilization), then 0.4 of the GPU.  The mean
+# over its whole life would be about 0.2.
+g=$("$KMUX" submit -m 1G -- sh -c 'sleep 2; echo "0 $$ 40" >"$KMUX_FAKE_PROC_UTIL"; exec "$0" 19 2500' "$R")
+"$KMUX" wait "$g" >/dev/null
+check "start-up, then busy: it ends (exit 0)" [ $? -eq 0 ]
+check "  ... its busyness is learned over its active phase: 0.40" \
+	grep -q "job $g: measured busyness 0.40 over" "$KMUX_STATE_DIR/kmuxd.log"
+: >"$KMUX_FAKE_PROC_UTIL"
+
+# Contention: a heavy job and a light one share a GPU that a process kmux
+# does not manage (pid 1 here) saturates with them: 45 %, 45 % and 8 %.
+# The heavy job got as much as the heaviest process there: taken to want
+# the whole GPU (1.00); the light one 8/45 of that (0.18), not its 0.08.
+h=$("$KMUX" submit -m 1G -- "$R" 20 4000)
+l=$("$KMUX" submit -m 1G -- "$R" 21 4000)
+wait_state "$h" running && wait_state "$l" running
+printf '0 1 45\n0 %s 45\n0 %s 8\n' "$(jq_job "$h" 'j["pid"]')" \
+	"$(jq_job "$l" 'j["pid"]')" >"$KMUX_FAKE_PROC_UTIL"
+"$KMUX" wait "$h" >/dev/null
+check "a saturated GPU: the heavy job ends (exit 0)" [ $? -eq 0 ]
+"$KMUX" wait "$l" >/dev/null
+check "  ... and the light one (exit 0)" [ $? -eq 0 ]
+check "  ... the heavy one is learned as the whole GPU: 1.00" \
+	grep -q "job $h: measured busyness 1.00 over" "$KMUX_STATE_DIR/kmuxd.log"
+check "  ... the light one in proportion: 0.18" \
+	grep -q "job $l: measured busyness 0.18 over" "$KMUX_STATE_DIR/kmuxd.log"
 finish

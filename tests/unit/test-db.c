@@ -422,30 +422,41 @@ static void test_profiles(void **state)
 
 	assert_int_equal(db_profile_get(f->db, k1, &p, f->err, sizeof(f->err)),
 			 -ENOENT);
-	assert_int_equal(db_profile_update(f->db, k1, 4ull << 30, 0.2, 1000, 1,
-					   f->err, sizeof(f->err)), 0);
-	assert_int_equal(db_profile_update(f->db, k1, 6ull << 30, 0.4, 3000, 2,
-					   f->err, sizeof(f->err)), 0);
-	assert_int_equal(db_profile_update(f->db, k1, 5ull << 30, 0.9, 2000, 3,
-					   f->err, sizeof(f->err)), 0);
+	/* A first run NVML could not measure keeps its prediction (0.7)
+	 * only until a measured run replaces it; the measured ones are
+	 * averaged; an unmeasured run later changes nothing. */
+	assert_int_equal(db_profile_update(f->db, k1, 4ull << 30, 0.7, false,
+					   1000, 1, f->err, sizeof(f->err)), 0);
 	assert_int_equal(db_profile_get(f->db, k1, &p, f->err, sizeof(f->err)), 0);
-	assert_int_equal(p.runs, 3);
+	assert_true(p.mean_busy > 0.7 - 1e-12 && p.mean_busy < 0.7 + 1e-12);
+	assert_int_equal(p.busy_runs, 0);
+	assert_int_equal(db_profile_update(f->db, k1, 6ull << 30, 0.2, true,
+					   3000, 2, f->err, sizeof(f->err)), 0);
+	assert_int_equal(db_profile_get(f->db, k1, &p, f->err, sizeof(f->err)), 0);
+	assert_true(p.mean_busy > 0.2 - 1e-12 && p.mean_busy < 0.2 + 1e-12);
+	assert_int_equal(db_profile_update(f->db, k1, 5ull << 30, 0.4, true,
+					   2000, 3, f->err, sizeof(f->err)), 0);
+	assert_int_equal(db_profile_update(f->db, k1, 5ull << 30, 0.9, false,
+					   2000, 3, f->err, sizeof(f->err)), 0);
+	assert_int_equal(db_profile_get(f->db, k1, &p, f->err, sizeof(f->err)), 0);
+	assert_int_equal(p.runs, 4);
+	assert_int_equal(p.busy_runs, 2);
 	assert_int_equal(p.peak_mem, 6ull << 30);
-	assert_true(p.mean_busy > 0.5 - 1e-12 && p.mean_busy < 0.5 + 1e-12);
+	assert_true(p.mean_busy > 0.3 - 1e-12 && p.mean_busy < 0.3 + 1e-12);
 	assert_true(p.mean_runtime_us > 2000 - 1e-6 && p.mean_runtime_us < 2000 + 1e-6);
 	assert_int_equal(p.updated_us, 3);
 	assert_int_equal(db_profile_get(f->db, k2, &p, f->err, sizeof(f->err)),
 			 -ENOENT);
 	/* Keys with the top bit set survive the signed column. */
-	assert_int_equal(db_profile_update(f->db, UINT64_MAX, 1, 0, 0, 0,
+	assert_int_equal(db_profile_update(f->db, UINT64_MAX, 1, 0, true, 0, 0,
 					   f->err, sizeof(f->err)), 0);
 	assert_int_equal(db_profile_get(f->db, UINT64_MAX, &p, f->err,
 					sizeof(f->err)), 0);
-	assert_int_equal(db_profile_update(f->db, k1, 1, 1.5, 0, 0, f->err,
-					   sizeof(f->err)), -EINVAL);
+	assert_int_equal(db_profile_update(f->db, k1, 1, 1.5, true, 0, 0,
+					   f->err, sizeof(f->err)), -EINVAL);
 	reopen(f);
 	assert_int_equal(db_profile_get(f->db, k1, &p, f->err, sizeof(f->err)), 0);
-	assert_int_equal(p.runs, 3);
+	assert_int_equal(p.runs, 4);
 }
 
 static void test_frozen(void **state)
@@ -485,11 +496,14 @@ static void test_frozen(void **state)
 
 /*
  * A database of schema 1 (frozen rows without a method) migrates: its rows
- * read back as SIGSTOP ones, and new rows can name a cgroup.
+ * read back as SIGSTOP ones, and new rows can name a cgroup.  Its profiles
+ * (schema 2 has the same) keep predicting, their busyness marked as not
+ * measured by busy-est.c (schema 3).
  */
 static void test_migrate_v1_frozen(void **state)
 {
 	struct fx *f = *state;
+	struct db_profile p;
 	struct db_frozen *v;
 	sqlite3 *h;
 	size_t n;
@@ -518,10 +532,23 @@ static void test_migrate_v1_frozen(void **state)
 		"CREATE TABLE frozen (pid INTEGER NOT NULL, pid_start INTEGER NOT NULL,"
 		"  job_id INTEGER NOT NULL DEFAULT 0, since_us INTEGER NOT NULL,"
 		"  PRIMARY KEY (pid, pid_start));"
-		"INSERT INTO frozen VALUES (42, 420, 3, 9);",
+		"INSERT INTO frozen VALUES (42, 420, 3, 9);"
+		"INSERT INTO profiles VALUES (7, 1024, 0.05, 2000.0, 3, 5);",
 		NULL, NULL, NULL), SQLITE_OK);
 	sqlite3_close(h);
 	open_ok(f);
+	/* An old profile still predicts, with its busyness marked as not
+	 * measured by busy-est.c: the first measured run replaces it. */
+	assert_int_equal(db_profile_get(f->db, 7, &p, f->err, sizeof(f->err)), 0);
+	assert_int_equal(p.runs, 3);
+	assert_int_equal(p.busy_runs, 0);
+	assert_true(p.mean_busy > 0.05 - 1e-12 && p.mean_busy < 0.05 + 1e-12);
+	assert_int_equal(db_profile_update(f->db, 7, 1024, 0.8, true, 2000, 6,
+					   f->err, sizeof(f->err)), 0);
+	assert_int_equal(db_profile_get(f->db, 7, &p, f->err, sizeof(f->err)), 0);
+	assert_int_equal(p.runs, 4);
+	assert_int_equal(p.busy_runs, 1);
+	assert_true(p.mean_busy > 0.8 - 1e-12 && p.mean_busy < 0.8 + 1e-12);
 	assert_int_equal(db_schema_version(f->db, &ver, f->err, sizeof(f->err)), 0);
 	assert_int_equal(ver, DB_SCHEMA_VERSION);
 	assert_int_equal(db_frozen_list(f->db, &v, &n, f->err, sizeof(f->err)), 0);
