@@ -81,6 +81,17 @@ static struct kparams_driver kp_drv;
 static _Atomic(kparams_readonly_fn) kp_readonly;
 /* Bumped by kparams_invalidate(); entries of an older one are re-learned. */
 static atomic_ulong kp_gen;
+/* Entries replaced in their slot, still pointed to by launch records. */
+static _Atomic(struct kernel_info *) kp_retired;
+
+static void kp_retire(struct kernel_info *e)
+{
+	struct kernel_info *head = atomic_load(&kp_retired);
+
+	do
+		e->retired = head;
+	while (!atomic_compare_exchange_weak(&kp_retired, &head, e));
+}
 
 /* The state of one kparams_collect() call. */
 struct kp_collect {
@@ -211,8 +222,10 @@ static struct kernel_info *kp_insert(struct kernel_info *ki)
 				if (atomic_compare_exchange_strong_explicit(
 					    &tb->slot[h], &e, ki,
 					    memory_order_acq_rel,
-					    memory_order_acquire))
+					    memory_order_acquire)) {
+					kp_retire(e);
 					return ki;
+				}
 			}
 			h = (h + 1) & mask;
 		}
@@ -337,6 +350,7 @@ static struct kernel_info *kp_learn(const void *f, unsigned long gen)
 	ki->name = copy;
 	ki->func = f;
 	ki->gen = gen;
+	ki->retired = NULL;
 	ki->nparams = n;
 	ki->param_bytes = pb;
 	ki->readonly = 0;

@@ -23,6 +23,8 @@
 struct kernel_info {
 	const void *func;	/* CUfunction or CUkernel, the cache key */
 	unsigned long gen;	/* kparams_invalidate() count when learned */
+	/* Replaced entries are kept on a list through this (kparams.c). */
+	struct kernel_info *retired;
 	const char *name;	/* never NULL; "?" when the driver has none */
 	int nparams;		/* -1 when the layout could not be learned */
 	uint32_t param_bytes;	/* end of the last parameter */
