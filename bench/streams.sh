@@ -22,6 +22,11 @@
 #                   KMUX_STREAM_ALLOC=1 with the preload), N in
 #                   KMUX_STREAMS_SA_NS, only for the apps in
 #                   KMUX_STREAMS_SA_APPS (default phase_buffers)
+#      roN          KMUX_PTX_READONLY=1 kmux run --streams N -- APP plain
+#                   (kernel parameters proven read-only from the PTX), N in
+#                   KMUX_STREAMS_RO_NS (default empty: no roN modes); when
+#                   there are roN modes, kmuxN and saN run with
+#                   KMUX_PTX_READONLY=0, so roN vs kmuxN is a side-by-side A/B
 #      expert       APP expert           (hand-written streams and events)
 #    The two PyTorch programs run in one process per mode
 #    (bench/apps/py/torch_suite.py) to pay PyTorch's start-up once.
@@ -30,7 +35,7 @@
 # 4. Report: per app the median time of each mode, best N, speedup over
 #    plain, kmux/expert, verify, flags (slower than plain > 2%, behind expert
 #    > 5%, wrong results), the geometric means, issue 3's targets, issued vs
-#    pruned waits, a plot.
+#    pruned waits, a plot; with roN modes, a table kmuxN vs roN per N.
 #
 # Time budget: KMUX_STREAMS_BUDGET_S (default 530 s, under the device's 600 s
 # command limit).  Verify may use up to a quarter of it; rounds continue up
@@ -51,7 +56,9 @@
 # ("--reps 5 --warmup 3"), KMUX_STREAMS_LAUNCH (auto|run|preload),
 # KMUX_STREAMS_LOG (info), KMUX_STREAMS_BUDGET_S (530),
 # KMUX_STREAMS_SA_NS ("4 8"; empty: no saN modes), KMUX_STREAMS_SA_APPS
-# ("phase_buffers"; "all": every CUDA app), and lib.sh's OUT,
+# ("phase_buffers"; "all": every CUDA app), KMUX_STREAMS_RO_NS ("";
+# e.g. "8 16": roN modes, and a second verify per app with the option),
+# and lib.sh's OUT,
 # NVCC, NVCCFLAGS, PYTHON, KMUX_BIN, KMUX_LIB, KMUX_DEVLIBS.
 # Never changes GPU settings.  Exit status 0 when no run failed.
 set -u
@@ -87,6 +94,10 @@ read -r -a APP_ARGS <<<"${KMUX_STREAMS_APP_ARGS:---reps 7 --warmup 3}"
 read -r -a PY_ARGS <<<"${KMUX_STREAMS_PY_ARGS:---reps 5 --warmup 3}"
 read -r -a SA_NS <<<"${KMUX_STREAMS_SA_NS-4 8}"
 SA_APPS=${KMUX_STREAMS_SA_APPS-phase_buffers}
+read -r -a RO_NS <<<"${KMUX_STREAMS_RO_NS-}"
+# The A/B needs kmuxN without the option whatever the caller's environment.
+RO_OFF=()
+[ ${#RO_NS[@]} -gt 0 ] && RO_OFF=(KMUX_PTX_READONLY=0)
 LAUNCH=${KMUX_STREAMS_LAUNCH:-auto}
 KLOG=${KMUX_STREAMS_LOG:-info}
 RESERVE=20	# seconds kept for the report
@@ -99,20 +110,36 @@ SUITE=$APPS_DIR/py/torch_suite.py
 # csv APP MODE REP KEY VALUE (commas and quotes in VALUE would break the CSV)
 csv() { printf '%s,%s,%s,%s,%s\n' "$1" "$2" "$3" "$4" "${5//[,\"]/;}" >>"$CSV"; }
 
+# kmux_mode MODE: true for the modes that run under kmux
+kmux_mode() { [[ $1 == kmux* || $1 == sa* || $1 == ro* ]]; }
+
+# mode_n MODE: N of kmuxN / saN / roN
+mode_n() { local n=${1#kmux}; n=${n#sa}; echo "${n#ro}"; }
+
+# mode_env MODE: the option variables of MODE, one per line
+mode_env() {
+	case $1 in
+	ro*) echo KMUX_PTX_READONLY=1 ;;
+	*) [ ${#RO_OFF[@]} -gt 0 ] && printf '%s\n' "${RO_OFF[@]}" ;;
+	esac
+	return 0
+}
+
 # kmux_prefix MODE: prints the words that run a command under kmux in MODE
-# (kmuxN: N streams; saN: N streams and --stream-alloc), one per line
-# (empty when kmux cannot run here)
+# (kmuxN: N streams; saN: N streams and --stream-alloc; roN: N streams and
+# KMUX_PTX_READONLY=1), one per line (empty when kmux cannot run here)
 kmux_prefix() {
-	local n=${1#kmux} sa=()
-	case $1 in sa*) n=${1#sa} ;; esac
+	local n sa=() ev=()
+	n=$(mode_n "$1")
+	mapfile -t ev < <(mode_env "$1")
 	case $KMODE in
 	run)
 		[[ $1 == sa* ]] && sa=(--stream-alloc)
 		printf '%s\n' env "LD_LIBRARY_PATH=$KMUX_DEVLIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-			"KMUX_LOG=$KLOG" "$KMUX_BIN" run --streams "$n" "${sa[@]}" -- ;;
+			"KMUX_LOG=$KLOG" "${ev[@]}" "$KMUX_BIN" run --streams "$n" "${sa[@]}" -- ;;
 	preload)
 		[[ $1 == sa* ]] && sa=(KMUX_STREAM_ALLOC=1)
-		printf '%s\n' env "KMUX_LOG=$KLOG" "KMUX_STREAMS=$n" "${sa[@]}" \
+		printf '%s\n' env "KMUX_LOG=$KLOG" "${ev[@]}" "KMUX_STREAMS=$n" "${sa[@]}" \
 			"LD_PRELOAD=$KMUX_LIB${LD_PRELOAD:+:$LD_PRELOAD}" ;;
 	esac
 }
@@ -128,16 +155,18 @@ human() {
 	local mode=$1
 	shift
 	case $mode in
-	kmux* | sa*)
-		# saN: kmuxN with stream-ordered allocation
-		local n=${mode#kmux} opt="" var=""
+	kmux* | sa* | ro*)
+		# saN: kmuxN with stream-ordered allocation; roN: with PTX read-only
+		local n opt="" var="" ev
+		n=$(mode_n "$mode")
+		ev=$(mode_env "$mode" | tr '\n' ' ')
 		if [[ $mode == sa* ]]; then
-			n=${mode#sa} opt=" --stream-alloc" var=" KMUX_STREAM_ALLOC=1"
+			opt=" --stream-alloc" var=" KMUX_STREAM_ALLOC=1"
 		fi
 		if [ "$KMODE" = run ]; then
-			echo "KMUX_LOG=$KLOG LD_LIBRARY_PATH=build/devlibs build/kmux run --streams $n$opt -- $*"
+			echo "KMUX_LOG=$KLOG ${ev}LD_LIBRARY_PATH=build/devlibs build/kmux run --streams $n$opt -- $*"
 		else
-			echo "KMUX_LOG=$KLOG KMUX_STREAMS=$n$var LD_PRELOAD=build/libkmux.so $*"
+			echo "KMUX_LOG=$KLOG ${ev}KMUX_STREAMS=$n$var LD_PRELOAD=build/libkmux.so $*"
 		fi ;;
 	*) echo "$*" ;;
 	esac
@@ -215,7 +244,7 @@ one_run() {
 	shift 4
 	local so=$WORK/run/$group.$mode.$rep.out se=$WORK/run/$group.$mode.$rep.err
 	local rc t0 secs left summary pre=()
-	if [[ $mode == kmux* || $mode == sa* ]]; then
+	if kmux_mode "$mode"; then
 		mapfile -t pre < <(kmux_prefix "$mode")
 	fi
 	left=$(time_left)
@@ -247,12 +276,14 @@ one_run() {
 verify_one() {
 	local name=$1 vapps=$2 tmo=$3 app
 	shift 3
-	local so=$WORK/run/verify.$name.out rc res t0 secs
-	echo "KMUX_LOG=$KLOG LD_LIBRARY_PATH=build/devlibs build/kmux verify --streams $VERIFY_N -- $*" |
+	local so=$WORK/run/verify.$name.out rc res t0 secs ev=()
+	# VERIFY_MODE=roN (the caller's): verify with the option on
+	mapfile -t ev < <(mode_env "${VERIFY_MODE:-kmux}")
+	echo "KMUX_LOG=$KLOG ${ev[*]}${ev[*]:+ }LD_LIBRARY_PATH=build/devlibs build/kmux verify --streams $VERIFY_N -- $*" |
 		shorten_cmds >>"$CMDS"
 	t0=$SECONDS
 	timeout -k 10 "$tmo" env "LD_LIBRARY_PATH=$KMUX_DEVLIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-		"KMUX_LOG=$KLOG" "$KMUX_BIN" verify --streams "$VERIFY_N" -- "$@" >"$so" 2>&1 </dev/null
+		"KMUX_LOG=$KLOG" "${ev[@]}" "$KMUX_BIN" verify --streams "$VERIFY_N" -- "$@" >"$so" 2>&1 </dev/null
 	rc=$?
 	secs=$((SECONDS - t0))
 	case $rc in
@@ -269,7 +300,7 @@ verify_one() {
 		echo "----- verify $name: exit $rc, ${secs}s: kmux verify --streams $VERIFY_N -- $*"
 		tail -n 60 "$so"
 	} >>"$LOG"
-	for app in ${vapps//,/ }; do csv "$app" verify 1 result "$res"; done
+	for app in ${vapps//,/ }; do csv "$app" "${VERIFY_KEY:-verify}" 1 result "$res"; done
 	log "  verify $name: $res (${secs}s)$([ "$res" = identical ] || echo ": $(grep -v '^ *$' "$so" | tail -n 1 | cut -c1-150)")"
 	[ "$res" = identical ] || FAILS=$((FAILS + 1))
 }
@@ -312,6 +343,7 @@ main() {
 	if [ "$KMODE" != none ]; then
 		for n in "${NS[@]}"; do MODES+=("kmux$n"); done
 		for n in "${SA_NS[@]}"; do MODES+=("sa$n"); done
+		for n in "${RO_NS[@]}"; do MODES+=("ro$n"); done
 	else
 		log "streams: kmux modes SKIP (neither 'kmux run' nor the preload can run here)"
 	fi
@@ -361,6 +393,11 @@ main() {
 			# the same with stream-ordered allocation (the log only)
 			if [ ${#SA_NS[@]} -gt 0 ] && sa_app "$app" && [ "$(date +%s)" -lt "$vend" ]; then
 				KMUX_STREAM_ALLOC=1 verify_one "$app-stream-alloc" "" 90 "$B/$app" plain --reps 2 --warmup 1
+			fi
+			# the same with PTX read-only (recorded as verify-ro)
+			if [ ${#RO_NS[@]} -gt 0 ] && [ "$(date +%s)" -lt "$vend" ]; then
+				VERIFY_MODE=ro VERIFY_KEY=verify-ro verify_one "$app-ptx-readonly" "$app" 90 \
+					"$B/$app" plain --reps 2 --warmup 1
 			fi
 		done
 		if [ "$torch_on" = 1 ]; then
@@ -473,13 +510,14 @@ report() {
 		echo "- CUDA_DEVICE_MAX_CONNECTIONS: ${CUDA_DEVICE_MAX_CONNECTIONS:-unset (driver default 8; kmux bounds its pool by it, so N=16 may act as 8)}"
 		echo "- repeats: up to $REPS rounds, modes interleaved and rotated per round, each run a fresh process;"
 		echo "  CUDA app arguments: ${APP_ARGS[*]}; PyTorch: ${PY_ARGS[*]} (one process for $PY_APPS)"
-		echo "- verify: kmux verify --streams $VERIFY_N on the plain version"
+		echo "- verify: kmux verify --streams $VERIFY_N on the plain version$([ ${#RO_NS[@]} -gt 0 ] && echo "; again with KMUX_PTX_READONLY=1 (verify-ro)")"
+		[ ${#RO_NS[@]} -gt 0 ] && echo "- roN: KMUX_PTX_READONLY=1, N in ${RO_NS[*]}; kmuxN and saN ran with KMUX_PTX_READONLY=0 (side-by-side A/B)"
 		echo "- failed runs: $FAILS (see streams.log)"
 		echo
 	} >"$MD"
 	log "report:"
 	"$PY" "$APPS_DIR/streams_report.py" "$CSV" --md "$MD" --png "$PNG" \
-		--ns "${NS[*]}" --sa-ns "${SA_NS[*]}" --py-apps "$PY_APPS" | tee -a "$LOG"
+		--ns "${NS[*]}" --sa-ns "${SA_NS[*]}" --ro-ns "${RO_NS[*]}" --py-apps "$PY_APPS" | tee -a "$LOG"
 	{
 		echo "Raw rows: streams.csv; every run's output: streams.log."
 		echo

@@ -7,11 +7,14 @@ issued vs pruned waits) and, when matplotlib can be imported, a bar plot of
 the speedups.  Standard library only, apart from that optional plot.
 
 Modes: plain, kmuxN (N streams), saN (N streams and --stream-alloc, for
-some apps), expert; mode "verify" holds kmux verify's result.  Keys per run: ms (the program's median event-timed ROI), wall_ms,
+some apps), roN (N streams and KMUX_PTX_READONLY=1; kmuxN then ran with it
+off), expert; mode "verify" holds kmux verify's result, "verify-ro" the
+same with KMUX_PTX_READONLY=1.  Keys per run: ms (the program's median event-timed ROI), wall_ms,
 rc, check (ok / FAIL / none), checksum, issued, pruned, secs.
 
 Usage: streams_report.py CSV --md OUT.md [--png OUT.png] [--meta FILE]
-       [--ns "2 4 8 16"] [--sa-ns "4 8"] [--py-apps googlenet,ensemble]
+       [--ns "2 4 8 16"] [--sa-ns "4 8"] [--ro-ns "8 16"]
+       [--py-apps googlenet,ensemble]
 The Markdown is appended to OUT.md (the script writes its header first).
 """
 
@@ -322,6 +325,46 @@ def sa_table(data, rows, sa_ns):
                   "docs/design-streams.md, \"Stream-ordered allocation\")."]
 
 
+def ro_table(data, rows, ro_ns):
+    """Side by side per N: kmuxN (option off) vs roN (KMUX_PTX_READONLY=1)."""
+    out = []
+    for r in rows:
+        modes = data[r["app"]]
+        ro = {n: Mode(modes.get(f"ro{n}", {})) for n in ro_ns}
+        if not any(m.runs for m in ro.values()):
+            continue
+        if not out:
+            out = ["| app | plain ms | " +
+                   " | ".join(f"kmux{n} ms | ro{n} ms | ro{n}/kmux{n}" for n in ro_ns) +
+                   " | expert ms | best ro / expert | waits ro (issued/pruned) |"
+                   " same result | verify-ro | failed ro runs |",
+                   "|---" * (8 + 3 * len(ro_ns)) + "|"]
+        psums = r["plain"].sums
+        cells = []
+        for n in ro_ns:
+            k = Mode(modes.get(f"kmux{n}", {}))
+            m = ro[n]
+            ratio = m.med / k.med if m.med and k.med else None
+            cells.append(f"{fmt(k.med)} | {fmt(m.med)} | {fmt(ratio)}")
+        good = [(m.med, n) for n, m in ro.items() if m.med is not None and m.fails == 0]
+        best = min(good) if good else None
+        e = r["expert"].med
+        same = all(not (psums and m.sums and not m.sums <= psums) for m in ro.values())
+        vro = next((x.get("result") for x in modes.get("verify-ro", {}).values()
+                    if x.get("result")), "not run")
+        out.append(f"| {r['app']} | {fmt(r['plain'].med)} | " + " | ".join(cells) +
+                   f" | {fmt(e)} | {fmt(best[0] / e if best and e else None)}" +
+                   f" | {ro[best[1]].waits() if best else 'n/a'}"
+                   f" | {'yes' if same else 'NO'} | {vro} |"
+                   f" {sum(m.fails for m in ro.values())} |")
+    if not out:
+        return ["No roN runs (KMUX_STREAMS_RO_NS empty, or none ran)."]
+    return out + ["", "roN: KMUX_PTX_READONLY=1 kmux run --streams N; kmuxN in this run "
+                  "had KMUX_PTX_READONLY=0, modes interleaved in the same rounds "
+                  "(docs/design-streams.md, \"Narrowing per-allocation tracking "
+                  "safely\"). roN/kmuxN < 1: the option helped."]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("csv")
@@ -329,6 +372,7 @@ def main():
     ap.add_argument("--png")
     ap.add_argument("--ns", default="2 4 8 16")
     ap.add_argument("--sa-ns", default="")
+    ap.add_argument("--ro-ns", default="")
     ap.add_argument("--py-apps", default="googlenet,ensemble")
     a = ap.parse_args()
     ns = [int(n) for n in a.ns.split()]
@@ -363,6 +407,10 @@ def main():
         if sa_ns:
             out += ["", "### Stream-ordered allocation (--stream-alloc)", ""]
             out += sa_table(data, rows, sa_ns)
+        ro_ns = [int(n) for n in a.ro_ns.split()]
+        if ro_ns:
+            out += ["", "### Read-only parameters from PTX (KMUX_PTX_READONLY=1), A/B", ""]
+            out += ro_table(data, rows, ro_ns)
     out.append("")
     if a.png and rows:
         out.append(plot(rows, ns, a.png))

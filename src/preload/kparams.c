@@ -9,18 +9,28 @@
  * the hit path takes no lock: an open-addressing hash table of pointers to
  * immutable kernel_info entries, linear probing bounded by KP_PROBE_MAX.  An
  * entry is published by one CAS of an empty slot and never changes or moves
- * afterwards.  A table whose probe window for a key is full does not grow in
+ * afterwards; it is only ever replaced, in its slot, by a newer entry for the
+ * same handle (below).  A table whose probe window for a key is full does not grow in
  * place (readers could not follow a move): the key goes to the next table of
  * a chain, each four times larger than the one before, linked by CAS.  The
  * first table is static (4096 slots, enough for most programs); a lookup
  * walks the chain, so a key costs one extra probe window per table before it.
  *
- * Because slots only ever go from empty to full, two threads learning the
- * same function at once walk the same probe sequence and meet at the same
- * slot: the CAS loser frees its copy and returns the winner's, so every
- * caller sees one entry per handle.  Both may have asked the driver, which
- * is harmless (the answers are the same); entries are never freed, because
- * launch records keep pointers to them (and to their names).
+ * Because slots only ever go from empty to a handle's entry (and then keep
+ * that handle), two threads learning the same function at once walk the same
+ * probe sequence and meet at the same slot: the CAS loser frees its copy and
+ * returns the winner's, so every caller sees one entry per handle.  Both may
+ * have asked the driver, which is harmless (the answers are the same);
+ * entries are never freed, because launch records keep pointers to them (and
+ * to their names).
+ *
+ * Handles are reused: after cuModuleUnload, cuLibraryUnload or a context's
+ * end, the driver may give a new function the handle of a dead one, with
+ * another name, layout and read-only verdict.  Those call
+ * kparams_invalidate(), which bumps a generation; an entry of an older
+ * generation is learned again on its next use and replaces the old one in
+ * its slot.  The hit path pays one atomic load for this.  Every unload costs
+ * one re-learning (and one kept entry) per function launched afterwards.
  *
  * Decoding allocates nothing: the pointer words go straight to
  * alloc_table_find(), and duplicates are filtered linearly while there are
@@ -69,6 +79,19 @@ static struct kp_table kp_first = {
 
 static struct kparams_driver kp_drv;
 static _Atomic(kparams_readonly_fn) kp_readonly;
+/* Bumped by kparams_invalidate(); entries of an older one are re-learned. */
+static atomic_ulong kp_gen;
+/* Entries replaced in their slot, still pointed to by launch records. */
+static _Atomic(struct kernel_info *) kp_retired;
+
+static void kp_retire(struct kernel_info *e)
+{
+	struct kernel_info *head = atomic_load(&kp_retired);
+
+	do
+		e->retired = head;
+	while (!atomic_compare_exchange_weak(&kp_retired, &head, e));
+}
 
 /* The state of one kparams_collect() call. */
 struct kp_collect {
@@ -96,6 +119,11 @@ void kparams_set_driver(const struct kparams_driver *drv)
 void kparams_set_readonly(kparams_readonly_fn fn)
 {
 	atomic_store(&kp_readonly, fn);
+}
+
+void kparams_invalidate(void)
+{
+	atomic_fetch_add_explicit(&kp_gen, 1, memory_order_acq_rel);
 }
 
 /* Fibonacci hashing: handles are aligned heap pointers, so mix the bits. */
@@ -163,8 +191,11 @@ static struct kp_table *kp_next_table(struct kp_table *tb)
 
 /*
  * Publish ki, or find the entry another thread published for the same
- * function first (then ki is freed).  Returns the entry in the cache, or
- * NULL when a new table was needed and could not be allocated.
+ * function first (then ki is freed).  An entry of an older generation is
+ * replaced in its slot (so the key keeps its place in the probe sequence);
+ * the old entry is kept, since launch records may point to it.  Returns
+ * the entry in the cache, or NULL when a new table was needed and could
+ * not be allocated.
  */
 static struct kernel_info *kp_insert(struct kernel_info *ki)
 {
@@ -182,10 +213,19 @@ static struct kernel_info *kp_insert(struct kernel_info *ki)
 				    memory_order_acq_rel,
 				    memory_order_acquire))
 				return ki;
-			/* e is now what occupies the slot. */
-			if (e->func == ki->func) {
-				free(ki);
-				return e;
+			/* e is now what occupies the slot: never NULL again. */
+			while (e->func == ki->func) {
+				if (e->gen >= ki->gen) {
+					free(ki);
+					return e;
+				}
+				if (atomic_compare_exchange_strong_explicit(
+					    &tb->slot[h], &e, ki,
+					    memory_order_acq_rel,
+					    memory_order_acquire)) {
+					kp_retire(e);
+					return ki;
+				}
 			}
 			h = (h + 1) & mask;
 		}
@@ -255,7 +295,7 @@ static const char *kp_name(enum kp_via via, const void *f)
 }
 
 /* Build the (not yet published) entry for f from the driver's answers. */
-static struct kernel_info *kp_learn(const void *f)
+static struct kernel_info *kp_learn(const void *f, unsigned long gen)
 {
 	uint32_t off[KPARAMS_MAX], size[KPARAMS_MAX], end, pb = 0;
 	CUresult first_func, first_kernel = CUDA_ERROR_NOT_SUPPORTED;
@@ -309,6 +349,8 @@ static struct kernel_info *kp_learn(const void *f)
 	copy[namelen] = '\0';
 	ki->name = copy;
 	ki->func = f;
+	ki->gen = gen;
+	ki->retired = NULL;
 	ki->nparams = n;
 	ki->param_bytes = pb;
 	ki->readonly = 0;
@@ -316,7 +358,8 @@ static struct kernel_info *kp_learn(const void *f)
 		kparams_readonly_fn ro = atomic_load(&kp_readonly);
 
 		if (ro && n > 0 && strcmp(copy, "?") != 0)
-			ki->readonly = ro(copy, n, ki->size);
+			ki->readonly = ro(f, via == KP_VIA_KERNEL, copy, n,
+					  ki->size);
 	}
 	atomic_init(&ki->sched_class, KPARAMS_CLASS_UNKNOWN);
 	return ki;
@@ -325,11 +368,17 @@ static struct kernel_info *kp_learn(const void *f)
 const struct kernel_info *kparams_info(const void *f)
 {
 	struct kernel_info *ki;
+	/*
+	 * Read before asking the driver: an unload racing with the learning
+	 * leaves the entry already stale.
+	 */
+	unsigned long gen = atomic_load_explicit(&kp_gen,
+						 memory_order_acquire);
 
 	ki = kp_lookup(f);
-	if (likely(ki))
+	if (likely(ki && ki->gen == gen))
 		return ki;
-	ki = kp_learn(f);
+	ki = kp_learn(f, gen);
 	if (!ki)
 		return NULL;
 	return kp_insert(ki);

@@ -22,6 +22,9 @@
 
 struct kernel_info {
 	const void *func;	/* CUfunction or CUkernel, the cache key */
+	unsigned long gen;	/* kparams_invalidate() count when learned */
+	/* Replaced entries are kept on a list through this (kparams.c). */
+	struct kernel_info *retired;
 	const char *name;	/* never NULL; "?" when the driver has none */
 	int nparams;		/* -1 when the layout could not be learned */
 	uint32_t param_bytes;	/* end of the last parameter */
@@ -60,11 +63,22 @@ void kparams_set_driver(const struct kparams_driver *drv);
 
 /*
  * Who proves parameters read-only (ptx-table.h), asked once per function
- * when it is learned, with its name and driver layout.  NULL: nobody.
+ * when it is learned, with the handle (a CUkernel when is_kernel: the
+ * kernel API answered its layout), its name and driver layout.  NULL:
+ * nobody.
  */
-typedef uint64_t (*kparams_readonly_fn)(const char *name, int nparams,
+typedef uint64_t (*kparams_readonly_fn)(const void *f, int is_kernel,
+					const char *name, int nparams,
 					const uint32_t *size);
 void kparams_set_readonly(kparams_readonly_fn fn);
+
+/*
+ * A module, library or context went away: the driver may hand its
+ * function handles out again for other code, so every cached entry is
+ * learned again on its next use (the old entries stay valid for whoever
+ * holds them).
+ */
+void kparams_invalidate(void);
 
 /*
  * Cached info for f; learned from the driver on first sight.  Never NULL

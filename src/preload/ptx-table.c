@@ -1,15 +1,31 @@
 /*
- * ptx-table.c - KMUX_PTX_READONLY=1: the read-only verdicts of every kernel
- * in the module images the program loaded, by kernel name.
+ * ptx-table.c - KMUX_PTX_READONLY=1: the read-only verdicts of the kernels
+ * of every module image the program loaded, kept per loaded module
+ * (CUmodule) or library (CUlibrary) handle.
  *
- * Module loads (wrap-module.c) scan their image once (ptx-readonly.h) and
- * merge the entries here; kparams asks once per function handle, when it
- * first learns the function's layout, and keeps the answer in its
- * kernel_info.  A name seen in several images keeps only the parameters
- * proven read-only in all of them, and nothing when the layouts differ.
- * A verdict is used only when the driver's layout of the function has the
- * same parameter count and sizes as the PTX declares.  Loads and first
- * launches are rare, so one mutex is enough.
+ * Module and library loads (wrap-module.c) scan their image once
+ * (ptx-readonly.h) and record its entries under the handle the driver
+ * returned; unloads drop them (the driver reuses handles).  kparams asks
+ * once per function handle, when it first learns the function's layout,
+ * and caches the answer in its kernel_info (invalidated on every unload).
+ *
+ * A verdict is only ever taken from the image the launched function was
+ * loaded from, never by name alone: a kernel of the same name in an image
+ * kmux could not read (SASS only, compressed PTX without a decoder, a file
+ * load) must stay read-write.  The owner is found by asking the driver:
+ *   - a CUfunction: cuFuncGetModule, when it names a recorded module;
+ *   - a CUkernel: cuKernelGetLibrary, when it names a recorded library;
+ *   - otherwise (a CUfunction of a library kernel, whose per-context module
+ *     kmux never saw loaded), each recorded library that has a verdict for
+ *     the name is asked for that kernel (cuLibraryGetKernel) and its
+ *     function in the current context (cuKernelGetFunction); only the very
+ *     same handle proves the owner.
+ * Within one image a name seen in several PTX texts keeps only the
+ * parameters proven read-only in all of them, and nothing when the layouts
+ * differ.  A verdict is used only when the driver's layout of the function
+ * has the same parameter count and sizes as the PTX declares.  Loads and
+ * first launches are rare, so one mutex is enough; the driver is never
+ * called with it held.
  */
 #include <pthread.h>
 #include <stdbool.h>
@@ -25,13 +41,27 @@
 /* Text images are believed up to this length (the driver needs a NUL). */
 #define PTXTAB_TEXT_MAX ((size_t)1 << 30)
 
+/* Libraries probed by name for one function (more: no verdict). */
+#define PTXTAB_PROBE_MAX 8
+
 int ptxtab_on;
 
+/* The verdicts of one loaded image, one entry per kernel name. */
+struct ptxtab_image {
+	enum ptxtab_owner kind;
+	const void *handle;
+	struct ptxro_module m;
+};
+
 static pthread_mutex_t ptxtab_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct ptxro_module ptxtab;	/* merged, one entry per name */
+static struct ptxtab_driver ptxtab_drv;
+static struct ptxtab_image *ptxtab_img;
+static int ptxtab_nimg, ptxtab_capimg;
 static struct ptxro_image_stats ptxtab_st;
-static unsigned long ptxtab_images, ptxtab_errors;
-static atomic_ulong ptxtab_kernels, ptxtab_params_ro, ptxtab_mismatch;
+static unsigned long ptxtab_images, ptxtab_errors, ptxtab_analysed;
+static unsigned long ptxtab_unloads;
+static atomic_ulong ptxtab_kernels, ptxtab_params_ro, ptxtab_mismatch,
+	ptxtab_unowned;
 
 int ptxtab_init(const char *value)
 {
@@ -39,11 +69,22 @@ int ptxtab_init(const char *value)
 	return 0;
 }
 
-static struct ptxro_entry *ptxtab_find(const char *name)
+void ptxtab_set_driver(const struct ptxtab_driver *drv)
 {
-	for (int i = 0; i < ptxtab.n; i++)
-		if (strcmp(ptxtab.e[i].name, name) == 0)
-			return &ptxtab.e[i];
+	pthread_mutex_lock(&ptxtab_mu);
+	if (drv)
+		ptxtab_drv = *drv;
+	else
+		memset(&ptxtab_drv, 0, sizeof(ptxtab_drv));
+	pthread_mutex_unlock(&ptxtab_mu);
+}
+
+static struct ptxro_entry *ptxtab_entry(struct ptxro_module *m,
+					const char *name)
+{
+	for (int i = 0; i < m->n; i++)
+		if (strcmp(m->e[i].name, name) == 0)
+			return &m->e[i];
 	return NULL;
 }
 
@@ -54,11 +95,36 @@ static bool ptxtab_same_layout(const struct ptxro_entry *a, int n,
 	       (n == 0 || memcmp(a->size, size, (size_t)n * sizeof(*size)) == 0);
 }
 
-/* Lock held.  Move the entries of m into the table; m is emptied. */
-static void ptxtab_merge(struct ptxro_module *m)
+/* Lock held.  The recorded image of handle, or NULL. */
+static struct ptxtab_image *ptxtab_find(enum ptxtab_owner kind,
+					const void *handle)
 {
+	for (int i = 0; i < ptxtab_nimg; i++)
+		if (ptxtab_img[i].kind == kind &&
+		    ptxtab_img[i].handle == handle)
+			return &ptxtab_img[i];
+	return NULL;
+}
+
+/* Lock held.  Forget image i (the last one takes its place). */
+static void ptxtab_drop(int i)
+{
+	ptxro_module_release(&ptxtab_img[i].m);
+	ptxtab_img[i] = ptxtab_img[--ptxtab_nimg];
+}
+
+/*
+ * Merge the entries of m into one entry per name; m is emptied.  Returns
+ * the merged module (its own allocation).
+ */
+static struct ptxro_module ptxtab_merge(struct ptxro_module *m)
+{
+	struct ptxro_module out;
+
+	ptxro_module_init(&out);
 	for (int i = 0; i < m->n; i++) {
-		struct ptxro_entry *e = &m->e[i], *old = ptxtab_find(e->name);
+		struct ptxro_entry *e = &m->e[i], *old = ptxtab_entry(&out,
+								     e->name);
 
 		if (old) {
 			if (!ptxtab_same_layout(old, e->nparams, e->size))
@@ -69,37 +135,36 @@ static void ptxtab_merge(struct ptxro_module *m)
 			free(e->size);
 			continue;
 		}
-		if (ptxtab.n == ptxtab.cap) {
-			int cap = ptxtab.cap ? 2 * ptxtab.cap : 64;
-			struct ptxro_entry *ne = realloc(ptxtab.e,
-					(size_t)cap * sizeof(*ne));
-
-			if (!ne) {
-				/*
-				 * Unrecorded is unknown, and unknown is
-				 * read-write: dropping the entry is safe.
-				 */
+		/* Names are few per image: out grows to at most m->n. */
+		if (!out.e) {
+			out.e = malloc((size_t)m->n * sizeof(*out.e));
+			if (!out.e) {
+				/* No entries is no verdicts: read-write. */
 				ptxtab_errors++;
-				free(e->name);
-				free(e->size);
-				continue;
+				for (int j = i; j < m->n; j++) {
+					free(m->e[j].name);
+					free(m->e[j].size);
+				}
+				break;
 			}
-			ptxtab.e = ne;
-			ptxtab.cap = cap;
+			out.cap = m->n;
 		}
-		ptxtab.e[ptxtab.n++] = *e;
+		out.e[out.n++] = *e;
 	}
 	m->n = 0;
+	return out;
 }
 
-void ptxtab_scan(const void *image)
+void ptxtab_scan(enum ptxtab_owner kind, const void *handle,
+		 const void *image)
 {
-	struct ptxro_module m;
+	struct ptxro_module m, merged;
 	struct ptxro_image_stats st = { 0 };
+	struct ptxtab_image *img;
 	size_t n;
 	int r;
 
-	if (!ptxtab_on || !image)
+	if (!ptxtab_on || !image || !handle)
 		return;
 	ptxro_module_init(&m);
 	n = ptxro_image_size(image, PTXTAB_TEXT_MAX);
@@ -113,33 +178,178 @@ void ptxtab_scan(const void *image)
 	ptxtab_st.bad += st.bad;
 	if (r < 0)
 		ptxtab_errors++;
-	ptxtab_merge(&m);
+	merged = ptxtab_merge(&m);
+	ptxtab_analysed += (unsigned long)merged.n;
+	/* A stale record of a reused handle whose unload was not seen. */
+	img = ptxtab_find(kind, handle);
+	if (img)
+		ptxtab_drop((int)(img - ptxtab_img));
+	if (ptxtab_nimg == ptxtab_capimg) {
+		int cap = ptxtab_capimg ? 2 * ptxtab_capimg : 16;
+		struct ptxtab_image *ni = realloc(ptxtab_img,
+						  (size_t)cap * sizeof(*ni));
+
+		if (!ni) {
+			/* Unrecorded is unknown, and unknown is read-write. */
+			ptxtab_errors++;
+			ptxro_module_release(&merged);
+			goto out;
+		}
+		ptxtab_img = ni;
+		ptxtab_capimg = cap;
+	}
+	ptxtab_img[ptxtab_nimg++] = (struct ptxtab_image){
+		.kind = kind, .handle = handle, .m = merged,
+	};
+out:
 	pthread_mutex_unlock(&ptxtab_mu);
 	ptxro_module_release(&m);
-	log_debug("ptx-readonly: image %p: %u PTX (%u decompressed), %u "
-		  "without, %u compressed skipped, %u malformed", image, st.ptx,
+	log_debug("ptx-readonly: %s %p: %u PTX (%u decompressed), %u "
+		  "without, %u compressed skipped, %u malformed",
+		  kind == PTXTAB_MODULE ? "module" : "library", handle, st.ptx,
 		  st.decompressed, st.no_ptx, st.compressed, st.bad);
 }
 
-uint64_t ptxtab_readonly(const char *name, int nparams, const uint32_t *size)
+void ptxtab_unload(enum ptxtab_owner kind, const void *handle)
 {
-	const struct ptxro_entry *e;
-	uint64_t ro = 0;
+	struct ptxtab_image *img;
 
-	if (!ptxtab_on || !name || nparams <= 0)
+	if (!ptxtab_on)
+		return;
+	pthread_mutex_lock(&ptxtab_mu);
+	img = ptxtab_find(kind, handle);
+	if (img) {
+		ptxtab_drop((int)(img - ptxtab_img));
+		ptxtab_unloads++;
+	}
+	pthread_mutex_unlock(&ptxtab_mu);
+}
+
+void ptxtab_modules_gone(void)
+{
+	if (!ptxtab_on)
+		return;
+	pthread_mutex_lock(&ptxtab_mu);
+	for (int i = ptxtab_nimg - 1; i >= 0; i--) {
+		if (ptxtab_img[i].kind == PTXTAB_MODULE) {
+			ptxtab_drop(i);
+			ptxtab_unloads++;
+		}
+	}
+	pthread_mutex_unlock(&ptxtab_mu);
+}
+
+/*
+ * The verdict of the image recorded under (kind, handle) for name: 1 with
+ * *ro set when that image is recorded (it is f's owner), 0 when not.
+ */
+static int ptxtab_owner_verdict(enum ptxtab_owner kind, const void *handle,
+				const char *name, int nparams,
+				const uint32_t *size, uint64_t *ro)
+{
+	struct ptxtab_image *img;
+	struct ptxro_entry *e;
+
+	pthread_mutex_lock(&ptxtab_mu);
+	img = ptxtab_find(kind, handle);
+	e = img ? ptxtab_entry(&img->m, name) : NULL;
+	*ro = 0;
+	if (e && ptxtab_same_layout(e, nparams, size)) {
+		*ro = e->readonly;
+		atomic_fetch_add(&ptxtab_kernels, 1);
+	} else if (e) {
+		atomic_fetch_add(&ptxtab_mismatch, 1);
+	} else if (img) {
+		/* Its own image has no PTX for it: no verdict by name. */
+		atomic_fetch_add(&ptxtab_unowned, 1);
+	}
+	pthread_mutex_unlock(&ptxtab_mu);
+	return img != NULL;
+}
+
+/*
+ * f is neither a function of a recorded module nor a kernel of a recorded
+ * library the driver named: it may be the per-context function of a
+ * library kernel.  Returns the verdict of the library whose kernel `name`
+ * is f itself, or 0.
+ */
+static uint64_t ptxtab_probe_libraries(const void *f, const char *name,
+				       int nparams, const uint32_t *size,
+				       const struct ptxtab_driver *drv)
+{
+	const void *lib[PTXTAB_PROBE_MAX];
+	uint64_t ro[PTXTAB_PROBE_MAX];
+	int n = 0;
+
+	if (!drv->library_get_kernel)
 		return 0;
 	pthread_mutex_lock(&ptxtab_mu);
-	e = ptxtab_find(name);
-	if (e && ptxtab_same_layout(e, nparams, size))
-		ro = e->readonly;
-	else if (e)
-		atomic_fetch_add(&ptxtab_mismatch, 1);
-	pthread_mutex_unlock(&ptxtab_mu);
-	if (e) {
-		atomic_fetch_add(&ptxtab_kernels, 1);
-		atomic_fetch_add(&ptxtab_params_ro,
-				 (unsigned long)__builtin_popcountll(ro));
+	for (int i = 0; i < ptxtab_nimg && n < PTXTAB_PROBE_MAX; i++) {
+		struct ptxro_entry *e;
+
+		if (ptxtab_img[i].kind != PTXTAB_LIBRARY)
+			continue;
+		e = ptxtab_entry(&ptxtab_img[i].m, name);
+		/* Nothing to gain from proving an owner with no verdict. */
+		if (!e || !e->readonly ||
+		    !ptxtab_same_layout(e, nparams, size))
+			continue;
+		lib[n] = ptxtab_img[i].handle;
+		ro[n++] = e->readonly;
 	}
+	pthread_mutex_unlock(&ptxtab_mu);
+	for (int i = 0; i < n; i++) {
+		CUkernel k = NULL;
+		CUfunction g = NULL;
+
+		if (drv->library_get_kernel(&k, (CUlibrary)lib[i], name) !=
+		    CUDA_SUCCESS || !k)
+			continue;
+		if ((const void *)k == f ||
+		    (drv->kernel_get_function &&
+		     drv->kernel_get_function(&g, k) == CUDA_SUCCESS &&
+		     (const void *)g == f)) {
+			atomic_fetch_add(&ptxtab_kernels, 1);
+			return ro[i];
+		}
+	}
+	return 0;
+}
+
+uint64_t ptxtab_readonly(const void *f, int is_kernel, const char *name,
+			 int nparams, const uint32_t *size)
+{
+	struct ptxtab_driver drv;
+	uint64_t ro = 0;
+	int owned = 0;
+
+	if (!ptxtab_on || !f || !name || nparams <= 0)
+		return 0;
+	pthread_mutex_lock(&ptxtab_mu);
+	drv = ptxtab_drv;
+	pthread_mutex_unlock(&ptxtab_mu);
+	if (!is_kernel && drv.func_get_module) {
+		CUmodule m = NULL;
+
+		if (drv.func_get_module(&m, (CUfunction)f) == CUDA_SUCCESS && m)
+			owned = ptxtab_owner_verdict(PTXTAB_MODULE, m, name,
+						     nparams, size, &ro);
+	}
+	if (!owned && is_kernel && drv.kernel_get_library) {
+		CUlibrary l = NULL;
+
+		if (drv.kernel_get_library(&l, (CUkernel)f) == CUDA_SUCCESS &&
+		    l)
+			owned = ptxtab_owner_verdict(PTXTAB_LIBRARY, l, name,
+						     nparams, size, &ro);
+	}
+	if (!owned) {
+		ro = ptxtab_probe_libraries(f, name, nparams, size, &drv);
+		if (!ro)
+			atomic_fetch_add(&ptxtab_unowned, 1);
+	}
+	atomic_fetch_add(&ptxtab_params_ro,
+			 (unsigned long)__builtin_popcountll(ro));
 	return ro;
 }
 
@@ -150,13 +360,16 @@ void ptxtab_report(void)
 	pthread_mutex_lock(&ptxtab_mu);
 	log_info("ptx-readonly: pid %d: %lu images, %u PTX texts (%u "
 		 "decompressed), %u without PTX, %u compressed PTX skipped, %u "
-		 "malformed, %d kernels "
+		 "malformed, %lu kernels "
 		 "analysed; %lu launched kernels matched, %lu parameters "
-		 "proven read-only, %lu layout mismatches, %lu errors",
+		 "proven read-only, %lu layout mismatches, %lu launched "
+		 "kernels without a readable image, %lu images unloaded, "
+		 "%lu errors",
 		 (int)getpid(), ptxtab_images, ptxtab_st.ptx,
-		 ptxtab_st.decompressed, ptxtab_st.no_ptx, ptxtab_st.compressed, ptxtab_st.bad,
-		 ptxtab.n, atomic_load(&ptxtab_kernels),
+		 ptxtab_st.decompressed, ptxtab_st.no_ptx, ptxtab_st.compressed,
+		 ptxtab_st.bad, ptxtab_analysed, atomic_load(&ptxtab_kernels),
 		 atomic_load(&ptxtab_params_ro),
-		 atomic_load(&ptxtab_mismatch), ptxtab_errors);
+		 atomic_load(&ptxtab_mismatch), atomic_load(&ptxtab_unowned),
+		 ptxtab_unloads, ptxtab_errors);
 	pthread_mutex_unlock(&ptxtab_mu);
 }

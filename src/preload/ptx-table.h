@@ -1,11 +1,14 @@
 /*
  * ptx-table.h - KMUX_PTX_READONLY=1: kernel parameters proven read-only
- * from the PTX of the images the program loads (see ptx-table.c).
+ * from the PTX of the images the program loads, kept per loaded module or
+ * library (see ptx-table.c).
  */
 #ifndef KMUX_PTX_TABLE_H
 #define KMUX_PTX_TABLE_H
 
 #include <stdint.h>
+
+#include "cuda-internal.h"
 
 /* Non-zero when KMUX_PTX_READONLY is set (and not "0"). */
 extern int ptxtab_on;
@@ -13,14 +16,46 @@ extern int ptxtab_on;
 /* From the constructor; value is KMUX_PTX_READONLY.  Returns 0. */
 int ptxtab_init(const char *value);
 
-/* A module image as cuModuleLoadData* / cuLibraryLoadData got it. */
-void ptxtab_scan(const void *image);
+/*
+ * The driver entry points used to find which loaded image a launched
+ * function comes from, passed in so the table is testable without a
+ * driver.  Any may be NULL (that way of finding the owner is skipped).
+ */
+struct ptxtab_driver {
+	CUresult (*func_get_module)(CUmodule *, CUfunction);
+	CUresult (*kernel_get_library)(CUlibrary *, CUkernel);
+	CUresult (*library_get_kernel)(CUkernel *, CUlibrary, const char *);
+	CUresult (*kernel_get_function)(CUfunction *, CUkernel);
+};
+
+/* Copied.  NULL: no driver (then nothing is ever matched). */
+void ptxtab_set_driver(const struct ptxtab_driver *drv);
+
+enum ptxtab_owner { PTXTAB_MODULE, PTXTAB_LIBRARY };
 
 /*
- * Bit i: parameter i of the kernel with this name and driver layout is
- * proven read-only.  0 when unknown, off, or the layout differs.
+ * The driver accepted image as module (CUmodule) or library (CUlibrary)
+ * handle: scan it and keep its verdicts under that handle, replacing any
+ * the handle had (a handle the driver just returned is not loaded twice).
  */
-uint64_t ptxtab_readonly(const char *name, int nparams, const uint32_t *size);
+void ptxtab_scan(enum ptxtab_owner kind, const void *handle,
+		 const void *image);
+
+/* The handle was unloaded: forget its verdicts (handles are reused). */
+void ptxtab_unload(enum ptxtab_owner kind, const void *handle);
+
+/* A context went away with its modules: forget every module's verdicts. */
+void ptxtab_modules_gone(void);
+
+/*
+ * Bit i: parameter i of launched function f (a CUkernel when is_kernel,
+ * else a CUfunction), whose driver name and layout are given, is proven
+ * read-only by the PTX of the very image f was loaded from.  0 when that
+ * image is unknown or unreadable, the option is off, or the layout
+ * differs.  Asks the driver; callers cache the answer (kparams.h).
+ */
+uint64_t ptxtab_readonly(const void *f, int is_kernel, const char *name,
+			 int nparams, const uint32_t *size);
 
 /* KMUX_LOG=info counters, at exit. */
 void ptxtab_report(void);

@@ -137,6 +137,12 @@ static void real_load(void)
 		.func_get_name = kmux_real.cuFuncGetName,
 		.kernel_get_name = kmux_real.cuKernelGetName,
 	});
+	ptxtab_set_driver(&(struct ptxtab_driver){
+		.func_get_module = kmux_real.cuFuncGetModule,
+		.kernel_get_library = kmux_real.cuKernelGetLibrary,
+		.library_get_kernel = kmux_real.cuLibraryGetKernel,
+		.kernel_get_function = kmux_real.cuKernelGetFunction,
+	});
 	if (ptxtab_on)
 		kparams_set_readonly(ptxtab_readonly);
 	atomic_store_explicit(&kmux_real_state, 1, memory_order_release);

@@ -7,13 +7,25 @@
  * gives up on copies into its memory.  The device queries are wrapped so
  * that task placement can later present a task with the GPUs it was given.
  */
+#include "kparams.h"
 #include "mm.h"
 #include "preload.h"
+#include "ptx-table.h"
 #include "region.h"
 #include "register.h"
 #include "stream-alloc.h"
 #include "streams.h"
 #include "verify.h"
+
+/*
+ * A context went away (or may have: a primary release need not be the
+ * last) with its modules: their handles may be reused.
+ */
+static void ctx_modules_gone(void)
+{
+	ptxtab_modules_gone();
+	kparams_invalidate();
+}
 
 /* A context is about to go away (destroy, last release or reset). */
 static void ctx_going(CUcontext ctx)
@@ -127,12 +139,16 @@ KMUX_EXPORT CUresult CUDAAPI cuCtxCreate_v4(CUcontext *ctx,
 
 KMUX_EXPORT CUresult CUDAAPI cuCtxDestroy_v2(CUcontext ctx)
 {
+	CUresult r;
+
 	if (NO_DRIVER(cuCtxDestroy_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	if (kmux_tracking)
 		ctx_going(ctx);
 	region_ctx_gone(ctx);
-	return REAL(cuCtxDestroy_v2)(ctx);
+	r = REAL(cuCtxDestroy_v2)(ctx);
+	ctx_modules_gone();
+	return r;
 }
 
 KMUX_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *ctx,
@@ -152,6 +168,8 @@ KMUX_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *ctx,
 
 KMUX_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 {
+	CUresult r;
+
 	if (NO_DRIVER(cuDevicePrimaryCtxRelease_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	if (kmux_tracking) {
@@ -162,11 +180,15 @@ KMUX_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 		if (kmux_verify && streams_primary_ctx(dev))
 			verify_ctx_gone(streams_primary_ctx(dev));
 	}
-	return REAL(cuDevicePrimaryCtxRelease_v2)(dev);
+	r = REAL(cuDevicePrimaryCtxRelease_v2)(dev);
+	ctx_modules_gone();
+	return r;
 }
 
 KMUX_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxReset_v2(CUdevice dev)
 {
+	CUresult r;
+
 	if (NO_DRIVER(cuDevicePrimaryCtxReset_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	if (kmux_tracking) {
@@ -176,5 +198,7 @@ KMUX_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxReset_v2(CUdevice dev)
 		if (kmux_verify && streams_primary_ctx(dev))
 			verify_ctx_gone(streams_primary_ctx(dev));
 	}
-	return REAL(cuDevicePrimaryCtxReset_v2)(dev);
+	r = REAL(cuDevicePrimaryCtxReset_v2)(dev);
+	ctx_modules_gone();
+	return r;
 }

@@ -1,11 +1,16 @@
 /*
  * wrap-module.c - module and library loads from memory, wrapped so that
- * KMUX_PTX_READONLY=1 sees every image the program loads (ptx-table.h).
+ * KMUX_PTX_READONLY=1 sees every image the program loads (ptx-table.h),
+ * and unloads, which drop the image's verdicts and make kparams learn
+ * every function again (the driver reuses handles).
  *
- * The image is scanned after the driver accepted it: an image the driver
- * refuses has no kernels to launch.  Loads from files (cuModuleLoad,
- * cuLibraryLoadFromFile) are not wrapped: their kernels stay read-write.
+ * The image is scanned after the driver accepted it, and its verdicts kept
+ * under the handle the driver returned: an image the driver refuses has no
+ * kernels to launch.  Loads from files (cuModuleLoad, cuLibraryLoadFromFile)
+ * are not wrapped: their handles are never recorded, so their kernels stay
+ * read-write whatever another image says about the same names.
  */
+#include "kparams.h"
 #include "preload.h"
 #include "ptx-table.h"
 
@@ -17,8 +22,8 @@ KMUX_EXPORT CUresult CUDAAPI cuModuleLoadData(CUmodule *module,
 	if (NO_DRIVER(cuModuleLoadData))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	r = REAL(cuModuleLoadData)(module, image);
-	if (unlikely(ptxtab_on) && r == CUDA_SUCCESS)
-		ptxtab_scan(image);
+	if (unlikely(ptxtab_on) && r == CUDA_SUCCESS && module)
+		ptxtab_scan(PTXTAB_MODULE, *module, image);
 	return r;
 }
 
@@ -32,8 +37,8 @@ KMUX_EXPORT CUresult CUDAAPI cuModuleLoadDataEx(CUmodule *module,
 		return CUDA_ERROR_NOT_INITIALIZED;
 	r = REAL(cuModuleLoadDataEx)(module, image, numOptions, options,
 				     optionValues);
-	if (unlikely(ptxtab_on) && r == CUDA_SUCCESS)
-		ptxtab_scan(image);
+	if (unlikely(ptxtab_on) && r == CUDA_SUCCESS && module)
+		ptxtab_scan(PTXTAB_MODULE, *module, image);
 	return r;
 }
 
@@ -45,8 +50,8 @@ KMUX_EXPORT CUresult CUDAAPI cuModuleLoadFatBinary(CUmodule *module,
 	if (NO_DRIVER(cuModuleLoadFatBinary))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	r = REAL(cuModuleLoadFatBinary)(module, fatCubin);
-	if (unlikely(ptxtab_on) && r == CUDA_SUCCESS)
-		ptxtab_scan(fatCubin);
+	if (unlikely(ptxtab_on) && r == CUDA_SUCCESS && module)
+		ptxtab_scan(PTXTAB_MODULE, *module, fatCubin);
 	return r;
 }
 
@@ -64,7 +69,39 @@ KMUX_EXPORT CUresult CUDAAPI cuLibraryLoadData(CUlibrary *library,
 				    jitOptionsValues, numJitOptions,
 				    libraryOptions, libraryOptionValues,
 				    numLibraryOptions);
-	if (unlikely(ptxtab_on) && r == CUDA_SUCCESS)
-		ptxtab_scan(code);
+	if (unlikely(ptxtab_on) && r == CUDA_SUCCESS && library)
+		ptxtab_scan(PTXTAB_LIBRARY, *library, code);
+	return r;
+}
+
+/*
+ * After the real unload: until it returns the handle is not free for
+ * reuse, and a verdict dropped early would only be a lost one.
+ */
+KMUX_EXPORT CUresult CUDAAPI cuModuleUnload(CUmodule hmod)
+{
+	CUresult r;
+
+	if (NO_DRIVER(cuModuleUnload))
+		return CUDA_ERROR_NOT_INITIALIZED;
+	r = REAL(cuModuleUnload)(hmod);
+	if (r == CUDA_SUCCESS) {
+		ptxtab_unload(PTXTAB_MODULE, hmod);
+		kparams_invalidate();
+	}
+	return r;
+}
+
+KMUX_EXPORT CUresult CUDAAPI cuLibraryUnload(CUlibrary library)
+{
+	CUresult r;
+
+	if (NO_DRIVER(cuLibraryUnload))
+		return CUDA_ERROR_NOT_INITIALIZED;
+	r = REAL(cuLibraryUnload)(library);
+	if (r == CUDA_SUCCESS) {
+		ptxtab_unload(PTXTAB_LIBRARY, library);
+		kparams_invalidate();
+	}
 	return r;
 }

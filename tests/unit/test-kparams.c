@@ -865,6 +865,59 @@ static void test_name_cached_and_copied(void **state)
 	assert_int_equal(kparams_info(H(anon))->nparams, 1);
 }
 
+static const void *ro_seen_f;
+static int ro_seen_kernel = -1;
+
+/* A readonly prover that proves parameter 1 of kernels named "other". */
+static uint64_t fake_readonly(const void *f, int is_kernel, const char *name,
+			      int nparams, const uint32_t *size)
+{
+	(void)size;
+	ro_seen_f = f;
+	ro_seen_kernel = is_kernel;
+	return strcmp(name, "other") == 0 && nparams == 2 ? 0x2 : 0;
+}
+
+/*
+ * An unload lets the driver give a dead function's handle to new code: the
+ * cached entry must be learned again, name, layout and verdict.
+ */
+static void test_invalidate_relearns(void **state)
+{
+	struct fake_fn *f = fake_saxpy();
+	struct fake_fn *k = fake_new("other", true, 2, (size_t)0, (size_t)8,
+				     (size_t)8, (size_t)8);
+	const struct kernel_info *ki, *again;
+
+	(void)state;
+	kparams_set_readonly(fake_readonly);
+	ki = kparams_info(H(f));
+	assert_ptr_equal(ro_seen_f, H(f));
+	assert_int_equal(ro_seen_kernel, 0);
+	assert_int_equal(ki->readonly, 0);
+	assert_int_equal(kparams_info(H(k))->readonly, 0x2);
+	assert_int_equal(ro_seen_kernel, 1);
+	/* The handle now belongs to another kernel: not seen until told. */
+	snprintf(f->name, sizeof(f->name), "other");
+	f->nparams = 2;
+	f->off[1] = 8;
+	assert_ptr_equal(kparams_info(H(f)), ki);
+	kparams_invalidate();
+	again = kparams_info(H(f));
+	assert_ptr_not_equal(again, ki);
+	assert_string_equal(again->name, "other");
+	assert_int_equal(again->nparams, 2);
+	assert_int_equal(again->readonly, 0x2);
+	/* The old entry stays whole for launch records holding it. */
+	assert_string_equal(ki->name, "saxpy");
+	assert_int_equal(ki->nparams, 3);
+	/* Learned once per generation: cached again. */
+	assert_int_equal(f->func_name_calls, 2);
+	assert_ptr_equal(kparams_info(H(f)), again);
+	assert_int_equal(f->func_name_calls, 2);
+	kparams_set_readonly(NULL);
+}
+
 static void test_no_driver(void **state)
 {
 	struct fake_fn *f = fake_saxpy();
@@ -990,6 +1043,8 @@ static void test_cache_growth(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_invalidate_relearns,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_layout_learned, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_kernel_params_form, setup,

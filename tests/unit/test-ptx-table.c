@@ -1,0 +1,267 @@
+/*
+ * test-ptx-table.c - unit tests of the read-only verdicts kept per loaded
+ * module or library (src/preload/ptx-table.c).
+ *
+ * A fake driver maps made-up function, kernel, module and library handles
+ * to each other (cuFuncGetModule, cuKernelGetLibrary, cuLibraryGetKernel,
+ * cuKernelGetFunction) and counts its calls.  Images are PTX text of one
+ * kernel, "mix(dst, a, b, n, us)", which reads a and b (verdict 0x1e: the
+ * pointers a, b and the two scalars), or also stores through b (0x1a).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "ptx-table.h"
+
+#define RO_READS 0x1eull
+#define RO_WRITES_B 0x1aull
+
+static const char ptx_head[] =
+	".version 8.0\n.target sm_90\n.address_size 64\n\n"
+	".visible .entry mix(\n"
+	"\t.param .u64 mix_param_0,\n"
+	"\t.param .u64 mix_param_1,\n"
+	"\t.param .u64 mix_param_2,\n"
+	"\t.param .u32 mix_param_3,\n"
+	"\t.param .u32 mix_param_4\n"
+	")\n{\n"
+	"\t.reg .b32 %r<8>;\n\t.reg .b64 %rd<12>;\n\n"
+	"\tld.param.u64 %rd1, [mix_param_0];\n"
+	"\tld.param.u64 %rd2, [mix_param_1];\n"
+	"\tld.param.u64 %rd3, [mix_param_2];\n"
+	"\tcvta.to.global.u64 %rd4, %rd1;\n"
+	"\tcvta.to.global.u64 %rd5, %rd2;\n"
+	"\tcvta.to.global.u64 %rd6, %rd3;\n"
+	"\tld.global.u32 %r3, [%rd5];\n"
+	"\tld.global.u32 %r4, [%rd6];\n"
+	"\txor.b32 %r7, %r3, %r4;\n"
+	"\tst.global.u32 [%rd4], %r7;\n";
+
+static char img_reads[4096], img_writes[4096];
+/* Text the driver would take (a cubin, say) but that holds no PTX. */
+static const char img_no_ptx[] = "\x7f" "ELF not ptx";
+
+static const uint32_t mix_size[5] = { 8, 8, 8, 4, 4 };
+
+/* ---- the fake driver -------------------------------------------------- */
+
+#define MAXMAP 16
+
+struct map { const void *from, *to; const char *name; };
+static struct map func_mod[MAXMAP], kern_lib[MAXMAP], lib_kern[MAXMAP],
+	kern_func[MAXMAP];
+static int nfunc_mod, nkern_lib, nlib_kern, nkern_func;
+static int calls;
+
+static void map_add(struct map *m, int *n, const void *from, const void *to,
+		    const char *name)
+{
+	assert_true(*n < MAXMAP);
+	m[(*n)++] = (struct map){ from, to, name };
+}
+
+static const void *map_get(const struct map *m, int n, const void *from,
+			   const char *name)
+{
+	for (int i = 0; i < n; i++)
+		if (m[i].from == from &&
+		    (!name || !m[i].name || strcmp(name, m[i].name) == 0))
+			return m[i].to;
+	return NULL;
+}
+
+static CUresult fk_func_get_module(CUmodule *m, CUfunction f)
+{
+	calls++;
+	*m = (CUmodule)map_get(func_mod, nfunc_mod, f, NULL);
+	return *m ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+static CUresult fk_kernel_get_library(CUlibrary *l, CUkernel k)
+{
+	calls++;
+	*l = (CUlibrary)map_get(kern_lib, nkern_lib, k, NULL);
+	return *l ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+static CUresult fk_library_get_kernel(CUkernel *k, CUlibrary l,
+				      const char *name)
+{
+	calls++;
+	*k = (CUkernel)map_get(lib_kern, nlib_kern, l, name);
+	return *k ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+}
+
+static CUresult fk_kernel_get_function(CUfunction *f, CUkernel k)
+{
+	calls++;
+	*f = (CUfunction)map_get(kern_func, nkern_func, k, NULL);
+	return *f ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+static const struct ptxtab_driver fake_driver = {
+	.func_get_module = fk_func_get_module,
+	.kernel_get_library = fk_kernel_get_library,
+	.library_get_kernel = fk_library_get_kernel,
+	.kernel_get_function = fk_kernel_get_function,
+};
+
+/* Distinct made-up handles. */
+static char h_mod_a, h_mod_b, h_mod_file, h_lib, h_lib_file, h_libmod,
+	h_libfilemod;
+static char h_fa, h_fb, h_ffile, h_k, h_kf, h_kfile, h_kfilef;
+
+static uint64_t ro(const void *f, int is_kernel)
+{
+	return ptxtab_readonly(f, is_kernel, "mix", 5, mix_size);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(img_reads, sizeof(img_reads), "%s\tret;\n}\n", ptx_head);
+	snprintf(img_writes, sizeof(img_writes),
+		 "%s\tst.global.u32 [%%rd6], %%r7;\n\tret;\n}\n", ptx_head);
+	nfunc_mod = nkern_lib = nlib_kern = nkern_func = 0;
+	calls = 0;
+	ptxtab_init("1");
+	ptxtab_set_driver(&fake_driver);
+	/* Modules a (readable), b (no PTX), file (never scanned). */
+	map_add(func_mod, &nfunc_mod, &h_fa, &h_mod_a, NULL);
+	map_add(func_mod, &nfunc_mod, &h_fb, &h_mod_b, NULL);
+	map_add(func_mod, &nfunc_mod, &h_ffile, &h_mod_file, NULL);
+	/* Library lib (readable) and lib_file (never scanned). */
+	map_add(kern_lib, &nkern_lib, &h_k, &h_lib, NULL);
+	map_add(kern_lib, &nkern_lib, &h_kfile, &h_lib_file, NULL);
+	map_add(lib_kern, &nlib_kern, &h_lib, &h_k, "mix");
+	map_add(lib_kern, &nlib_kern, &h_lib_file, &h_kfile, "mix");
+	map_add(kern_func, &nkern_func, &h_k, &h_kf, NULL);
+	map_add(kern_func, &nkern_func, &h_kfile, &h_kfilef, NULL);
+	/* Their per-context functions live in modules kmux never saw. */
+	map_add(func_mod, &nfunc_mod, &h_kf, &h_libmod, NULL);
+	map_add(func_mod, &nfunc_mod, &h_kfilef, &h_libfilemod, NULL);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	ptxtab_unload(PTXTAB_MODULE, &h_mod_a);
+	ptxtab_unload(PTXTAB_MODULE, &h_mod_b);
+	ptxtab_unload(PTXTAB_LIBRARY, &h_lib);
+	ptxtab_set_driver(NULL);
+	ptxtab_init("0");
+	return 0;
+}
+
+static void test_module_verdict_is_its_own(void **state)
+{
+	(void)state;
+	ptxtab_scan(PTXTAB_MODULE, &h_mod_a, img_reads);
+	ptxtab_scan(PTXTAB_MODULE, &h_mod_b, img_no_ptx);
+	assert_int_equal(ro(&h_fa, 0), RO_READS);
+	/* Same name, from an image without PTX, or from a file: nothing. */
+	assert_int_equal(ro(&h_fb, 0), 0);
+	assert_int_equal(ro(&h_ffile, 0), 0);
+	/* A function the driver cannot place: nothing either. */
+	assert_int_equal(ro((const void *)"stray", 0), 0);
+}
+
+static void test_layout_must_match(void **state)
+{
+	const uint32_t other[5] = { 8, 8, 8, 8, 4 };
+
+	(void)state;
+	ptxtab_scan(PTXTAB_MODULE, &h_mod_a, img_reads);
+	assert_int_equal(ptxtab_readonly(&h_fa, 0, "mix", 5, other), 0);
+	assert_int_equal(ptxtab_readonly(&h_fa, 0, "mix", 4, mix_size), 0);
+	assert_int_equal(ptxtab_readonly(&h_fa, 0, "nope", 5, mix_size), 0);
+	assert_int_equal(ro(&h_fa, 0), RO_READS);
+}
+
+static void test_unload_and_reuse(void **state)
+{
+	(void)state;
+	ptxtab_scan(PTXTAB_MODULE, &h_mod_a, img_reads);
+	assert_int_equal(ro(&h_fa, 0), RO_READS);
+	ptxtab_unload(PTXTAB_MODULE, &h_mod_a);
+	assert_int_equal(ro(&h_fa, 0), 0);
+	/* The handle comes back for an image that writes b. */
+	ptxtab_scan(PTXTAB_MODULE, &h_mod_a, img_writes);
+	assert_int_equal(ro(&h_fa, 0), RO_WRITES_B);
+	/* ...and again, unload unseen: the new image replaces the old. */
+	ptxtab_scan(PTXTAB_MODULE, &h_mod_a, img_no_ptx);
+	assert_int_equal(ro(&h_fa, 0), 0);
+	/* Unloading a library handle leaves a module of the same value. */
+	ptxtab_scan(PTXTAB_MODULE, &h_mod_a, img_reads);
+	ptxtab_unload(PTXTAB_LIBRARY, &h_mod_a);
+	assert_int_equal(ro(&h_fa, 0), RO_READS);
+}
+
+static void test_context_end_drops_modules_only(void **state)
+{
+	(void)state;
+	ptxtab_scan(PTXTAB_MODULE, &h_mod_a, img_reads);
+	ptxtab_scan(PTXTAB_LIBRARY, &h_lib, img_reads);
+	ptxtab_modules_gone();
+	assert_int_equal(ro(&h_fa, 0), 0);
+	assert_int_equal(ro(&h_k, 1), RO_READS);
+}
+
+static void test_library_kernel_and_function(void **state)
+{
+	(void)state;
+	ptxtab_scan(PTXTAB_LIBRARY, &h_lib, img_reads);
+	/* The CUkernel: cuKernelGetLibrary names the library. */
+	calls = 0;
+	assert_int_equal(ro(&h_k, 1), RO_READS);
+	assert_int_equal(calls, 1);
+	/* Its CUfunction: proven by the same handle coming back. */
+	assert_int_equal(ro(&h_kf, 0), RO_READS);
+	/* A CUkernel answered through the function calls still matches. */
+	assert_int_equal(ro(&h_k, 0), RO_READS);
+	/* The same name from a library loaded from a file: nothing. */
+	assert_int_equal(ro(&h_kfile, 1), 0);
+	assert_int_equal(ro(&h_kfilef, 0), 0);
+	ptxtab_unload(PTXTAB_LIBRARY, &h_lib);
+	assert_int_equal(ro(&h_k, 1), 0);
+	assert_int_equal(ro(&h_kf, 0), 0);
+}
+
+static void test_no_driver_no_verdict(void **state)
+{
+	(void)state;
+	ptxtab_scan(PTXTAB_MODULE, &h_mod_a, img_reads);
+	ptxtab_set_driver(NULL);
+	assert_int_equal(ro(&h_fa, 0), 0);
+	ptxtab_set_driver(&fake_driver);
+	assert_int_equal(ro(&h_fa, 0), RO_READS);
+	/* Off: nothing recorded, nothing proven. */
+	ptxtab_unload(PTXTAB_MODULE, &h_mod_a);
+	ptxtab_init("0");
+	ptxtab_scan(PTXTAB_MODULE, &h_mod_a, img_reads);
+	ptxtab_init("1");
+	assert_int_equal(ro(&h_fa, 0), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+		T(test_module_verdict_is_its_own),
+		T(test_layout_must_match),
+		T(test_unload_and_reuse),
+		T(test_context_end_drops_modules_only),
+		T(test_library_kernel_and_function),
+		T(test_no_driver_no_verdict),
+#undef T
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
