@@ -11,30 +11,12 @@
 # build/fuzz/fuzz-ptx FILE
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-
-secs=0
-while getopts "t:" opt; do
-	case $opt in
-	t) secs=$OPTARG ;;
-	*) echo "usage: $0 [-t SECONDS]" >&2; exit 2 ;;
-	esac
-done
-CLANG=${CLANG:-clang}
-OUT=${BUILD:-build}/fuzz
-if ! command -v "$CLANG" >/dev/null; then
-	echo "build-ptx.sh: $CLANG not found (Debian: apt-get install clang)" >&2
-	exit 1
-fi
+. tests/fuzz/fuzz-lib.sh
+fuzz_init build-ptx.sh "$@"
 mkdir -p "$OUT/corpus-ptx"
 "$CLANG" -std=gnu11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Werror -iquote src/preload \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	tests/fuzz/fuzz-ptx.c src/preload/ptx-readonly.c src/preload/codec-dl.c \
 	-ldl -lpthread \
 	-o "$OUT/fuzz-ptx"
-args=(-max_len=65536 -artifact_prefix="$OUT/" -print_final_stats=1)
-if [ "$secs" -gt 0 ]; then
-	exec "$OUT/fuzz-ptx" "${args[@]}" -max_total_time="$secs" \
-		"$OUT/corpus-ptx" tests/fuzz/corpus-ptx
-fi
-"$OUT/fuzz-ptx" "${args[@]}" -runs=0 "$OUT/corpus-ptx" \
-	tests/fuzz/corpus-ptx
+fuzz_run "$OUT/fuzz-ptx" 65536 "$OUT/corpus-ptx" tests/fuzz/corpus-ptx
