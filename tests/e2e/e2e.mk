@@ -61,12 +61,12 @@ $(BUILD)/tests/e2e/rand-dag-pt: tests/e2e/progs/rand-dag.c tests/e2e/progs/e2e-c
 	@mkdir -p $(dir $@)
 	$(CC) $(E2E_CFLAGS) -DCUDA_API_PER_THREAD_DEFAULT_STREAM -o $@ $< -L$(E2E_SIMDIR) -lcuda -lpthread
 
-$(BUILD)/tests/e2e/streams-cases: tests/e2e/progs/streams-cases.c tests/e2e/progs/e2e-common.h tests/simcuda/simcuda.h $(E2E_SIMDIR)/libcuda.so.1
+$(BUILD)/tests/e2e/streams-cases: tests/e2e/progs/streams-cases.c tests/e2e/progs/e2e-common.h tests/e2e/progs/sim-overlap.h tests/simcuda/simcuda.h $(E2E_SIMDIR)/libcuda.so.1
 	@mkdir -p $(dir $@)
 	$(CC) $(E2E_CFLAGS) -Itests/simcuda -o $@ $< -L$(E2E_SIMDIR) -lcuda
 
 # Read-only parameters proven from PTX (KMUX_PTX_READONLY, t5a).
-$(BUILD)/tests/e2e/ptx-readonly: tests/e2e/progs/ptx-readonly.c tests/e2e/progs/e2e-common.h tests/simcuda/simcuda.h $(E2E_SIMDIR)/libcuda.so.1
+$(BUILD)/tests/e2e/ptx-readonly: tests/e2e/progs/ptx-readonly.c tests/e2e/progs/e2e-common.h tests/e2e/progs/sim-overlap.h tests/simcuda/simcuda.h $(E2E_SIMDIR)/libcuda.so.1
 	@mkdir -p $(dir $@)
 	$(CC) $(E2E_CFLAGS) -Itests/simcuda -o $@ $< -L$(E2E_SIMDIR) -lcuda
 

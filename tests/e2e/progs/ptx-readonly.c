@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "e2e-common.h"
+#include "sim-overlap.h"
 #include "simcuda.h"
 
 #define NW 256
@@ -76,23 +77,6 @@ static const char *variant(const char *mode)
 	return NULL;
 }
 
-static int overlapping_pairs(const char *name)
-{
-	struct simcuda_op_info a, b;
-	size_t n = simcuda_op_count();
-	int pairs = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		if (simcuda_op_get(i, &a) || strcmp(a.name, name))
-			continue;
-		for (size_t j = i + 1; j < n; j++) {
-			if (simcuda_op_get(j, &b) || strcmp(b.name, name))
-				continue;
-			pairs += a.start_ns < b.end_ns && b.start_ns < a.end_ns;
-		}
-	}
-	return pairs;
-}
 
 static CUdeviceptr in, out[NOUT];
 static unsigned sum;
@@ -122,7 +106,7 @@ static int phase(CUfunction f)
 			sum = sum * 31 + host[i] + (unsigned)k;
 	}
 	CHECK(cuCtxSynchronize());
-	pairs = overlapping_pairs("mix");
+	pairs = sim_overlapping_pairs("mix");
 	if (simcuda_check(msg, sizeof(msg)) != 0) {
 		fprintf(stderr, "ptx-readonly: %s\n", msg);
 		failed = 1;

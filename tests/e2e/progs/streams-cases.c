@@ -40,6 +40,7 @@
 #include <string.h>
 
 #include "e2e-common.h"
+#include "sim-overlap.h"
 #include "simcuda.h"
 
 #define LONG_US		30000
@@ -149,24 +150,6 @@ static int check_barrier(op_pred x, int before)
 	return 0;
 }
 
-/* Pairs of kernels named name that overlapped in time. */
-static int overlapping_pairs(const char *name)
-{
-	struct simcuda_op_info a, b;
-	size_t n = simcuda_op_count();
-	int pairs = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		if (simcuda_op_get(i, &a) || strcmp(a.name, name))
-			continue;
-		for (size_t j = i + 1; j < n; j++) {
-			if (simcuda_op_get(j, &b) || strcmp(b.name, name))
-				continue;
-			pairs += a.start_ns < b.end_ns && b.start_ns < a.end_ns;
-		}
-	}
-	return pairs;
-}
 
 /* --- the cases -------------------------------------------------------------- */
 
@@ -308,7 +291,7 @@ static int case_independent(void)
 	for (int i = 0; i < 8; i++)
 		touch(NULL, buf[i], 20000);
 	CHECK(cuCtxSynchronize());
-	printf("overlapping pairs %d\n", overlapping_pairs("touch"));
+	printf("overlapping pairs %d\n", sim_overlapping_pairs("touch"));
 	return 0;
 }
 
