@@ -77,7 +77,6 @@ static const char *variant(const char *mode)
 	return NULL;
 }
 
-
 static CUdeviceptr in, out[NOUT];
 static unsigned sum;
 static int failed;
