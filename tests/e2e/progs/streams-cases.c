@@ -150,7 +150,6 @@ static int check_barrier(op_pred x, int before)
 	return 0;
 }
 
-
 /* --- the cases -------------------------------------------------------------- */
 
 static void around_before(void)
