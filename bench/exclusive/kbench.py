@@ -190,6 +190,21 @@ def temp_summary(temps):
     return out
 
 
+def state_summary(r):
+    """Power [mean, max] (W), the first memory clock (MHz) and the OR of
+    every sample's throttle reasons: what the GPU's own state was."""
+    ws = [w for w in r.get("power_w", []) if w is not None]
+    rs = [x for x in r.get("throttle_reasons", []) if x is not None]
+    mems = [m for m in r.get("mem_mhz", []) if m is not None]
+    out = 0
+    for x in rs:
+        out |= x
+    return {"power_w": [round(sum(ws) / len(ws), 1), max(ws)] if ws
+            else [None, None],
+            "mem_mhz": mems[0] if mems else None,
+            "throttle_bits": out if rs else None}
+
+
 def gpu():
     import torch
     from kmux.bench import time_cuda
@@ -205,7 +220,8 @@ def gpu():
     emit(ok=ok, exclusive=bool(ex), samples_ms=r["samples_ms"],
          median_ms=r["median_ms"], n_throttled=r["n_throttled"],
          throttled=r["throttled"], sm_mhz=r["sm_mhz"][:3],
-         temp_c=temp_summary(r.get("temp_c", [])), t_setup_s=t_enter - T0,
+         temp_c=temp_summary(r.get("temp_c", [])), **state_summary(r),
+         t_setup_s=t_enter - T0,
          t_wait_s=t_got - t_enter, t_region_s=t_left - t_got)
 
 

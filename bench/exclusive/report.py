@@ -123,7 +123,8 @@ def load(mode):
                                      k.get("exclusive"), "throttled":
                                      k.get("n_throttled", 0),
                                      "samples": len(k["samples_ms"]),
-                                     "temp": k.get("temp_c")}
+                                     "temp": k.get("temp_c"),
+                                     "power": k.get("power_w")}
         res["waits"].append(k.get("t_wait_s", 0))
         res["regions"].append(k.get("t_region_s", 0))
         res["setups"].append(k.get("t_setup_s", 0))
@@ -360,13 +361,18 @@ if base:
               "over the kernels of the per-sample means; throttled = "
               "samples flagged and taken again):\n")
     md.append("| mode | class | kernels | samples | throttled | GPU C | "
-              "HBM C |")
-    md.append("|---|---|---|---|---|---|---|")
+              "HBM C | power W |")
+    md.append("|---|---|---|---|---|---|---|---|")
 
     def tmean(ks, i):
         xs = [k["temp"][i] for k in ks
               if k.get("temp") and k["temp"][i] is not None]
         return "%.1f" % statistics.mean(xs) if xs else "n/a"
+
+    def pmean(ks):
+        xs = [k["power"][0] for k in ks
+              if k.get("power") and k["power"][0] is not None]
+        return "%.0f" % statistics.mean(xs) if xs else "n/a"
     for m in order:
         bycls = {}
         for name, k in data[m]["kernels"].items():
@@ -376,10 +382,10 @@ if base:
         for c in CLASSES:
             ks = bycls.get(c, [])
             if ks:
-                md.append("| %s | %s | %d | %d | %d | %s | %s |" % (
+                md.append("| %s | %s | %d | %d | %d | %s | %s | %s |" % (
                     m, c, len(ks), sum(k["samples"] for k in ks),
                     sum(k["throttled"] for k in ks), tmean(ks, 0),
-                    tmean(ks, 2)))
+                    tmean(ks, 2), pmean(ks)))
 else:
     md.append("No `alone`, `alone2` or `seq` run: no inflation can be "
               "computed.\n")

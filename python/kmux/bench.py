@@ -13,7 +13,8 @@ slowdown) is flagged and left out of the median; as nvbench does, the timer
 then pauses (recover_ms) so the clocks can come back, and takes another
 sample in its place; after RETAKES_IN_A_ROW throttled samples in a row the
 kernel is throttling the GPU by itself and its samples are kept, flagged.  The GPU and memory
-temperatures are recorded with each sample: a memory-bound kernel slows a
+temperatures, the board's power draw, the memory clock and the throttle
+reasons (NVML's bit mask) are recorded with each sample: a memory-bound kernel slows a
 little as the HBM heats (the DRAM refreshes more often), which no clock
 reading shows, so a report can tell drift of the GPU's own state apart
 from interference.
@@ -34,6 +35,7 @@ __all__ = ["Nvml", "time_cuda"]
 # not throttling; everything else slows the SMs.
 _THROTTLE_MASK = ~(0x1 | 0x2) & 0xFFFFFFFFFFFFFFFF
 _NVML_CLOCK_SM = 1
+_NVML_CLOCK_MEM = 2
 RETAKES_IN_A_ROW = 3
 _NVML_TEMPERATURE_GPU = 0
 _NVML_FI_DEV_MEMORY_TEMP = 82
@@ -71,6 +73,22 @@ class Nvml:
         r = self.lib.nvmlDeviceGetClockInfo(self.dev, _NVML_CLOCK_SM,
                                             ctypes.byref(v))
         return v.value if r == 0 else None
+
+    def mem_mhz(self):
+        if self.dev is None:
+            return None
+        v = ctypes.c_uint()
+        r = self.lib.nvmlDeviceGetClockInfo(self.dev, _NVML_CLOCK_MEM,
+                                            ctypes.byref(v))
+        return v.value if r == 0 else None
+
+    def power_w(self):
+        """Board power draw (W), NVML's own average; None if unknown."""
+        if self.dev is None:
+            return None
+        v = ctypes.c_uint()
+        r = self.lib.nvmlDeviceGetPowerUsage(self.dev, ctypes.byref(v))
+        return v.value / 1000.0 if r == 0 else None
 
     def max_sm_mhz(self):
         if self.dev is None:
@@ -149,6 +167,7 @@ def time_cuda(fn, warmup=3, samples=20, flush_l2=True, l2_bytes=256 << 20,
     start = torch.cuda.Event(enable_timing=True)
     stop = torch.cuda.Event(enable_timing=True)
     ms, flagged, clocks, temps = [], [], [], []
+    power, reasons, mem_clocks = [], [], []
     extra = 0           # throttled samples replaced by another
     in_a_row = 0
     while len(ms) < samples + extra:
@@ -156,6 +175,8 @@ def time_cuda(fn, warmup=3, samples=20, flush_l2=True, l2_bytes=256 << 20,
             flush.zero_()
         c0, t0 = nv.sm_mhz(), nv.throttle()
         temps.append((nv.gpu_temp(), nv.mem_temp()))
+        power.append(nv.power_w())
+        mem_clocks.append(nv.mem_mhz())
         if spin is not None:
             spin(cycles)
         start.record()
@@ -165,6 +186,8 @@ def time_cuda(fn, warmup=3, samples=20, flush_l2=True, l2_bytes=256 << 20,
         c1, t1 = nv.sm_mhz(), nv.throttle()
         ms.append(start.elapsed_time(stop))
         bad = bool(t0) or bool(t1)
+        reasons.append(None if t0 is None and t1 is None
+                       else (t0 or 0) | (t1 or 0))
         flagged.append(bad)
         clocks.append((c0, c1))
         in_a_row = in_a_row + 1 if bad else 0
@@ -181,6 +204,9 @@ def time_cuda(fn, warmup=3, samples=20, flush_l2=True, l2_bytes=256 << 20,
         "throttled": flagged,
         "sm_mhz": clocks,
         "temp_c": temps,
+        "power_w": power,
+        "mem_mhz": mem_clocks,
+        "throttle_reasons": reasons,
         "median_ms": statistics.median(good),
         "n_throttled": sum(flagged),
         "n_clean": len(ms) - sum(flagged),

@@ -92,6 +92,12 @@ class FakeNvml:
     def mem_temp(self):
         return None
 
+    def power_w(self):
+        return 600.0 + self.reads
+
+    def mem_mhz(self):
+        return 3201
+
 
 sleeps = []
 time.sleep = lambda s: sleeps.append(s)
@@ -102,7 +108,8 @@ if case == "retake":
     kb._nvml = FakeNvml({1, 2})
     r = kb.time_cuda(lambda: None, warmup=0, samples=4, recover_ms=50)
     print(len(r["samples_ms"]), r["n_throttled"], r["n_clean"],
-          round(r["median_ms"], 3), sleeps, r["temp_c"][0])
+          round(r["median_ms"], 3), sleeps, r["temp_c"][0],
+          r["power_w"][0], r["mem_mhz"][0], r["throttle_reasons"][:3])
 elif case == "norecover":
     torch.SCRIPT[:] = [10.0, 99.0, 10.2, 10.1]
     kb._nvml = FakeNvml({1})
@@ -127,7 +134,9 @@ check "  ... the median is over the clean ones only (10.15 ms)" \
 check "  ... with a 50 ms pause after each throttled one" \
 	grep -q '\[0.05, 0.05\]' <<<"$out"
 check "  ... and the GPU temperature of each sample recorded" \
-	grep -q '(41, None)$' <<<"$out"
+	grep -q '(41, None) ' <<<"$out"
+check "  ... its power draw, memory clock and throttle reasons too" \
+	grep -q ' 601.0 3201 \[0, 4, 4\]$' <<<"$out"
 out=$(run norecover)
 check "recover_ms=0: exactly 'samples' samples, no pause, flagged one out of the median" \
 	[ "$out" = "4 1 10.1 []" ]
