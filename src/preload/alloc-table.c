@@ -157,6 +157,16 @@ struct at_memo {
 static _Atomic uint64_t at_gen = 1;
 static __thread struct at_memo at_memo[AT_MEMO];
 
+/*
+ * The calling thread's memo.  Out of line so that a batch computes the TLS
+ * address once: inlined, the compiler re-derives it (a __tls_get_addr call
+ * in a shared object) at every use inside the loop.
+ */
+static __attribute__((noinline)) struct at_memo *at_memo_mine(void)
+{
+	return at_memo;
+}
+
 /* Ids are unique across every table of the process and never reused. */
 static _Atomic uint64_t at_next_id = 1;
 
@@ -696,36 +706,62 @@ int alloc_table_find(struct alloc_table *t, uint64_t addr, struct alloc *out)
 int alloc_table_find_cached(struct alloc_table *t, uint64_t addr,
 			    struct alloc *out)
 {
-	struct at_memo *m;
-	uint64_t gen;
-	int ret;
+	struct alloc a;
+	int found = alloc_table_find_batch(t, &addr, 1, &a);
 
-	/* Only the process-wide table is memoized (ids are never reused). */
-	if (unlikely(t != atomic_load_explicit(&at_global,
-					       memory_order_relaxed)))
-		return alloc_table_find(t, addr, out);
+	if (found <= 0)
+		return found < 0 ? found : -ENOENT;
+	if (out)
+		*out = a;
+	return 0;
+}
+
+int alloc_table_find_batch(struct alloc_table *t, const uint64_t *addr,
+			   int n, struct alloc *out)
+{
+	struct at_memo *memo, *m;
+	uint64_t gen, lo, hi, x;
+	int found = 0;
+
 	if (unlikely(!t))
 		return -EINVAL;
-	if (addr < atomic_load_explicit(&t->lo, memory_order_relaxed) ||
-	    addr >= atomic_load_explicit(&t->hi, memory_order_relaxed))
-		return -ENOENT;
-	gen = atomic_load_explicit(&at_gen, memory_order_acquire);
-	m = &at_memo[(addr * 0x9e3779b97f4a7c15ull) >> (64 - AT_MEMO_BITS)];
-	if (m->addr == addr && m->gen == gen) {
-		if (!m->a.id)
-			return -ENOENT;
-		if (out)
-			*out = m->a;
-		return 0;
+	/* Only the process-wide table is memoized (ids are never reused). */
+	if (unlikely(t != atomic_load_explicit(&at_global,
+					       memory_order_relaxed))) {
+		for (int i = 0; i < n; i++) {
+			if (alloc_table_find(t, addr[i], &out[i]) == 0)
+				found++;
+			else
+				out[i].id = 0;
+		}
+		return found;
 	}
-	ret = alloc_table_find(t, addr, &m->a);
-	if (ret != 0)
-		m->a.id = 0;
-	m->addr = addr;
-	m->gen = gen;
-	if (ret == 0 && out)
-		*out = m->a;
-	return ret;
+	lo = atomic_load_explicit(&t->lo, memory_order_relaxed);
+	hi = atomic_load_explicit(&t->hi, memory_order_relaxed);
+	/*
+	 * Read before any lookup, as each alloc_table_find_cached() did: an
+	 * entry filled after a concurrent change carries the older
+	 * generation, so the next batch looks it up again.
+	 */
+	gen = atomic_load_explicit(&at_gen, memory_order_acquire);
+	memo = at_memo_mine();
+	for (int i = 0; i < n; i++) {
+		x = addr[i];
+		if (x < lo || x >= hi) {
+			out[i].id = 0;
+			continue;
+		}
+		m = &memo[(x * 0x9e3779b97f4a7c15ull) >> (64 - AT_MEMO_BITS)];
+		if (unlikely(m->addr != x || m->gen != gen)) {
+			if (alloc_table_find(t, x, &m->a) != 0)
+				m->a.id = 0;
+			m->addr = x;
+			m->gen = gen;
+		}
+		out[i] = m->a;
+		found += m->a.id != 0;
+	}
+	return found;
 }
 
 void alloc_table_span(struct alloc_table *t, uint64_t *lo, uint64_t *hi)

@@ -76,6 +76,17 @@ int alloc_table_find_cached(struct alloc_table *t, uint64_t addr,
 			    struct alloc *out);
 
 /*
+ * alloc_table_find_cached() for n addresses at once (one launch's pointer
+ * words): out[i] gets the allocation containing addr[i], or id 0 (then the
+ * rest of out[i] is unspecified).  The answers are those of n lookups made
+ * back to back from the call's start; the per-call work (the thread's memo,
+ * its generation, the table's span) is done once.  Returns how many were
+ * found, or -EINVAL when t is NULL.
+ */
+int alloc_table_find_batch(struct alloc_table *t, const uint64_t *addr,
+			   int n, struct alloc *out);
+
+/*
  * [*lo, *hi): a range covering every live allocation now (empty: lo > hi),
  * for callers that look up many words and skip those outside it first.
  */

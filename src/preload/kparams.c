@@ -32,9 +32,11 @@
  * its slot.  The hit path pays one atomic load for this.  Every unload costs
  * one re-learning (and one kept entry) per function launched afterwards.
  *
- * Decoding allocates nothing: the pointer words go straight to
- * alloc_table_find(), and duplicates are filtered linearly while there are
- * few results, then through a small hash on the stack.
+ * Decoding allocates nothing: the words that may be pointers are gathered
+ * on the stack and looked up in batches (alloc_table_find_batch(): the
+ * per-lookup set-up is paid once per batch), then duplicates are filtered
+ * linearly while there are few results, then through a small hash on the
+ * stack.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -64,6 +66,9 @@
 #define KP_DEDUP_LINEAR 8
 #define KP_DEDUP_BITS 10
 #define KP_DEDUP_SLOTS (1u << KP_DEDUP_BITS)
+
+/* Candidate pointer words gathered before one batch of lookups. */
+#define KP_BATCH 32
 
 struct kp_table {
 	unsigned bits;
@@ -104,6 +109,9 @@ struct kp_collect {
 	unsigned flags;
 	bool full;			/* out is full: stop looking */
 	bool hashed;			/* dedup[] is in use */
+	int nw;				/* words gathered, not yet looked up */
+	uint64_t word[KP_BATCH];
+	uint32_t wparam[KP_BATCH];	/* the parameter each word is in */
 	/* Index + 1 into out, 0: empty; cleared only when first needed. */
 	uint16_t dedup[KP_DEDUP_SLOTS];
 };
@@ -423,15 +431,14 @@ static int kp_seen(struct kp_collect *c, uint64_t id)
 	return -1;
 }
 
-static void kp_word(struct kp_collect *c, uint64_t w, uint32_t param)
+/* One found allocation, in the order the words were scanned. */
+static void kp_add(struct kp_collect *c, const struct alloc *a,
+		   uint32_t param)
 {
 	uint32_t ro = param < 64 && (c->readonly >> param & 1);
-	struct alloc a;
 	int i;
 
-	if (alloc_table_find_cached(c->t, w, &a) != 0)
-		return;
-	i = kp_seen(c, a.id);
+	i = kp_seen(c, a->id);
 	if (i >= 0) {
 		/* One writing parameter makes the allocation written. */
 		c->out[i].readonly &= ro;
@@ -443,21 +450,39 @@ static void kp_word(struct kp_collect *c, uint64_t w, uint32_t param)
 		return;
 	}
 	c->out[c->n++] = (struct access){
-		.alloc_id = a.id,
-		.base = a.base,
-		.kind = (uint32_t)a.kind,
+		.alloc_id = a->id,
+		.base = a->base,
+		.kind = (uint32_t)a->kind,
 		.param = param,
 		.readonly = ro,
 	};
 }
 
 /*
- * Look at every 8-byte word of one parameter whose offset in the parameter
+ * Look up the gathered words and add what they point into, in scan order,
+ * so that the result (and where a full out stops it) is the same as word
+ * by word.
+ */
+static void kp_flush(struct kp_collect *c)
+{
+	struct alloc a[KP_BATCH];
+	int nw = c->nw;
+
+	c->nw = 0;
+	if (nw == 0 || alloc_table_find_batch(c->t, c->word, nw, a) <= 0)
+		return;
+	for (int i = 0; i < nw && !c->full; i++)
+		if (a[i].id)
+			kp_add(c, &a[i], c->wparam[i]);
+}
+
+/*
+ * Gather every 8-byte word of one parameter whose offset in the parameter
  * layout (off + j) is a multiple of 8 and that lies wholly inside it; p
  * holds the parameter's bytes (any alignment), len of them readable.
  */
-static void kp_scan(struct kp_collect *c, const unsigned char *p,
-		    uint32_t off, uint32_t len, uint32_t param)
+static inline void kp_scan(struct kp_collect *c, const unsigned char *p,
+			   uint32_t off, uint32_t len, uint32_t param)
 {
 	uint64_t w;
 
@@ -465,8 +490,12 @@ static void kp_scan(struct kp_collect *c, const unsigned char *p,
 	     j += 8) {
 		memcpy(&w, p + j, sizeof(w));
 		/* Most words (NULLs, sizes, scalars) are no pointer at all. */
-		if (w - c->lo < c->hi - c->lo)
-			kp_word(c, w, param);
+		if (w - c->lo >= c->hi - c->lo)
+			continue;
+		c->word[c->nw] = w;
+		c->wparam[c->nw] = param;
+		if (++c->nw == KP_BATCH)
+			kp_flush(c);
 	}
 }
 
@@ -527,6 +556,7 @@ int kparams_collect(struct alloc_table *t, const struct kernel_info *ki,
 	c.flags = 0;
 	c.full = false;
 	c.hashed = false;
+	c.nw = 0;
 
 	if (kernel_params) {
 		if (nparams < 0) {
@@ -569,6 +599,7 @@ int kparams_collect(struct alloc_table *t, const struct kernel_info *ki,
 		kp_scan(&c, buf + off, off, len, (uint32_t)i);
 	}
 out:
+	kp_flush(&c);
 	if (flags)
 		*flags = c.flags;
 	return c.n;

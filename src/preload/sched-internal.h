@@ -153,12 +153,57 @@ static inline int sched_is_done(const struct sched *s, int j, uint64_t seq)
 void sched_vc_merge(uint64_t *a, const uint64_t *b, int n);
 uint64_t sched_vc_sum(const uint64_t *a, int n);
 
-/* sched.c: the dependency collection shared with the host waits. */
-void sched_need_reset(struct sched *s);
-void sched_need_add(struct sched *s, int j, uint64_t seq, uint64_t fin,
-		    uint64_t src_id, int src_kind);
-void sched_need_state(struct sched *s, const struct sched_astate *a,
-		      int writes);
+/*
+ * The dependency collection shared with the host waits (sched.c,
+ * sched-sync.c).  Inline: a submission calls these once or more per access.
+ */
+static inline void sched_need_reset(struct sched *s)
+{
+	s->need_mask = 0;
+}
+
+static inline void sched_need_add(struct sched *s, int j, uint64_t seq,
+				  uint64_t fin, uint64_t src_id, int src_kind)
+{
+	uint64_t bit = 1ull << j;
+
+	if (!seq)
+		return;
+	if (!(s->need_mask & bit)) {
+		s->need_mask |= bit;
+		s->need[j] = seq;
+		s->need_fin[j] = fin;
+		s->src_id[j] = src_id;
+		s->src_kind[j] = (uint8_t)src_kind;
+		return;
+	}
+	if (seq > s->need[j]) {
+		s->need[j] = seq;
+		s->src_id[j] = src_id;
+		s->src_kind[j] = (uint8_t)src_kind;
+	}
+	s->need_fin[j] = sched_max(s->need_fin[j], fin);
+}
+
+static inline void sched_need_state(struct sched *s,
+				    const struct sched_astate *a, int writes)
+{
+	int j;
+
+	if (a->w_seq)
+		sched_need_add(s, a->w_stream, a->w_seq, a->w_fin, a->id,
+			       SCHED_SRC_W);
+	if (!writes)
+		return;
+	for (int i = 0; i < a->nr; i++)
+		sched_need_add(s, a->r_stream[i], a->r_seq[i], a->r_fin, a->id,
+			       SCHED_SRC_R);
+	/* Collapsed readers: the whole stream as it is now. */
+	SCHED_FOR_EACH_BIT(j, a->r_over)
+		sched_need_add(s, j, s->st[j].tail, s->st[j].fin, a->id,
+			       SCHED_SRC_R);
+}
+
 void sched_need_barrier(struct sched *s);
 
 /*
@@ -176,7 +221,30 @@ void sched_ev_use(struct sched *s, int slot);
 /* sched-map.c */
 int sched_map_init(struct sched *s);
 void sched_map_release(struct sched_map *m);
-struct sched_astate *sched_map_find(const struct sched_map *m, uint64_t id);
+static inline uint32_t sched_map_hash(uint64_t id, uint32_t mask)
+{
+	/* Ids are small consecutive integers: spread them (Fibonacci). */
+	uint64_t h = id * 0x9e3779b97f4a7c15ull;
+
+	return (uint32_t)(h >> 32) & mask;
+}
+
+/* Inline: every access of every submission looks its state up. */
+static inline struct sched_astate *sched_map_find(const struct sched_map *m,
+						  uint64_t id)
+{
+	uint32_t i = sched_map_hash(id, m->mask);
+
+	for (;;) {
+		struct sched_astate *a = &m->slot[i];
+
+		if (a->id == id)
+			return a;
+		if (!a->id)
+			return NULL;
+		i = (i + 1) & m->mask;
+	}
+}
 /* Room for `more` new ids; 0, -ENOMEM or -ENOSPC (max_allocs). */
 int sched_map_reserve(struct sched *s, uint32_t more);
 /* After sched_map_reserve(): never fails. */

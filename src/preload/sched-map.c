@@ -19,14 +19,6 @@
 #define SCHED_MAP_MIN	256u
 #define SCHED_MAP_MAX	(1u << 30)
 
-static inline uint32_t sched_map_hash(uint64_t id, uint32_t mask)
-{
-	/* Ids are small consecutive integers: spread them (Fibonacci). */
-	uint64_t h = id * 0x9e3779b97f4a7c15ull;
-
-	return (uint32_t)(h >> 32) & mask;
-}
-
 void *sched_calloc(struct sched *s, size_t n, size_t size)
 {
 	if (s && s->fail_alloc > 0) {
@@ -54,21 +46,6 @@ void sched_map_release(struct sched_map *m)
 	m->slot = NULL;
 	m->mask = 0;
 	m->count = 0;
-}
-
-struct sched_astate *sched_map_find(const struct sched_map *m, uint64_t id)
-{
-	uint32_t i = sched_map_hash(id, m->mask);
-
-	for (;;) {
-		struct sched_astate *a = &m->slot[i];
-
-		if (a->id == id)
-			return a;
-		if (!a->id)
-			return NULL;
-		i = (i + 1) & m->mask;
-	}
 }
 
 /* Insert without growing; the caller made room. */

@@ -233,53 +233,6 @@ int sched_ev_record(struct sched *s, int j)
 
 /* --- step 1: dependencies ----------------------------------------------- */
 
-void sched_need_reset(struct sched *s)
-{
-	s->need_mask = 0;
-}
-
-void sched_need_add(struct sched *s, int j, uint64_t seq, uint64_t fin,
-		    uint64_t src_id, int src_kind)
-{
-	uint64_t bit = 1ull << j;
-
-	if (!seq)
-		return;
-	if (!(s->need_mask & bit)) {
-		s->need_mask |= bit;
-		s->need[j] = seq;
-		s->need_fin[j] = fin;
-		s->src_id[j] = src_id;
-		s->src_kind[j] = (uint8_t)src_kind;
-		return;
-	}
-	if (seq > s->need[j]) {
-		s->need[j] = seq;
-		s->src_id[j] = src_id;
-		s->src_kind[j] = (uint8_t)src_kind;
-	}
-	s->need_fin[j] = sched_max(s->need_fin[j], fin);
-}
-
-void sched_need_state(struct sched *s, const struct sched_astate *a,
-		      int writes)
-{
-	int j;
-
-	if (a->w_seq)
-		sched_need_add(s, a->w_stream, a->w_seq, a->w_fin, a->id,
-			       SCHED_SRC_W);
-	if (!writes)
-		return;
-	for (int i = 0; i < a->nr; i++)
-		sched_need_add(s, a->r_stream[i], a->r_seq[i], a->r_fin, a->id,
-			       SCHED_SRC_R);
-	/* Collapsed readers: the whole stream as it is now. */
-	SCHED_FOR_EACH_BIT(j, a->r_over)
-		sched_need_add(s, j, s->st[j].tail, s->st[j].fin, a->id,
-			       SCHED_SRC_R);
-}
-
 void sched_need_barrier(struct sched *s)
 {
 	if (s->bar_seq)
@@ -361,36 +314,50 @@ static int sched_cand_better(const struct sched_cand *a,
 static int sched_place(struct sched *s, uint64_t *start_out)
 {
 	struct sched_cand best = { .start = UINT64_MAX }, c;
+	/* The dependencies side by side: the loop below runs N x np times. */
+	struct {
+		uint64_t need, need_fin, eff_fin;
+		int j;
+	} d[SCHED_MAX_STREAMS];
+	const int n = s->n, np = s->np;
+	const uint64_t vnow = s->vnow;
 	int bt = -1;
 
-	for (int t = 0; t < s->n; t++) {
-		const uint64_t *ct = sched_clock(s, t);
-		int k;
+	for (int k = 0; k < np; k++) {
+		int j = s->plist[k];
 
-		c.start = sched_max(s->vnow, s->st[t].fin);
-		c.nwait = 0;
+		d[k].j = j;
+		d[k].need = s->need[j];
+		d[k].need_fin = s->need_fin[j];
+		d[k].eff_fin = s->eff_fin[j];
+	}
+	for (int t = 0; t < n; t++) {
+		const uint64_t *ct = sched_clock(s, t);
+		uint64_t start = sched_max(vnow, s->st[t].fin);
+		int k, nwait = 0;
+
 		/*
 		 * start + nwait * SCHED_WAIT_COST only grows: give up on t
 		 * as soon as it cannot win.
 		 */
-		for (k = 0; k < s->np; k++) {
-			int j = s->plist[k];
-
-			if (j == t || ct[j] >= s->need[j]) {
-				c.start = sched_max(c.start, s->need_fin[j]);
+		for (k = 0; k < np; k++) {
+			if (d[k].j == t || ct[d[k].j] >= d[k].need) {
+				start = sched_max(start, d[k].need_fin);
 			} else {
-				c.nwait++;
-				c.start = sched_max(c.start, s->eff_fin[j]);
+				nwait++;
+				start = sched_max(start, d[k].eff_fin);
 			}
-			if (c.start + (uint64_t)c.nwait * SCHED_WAIT_COST >
+			if (start + (uint64_t)nwait * SCHED_WAIT_COST >
 			    best.start)
 				break;
 		}
-		if (k < s->np)
+		if (k < np)
 			continue;
-		c.start += (uint64_t)c.nwait * SCHED_WAIT_COST;
-		if (c.start > best.start)
+		start += (uint64_t)nwait * SCHED_WAIT_COST;
+		if (start > best.start)
 			continue;
+		c.start = start;
+		c.nwait = nwait;
 		c.load = s->st[t].fin;
 		c.in_pred = !!(s->need_mask & (1ull << t));
 		if (bt < 0 || sched_cand_better(&c, &best)) {
@@ -458,6 +425,9 @@ static void sched_mark_hot(struct sched *s, uint64_t start)
 }
 
 /* --- step 3: waits ------------------------------------------------------ */
+
+/* Accesses whose state a submission remembers between its steps. */
+#define SCHED_FOUND_MAX 64
 
 struct sched_waitc {
 	uint64_t key;		/* sum of the record's clock */
@@ -618,9 +588,11 @@ static void sched_add_reader(struct sched *s, struct sched_astate *a, int t,
 /*
  * Returns whether an event right after the operation is wanted; *src and
  * *srcbit: the first allocation whose hot mark wants it, and that mark.
+ * found[i] (i < SCHED_FOUND_MAX): acc[i]'s state, or NULL: look it up.
  */
 static int sched_update_states(struct sched *s,
-			       const struct sched_access *acc, int nacc, int t,
+			       const struct sched_access *acc, int nacc,
+			       struct sched_astate *const *found, int t,
 			       uint64_t seq, uint64_t fin, uint64_t *src,
 			       uint8_t *srcbit)
 {
@@ -628,8 +600,8 @@ static int sched_update_states(struct sched *s,
 	uint8_t bit;
 
 	for (int i = 0; i < nacc; i++) {
-		struct sched_astate *a = sched_map_get(&s->map,
-						       acc[i].alloc_id);
+		struct sched_astate *a = i < SCHED_FOUND_MAX && found[i]
+			? found[i] : sched_map_get(&s->map, acc[i].alloc_id);
 
 		if (acc[i].mode == SCHED_READ) {
 			bit = a->hot & SCHED_HOT_R;
@@ -705,21 +677,29 @@ int sched_submit_weighted(struct sched *s, const struct sched_access *acc,
 			  struct sched_decision *out)
 {
 	uint64_t vt = sched_weight_vt(weight), start, src = 0;
+	struct sched_astate *found[SCHED_FOUND_MAX];
 	uint32_t misses = 0;
 	uint8_t srcbit = 0;
 	int t, err;
 
-	err = sched_check_args(s, acc, nacc);
-	if (err || !out || (flags & ~(SCHED_BARRIER | SCHED_JOIN)))
+	if (!s || nacc < 0 || (nacc && !acc) || !out ||
+	    (flags & ~(SCHED_BARRIER | SCHED_JOIN)))
 		return -EINVAL;
-	if (flags & SCHED_BARRIER)
-		return sched_barrier(s, vt, 0, out);
+	if (flags & SCHED_BARRIER) {
+		err = sched_check_args(s, acc, nacc);
+		return err ? err : sched_barrier(s, vt, 0, out);
+	}
 
+	/* Checks each access as it goes: nothing but scratch changes here. */
 	sched_need_reset(s);
 	for (int i = 0; i < nacc; i++) {
-		const struct sched_astate *a = sched_map_find(&s->map,
-							      acc[i].alloc_id);
+		struct sched_astate *a;
 
+		if (!acc[i].alloc_id || (unsigned)acc[i].mode > SCHED_WRITE)
+			return -EINVAL;
+		a = sched_map_find(&s->map, acc[i].alloc_id);
+		if (i < SCHED_FOUND_MAX)
+			found[i] = a;
 		if (a)
 			sched_need_state(s, a, acc[i].mode != SCHED_READ);
 		else
@@ -729,8 +709,12 @@ int sched_submit_weighted(struct sched *s, const struct sched_access *acc,
 	if (flags & SCHED_JOIN)
 		sched_need_all(s);
 	/* Nothing has changed yet: a failure here costs only the overlap. */
-	if (misses && sched_map_reserve(s, misses))
-		return sched_barrier(s, vt, SCHED_DEC_DEGRADED, out);
+	if (misses) {
+		if (sched_map_reserve(s, misses))
+			return sched_barrier(s, vt, SCHED_DEC_DEGRADED, out);
+		/* Growth may have moved every state: look them up again. */
+		memset(found, 0, sizeof(found));
+	}
 
 	sched_need_filter(s, 1);
 	sched_effective(s);
@@ -739,8 +723,8 @@ int sched_submit_weighted(struct sched *s, const struct sched_access *acc,
 	sched_decision_init(out, t, flags & SCHED_JOIN ? SCHED_DEC_JOIN : 0);
 	sched_emit_waits(s, t, out);
 	out->seq = sched_push(s, t, start, vt);
-	if (sched_update_states(s, acc, nacc, t, out->seq, s->st[t].fin,
-				&src, &srcbit) ||
+	if (sched_update_states(s, acc, nacc, found, t, out->seq,
+				s->st[t].fin, &src, &srcbit) ||
 	    (nacc && (s->flags & SCHED_EAGER_EVENTS))) {
 		if (s->n > 1) {
 			out->record_after = sched_ev_record(s, t);

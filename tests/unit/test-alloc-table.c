@@ -964,6 +964,56 @@ static void test_fork_child(void **state)
 	assert_int_equal(alloc_table_check(st.t), 0);
 }
 
+/*
+ * alloc_table_find_batch() answers as alloc_table_find() does, on the
+ * memoized global table (also right after a removal: the memo must not
+ * answer with the freed allocation) and on any other table.
+ */
+static void check_batch(struct alloc_table *t, uint64_t base)
+{
+	const uint64_t addr[6] = { base + 8, base - 8, base + 0x1000 + 64,
+				   base + 8, 0, base + 0x2000 };
+	struct alloc a0, a1, out[6];
+
+	assert_int_equal(alloc_table_insert(t, base, 256, ALLOC_DEVICE, 0,
+					    NULL), 0);
+	assert_int_equal(alloc_table_insert(t, base + 0x1000, 256,
+					    ALLOC_MANAGED, 0, NULL), 0);
+	assert_int_equal(alloc_table_find(t, base, &a0), 0);
+	assert_int_equal(alloc_table_find(t, base + 0x1000, &a1), 0);
+	for (int round = 0; round < 2; round++) {	/* filled, then memo */
+		memset(out, 0xff, sizeof(out));
+		assert_int_equal(alloc_table_find_batch(t, addr, 6, out), 3);
+		assert_int_equal(out[0].id, a0.id);
+		assert_int_equal(out[0].base, base);
+		assert_int_equal(out[1].id, 0);
+		assert_int_equal(out[2].id, a1.id);
+		assert_int_equal(out[2].kind, ALLOC_MANAGED);
+		assert_int_equal(out[3].id, a0.id);
+		assert_int_equal(out[4].id, 0);
+		assert_int_equal(out[5].id, 0);
+	}
+	assert_int_equal(alloc_table_remove(t, base + 0x1000, NULL), 0);
+	assert_int_equal(alloc_table_find_batch(t, addr, 6, out), 2);
+	assert_int_equal(out[2].id, 0);
+	assert_int_equal(alloc_table_find_cached(t, addr[2], NULL), -ENOENT);
+	assert_int_equal(alloc_table_find_cached(t, addr[0], &a1), 0);
+	assert_int_equal(a1.id, a0.id);
+	assert_int_equal(alloc_table_remove(t, base, NULL), 0);
+	assert_int_equal(alloc_table_find_batch(t, addr, 6, out), 0);
+}
+
+static void test_find_batch(void **state)
+{
+	struct alloc out[1];
+	const uint64_t x = 0x1000;
+
+	check_batch(*state, 0x7e0000000000ull);
+	check_batch(alloc_table_global(), 0x7e0000100000ull);
+	assert_int_equal(alloc_table_find_batch(NULL, &x, 1, out), -EINVAL);
+	assert_int_equal(alloc_table_find_batch(*state, &x, 0, out), 0);
+}
+
 int main(void)
 {
 	const char *env = getenv("KMUX_TEST_SEED");
@@ -994,6 +1044,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			test_slot_released_at_thread_exit,
 			setup_table, teardown_table),
+		cmocka_unit_test_setup_teardown(test_find_batch,
+						setup_table, teardown_table),
 		cmocka_unit_test(test_fork_child),
 	};
 
