@@ -66,21 +66,18 @@ class Nvml:
         except OSError:
             pass
 
-    def sm_mhz(self):
+    def _clock(self, which):
         if self.dev is None:
             return None
         v = ctypes.c_uint()
-        r = self.lib.nvmlDeviceGetClockInfo(self.dev, _NVML_CLOCK_SM,
-                                            ctypes.byref(v))
+        r = self.lib.nvmlDeviceGetClockInfo(self.dev, which, ctypes.byref(v))
         return v.value if r == 0 else None
 
+    def sm_mhz(self):
+        return self._clock(_NVML_CLOCK_SM)
+
     def mem_mhz(self):
-        if self.dev is None:
-            return None
-        v = ctypes.c_uint()
-        r = self.lib.nvmlDeviceGetClockInfo(self.dev, _NVML_CLOCK_MEM,
-                                            ctypes.byref(v))
-        return v.value if r == 0 else None
+        return self._clock(_NVML_CLOCK_MEM)
 
     def power_w(self):
         """Board power draw (W), NVML's own average; None if unknown."""
