@@ -86,6 +86,18 @@ MODES="quota evict"
 MPS=${KMUX_MIX_MPS:-0}
 MPS_CONTROL=${KMUX_MIX_MPS_CONTROL:-}
 [ "$MPS" = 1 ] && MODES="$MODES evict-mps quota-mps"
+# KMUX_MIX_MODES: run only these modes, in this order (e.g. "quota-mps
+# evict-mps": the like-for-like pair, without the 50 s evict-without-MPS).
+if [ -n "${KMUX_MIX_MODES:-}" ]; then
+    for m in $KMUX_MIX_MODES; do
+        case " quota evict evict-mps quota-mps " in
+        *" $m "*) ;;
+        *) echo "memory-mix: unknown mode '$m' in KMUX_MIX_MODES" >&2; exit 2 ;;
+        esac
+        case "$m" in *-mps) MPS=1 ;; esac
+    done
+    MODES=$KMUX_MIX_MODES
+fi
 FAILS=0
 B=$WORK/bin
 MiB=1048576
@@ -371,6 +383,9 @@ for s in sets:
         if m.endswith("-mps") and "quota" in span and span.get(m, 0) > 0:
             print("\nThroughput %s vs quota (quota makespan / %s makespan): %.2fx"
                   % (m, m, span["quota"] / span[m]))
+    if span.get("quota-mps", 0) > 0 and span.get("evict-mps", 0) > 0:
+        print("\nThroughput evict-mps vs quota-mps, like for like (quota-mps makespan / "
+              "evict-mps makespan): %.2fx" % (span["quota-mps"] / span["evict-mps"]))
 print("\nRESULT ms is each task's own ROI as it prints it: staged, its whole run (all")
 print("stages); a bench/apps program, the median of its repetitions.")
 print("\nRaw rows: mix.csv; commands and output tails: mix.log; job records: ps-SET-MODE.json.")
