@@ -23,10 +23,13 @@
 #                   KMUX_STREAMS_SA_NS, only for the apps in
 #                   KMUX_STREAMS_SA_APPS (default phase_buffers)
 #      roN          KMUX_PTX_READONLY=1 kmux run --streams N -- APP plain
-#                   (kernel parameters proven read-only from the PTX), N in
-#                   KMUX_STREAMS_RO_NS (default empty: no roN modes); when
-#                   there are roN modes, kmuxN and saN run with
-#                   KMUX_PTX_READONLY=0, so roN vs kmuxN is a side-by-side A/B
+#                   (kernel parameters proven read-only from the PTX: kmux's
+#                   default, made explicit), N in KMUX_STREAMS_RO_NS (default
+#                   empty: no roN modes).  Without roN modes kmuxN and saN
+#                   run as shipped (the proof on, unless the caller set
+#                   KMUX_PTX_READONLY=0); with them, kmuxN and saN run with
+#                   KMUX_PTX_READONLY=0, so roN vs kmuxN is a side-by-side
+#                   A/B of the proof (and roN, not kmuxN, is kmux as shipped)
 #      expert       APP expert           (hand-written streams and events)
 #    The two PyTorch programs run in one process per mode
 #    (bench/apps/py/torch_suite.py) to pay PyTorch's start-up once.
@@ -95,9 +98,17 @@ read -r -a PY_ARGS <<<"${KMUX_STREAMS_PY_ARGS:---reps 5 --warmup 3}"
 read -r -a SA_NS <<<"${KMUX_STREAMS_SA_NS-4 8}"
 SA_APPS=${KMUX_STREAMS_SA_APPS-phase_buffers}
 read -r -a RO_NS <<<"${KMUX_STREAMS_RO_NS-}"
-# The A/B needs kmuxN without the option whatever the caller's environment.
+# The A/B needs kmuxN without the proof whatever the caller's environment;
+# without roN modes kmuxN measures kmux as shipped (the caller's setting).
 RO_OFF=()
 [ ${#RO_NS[@]} -gt 0 ] && RO_OFF=(KMUX_PTX_READONLY=0)
+if [ ${#RO_NS[@]} -gt 0 ]; then
+	PTX_STATE="off in kmuxN and saN (KMUX_PTX_READONLY=0, the A/B's baseline); on in roN (KMUX_PTX_READONLY=1, kmux's default: roN is kmux as shipped)"
+elif [ "${KMUX_PTX_READONLY-}" = 0 ]; then
+	PTX_STATE="off (KMUX_PTX_READONLY=0 from the environment): kmuxN is NOT kmux as shipped"
+else
+	PTX_STATE="on in kmuxN and saN (kmux's default; KMUX_PTX_READONLY=${KMUX_PTX_READONLY-unset})"
+fi
 LAUNCH=${KMUX_STREAMS_LAUNCH:-auto}
 KLOG=${KMUX_STREAMS_LOG:-info}
 RESERVE=20	# seconds kept for the report
@@ -510,8 +521,9 @@ report() {
 		echo "- CUDA_DEVICE_MAX_CONNECTIONS: ${CUDA_DEVICE_MAX_CONNECTIONS:-unset (driver default 8; kmux bounds its pool by it, so N=16 may act as 8)}"
 		echo "- repeats: up to $REPS rounds, modes interleaved and rotated per round, each run a fresh process;"
 		echo "  CUDA app arguments: ${APP_ARGS[*]}; PyTorch: ${PY_ARGS[*]} (one process for $PY_APPS)"
-		echo "- verify: kmux verify --streams $VERIFY_N on the plain version$([ ${#RO_NS[@]} -gt 0 ] && echo "; again with KMUX_PTX_READONLY=1 (verify-ro)")"
-		[ ${#RO_NS[@]} -gt 0 ] && echo "- roN: KMUX_PTX_READONLY=1, N in ${RO_NS[*]}; kmuxN and saN ran with KMUX_PTX_READONLY=0 (side-by-side A/B)"
+		echo "- verify: kmux verify --streams $VERIFY_N on the plain version$([ ${#RO_NS[@]} -gt 0 ] && echo " with KMUX_PTX_READONLY=0; again with KMUX_PTX_READONLY=1 (verify-ro)")"
+		echo "- PTX read-only proof: $PTX_STATE"
+		[ ${#RO_NS[@]} -gt 0 ] && echo "- roN: KMUX_PTX_READONLY=1, N in ${RO_NS[*]}; kmuxN and saN ran with KMUX_PTX_READONLY=0 (side-by-side A/B of the proof)"
 		echo "- failed runs: $FAILS (see streams.log)"
 		echo
 	} >"$MD"

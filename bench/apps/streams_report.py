@@ -7,9 +7,10 @@ issued vs pruned waits) and, when matplotlib can be imported, a bar plot of
 the speedups.  Standard library only, apart from that optional plot.
 
 Modes: plain, kmuxN (N streams), saN (N streams and --stream-alloc, for
-some apps), roN (N streams and KMUX_PTX_READONLY=1; kmuxN then ran with it
-off), expert; mode "verify" holds kmux verify's result, "verify-ro" the
-same with KMUX_PTX_READONLY=1.  Keys per run: ms (the program's median event-timed ROI), wall_ms,
+some apps), roN (N streams and KMUX_PTX_READONLY=1, the PTX read-only
+proof, kmux's default; kmuxN then ran with it off, KMUX_PTX_READONLY=0),
+expert; mode "verify" holds kmux verify's result, "verify-ro" the same
+with KMUX_PTX_READONLY=1.  Keys per run: ms (the program's median event-timed ROI), wall_ms,
 rc, check (ok / FAIL / none), checksum, issued, pruned, secs.
 
 Usage: streams_report.py CSV --md OUT.md [--png OUT.png] [--meta FILE]
@@ -326,7 +327,7 @@ def sa_table(data, rows, sa_ns):
 
 
 def ro_table(data, rows, ro_ns):
-    """Side by side per N: kmuxN (option off) vs roN (KMUX_PTX_READONLY=1)."""
+    """Side by side per N: kmuxN (proof off) vs roN (KMUX_PTX_READONLY=1)."""
     out = []
     for r in rows:
         modes = data[r["app"]]
@@ -359,10 +360,11 @@ def ro_table(data, rows, ro_ns):
                    f" {sum(m.fails for m in ro.values())} |")
     if not out:
         return ["No roN runs (KMUX_STREAMS_RO_NS empty, or none ran)."]
-    return out + ["", "roN: KMUX_PTX_READONLY=1 kmux run --streams N; kmuxN in this run "
-                  "had KMUX_PTX_READONLY=0, modes interleaved in the same rounds "
-                  "(docs/design-streams.md, \"Narrowing per-allocation tracking "
-                  "safely\"). roN/kmuxN < 1: the option helped."]
+    return out + ["", "roN: KMUX_PTX_READONLY=1 kmux run --streams N (the proof on, "
+                  "kmux's default: roN is kmux as shipped); kmuxN in this run "
+                  "had KMUX_PTX_READONLY=0 (the proof off), modes interleaved in "
+                  "the same rounds (docs/design-streams.md, \"Narrowing "
+                  "per-allocation tracking safely\"). roN/kmuxN < 1: the proof helped."]
 
 
 def main():
@@ -409,7 +411,7 @@ def main():
             out += sa_table(data, rows, sa_ns)
         ro_ns = [int(n) for n in a.ro_ns.split()]
         if ro_ns:
-            out += ["", "### Read-only parameters from PTX (KMUX_PTX_READONLY=1), A/B", ""]
+            out += ["", "### Read-only parameters from PTX, A/B: on (roN, the default) vs off (kmuxN)", ""]
             out += ro_table(data, rows, ro_ns)
     out.append("")
     if a.png and rows:

@@ -32,7 +32,7 @@ struct kernel_info {
 	uint32_t *size;		/* nparams entries */
 	/*
 	 * Bit i: parameter i is proven read-only (the readonly callback,
-	 * KMUX_PTX_READONLY); 0 when nothing is proven.
+	 * ptx-table.h); 0 when nothing is proven.
 	 */
 	uint64_t readonly;
 	/*

@@ -14,7 +14,8 @@
  *                               program runs unscheduled)
  *   KMUX_DEBUG_STREAMS_FAIL     streams.h (test knob: injected failures)
  *   KMUX_PTX_READONLY           ptx-table.h (kernel parameters proven
- *                               read-only from PTX: scheduled as reads)
+ *                               read-only from PTX: scheduled as reads;
+ *                               on under the scheduler unless "0")
  *   KMUX_VERIFY_LOG             verify.h
  *   KMUX_MEM_QUOTA              quota.h (a bad value: a warning, no quota)
  *   KMUX_MEMORY, KMUX_LAZY_MIN, KMUX_MEM_BUDGET, KMUX_DEBUG_MM_HOST_FAIL
@@ -91,13 +92,14 @@ __attribute__((constructor)) static void preload_init(void)
 			       kmux_config.trace_timing) == 0)
 			kmux_tracking = 1;
 	}
-	ptxtab_init(getenv("KMUX_PTX_READONLY"));
 	kmux_config.streams = getenv("KMUX_STREAMS");
 	streams_debug_fail(getenv("KMUX_DEBUG_STREAMS_FAIL"));
 	if (streams_init(kmux_config.streams,
 			 getenv("CUDA_DEVICE_MAX_CONNECTIONS"),
 			 getenv("KMUX_BARRIER_KERNELS")) == 0 && kmux_streams)
 		kmux_tracking = 1;
+	/* After the scheduler: without it no image is scanned. */
+	ptxtab_init(getenv("KMUX_PTX_READONLY"), kmux_streams > 0);
 	kmux_config.verify_log = getenv("KMUX_VERIFY_LOG");
 	if (kmux_config.verify_log && *kmux_config.verify_log &&
 	    verify_init(kmux_config.verify_log) == 0)

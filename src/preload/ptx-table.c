@@ -1,7 +1,8 @@
 /*
- * ptx-table.c - KMUX_PTX_READONLY=1: the read-only verdicts of the kernels
- * of every module image the program loaded, kept per loaded module
- * (CUmodule) or library (CUlibrary) handle.
+ * ptx-table.c - the read-only verdicts of the kernels of every module
+ * image the program loaded, kept per loaded module (CUmodule) or library
+ * (CUlibrary) handle.  On by default under the scheduler; KMUX_PTX_READONLY=0
+ * turns it off (then every kernel parameter is read-write, as before).
  *
  * Module and library loads (wrap-module.c) scan their image once
  * (ptx-readonly.h) and record its entries under the handle the driver
@@ -60,12 +61,18 @@ static int ptxtab_nimg, ptxtab_capimg;
 static struct ptxro_image_stats ptxtab_st;
 static unsigned long ptxtab_images, ptxtab_errors, ptxtab_analysed;
 static unsigned long ptxtab_unloads;
+static bool ptxtab_told_no_codec;
 static atomic_ulong ptxtab_kernels, ptxtab_params_ro, ptxtab_mismatch,
 	ptxtab_unowned;
 
-int ptxtab_init(const char *value)
+int ptxtab_init(const char *value, int scheduling)
 {
-	ptxtab_on = value && *value && strcmp(value, "0") != 0;
+	/* Only "0" is off: a typo must not silently change the default. */
+	ptxtab_on = scheduling && !(value && strcmp(value, "0") == 0);
+	if (value && *value && strcmp(value, "0") != 0 &&
+	    strcmp(value, "1") != 0)
+		log_warn("KMUX_PTX_READONLY=%s: only 0 turns the read-only "
+			 "proof off; it stays on", value);
 	return 0;
 }
 
@@ -161,6 +168,7 @@ void ptxtab_scan(enum ptxtab_owner kind, const void *handle,
 	struct ptxro_module m, merged;
 	struct ptxro_image_stats st = { 0 };
 	struct ptxtab_image *img;
+	bool tell_no_codec = false;
 	size_t n;
 	int r;
 
@@ -178,6 +186,8 @@ void ptxtab_scan(enum ptxtab_owner kind, const void *handle,
 	ptxtab_st.bad += st.bad;
 	if (r < 0)
 		ptxtab_errors++;
+	if (st.compressed && !ptxtab_told_no_codec)
+		tell_no_codec = ptxtab_told_no_codec = true;
 	merged = ptxtab_merge(&m);
 	ptxtab_analysed += (unsigned long)merged.n;
 	/* A stale record of a reused handle whose unload was not seen. */
@@ -204,6 +214,14 @@ void ptxtab_scan(enum ptxtab_owner kind, const void *handle,
 out:
 	pthread_mutex_unlock(&ptxtab_mu);
 	ptxro_module_release(&m);
+	/*
+	 * Once per process, and not a warning: the default must not make
+	 * every program on a system without the libraries complain.
+	 */
+	if (tell_no_codec)
+		log_info("ptx-readonly: compressed PTX without a decoder "
+			 "(libzstd.so.1 or liblz4.so.1 not loadable): those "
+			 "kernels stay read-write");
 	log_debug("ptx-readonly: %s %p: %u PTX (%u decompressed), %u "
 		  "without, %u compressed skipped, %u malformed",
 		  kind == PTXTAB_MODULE ? "module" : "library", handle, st.ptx,

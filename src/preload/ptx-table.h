@@ -1,7 +1,8 @@
 /*
- * ptx-table.h - KMUX_PTX_READONLY=1: kernel parameters proven read-only
- * from the PTX of the images the program loads, kept per loaded module or
- * library (see ptx-table.c).
+ * ptx-table.h - kernel parameters proven read-only from the PTX of the
+ * images the program loads, kept per loaded module or library (see
+ * ptx-table.c).  On by default under the stream scheduler;
+ * KMUX_PTX_READONLY=0 turns it off.
  */
 #ifndef KMUX_PTX_TABLE_H
 #define KMUX_PTX_TABLE_H
@@ -10,11 +11,19 @@
 
 #include "cuda-internal.h"
 
-/* Non-zero when KMUX_PTX_READONLY is set (and not "0"). */
+/*
+ * Non-zero when images are scanned and verdicts given: the scheduler is on
+ * and KMUX_PTX_READONLY is not "0".
+ */
 extern int ptxtab_on;
 
-/* From the constructor; value is KMUX_PTX_READONLY.  Returns 0. */
-int ptxtab_init(const char *value);
+/*
+ * From the constructor, after the scheduler's: value is KMUX_PTX_READONLY
+ * (unset, empty or anything but "0": on), scheduling whether the stream
+ * scheduler is on (it is the only reader of the verdicts, so without it
+ * images are not scanned at all).  Returns 0.
+ */
+int ptxtab_init(const char *value, int scheduling);
 
 /*
  * The driver entry points used to find which loaded image a launched

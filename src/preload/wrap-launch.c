@@ -223,7 +223,7 @@ static int launch_sched(struct launch_op *op, CUresult *r)
 		}
 		/*
 		 * Read-write unless every parameter pointing into the
-		 * allocation is proven read-only (KMUX_PTX_READONLY).
+		 * allocation is proven read-only (ptx-table.h).
 		 */
 		for (int i = 0; i < op->tl.nacc; i++)
 			acc[i] = (struct sched_access){

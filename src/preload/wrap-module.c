@@ -1,6 +1,7 @@
 /*
  * wrap-module.c - module and library loads from memory, wrapped so that
- * KMUX_PTX_READONLY=1 sees every image the program loads (ptx-table.h),
+ * the PTX read-only proof (ptx-table.h; on by default under the scheduler,
+ * KMUX_PTX_READONLY=0 turns it off) sees every image the program loads,
  * and unloads, which drop the image's verdicts and make kparams learn
  * every function again (the driver reuses handles).
  *

@@ -130,7 +130,7 @@ static int setup(void **state)
 		 "%s\tst.global.u32 [%%rd6], %%r7;\n\tret;\n}\n", ptx_head);
 	nfunc_mod = nkern_lib = nlib_kern = nkern_func = 0;
 	calls = 0;
-	ptxtab_init("1");
+	ptxtab_init("1", 1);
 	ptxtab_set_driver(&fake_driver);
 	/* Modules a (readable), b (no PTX), file (never scanned). */
 	map_add(func_mod, &nfunc_mod, &h_fa, &h_mod_a, NULL);
@@ -156,7 +156,7 @@ static int teardown(void **state)
 	ptxtab_unload(PTXTAB_MODULE, &h_mod_b);
 	ptxtab_unload(PTXTAB_LIBRARY, &h_lib);
 	ptxtab_set_driver(NULL);
-	ptxtab_init("0");
+	ptxtab_init("0", 1);
 	return 0;
 }
 
@@ -244,9 +244,40 @@ static void test_no_driver_no_verdict(void **state)
 	assert_int_equal(ro(&h_fa, 0), RO_READS);
 	/* Off: nothing recorded, nothing proven. */
 	ptxtab_unload(PTXTAB_MODULE, &h_mod_a);
-	ptxtab_init("0");
+	ptxtab_init("0", 1);
 	ptxtab_scan(PTXTAB_MODULE, &h_mod_a, img_reads);
-	ptxtab_init("1");
+	ptxtab_init("1", 1);
+	assert_int_equal(ro(&h_fa, 0), 0);
+}
+
+/*
+ * The default: on under the scheduler unless KMUX_PTX_READONLY is "0";
+ * never without the scheduler (nothing would read the verdicts).
+ */
+static void test_on_by_default(void **state)
+{
+	static const struct {
+		const char *value;
+		int scheduling, on;
+	} c[] = {
+		{ NULL, 1, 1 }, { "", 1, 1 }, { "1", 1, 1 }, { "yes", 1, 1 },
+		{ "0", 1, 0 }, { NULL, 0, 0 }, { "1", 0, 0 }, { "0", 0, 0 },
+	};
+
+	(void)state;
+	for (unsigned i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		ptxtab_init(c[i].value, c[i].scheduling);
+		assert_int_equal(ptxtab_on, c[i].on);
+	}
+	/* Unset: an image loaded now gives its verdict. */
+	ptxtab_init(NULL, 1);
+	ptxtab_scan(PTXTAB_MODULE, &h_mod_a, img_reads);
+	assert_int_equal(ro(&h_fa, 0), RO_READS);
+	ptxtab_unload(PTXTAB_MODULE, &h_mod_a);
+	/* "0": nothing recorded, nothing proven. */
+	ptxtab_init("0", 1);
+	ptxtab_scan(PTXTAB_MODULE, &h_mod_a, img_reads);
+	ptxtab_init(NULL, 1);
 	assert_int_equal(ro(&h_fa, 0), 0);
 }
 
@@ -254,6 +285,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+		T(test_on_by_default),
 		T(test_module_verdict_is_its_own),
 		T(test_layout_must_match),
 		T(test_unload_and_reuse),
