@@ -44,6 +44,7 @@
 # tests/simcuda as the only app (`memory context` as ctxonly), a fake
 # sampler (checks this script's logic) whose peak for a run is taken from
 # KMUX_MEMBENCH_DRY_MIB ("APP:MODE:REP=MiB" or "APP:MODE=MiB" words, else 0).
+# (KMUX_MEMBENCH_DRY_CTX_CMD replaces the context program, for the test.)
 # Never changes GPU settings.  Exit 0 when no run failed.
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
@@ -172,7 +173,7 @@ if [ "$DRY" = 1 ]; then
 	export E2E_MODULE=$ROOT/build/simcuda/kernels/basic.so
 	APPS=(memory-objects)
 	CMDS=("$ROOT/build/tests/e2e/memory objects")
-	CTX_CMD="$ROOT/build/tests/e2e/memory context"
+	CTX_CMD=${KMUX_MEMBENCH_DRY_CTX_CMD:-$ROOT/build/tests/e2e/memory context}
 	KMUX_MEMBENCH_TORCH=0
 else
 	names=${KMUX_MEMBENCH_APPS:-$(cd bench/apps && ls ./*.cu | sed 's|^\./||; s|\.cu$||' | tr '\n' ' ')}
