@@ -15,6 +15,13 @@
 #     the largest object it managed, and at least
 #     64 MiB; a fixed rule, not tuned).  KMUX_LOG=info runs also log kmux's
 #     own count of the managed objects' peak.
+#     The context's own footprint is measured in the same run, first:
+#     bench/memory/ctxonly.cu (built with the apps' flags: context, module,
+#     nothing allocated) KMUX_MEMBENCH_CTX_REPS (3) times under none and
+#     under `kmux run --memory=lazy` (the preload's own share, if any),
+#     same sampler; the report adds, beside the whole-process peak, the
+#     memory objects' peak = whole-process peak - the median context of
+#     the matching mode (none's for none, kmux's for lazy and evict).
 # (c) Cost when memory is ample: every app REPS times in each of none,
 #     quota (kmux run with nothing managed), lazy and evict with an ample
 #     budget (1 TiB), modes rotated per round; the app's own ROI time
@@ -34,7 +41,10 @@
 # KMUX_MEMBENCH_STAGED_REPS requests per stage, 4096),
 # KMUX_MEMBENCH_APP_ARGS ("--reps 5 --warmup 2"), KMUX_MEMBENCH_TORCH (1),
 # KMUX_MEMBENCH_DRY=1: no GPU; runs tests/e2e's `memory` program on
-# tests/simcuda as the only app, a fake sampler (checks this script's logic).
+# tests/simcuda as the only app (`memory context` as ctxonly), a fake
+# sampler (checks this script's logic) whose peak for a run is taken from
+# KMUX_MEMBENCH_DRY_MIB ("APP:MODE:REP=MiB" or "APP:MODE=MiB" words, else 0).
+# (KMUX_MEMBENCH_DRY_CTX_CMD replaces the context program, for the test.)
 # Never changes GPU settings.  Exit 0 when no run failed.
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
@@ -67,11 +77,26 @@ mem_now() {
 		head -n 1 | tr -dc 0-9
 }
 
+# dry_mib APP MODE REP: the fake sampler's reading for this run.
+dry_mib() {
+	local w v=0
+	for w in ${KMUX_MEMBENCH_DRY_MIB:-}; do
+		case $w in
+		"$1:$2:$3="*) v=${w#*=}; break ;;
+		"$1:$2="*) v=${w#*=} ;;
+		esac
+	done
+	echo "$v"
+}
+
 # sampler_start FILE / sampler_stop: nvidia-smi polling every 20 ms.
+# (dry: DRY_APP/DRY_MODE/DRY_REP, set by one(), pick the fake reading)
 SAMPLER=""
 sampler_start() {
 	if [ "$DRY" = 1 ]; then
-		(while :; do echo 0; sleep 0.05; done) >"$1" 2>/dev/null &
+		local v
+		v=$(dry_mib "$DRY_APP" "$DRY_MODE" "$DRY_REP")
+		(echo 0; while :; do echo "$v"; sleep 0.05; done) >"$1" 2>/dev/null &
 	else
 		nvidia-smi -i 0 --query-gpu=memory.used --format=csv,noheader,nounits \
 			-lms 20 >"$1" 2>/dev/null &
@@ -95,7 +120,7 @@ run_mode() {
 	case $mode in
 	none) pre=() ;;
 	quota) pre+=("$KMUX_BIN" run --) ;;
-	lazy) pre+=("$KMUX_BIN" run --memory=lazy --) ;;
+	lazy | kmux) pre+=("$KMUX_BIN" run --memory=lazy --) ;;
 	evict*) pre+=("KMUX_MEM_BUDGET=$budget" "$KMUX_BIN" run --memory=evict --) ;;
 	esac
 	timeout 120 "${pre[@]}" "$@" >"$WORK/run/out" 2>&1
@@ -107,6 +132,7 @@ one() {
 	shift 5
 	logq "\$ [$app $mode $rep${budget:+ budget=$budget}] $*"
 	base=$(mem_now)
+	DRY_APP=$app DRY_MODE=$mode DRY_REP=$rep
 	[ "$sample" = 1 ] && sampler_start "$WORK/run/samples"
 	t0=$(date +%s%N)
 	run_mode "$mode" "$budget" "$@"
@@ -147,6 +173,7 @@ if [ "$DRY" = 1 ]; then
 	export E2E_MODULE=$ROOT/build/simcuda/kernels/basic.so
 	APPS=(memory-objects)
 	CMDS=("$ROOT/build/tests/e2e/memory objects")
+	CTX_CMD=${KMUX_MEMBENCH_DRY_CTX_CMD:-$ROOT/build/tests/e2e/memory context}
 	KMUX_MEMBENCH_TORCH=0
 else
 	names=${KMUX_MEMBENCH_APPS:-$(cd bench/apps && ls ./*.cu | sed 's|^\./||; s|\.cu$||' | tr '\n' ' ')}
@@ -165,7 +192,18 @@ else
 		"$NVCC" $NVCCFLAGS -o "$B/staged" bench/memory/staged.cu >>"$LOG" 2>&1 &
 		pids+=($!)
 	fi
+	# the context-only program (the memory objects' figure), same flags
+	# shellcheck disable=SC2086
+	"$NVCC" $NVCCFLAGS -o "$B/ctxonly" bench/memory/ctxonly.cu >>"$LOG" 2>&1 &
+	pids+=($!)
 	wait "${pids[@]}"
+	CTX_CMD=""
+	if [ -x "$B/ctxonly" ]; then
+		CTX_CMD="$B/ctxonly --hold-ms 500"
+	else
+		log "build: ctxonly FAILED (no memory objects figure)"
+		FAILS=$((FAILS + 1))
+	fi
 	for app in $names; do
 		if [ -x "$B/$app" ]; then
 			APPS+=("$app")
@@ -185,6 +223,20 @@ else
 		fi
 	fi
 	log "build: ${#APPS[@]} apps ($(time_left)s left)"
+fi
+
+# ------------------------------------- (a) the context's own footprint
+# Measured, not assumed, whenever (a) runs: ctxonly under none and under
+# kmux alternately, the same sampler as every app run; medians in the report.
+CTX_REPS=${KMUX_MEMBENCH_CTX_REPS:-3}
+if [ "${#APPS[@]}" -gt 0 ] && [ -n "$CTX_CMD" ]; then
+	for ((r = 1; r <= CTX_REPS; r++)); do
+		# shellcheck disable=SC2086
+		one context none "$r" "" 1 $CTX_CMD
+		# shellcheck disable=SC2086
+		one context kmux "$r" "" 1 $CTX_CMD
+	done
+	log "(a) context MiB, none: $(awk -F, '$1=="context" && $2=="none" && $4=="peak_mib" {printf "%s ", $5}' "$CSV")kmux: $(awk -F, '$1=="context" && $2=="kmux" && $4=="peak_mib" {printf "%s ", $5}' "$CSV")"
 fi
 
 # ------------------------------------------------------------ (a) peaks
@@ -269,6 +321,7 @@ done
 	echo "- date: $(date -u +%Y-%m-%dT%H:%MZ); GPU/driver: $(gpu_line); host: $(uname -srm), $(nproc) CPUs"
 	echo "- apps: \`APP plain $APP_ARGS\` (nvcc $NVCCFLAGS); kmux: \`kmux run [--memory=MODE] -- APP\`, evict: \`KMUX_MEM_BUDGET=B kmux run --memory=evict\`"
 	echo "- peak: max of nvidia-smi memory.used (-lms 20) during the run minus the value before it (MiB, CUDA context included, same for every mode)"
+	echo "- context: \`ctxonly --hold-ms 500\` (bench/memory/ctxonly.cu, nvcc $NVCCFLAGS: context + module, nothing allocated), measured the same way in this run, ${CTX_REPS} times under none and under \`kmux run --memory=lazy\`"
 	echo "- (b) job mix under the daemon: bench/memory-mix.sh"
 	echo
 } >"$MD"
@@ -277,7 +330,7 @@ import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 apps = []
 for r in rows:
-    if r["app"] not in apps:
+    if r["app"] not in apps and r["app"] != "context":
         apps.append(r["app"])
 def vals(app, mode, key, rep=None):
     return [float(r["value"]) for r in rows if r["app"] == app and r["mode"] == mode
@@ -306,11 +359,75 @@ for a in apps:
     print("| %s | %s | %s | %s | %s | %s | %s | %s |" % (a, cell("none"), cell("lazy"), cell("evict-half"),
           rel("lazy"), rel("evict-half"), "%.0f" % ev[0] if ev else "n/a",
           "%.0f" % (kp[0] / 1048576) if kp else "n/a"))
+
+# The memory objects' figure: the whole-process peak less the context's
+# own footprint, measured by ctxonly in this run (median per mode).
+ctx = {}
+for m in ("none", "kmux"):
+    v = [float(r["value"]) for r in rows if r["app"] == "context" and r["mode"] == m
+         and r["key"] == "peak_mib"]
+    nf = sum(1 for r in rows if r["app"] == "context" and r["mode"] == m and r["key"] == "failed")
+    ctx[m] = (statistics.median(v) if v and not nf else None, v, nf)
+CTX_OF = {"none": "none", "lazy": "kmux", "evict-half": "kmux"}
+def ctx_of(m):
+    return ctx[CTX_OF.get(m, "kmux")][0]
+def objects(a, m):
+    # None where it cannot be told: the run failed, no peak, no context,
+    # or a process whose context is not ctxonly's (PyTorch's libraries).
+    pk = vals(a, m, "peak_mib", 0)
+    c = ctx_of(m)
+    if not pk or c is None or failed(a, m, 0) or a.startswith("torch"):
+        return None
+    return pk[0] - c
+def pct(new, old):
+    if new is None or old is None or old <= 0:
+        return None
+    return 100.0 * (new - old) / old
+def fmt_pct(v):
+    return "n/a" if v is None else "%+.1f%%" % v
+print("\n### Context footprint (measured in this run) and the memory objects' peak\n")
+print("Rule: memory objects peak = whole-process peak - median context footprint of the matching mode "
+      "(none's for none, kmux's for lazy and evict); the whole-process figure above is unchanged.\n")
+print("| context under | median (MiB) | runs (MiB) | failed |")
+print("|---|---|---|---|")
+for m, name in (("none", "none (no kmux)"), ("kmux", "`kmux run --memory=lazy`")):
+    med, v, nf = ctx[m]
+    print("| %s | %s | %s | %d |" % (name, "n/a" if med is None else "%.0f" % med,
+          " ".join("%.0f" % x for x in v) or "none", nf))
+print("\n| app | objects none (MiB) | objects lazy (MiB) | objects evict (MiB) | objects lazy vs none | objects evict vs none |")
+print("|---|---|---|---|---|---|")
+for a in apps:
+    if not vals(a, "none", "peak_mib", 0):
+        continue
+    o = {m: objects(a, m) for m in ("none", "lazy", "evict-half")}
+    why = "n/a (context not ctxonly's)" if a.startswith("torch") else "n/a"
+    print("| %s | %s | %s | %s | %s | %s |" % (a, *[why if o[m] is None else "%.0f" % o[m]
+          for m in ("none", "lazy", "evict-half")], fmt_pct(pct(o["lazy"], o["none"])),
+          fmt_pct(pct(o["evict-half"], o["none"]))))
+print("\n### Issue 5's (a) target on both figures: at least 30% lower peak on programs with "
+      "phase-local buffers, never higher (evict: the half-of-lazy budget)\n")
+print("| app | whole process: lazy / evict vs none | whole process: evict >= 30% lower | whole process: never higher "
+      "| memory objects: lazy / evict vs none | memory objects: evict >= 30% lower | memory objects: never higher |")
+print("|---|---|---|---|---|---|---|")
+def judge(r):
+    lz, ev = r
+    low = "n/a" if ev is None else ("yes" if ev <= -30.0 else "no")
+    nh = "n/a" if lz is None or ev is None else ("yes" if lz <= 0.0 and ev <= 0.0 else "no")
+    return "%s / %s" % (fmt_pct(lz), fmt_pct(ev)), low, nh
+for a in apps:
+    p = {m: vals(a, m, "peak_mib", 0) for m in ("none", "lazy", "evict-half")}
+    if not p["none"]:
+        continue
+    whole = tuple(None if not p[m] or failed(a, m, 0) else pct(p[m][0], p["none"][0])
+                  for m in ("lazy", "evict-half"))
+    o = {m: objects(a, m) for m in ("none", "lazy", "evict-half")}
+    obj = (pct(o["lazy"], o["none"]), pct(o["evict-half"], o["none"]))
+    print("| %s | %s | %s | %s | %s | %s | %s |" % ((a,) + judge(whole) + judge(obj)))
 sweep = [a for a in apps if any(r for r in rows if r["app"] == a and r["mode"].startswith("evict-sweep"))]
 if sweep:
     print("\n## (a) budget sweep: evict at fixed fractions of lazy's managed peak (at least the largest object)\n")
-    print("| app | budget | budget (MiB) | peak (MiB) | vs none | ROI ms | process wall ms | evictions |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| app | budget | budget (MiB) | peak (MiB) | vs none | memory objects (MiB) | objects vs none | ROI ms | process wall ms | evictions |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for a in sweep:
         base = vals(a, "none", "peak_mib", 0)
         for q, name in ((4, "1/4"), (3, "1/3"), (2, "1/2")):
@@ -323,9 +440,11 @@ if sweep:
             wall = vals(a, m, "wall_ms", 0)
             ev = vals(a, m, "evictions", 0)
             f = failed(a, m, 0)
-            print("| %s | %s | %.0f | %s | %s | %s | %s | %s |" % (a, name, bud[0],
+            ob = objects(a, m)
+            print("| %s | %s | %.0f | %s | %s | %s | %s | %s | %s | %s |" % (a, name, bud[0],
                   "FAILED" if f else ("%.0f" % pk[0] if pk else "n/a"),
                   "%+.1f%%" % (100.0 * (pk[0] - base[0]) / base[0]) if pk and base and base[0] and not f else "n/a",
+                  "n/a" if ob is None else "%.0f" % ob, fmt_pct(pct(ob, objects(a, "none"))),
                   "%.3f" % roi[0] if roi else "n/a", "%.0f" % wall[0] if wall else "n/a",
                   "%.0f" % ev[0] if ev else "n/a"))
 print("\n## (c) cost with ample memory: median ROI ms (process wall ms), repeats\n")
@@ -350,7 +469,7 @@ for a in apps:
         return "%+.1f%%" % (100.0 * (med[m] - med["none"]) / med["none"])
     print("| %s | %d | %s | %s | %s | %s | %s | %s | %d |" % (a, nrep, c("none"), c("quota"), c("lazy"),
           c("evict-ample"), rel("lazy"), rel("evict-ample"), nf))
-print("\nTargets (issue 5): >= 30% lower peak on phase-local apps and never higher; <= 3% slower with ample memory.")
+print("\nTargets (issue 5): >= 30% lower peak on phase-local apps and never higher (both figures above); <= 3% slower with ample memory.")
 print("Raw rows: memory.csv; every command and output tail: memory.log.")
 EOF
 log "memory: done in $(($(date +%s) - START))s, $FAILS failed runs; $MD"

@@ -35,6 +35,9 @@
  *                    host sync per request):
  *                      stage S sum=X     per stage, over its requests
  *                      staged check=C    an FNV-1a of every result
+ *   memory context   the context and the module only, nothing allocated
+ *                    (bench/memory.sh's dry stand-in for ctxonly.cu):
+ *                      context ok
  */
 #include <sys/stat.h>
 #include <unistd.h>
@@ -252,7 +255,9 @@ int main(int argc, char **argv)
 	CHECK(cuModuleLoad(&mod, e2e_module_path()));
 	CHECK(cuModuleGetFunction(&f_fill, mod, "fill_u32"));
 	CHECK(cuModuleGetFunction(&f_sum, mod, "sum_reduce"));
-	if (!strcmp(c, "unused"))
+	if (!strcmp(c, "context"))
+		printf("context ok\n");
+	else if (!strcmp(c, "unused"))
 		c_unused();
 	else if (!strcmp(c, "touch"))
 		c_touch();
@@ -270,7 +275,7 @@ int main(int argc, char **argv)
 		 atoi(argv[3]) > 0)
 		c_staged(atoi(argv[2]), atoi(argv[3]));
 	else {
-		fprintf(stderr, "usage: memory unused|touch|objects|oom|keep|"
+		fprintf(stderr, "usage: memory context|unused|touch|objects|oom|keep|"
 			"idle FILE|cycle ROUNDS|staged STAGES REQUESTS\n");
 		return 2;
 	}

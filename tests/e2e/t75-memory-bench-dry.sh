@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# bench/memory.sh's dry mode (issue 5 (a)): the context's own footprint is
+# measured in the run (`memory context` standing in for ctxonly, under none
+# and under kmux, before any app), and the report keeps the whole-process
+# peaks as they were and adds the memory objects' peak (whole-process peak
+# minus the median context of the matching mode) and the 30% target judged
+# on both.  The fake sampler's readings come from KMUX_MEMBENCH_DRY_MIB, so
+# every figure below is arithmetic the script must get right.
+. "$(dirname "$0")/lib.sh"
+# The script runs build/'s binaries: only in the plain build's pass.
+if [ "$BUILD" != "$ROOT/build" ]; then
+	ok "skipped outside the plain build (logic covered there)"
+	finish
+fi
+
+O=$TMP/out
+OUT=$O KMUX_MEMBENCH_DRY=1 KMUX_MEMBENCH_REPS=1 KMUX_MEMBENCH_BUDGET_S=120 \
+	KMUX_MEMBENCH_DRY_MIB="context:none:1=520 context:none:2=531 context:none:3=528
+		context:kmux=540 memory-objects:none=849 memory-objects:lazy=850
+		memory-objects:evict-half=673 memory-objects:evict-sweep-q4=600" \
+	bash "$ROOT/bench/memory.sh" >"$TMP/stdout" 2>&1
+rc=$?
+md=$O/memory.md
+check "memory.sh dry: exit 0 ($rc)" eval '[ "$rc" = 0 ] || { tail -n 20 "$TMP/stdout"; false; }'
+check "the context ran 3 times under none and kmux, alternately, before any app" \
+	[ "$(sed -n 's/^\$ \[\([a-z-]*\) \([a-z-]*\) \([0-9]\)[] ].*/\1 \2 \3/p' "$O/memory.log" | head -n 7 | tr '\n' ,)" = \
+		"context none 1,context kmux 1,context none 2,context kmux 2,context none 3,context kmux 3,memory-objects none 0," ]
+# run_tail NAME: the output tail the log holds for the run "[NAME]".
+run_tail() { sed -n "/^\$ \[$1\]/,/^\\$ /p" "$O/memory.log" | sed 1d; }
+check "  ... its kmux runs under kmux run --memory=lazy (the preload's memory line)" \
+	eval 'run_tail "context kmux 1" | grep -q "^    kmux: memory: pid [0-9]*: lazy;"'
+check "  ... and its none runs without kmux" \
+	eval 'run_tail "context none 1" | grep -q "^    context ok" && ! run_tail "context none 1" | grep -q "kmux:"'
+check "the whole-process table is as before (first, unchanged)" \
+	grep -q "^| memory-objects | 849 | 850 | 673 | +0.1% | -20.7% | " "$md"
+check "  ... and comes before the memory objects' tables" \
+	[ "$(grep -n "^## (a) peak device memory" "$md" | cut -d: -f1)" -lt "$(grep -n "^### Context footprint" "$md" | cut -d: -f1)" ]
+check "the rule in one line" \
+	grep -q "^Rule: memory objects peak = whole-process peak - median context footprint of the matching mode (none's for none, kmux's for lazy and evict)" "$md"
+check "the context figures: the median of each mode's runs (none 520 531 528 -> 528)" \
+	grep -q "^| none (no kmux) | 528 | 520 531 528 | 0 |" "$md"
+check "  ... kmux's" grep -q '^| `kmux run --memory=lazy` | 540 | 540 540 540 | 0 |' "$md"
+check "memory objects: none - none's context, lazy/evict - kmux's (321, 310, 133)" \
+	grep -q "^| memory-objects | 321 | 310 | 133 | -3.4% | -58.6% |$" "$md"
+check "the target judged on both figures, side by side" \
+	grep -q "^| memory-objects | +0.1% / -20.7% | no | no | -3.4% / -58.6% | yes | yes |$" "$md"
+check "the sweep shows both figures (600 whole, 60 objects)" \
+	grep -q "^| memory-objects | 1/4 | [0-9]* | 600 | -29.3% | 60 | -81.3% | " "$md"
+check "the header names the context program and its repeats" \
+	grep -q '^- context: `ctxonly --hold-ms 500` (bench/memory/ctxonly.cu, .* 3 times under none and under `kmux run --memory=lazy`' "$md"
+
+# A failed context run leaves the memory objects' figure unknown, never
+# assumed: a context program that fails.
+OUT=$TMP/out2 KMUX_MEMBENCH_DRY=1 KMUX_MEMBENCH_REPS=1 KMUX_MEMBENCH_CTX_REPS=1 \
+	KMUX_MEMBENCH_SWEEP=none KMUX_MEMBENCH_DRY_CTX_CMD=/bin/false \
+	KMUX_MEMBENCH_DRY_MIB="context:none=500 context:kmux=500 memory-objects:none=849" \
+	bash "$ROOT/bench/memory.sh" >"$TMP/stdout2" 2>&1
+rc=$?
+check "a failing context run is a failure (exit $rc)" [ "$rc" != 0 ]
+check "  ... its median is n/a, the objects n/a, the whole-process peak still there" \
+	eval 'grep -q "^| none (no kmux) | n/a | 500 | 1 |" "$TMP/out2/memory.md" &&
+		grep -q "^| memory-objects | n/a | n/a | n/a | n/a | n/a |$" "$TMP/out2/memory.md" &&
+		grep -q "^| memory-objects | 849 | " "$TMP/out2/memory.md"'
+finish
