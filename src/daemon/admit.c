@@ -9,8 +9,8 @@
  *
  *	occupied(g) + need(t, g) <= capacity(g)
  *	    occupied = max(committed, used), capacity = total - headroom x total
- *	and (g has no task, or load(g) + busy(t) <= busy_max)
- *	    load = max(util, busy_committed)
+ *	and (g has no task, or gate(g) + duty(t) <= busy_max)
+ *	    gate = max(util, duty_committed)
  *	and exclusivity allows it (an exclusive task wants an empty GPU; a GPU
  *	    holding one takes nothing else)
  *	and no running task there waits to grow (admit_grow_may_wait: the
@@ -19,11 +19,18 @@
  *
  * `occupied` takes the larger of the preloads' commitments and NVML's used
  * memory so that memory held by processes kmux does not manage still
- * counts.  `load` takes the larger of the measured utilization and the
- * predicted busyness of the tasks placed there, so a task admitted a moment
+ * counts.  `gate` takes the larger of the measured utilization and the
+ * predicted duty of the tasks placed there, so a task admitted a moment
  * ago counts before NVML has seen it, and a task running hotter than
  * predicted counts as measured.  An empty GPU always passes the busyness
  * test: otherwise a task predicted busier than busy_max could never run.
+ *
+ * The test sums duties (each task's demand averaged over its whole life,
+ * start-up and host work included), not the active demands the score
+ * weighs: co-located jobs are seldom all running kernels at once, and
+ * summing what each wants while it does overstated a GPU's load enough to
+ * keep jobs queued with the GPU half idle (docs/design-daemon.md, "Admission
+ * uses duty, placement uses active demand").
  *
  * Score: each candidate is ranked by its busyness after placement, over
  * the time t is expected to run,
@@ -184,6 +191,12 @@ int admit_task_init(struct admit_task *t, uint64_t id, uint32_t ngpus,
 	t->ngpus = ngpus;
 	t->wait_start_us = now_us;
 	t->busy = have_profile ? clamp01(learned->mean_busy) : p->default_busy;
+	/* The duty is at most the active demand (a job cannot average more
+	 * than it runs at); a duty learned over fewer runs than the
+	 * busyness may say otherwise for a while. */
+	t->duty = have_profile && learned->duty_runs > 0 &&
+		  clamp01(learned->mean_duty) < t->busy ?
+		  clamp01(learned->mean_duty) : t->busy;
 	t->runtime_us = have_profile ? learned->runtime_us : 0;
 	t->from_profile = have_profile;
 	if (declared > 0) {
@@ -231,12 +244,14 @@ static uint64_t occupied(const struct admit_gpu *g)
 	return g->mem_committed > g->mem_used ? g->mem_committed : g->mem_used;
 }
 
-static double load(const struct admit_gpu *g)
+/* What admission's busyness test sees on g: the larger of what NVML
+ * measures and the duty of the tasks placed there. */
+static double gate_load(const struct admit_gpu *g)
 {
 	double u = g->util_valid ? clamp01(g->util) : 0.0;
-	double b = g->busy_committed > 0.0 ? g->busy_committed : 0.0;
+	double d = g->duty_committed > 0.0 ? g->duty_committed : 0.0;
 
-	return u > b ? u : b;
+	return u > d ? u : d;
 }
 
 /*
@@ -330,7 +345,8 @@ static bool fits_exclusive(const struct admit_gpu *g, const struct admit_task *t
 static bool fits_busy(const struct admit_gpu *g, const struct admit_task *t,
 		      const struct admit_policy *p)
 {
-	return g->ntasks == 0 || load(g) + t->busy <= p->busy_max + SCORE_EPS;
+	return g->ntasks == 0 ||
+	       gate_load(g) + t->duty <= p->busy_max + SCORE_EPS;
 }
 
 /* May t go on g at all (its GPU mask)? */
@@ -631,6 +647,7 @@ void admit_commit(struct admit_gpu *gpus, size_t n, const struct admit_task *t,
 		g = &gpus[pl->slot[i]];
 		g->mem_committed = sat_add(g->mem_committed, pl->quota);
 		g->busy_committed += t->busy;
+		g->duty_committed += t->duty;
 		g->ntasks++;
 		if (t->exclusive)
 			g->exclusive = true;
@@ -657,8 +674,15 @@ static struct admit_run *run_of(struct admit_gpu *g, uint64_t id)
 void admit_set_busy(struct admit_gpu *gpus, size_t n, struct admit_task *t,
 		    const struct admit_placement *pl, double busy)
 {
-	double d = busy - t->busy;
+	double d = busy - t->busy, duty, dd;
 	uint32_t i;
+
+	duty = t->busy > 0.0 ? t->duty * busy / t->busy : busy;
+	if (duty > busy)
+		duty = busy;
+	if (!(duty > 0.0))
+		duty = 0.0;
+	dd = duty - t->duty;
 
 	for (i = 0; i < pl->ngpus && i < ADMIT_MAX_GPUS; i++) {
 		struct admit_gpu *g;
@@ -670,11 +694,15 @@ void admit_set_busy(struct admit_gpu *gpus, size_t n, struct admit_task *t,
 		g->busy_committed += d;
 		if (g->busy_committed < 0.0)
 			g->busy_committed = 0.0;
+		g->duty_committed += dd;
+		if (g->duty_committed < 0.0)
+			g->duty_committed = 0.0;
 		r = run_of(g, t->id);
 		if (r)
 			r->busy = busy;
 	}
 	t->busy = busy;
+	t->duty = duty;
 }
 
 int admit_grow(struct admit_gpu *gpus, size_t n, struct admit_placement *pl,
@@ -772,6 +800,7 @@ void admit_release(struct admit_gpu *gpus, size_t n, const struct admit_task *t,
 		g->mem_committed = g->mem_committed > pl->quota ?
 				   g->mem_committed - pl->quota : 0;
 		g->busy_committed -= t->busy;
+		g->duty_committed -= t->duty;
 		/* The utilization average still holds the task that just went
 		 * (it decays over util_tau_s): left there, it would make the
 		 * GPU that has just freed up look busier than the one whose
@@ -791,6 +820,8 @@ void admit_release(struct admit_gpu *gpus, size_t n, const struct admit_task *t,
 		/* Rounding must not leave a ghost of load on an empty GPU. */
 		if (g->ntasks == 0 || g->busy_committed < 0.0)
 			g->busy_committed = 0.0;
+		if (g->ntasks == 0 || g->duty_committed < 0.0)
+			g->duty_committed = 0.0;
 		if (g->ntasks == 0)
 			g->nruns = 0;
 		if (t->exclusive)

@@ -63,8 +63,12 @@ struct admit_gpu {
 	/* Exponentially weighted recent utilization, 0..1 (admit_gpu_sample). */
 	double util;
 	bool util_valid;	/* at least one sample taken */
-	/* Sum of the predicted busyness of the tasks placed here. */
+	/* Sum of the predicted busyness of the tasks placed here (their
+	 * active demand: what the score weighs). */
 	double busy_committed;
+	/* Sum of their predicted duty (their whole-life mean demand: what
+	 * the busyness test of admission weighs). */
+	double duty_committed;
 	uint32_t ntasks;	/* kmux tasks placed here */
 	bool exclusive;		/* holds a task that wants the GPU alone */
 	/* Stamp of the last placement here (admit_commit): round robin. */
@@ -82,7 +86,12 @@ struct admit_gpu {
 /* What earlier runs of the same command taught (kept in the database). */
 struct admit_profile {
 	uint64_t peak_mem;	/* bytes, the largest peak seen */
-	double mean_busy;	/* mean busyness, 0..1 */
+	double mean_busy;	/* mean busyness (active phase), 0..1 */
+	/* Mean duty (whole life, start-up included), 0..1, over duty_runs
+	 * runs; duty_runs 0: not known (a profile learned before kmuxd
+	 * measured it), the busyness is used. */
+	double mean_duty;
+	uint32_t duty_runs;
 	uint64_t runtime_us;	/* mean run time, start to end; 0: unknown */
 	uint32_t runs;		/* 0: nothing learned */
 };
@@ -98,7 +107,14 @@ struct admit_task {
 	 */
 	uint64_t mem;
 	enum admit_mem_source mem_source;
-	double busy;		/* predicted busyness it adds to a GPU, 0..1 */
+	/* Predicted busyness it adds to a GPU while it runs kernels (its
+	 * active demand), 0..1: the score places it by this. */
+	double busy;
+	/* Predicted duty: the load it adds on average over its whole life,
+	 * start-up and host work included, 0..busy: admission's busyness
+	 * test (busy_max) sums this, since co-located tasks are seldom all
+	 * in their active phase at once. */
+	double duty;
 	/* Expected run time from its profile (learned), 0: unknown. */
 	uint64_t runtime_us;
 	/* What admit_task_init() predicted it from: true when a learned
@@ -126,9 +142,11 @@ struct admit_policy {
 	/* Fraction of each GPU's memory never committed (fragmentation,
 	 * contexts, foreign processes appearing): 0.05. */
 	double headroom;
-	/* Predicted busyness a GPU may reach with the new task: 1.5.  More
-	 * than 1 on purpose: NVML's utilization is "a kernel was running",
-	 * not "the SMs were full", and co-running such tasks still pays. */
+	/* Load a GPU may reach with the new task's duty: 1.5 (the larger of
+	 * its utilization and its tasks' summed duty, plus the newcomer's).
+	 * More than 1 on purpose: NVML's utilization is "a kernel was
+	 * running", not "the SMs were full", and co-running such tasks
+	 * still pays. */
 	double busy_max;
 	/* Score weights: load, memory pressure, tasks present: 1.0, 0.5, 0.1. */
 	double w_util;
@@ -198,7 +216,9 @@ int admit_policy_check(const struct admit_policy *p);
 /*
  * Fill *t for a new task.  declared > 0 wins; else a profile with runs > 0
  * gives a learned need (peak x learned_margin, rounded up to a MiB) and
- * busyness; else the need is guessed.  0, or -EINVAL (ngpus 0 or > 64).
+ * busyness; else the need is guessed.  The duty is the profile's when
+ * known (never above the busyness), else the busyness (default_busy
+ * without a profile).  0, or -EINVAL (ngpus 0 or > 64).
  */
 int admit_task_init(struct admit_task *t, uint64_t id, uint32_t ngpus,
 		    uint64_t declared, const struct admit_profile *learned,
@@ -289,7 +309,10 @@ void admit_release(struct admit_gpu *gpus, size_t n, const struct admit_task *t,
 /*
  * A running task's predicted busyness becomes busy (measured, say): its
  * GPUs' committed busyness moves by the difference (never below 0) and
- * t->busy is busy.
+ * t->busy is busy.  Its duty moves in proportion (t->duty x busy / the
+ * old t->busy; busy itself when the old one was 0), and the GPUs'
+ * committed duty with it: what the profile says of the share of its life
+ * the task is active stands, the measurement says how hard it runs then.
  */
 void admit_set_busy(struct admit_gpu *gpus, size_t n, struct admit_task *t,
 		    const struct admit_placement *pl, double busy);

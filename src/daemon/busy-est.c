@@ -73,6 +73,16 @@ int busy_est_final(const struct busy_est *e, uint32_t min, double *out)
 	return -ENODATA;
 }
 
+int busy_est_duty(const struct busy_est *e, uint32_t min, double *out)
+{
+	if (min < 1)
+		min = 1;
+	if (e->seen < min)
+		return -ENODATA;
+	*out = unit(e->sum_all / e->seen);
+	return 0;
+}
+
 int busy_est_now(const struct busy_est *e, uint32_t min, double *out)
 {
 	if (min < 1)

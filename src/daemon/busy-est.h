@@ -74,6 +74,15 @@ void busy_est_add(struct busy_est *e, double demand, bool active);
 int busy_est_final(const struct busy_est *e, uint32_t min, double *out);
 
 /*
+ * The job's duty, for admission: its demand averaged over its whole life,
+ * start-up and shutdown included (sum_all / seen), i.e. the load it adds
+ * to a GPU on average over the time it holds a place there.  At most its
+ * active-phase demand (samples outside the active phase have no share).
+ * 0 and *out, or -ENODATA when fewer than min samples back it.
+ */
+int busy_est_duty(const struct busy_est *e, uint32_t min, double *out);
+
+/*
  * The same while the job runs: the mean since its first active sample,
  * idle samples since included (a job that went quiet is lighter now).
  * -ENODATA before min samples of its active phase.

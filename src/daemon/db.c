@@ -91,6 +91,13 @@ static const char *const migrations[] = {
 	 * says how crowded the GPU was more than what the job needs: 0, so
 	 * they are still used until their first measured run replaces it. */
 	"ALTER TABLE profiles ADD COLUMN busy_runs INTEGER NOT NULL DEFAULT 0;",
+	/* 3 -> 4: the duty (busy-est.h: the demand over a run's whole life,
+	 * which admission gates by) beside the active-phase mean_busy
+	 * (which placement scores by), with its own count: old rows were
+	 * measured without it, so it is unknown (-1, duty_runs 0) until
+	 * their next measured run. */
+	"ALTER TABLE profiles ADD COLUMN mean_duty REAL NOT NULL DEFAULT -1;"
+	"ALTER TABLE profiles ADD COLUMN duty_runs INTEGER NOT NULL DEFAULT 0;",
 };
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == DB_SCHEMA_VERSION,
 	       "one migration per schema version");
@@ -944,7 +951,8 @@ int db_profile_get(struct db *db, uint64_t key, struct db_profile *out,
 	if (db == NULL || out == NULL)
 		return set_err(err, errlen, -EINVAL, "get profile: bad arguments");
 	rc = prepare(db, "SELECT peak_mem, mean_busy, mean_runtime_us, runs,"
-		     " updated_us, busy_runs FROM profiles WHERE key = ?", &st,
+		     " updated_us, busy_runs, mean_duty, duty_runs FROM profiles"
+		     " WHERE key = ?", &st,
 		     err, errlen,
 		     "get profile");
 	if (rc < 0)
@@ -958,6 +966,9 @@ int db_profile_get(struct db *db, uint64_t key, struct db_profile *out,
 		out->runs = (uint32_t)sqlite3_column_int64(st, 3);
 		out->updated_us = (uint64_t)sqlite3_column_int64(st, 4);
 		out->busy_runs = (uint32_t)sqlite3_column_int64(st, 5);
+		out->duty_runs = (uint32_t)sqlite3_column_int64(st, 7);
+		out->mean_duty = out->duty_runs > 0 ?
+				 sqlite3_column_double(st, 6) : -1.0;
 	} else if (s == SQLITE_DONE) {
 		rc = set_err(err, errlen, -ENOENT,
 			     "no profile for command %016" PRIx64, key);
@@ -969,18 +980,20 @@ int db_profile_get(struct db *db, uint64_t key, struct db_profile *out,
 }
 
 int db_profile_update(struct db *db, uint64_t key, uint64_t peak, double busy,
-		      bool measured, uint64_t runtime_us, uint64_t now_us,
-		      char *err, size_t errlen)
+		      double duty, bool measured, uint64_t runtime_us,
+		      uint64_t now_us, char *err, size_t errlen)
 {
 	/*
 	 * Upsert.  In DO UPDATE every right-hand side sees the row as it was,
 	 * so `runs + 1` is the new count in each running mean, and
-	 * excluded.busy_runs is 1 for a measured run, else 0.
+	 * excluded.busy_runs (excluded.duty_runs) is 1 for a measured run,
+	 * else 0.
 	 */
 	static const char sql[] =
 		"INSERT INTO profiles (key, peak_mem, mean_busy,"
-		" mean_runtime_us, runs, updated_us, busy_runs)"
-		" VALUES (?, ?, ?, ?, 1, ?, ?)"
+		" mean_runtime_us, runs, updated_us, busy_runs, mean_duty,"
+		" duty_runs)"
+		" VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?)"
 		" ON CONFLICT (key) DO UPDATE SET"
 		" peak_mem = max(peak_mem, excluded.peak_mem),"
 		" mean_busy = CASE"
@@ -989,6 +1002,12 @@ int db_profile_update(struct db *db, uint64_t key, uint64_t peak, double busy,
 		"   ELSE mean_busy + (excluded.mean_busy - mean_busy) /"
 		"     (busy_runs + 1) END,"
 		" busy_runs = busy_runs + excluded.busy_runs,"
+		" mean_duty = CASE"
+		"   WHEN excluded.duty_runs = 0 THEN mean_duty"
+		"   WHEN duty_runs = 0 THEN excluded.mean_duty"
+		"   ELSE mean_duty + (excluded.mean_duty - mean_duty) /"
+		"     (duty_runs + 1) END,"
+		" duty_runs = duty_runs + excluded.duty_runs,"
 		" mean_runtime_us = mean_runtime_us +"
 		"   (excluded.mean_runtime_us - mean_runtime_us) / (runs + 1),"
 		" runs = runs + 1,"
@@ -999,6 +1018,9 @@ int db_profile_update(struct db *db, uint64_t key, uint64_t peak, double busy,
 	if (db == NULL || !(busy >= 0.0 && busy <= 1.0))
 		return set_err(err, errlen, -EINVAL,
 			       "update profile: busyness must be within 0..1");
+	if (measured && !(duty >= 0.0 && duty <= 1.0))
+		return set_err(err, errlen, -EINVAL,
+			       "update profile: duty must be within 0..1");
 	rc = prepare(db, sql, &st, err, errlen, "update profile");
 	if (rc < 0)
 		return rc;
@@ -1008,6 +1030,9 @@ int db_profile_update(struct db *db, uint64_t key, uint64_t peak, double busy,
 	sqlite3_bind_double(st, 4, (double)runtime_us);
 	sqlite3_bind_int64(st, 5, (int64_t)now_us);
 	sqlite3_bind_int(st, 6, measured ? 1 : 0);
+	/* An unmeasured run's duty is unknown: a new row says so. */
+	sqlite3_bind_double(st, 7, measured ? duty : -1.0);
+	sqlite3_bind_int(st, 8, measured ? 1 : 0);
 	rc = step_done(db, st, err, errlen, "update profile");
 	sqlite3_finalize(st);
 	return rc;

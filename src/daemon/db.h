@@ -29,7 +29,7 @@
 #include <stdint.h>
 
 /* The schema this code reads and writes; older files are migrated. */
-#define DB_SCHEMA_VERSION 3
+#define DB_SCHEMA_VERSION 4
 
 /* db_open() flags. */
 #define DB_OPEN_READONLY 0x1u	/* never write (kmux ps without a daemon; tests) */
@@ -85,6 +85,11 @@ struct db_profile {
 	 * the prediction a run had, or an older daemon's whole-life mean
 	 * (schema 2), and the first measured run replaces it. */
 	uint32_t busy_runs;
+	/* Running mean over duty_runs of the duty (busy-est.h: the demand
+	 * over a run's whole life, start-up included), 0..1; < 0 (duty_runs
+	 * 0): unknown, a profile learned before schema 4 or never measured. */
+	double mean_duty;
+	uint32_t duty_runs;
 	uint64_t updated_us;
 };
 
@@ -195,11 +200,12 @@ int db_profile_get(struct db *db, uint64_t key, struct db_profile *out,
  * Fold one finished run into key's profile: runs + 1, running mean of
  * runtime, peak = the larger peak.  busy (0..1) goes into the running mean
  * of busyness when measured; else it is kept only by a new profile, until
- * a measured run replaces it.
+ * a measured run replaces it.  duty (0..1) goes into the running mean of
+ * duty when measured, and is ignored otherwise (the duty stays unknown).
  */
 int db_profile_update(struct db *db, uint64_t key, uint64_t peak, double busy,
-		      bool measured, uint64_t runtime_us, uint64_t now_us,
-		      char *err, size_t errlen);
+		      double duty, bool measured, uint64_t runtime_us,
+		      uint64_t now_us, char *err, size_t errlen);
 
 /* cgroup: NULL for a SIGSTOP; else the absolute directory frozen. */
 int db_frozen_add(struct db *db, int32_t pid, uint64_t pid_start,

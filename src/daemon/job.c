@@ -136,6 +136,8 @@ void job_task_init(struct server *srv, struct job *j, uint32_t ngpus,
 	    && dp.peak_mem > 0) {
 		learned.peak_mem = dp.peak_mem;
 		learned.mean_busy = dp.mean_busy;
+		learned.mean_duty = dp.mean_duty;
+		learned.duty_runs = dp.duty_runs;
 		learned.runs = dp.runs;
 		learned.runtime_us = dp.mean_runtime_us > 0 ?
 				     (uint64_t)dp.mean_runtime_us : 0;
@@ -151,9 +153,11 @@ void job_task_init(struct server *srv, struct job *j, uint32_t ngpus,
 
 		size_format(learned.peak_mem, pk, sizeof(pk));
 		log_info("daemon: job %lld: predicted from its profile (%u "
-			 "runs): peak %s, busyness %.2f, runtime %.1f s; memory "
-			 "%s", (long long)j->id, learned.runs, pk,
-			 j->task.busy, (double)j->task.runtime_us / 1e6,
+			 "runs): peak %s, busyness %.2f, duty %.2f%s, runtime "
+			 "%.1f s; memory %s", (long long)j->id, learned.runs,
+			 pk, j->task.busy, j->task.duty,
+			 learned.duty_runs ? "" : " (unknown: the busyness)",
+			 (double)j->task.runtime_us / 1e6,
 			 j->task.mem_source == ADMIT_MEM_DECLARED ?
 			 "declared" : "learned");
 	} else {
@@ -197,7 +201,7 @@ void job_finish(struct server *srv, struct job *j, uint32_t state,
 	uint64_t now = server_now_us();
 	char err[ERRLEN];
 	bool measured;
-	double busy;
+	double busy, duty = -1.0;
 
 	if (db_job_finish(srv->db, j->id, state, code, sig, now, err,
 			  sizeof(err)))
@@ -205,18 +209,20 @@ void job_finish(struct server *srv, struct job *j, uint32_t state,
 	/* Measured when NVML could say (two samples at least); else the
 	 * profile's busyness is left as it was (db_profile_update). */
 	measured = busy_est_final(&j->busy, JOB_BUSY_FINAL_SAMPLES,
-				  &busy) == 0;
+				  &busy) == 0 &&
+		   busy_est_duty(&j->busy, JOB_BUSY_FINAL_SAMPLES, &duty) == 0;
 	if (measured && j->busy.n_last >= JOB_BUSY_FINAL_SAMPLES)
 		log_info("daemon: job %lld: measured busyness %.2f over its "
-			 "active phase (%u of %u samples)", (long long)j->id,
-			 busy, j->busy.n_last, j->busy.seen);
+			 "active phase (%u of %u samples), duty %.2f",
+			 (long long)j->id, busy, j->busy.n_last, j->busy.seen,
+			 duty);
 	else if (measured)
 		log_info("daemon: job %lld: measured busyness %.2f over %u "
-			 "samples, hardly any active", (long long)j->id, busy,
-			 j->busy.seen);
+			 "samples, hardly any active, duty %.2f",
+			 (long long)j->id, busy, j->busy.seen, duty);
 	if (state == PROTO_JOB_EXITED && j->mem_peak && j->start_us &&
 	    db_profile_update(srv->db, j->profile_key, j->mem_peak,
-			      measured ? busy : j->task.busy, measured,
+			      measured ? busy : j->task.busy, duty, measured,
 			      now - j->start_us, now, err, sizeof(err)))
 		log_warn("daemon: job %lld: profile: %s", (long long)j->id, err);
 	job_grow_drop(srv, j, ECANCELED, "the job ended");

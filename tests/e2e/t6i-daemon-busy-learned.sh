@@ -8,7 +8,8 @@
 # lets two.  And while a job runs, its measurement replaces its prediction.
 # What is learned is the job's demand (src/daemon/busy-est.c): over its
 # active phase only (its start-up before its first kernel does not dilute
-# it), and corrected for contention (on a saturated GPU shared with other
+# it; the duty, which admission sums, is over its whole life), and
+# corrected for contention (on a saturated GPU shared with other
 # processes, a share relative to the heaviest one's).
 . "$(dirname "$0")/lib.sh"
 export KMUX_FAKE_GPUS=1:16G
@@ -75,6 +76,12 @@ g=$("$KMUX" submit -m 1G -- sh -c 'sleep 2; echo "0 $$ 40" >"$KMUX_FAKE_PROC_UTI
 check "start-up, then busy: it ends (exit 0)" [ $? -eq 0 ]
 check "  ... its busyness is learned over its active phase: 0.40" \
 	grep -q "job $g: measured busyness 0.40 over" "$KMUX_STATE_DIR/kmuxd.log"
+# Its duty (what admission sums) averages the start-up in: below 0.40,
+# above 0 (about 0.4 x 2.5 / 4.5; the exact split depends on the ticks).
+duty=$(sed -n "s/.*job $g: measured busyness 0.40 over .*, duty \([0-9.]*\)$/\1/p" \
+	"$KMUX_STATE_DIR/kmuxd.log")
+check "  ... its duty, over its whole life, is lower: $duty" \
+	awk -v d="$duty" 'BEGIN { exit !(d != "" && d > 0.05 && d < 0.36) }'
 : >"$KMUX_FAKE_PROC_UTIL"
 
 # Contention: a heavy job and a light one share a GPU that a process kmux

@@ -65,7 +65,7 @@ static struct admit_task task(uint64_t id, uint64_t mem, uint32_t ngpus)
 {
 	struct admit_task t = {
 		.id = id, .mem = mem, .mem_source = ADMIT_MEM_DECLARED,
-		.busy = 0.1, .ngpus = ngpus,
+		.busy = 0.1, .duty = 0.1, .ngpus = ngpus,
 	};
 
 	return t;
@@ -157,38 +157,152 @@ static void test_busyness_threshold(void **state)
 	struct admit_task t = task(1, GiB, 1);
 
 	(void)state;
-	/* One task there, predicted 1.2 busy: + 0.5 > 1.5. */
+	/* One task there, its duty predicted 1.2: + 0.5 > 1.5. */
 	g.ntasks = 1;
-	g.busy_committed = 1.2;
-	t.busy = 0.5;
+	g.duty_committed = 1.2;
+	t.duty = 0.5;
 	assert_int_equal(admit_place(&g, 1, &t, &pol, &pl), -EAGAIN);
-	t.busy = 0.3;	/* exactly at the threshold: allowed */
+	t.duty = 0.3;	/* exactly at the threshold: allowed */
 	assert_int_equal(admit_place(&g, 1, &t, &pol, &pl), 0);
-	/* Measured utilization counts when higher than predicted. */
-	g.busy_committed = 0.2;
+	/* Measured utilization counts when higher than the duties. */
+	g.duty_committed = 0.2;
 	g.util = 1.0;
 	g.util_valid = true;
-	t.busy = 0.6;
+	t.duty = 0.6;
 	assert_int_equal(admit_place(&g, 1, &t, &pol, &pl), -EAGAIN);
 	/* An idle-by-kmux GPU always passes, whatever foreign load it has:
 	 * otherwise a task predicted very busy could never run. */
 	g.ntasks = 0;
-	g.busy_committed = 0;
-	t.busy = 1.0;
+	g.duty_committed = 0;
+	t.duty = 1.0;
 	pol.busy_max = 0.5;
 	assert_int_equal(admit_place(&g, 1, &t, &pol, &pl), 0);
 	/* Round robin obeys the same limit: a placement decides where a
 	 * task goes, not whether the GPU takes one more. */
 	pol.busy_max = 1.5;
 	g.ntasks = 3;
-	g.busy_committed = 3.0;
+	g.duty_committed = 3.0;
 	pol.placement = ADMIT_PLACE_ROUND_ROBIN;
 	assert_int_equal(admit_place(&g, 1, &t, &pol, &pl), -EAGAIN);
-	g.busy_committed = 0.5;	/* load: the utilization, 1.0 */
-	t.busy = 0.5;
+	g.duty_committed = 0.5;	/* load: the utilization, 1.0 */
+	t.duty = 0.5;
 	assert_int_equal(admit_place(&g, 1, &t, &pol, &pl), 0);
 	g.mem_committed = 80 * GiB;
 	assert_int_equal(admit_place(&g, 1, &t, &pol, &pl), -EAGAIN);
+}
+
+/*
+ * Admission gates by duty (the whole-life mean load), the score by active
+ * demand.  Three jobs there that each want 0.7 while they run kernels but
+ * average 0.3 over their lives: 2.1 active, 0.9 duty.  A newcomer of
+ * active 0.7, duty 0.3 fits (0.9 + 0.3 <= 1.5), although the active sum
+ * alone would be 2.8; the same GPU with duties near their active values
+ * refuses it.  An empty GPU takes anything.  A release gives the duty back.
+ */
+static void test_duty_gate(void **state)
+{
+	struct admit_gpu g = gpu(0, 80);
+	struct admit_placement pl, one = { .ngpus = 1, .slot = { 0 },
+					   .quota = GiB };
+	struct admit_task r[3], t = task(9, GiB, 1), big = task(10, GiB, 1);
+	double score_low;
+
+	(void)state;
+	for (int i = 0; i < 3; i++) {
+		r[i] = task((uint64_t)i + 1, GiB, 1);
+		r[i].busy = 0.7;
+		r[i].duty = 0.3;
+		admit_commit(&g, 1, &r[i], &one, (uint64_t)i + 1, 0);
+	}
+	assert_float_equal(g.busy_committed, 2.1, 1e-9);
+	assert_float_equal(g.duty_committed, 0.9, 1e-9);
+	assert_true(g.busy_committed + 0.7 > pol.busy_max);
+	t.busy = 0.7;
+	t.duty = 0.3;
+	assert_int_equal(admit_place(&g, 1, &t, &pol, &pl), 0);
+	/* The score is still the active demand's: 2.1 + 0.7 of load. */
+	score_low = pl.score;
+	assert_true(pl.score > pol.w_util * 2.8 - 1e-9);
+	assert_true(pl.score < pol.w_util * 2.8 + pol.w_mem + pol.w_tasks * 3 + 1e-9);
+	/* A newcomer whose duty is its active demand: 0.9 + 0.7 > 1.5. */
+	big.busy = big.duty = 0.7;
+	assert_int_equal(admit_place(&g, 1, &big, &pol, &pl), -EAGAIN);
+	/* The reverse: the same active sum, duties near it: refused. */
+	g.duty_committed = 1.3;
+	assert_int_equal(admit_place(&g, 1, &t, &pol, &pl), -EAGAIN);
+	g.duty_committed = 1.2;		/* exactly busy_max with t's 0.3 */
+	assert_int_equal(admit_place(&g, 1, &t, &pol, &pl), 0);
+	/* The duty does not move the score. */
+	assert_float_equal(pl.score, score_low, 1e-12);
+	g.duty_committed = 0.9;
+	/* Release restores duty_committed, task by task, to 0. */
+	admit_release(&g, 1, &r[0], &one);
+	assert_float_equal(g.duty_committed, 0.6, 1e-9);
+	assert_float_equal(g.busy_committed, 1.4, 1e-9);
+	/* Now the duty-heavy newcomer fits too: 0.6 + 0.7 <= 1.5. */
+	assert_int_equal(admit_place(&g, 1, &big, &pol, &pl), 0);
+	admit_release(&g, 1, &r[1], &one);
+	admit_release(&g, 1, &r[2], &one);
+	assert_true(g.duty_committed == 0.0);
+	assert_int_equal(g.ntasks, 0);
+	/* Never below zero, and an empty GPU takes anything. */
+	admit_release(&g, 1, &r[2], &one);
+	assert_true(g.duty_committed == 0.0);
+	g.util = 1.0;
+	g.util_valid = true;
+	big.duty = big.busy = 1.0;
+	pol.busy_max = 0.5;
+	assert_int_equal(admit_place(&g, 1, &big, &pol, &pl), 0);
+}
+
+/*
+ * Where the duty comes from: the profile's when it has one (never above
+ * the busyness), else the busyness; a running correction of the busyness
+ * moves the duty in proportion, and the GPU's committed duty with it.
+ */
+static void test_duty_init_and_correct(void **state)
+{
+	struct admit_profile prof = { .peak_mem = GiB, .mean_busy = 0.8,
+				      .mean_duty = 0.2, .duty_runs = 2,
+				      .runs = 3 };
+	struct admit_gpu g = gpu(0, 80);
+	struct admit_placement one = { .ngpus = 1, .slot = { 0 }, .quota = GiB };
+	struct admit_task t;
+
+	(void)state;
+	assert_int_equal(admit_task_init(&t, 1, 1, 0, &prof, &pol, 0), 0);
+	assert_float_equal(t.busy, 0.8, 1e-12);
+	assert_float_equal(t.duty, 0.2, 1e-12);
+	/* Unknown duty (a profile from before it was measured). */
+	prof.duty_runs = 0;
+	assert_int_equal(admit_task_init(&t, 2, 1, 0, &prof, &pol, 0), 0);
+	assert_float_equal(t.duty, 0.8, 1e-12);
+	/* No profile: the default busyness for both. */
+	assert_int_equal(admit_task_init(&t, 3, 1, 0, NULL, &pol, 0), 0);
+	assert_float_equal(t.duty, pol.default_busy, 1e-12);
+	/* A duty above the busyness (learned over fewer runs) is capped. */
+	prof.duty_runs = 1;
+	prof.mean_duty = 0.95;
+	assert_int_equal(admit_task_init(&t, 4, 1, 0, &prof, &pol, 0), 0);
+	assert_float_equal(t.duty, 0.8, 1e-12);
+
+	/* Measured at 0.4 while running: duty 0.2 x 0.4 / 0.8. */
+	prof.mean_duty = 0.2;
+	assert_int_equal(admit_task_init(&t, 5, 1, 0, &prof, &pol, 0), 0);
+	admit_commit(&g, 1, &t, &one, 1, 0);
+	assert_float_equal(g.duty_committed, 0.2, 1e-9);
+	admit_set_busy(&g, 1, &t, &one, 0.4);
+	assert_float_equal(t.duty, 0.1, 1e-12);
+	assert_float_equal(g.duty_committed, 0.1, 1e-9);
+	assert_float_equal(g.busy_committed, 0.4, 1e-9);
+	/* From a busyness of 0 there is no proportion: the duty is it. */
+	admit_set_busy(&g, 1, &t, &one, 0.0);
+	assert_float_equal(g.duty_committed, 0.0, 1e-9);
+	admit_set_busy(&g, 1, &t, &one, 0.5);
+	assert_float_equal(t.duty, 0.5, 1e-12);
+	assert_float_equal(g.duty_committed, 0.5, 1e-9);
+	admit_release(&g, 1, &t, &one);
+	assert_true(g.duty_committed == 0.0);
 }
 
 /* ------------------------------------------------------------------------
@@ -1070,16 +1184,16 @@ static bool brute_fits(const struct admit_gpu *g, const struct admit_task *t)
 	uint64_t occ = g->mem_committed > g->mem_used ? g->mem_committed : g->mem_used;
 	double ld = g->util_valid ? g->util : 0;
 
-	if (g->busy_committed > ld)
-		ld = g->busy_committed;
+	if (g->duty_committed > ld)
+		ld = g->duty_committed;
 	if (occ + need > cap || occ > cap)
 		return false;
 	if (g->grow_waiting > 0)	/* its room goes to a waiting growth */
 		return false;
 	if (g->exclusive || (t->exclusive && g->ntasks > 0))
 		return false;
-	/* Both placements share the busyness limit. */
-	if (g->ntasks > 0 && ld + t->busy > pol.busy_max + 1e-9)
+	/* Both placements share the busyness limit, on the duty. */
+	if (g->ntasks > 0 && ld + t->duty > pol.busy_max + 1e-9)
 		return false;
 	return true;
 }
@@ -1151,11 +1265,14 @@ static void test_random_states(void **state)
 			g[i].ntasks = (uint32_t)(rnd() % 4);
 			g[i].grow_waiting = g[i].ntasks && rnd() % 6 == 0;
 			g[i].busy_committed = g[i].ntasks * (double)(rnd() % 100) / 100;
+			g[i].duty_committed = g[i].busy_committed *
+					      (double)(rnd() % 101) / 100;
 			g[i].exclusive = g[i].ntasks == 1 && rnd() % 8 == 0;
 			g[i].last_placed = rnd() % 8;
 		}
 		t = task(1, (rnd() % 64) * GiB, (uint32_t)(1 + rnd() % 4));
 		t.busy = (double)(rnd() % 100) / 100;
+		t.duty = t.busy * (double)(rnd() % 101) / 100;
 		t.exclusive = rnd() % 8 == 0;
 		if (rnd() % 4 == 0)
 			t.mem_source = ADMIT_MEM_GUESSED;
@@ -1392,6 +1509,8 @@ int main(void)
 		cmocka_unit_test_setup(test_policy, setup),
 		cmocka_unit_test_setup(test_fit_with_headroom, setup),
 		cmocka_unit_test_setup(test_busyness_threshold, setup),
+		cmocka_unit_test_setup(test_duty_gate, setup),
+		cmocka_unit_test_setup(test_duty_init_and_correct, setup),
 		cmocka_unit_test_setup(test_picks_less_busy, setup),
 		cmocka_unit_test_setup(test_ties_deterministic, setup),
 		cmocka_unit_test_setup(test_multi_gpu, setup),

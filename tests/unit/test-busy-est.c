@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <setjmp.h>
 
 #include <cmocka.h>
@@ -172,6 +173,46 @@ static void test_idle_stays_low(void **state)
 	near(d, 0.5 / 46, EPS);
 }
 
+/*
+ * Duty: the whole life, start-up and shutdown included, where the active
+ * phase's mean leaves them out.  10 samples of start-up, 10 at 0.8 with
+ * one pause, 5 of shutdown: active mean 0.8 x 9 / 10, duty 7.2 / 25.
+ */
+static void test_duty_whole_life(void **state)
+{
+	struct busy_est e = { 0 };
+	double d = -1, a = -1;
+
+	(void)state;
+	assert_int_equal(busy_est_duty(&e, 2, &d), -ENODATA);
+	near(d, -1, EPS);
+	for (int i = 0; i < 10; i++)
+		busy_est_add(&e, 0.0, false);
+	/* Start-up alone is enough samples: an idle job's duty is 0. */
+	assert_int_equal(busy_est_duty(&e, 2, &d), 0);
+	near(d, 0.0, EPS);
+	for (int i = 0; i < 5; i++)
+		busy_est_add(&e, 0.8, true);
+	busy_est_add(&e, 0.0, false);
+	for (int i = 0; i < 4; i++)
+		busy_est_add(&e, 0.8, true);
+	for (int i = 0; i < 5; i++)
+		busy_est_add(&e, 0.0, false);
+	assert_int_equal(busy_est_duty(&e, 2, &d), 0);
+	near(d, 0.8 * 9 / 25, EPS);
+	assert_int_equal(busy_est_final(&e, 2, &a), 0);
+	near(a, 0.8 * 9 / 10, EPS);
+	assert_true(d < a);
+	/* min counts every sample, not only active ones; min 0 is 1. */
+	assert_int_equal(busy_est_duty(&e, 26, &d), -ENODATA);
+	assert_int_equal(busy_est_duty(&e, 25, &d), 0);
+	memset(&e, 0, sizeof(e));
+	assert_int_equal(busy_est_duty(&e, 0, &d), -ENODATA);
+	busy_est_add(&e, 4.0, true);	/* clamped to 1 on the way in */
+	assert_int_equal(busy_est_duty(&e, 0, &d), 0);
+	near(d, 1.0, EPS);
+}
+
 /* Too few samples: nothing to learn (the profile keeps what it had). */
 static void test_too_few(void **state)
 {
@@ -196,6 +237,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_demand_alone),
+		cmocka_unit_test(test_duty_whole_life),
 		cmocka_unit_test(test_demand_saturated),
 		cmocka_unit_test(test_demand_bad_input),
 		cmocka_unit_test(test_startup_then_busy),

@@ -10,6 +10,7 @@
  * kmux databases or come from a newer kmux.
  */
 #include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -425,38 +426,52 @@ static void test_profiles(void **state)
 	/* A first run NVML could not measure keeps its prediction (0.7)
 	 * only until a measured run replaces it; the measured ones are
 	 * averaged; an unmeasured run later changes nothing. */
-	assert_int_equal(db_profile_update(f->db, k1, 4ull << 30, 0.7, false,
+	assert_int_equal(db_profile_update(f->db, k1, 4ull << 30, 0.7, 0.5, false,
 					   1000, 1, f->err, sizeof(f->err)), 0);
 	assert_int_equal(db_profile_get(f->db, k1, &p, f->err, sizeof(f->err)), 0);
 	assert_true(p.mean_busy > 0.7 - 1e-12 && p.mean_busy < 0.7 + 1e-12);
 	assert_int_equal(p.busy_runs, 0);
-	assert_int_equal(db_profile_update(f->db, k1, 6ull << 30, 0.2, true,
+	/* Its duty was not measured either: unknown, whatever was passed. */
+	assert_int_equal(p.duty_runs, 0);
+	assert_true(p.mean_duty < 0);
+	assert_int_equal(db_profile_update(f->db, k1, 6ull << 30, 0.2, 0.1, true,
 					   3000, 2, f->err, sizeof(f->err)), 0);
 	assert_int_equal(db_profile_get(f->db, k1, &p, f->err, sizeof(f->err)), 0);
 	assert_true(p.mean_busy > 0.2 - 1e-12 && p.mean_busy < 0.2 + 1e-12);
-	assert_int_equal(db_profile_update(f->db, k1, 5ull << 30, 0.4, true,
+	assert_int_equal(p.duty_runs, 1);
+	assert_true(p.mean_duty > 0.1 - 1e-12 && p.mean_duty < 0.1 + 1e-12);
+	assert_int_equal(db_profile_update(f->db, k1, 5ull << 30, 0.4, 0.2, true,
 					   2000, 3, f->err, sizeof(f->err)), 0);
-	assert_int_equal(db_profile_update(f->db, k1, 5ull << 30, 0.9, false,
+	assert_int_equal(db_profile_update(f->db, k1, 5ull << 30, 0.9, 0.9, false,
 					   2000, 3, f->err, sizeof(f->err)), 0);
 	assert_int_equal(db_profile_get(f->db, k1, &p, f->err, sizeof(f->err)), 0);
 	assert_int_equal(p.runs, 4);
 	assert_int_equal(p.busy_runs, 2);
 	assert_int_equal(p.peak_mem, 6ull << 30);
 	assert_true(p.mean_busy > 0.3 - 1e-12 && p.mean_busy < 0.3 + 1e-12);
+	/* The duty's running mean, like the busyness's: measured runs only. */
+	assert_int_equal(p.duty_runs, 2);
+	assert_true(p.mean_duty > 0.15 - 1e-12 && p.mean_duty < 0.15 + 1e-12);
 	assert_true(p.mean_runtime_us > 2000 - 1e-6 && p.mean_runtime_us < 2000 + 1e-6);
 	assert_int_equal(p.updated_us, 3);
 	assert_int_equal(db_profile_get(f->db, k2, &p, f->err, sizeof(f->err)),
 			 -ENOENT);
 	/* Keys with the top bit set survive the signed column. */
-	assert_int_equal(db_profile_update(f->db, UINT64_MAX, 1, 0, true, 0, 0,
+	assert_int_equal(db_profile_update(f->db, UINT64_MAX, 1, 0, 0, true, 0, 0,
 					   f->err, sizeof(f->err)), 0);
 	assert_int_equal(db_profile_get(f->db, UINT64_MAX, &p, f->err,
 					sizeof(f->err)), 0);
-	assert_int_equal(db_profile_update(f->db, k1, 1, 1.5, true, 0, 0,
+	assert_int_equal(db_profile_update(f->db, k1, 1, 1.5, 0.1, true, 0, 0,
+					   f->err, sizeof(f->err)), -EINVAL);
+	assert_int_equal(db_profile_update(f->db, k1, 1, 0.5, 1.5, true, 0, 0,
+					   f->err, sizeof(f->err)), -EINVAL);
+	assert_int_equal(db_profile_update(f->db, k1, 1, 0.5, NAN, true, 0, 0,
 					   f->err, sizeof(f->err)), -EINVAL);
 	reopen(f);
 	assert_int_equal(db_profile_get(f->db, k1, &p, f->err, sizeof(f->err)), 0);
 	assert_int_equal(p.runs, 4);
+	assert_int_equal(p.duty_runs, 2);
+	assert_true(p.mean_duty > 0.15 - 1e-12 && p.mean_duty < 0.15 + 1e-12);
 }
 
 static void test_frozen(void **state)
@@ -542,13 +557,17 @@ static void test_migrate_v1_frozen(void **state)
 	assert_int_equal(db_profile_get(f->db, 7, &p, f->err, sizeof(f->err)), 0);
 	assert_int_equal(p.runs, 3);
 	assert_int_equal(p.busy_runs, 0);
+	assert_int_equal(p.duty_runs, 0);
+	assert_true(p.mean_duty < 0);
 	assert_true(p.mean_busy > 0.05 - 1e-12 && p.mean_busy < 0.05 + 1e-12);
-	assert_int_equal(db_profile_update(f->db, 7, 1024, 0.8, true, 2000, 6,
+	assert_int_equal(db_profile_update(f->db, 7, 1024, 0.8, 0.4, true, 2000, 6,
 					   f->err, sizeof(f->err)), 0);
 	assert_int_equal(db_profile_get(f->db, 7, &p, f->err, sizeof(f->err)), 0);
 	assert_int_equal(p.runs, 4);
 	assert_int_equal(p.busy_runs, 1);
 	assert_true(p.mean_busy > 0.8 - 1e-12 && p.mean_busy < 0.8 + 1e-12);
+	assert_int_equal(p.duty_runs, 1);
+	assert_true(p.mean_duty > 0.4 - 1e-12 && p.mean_duty < 0.4 + 1e-12);
 	assert_int_equal(db_schema_version(f->db, &ver, f->err, sizeof(f->err)), 0);
 	assert_int_equal(ver, DB_SCHEMA_VERSION);
 	assert_int_equal(db_frozen_list(f->db, &v, &n, f->err, sizeof(f->err)), 0);
@@ -559,6 +578,84 @@ static void test_migrate_v1_frozen(void **state)
 	free(v);
 	assert_int_equal(db_frozen_add(f->db, 43, 430, 3, 10, "/cg/a", f->err,
 				       sizeof(f->err)), 0);
+}
+
+/*
+ * A database of schema 3 (busyness measured over the active phase, no
+ * duty) migrates and keeps its rows: its profiles' duty is unknown until
+ * their next measured run, whose duty then stands alone (not averaged
+ * with the busy_runs the busyness already had).
+ */
+static void test_migrate_v3_duty(void **state)
+{
+	struct fx *f = *state;
+	struct db_profile p;
+	struct db_job j;
+	sqlite3 *h;
+	int ver = 0;
+
+	assert_int_equal(sqlite3_open(f->path, &h), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(h,
+		"CREATE TABLE schema_version (version INTEGER NOT NULL);"
+		"INSERT INTO schema_version VALUES (3);"
+		"CREATE TABLE jobs (id INTEGER PRIMARY KEY AUTOINCREMENT,"
+		"  name TEXT NOT NULL DEFAULT '', uid INTEGER NOT NULL,"
+		"  argc INTEGER NOT NULL CHECK (argc >= 1), argv BLOB NOT NULL,"
+		"  envc INTEGER NOT NULL DEFAULT 0, env BLOB NOT NULL DEFAULT x'',"
+		"  cwd TEXT NOT NULL, state TEXT NOT NULL, exit_code INTEGER,"
+		"  signal INTEGER NOT NULL DEFAULT 0, flags INTEGER NOT NULL DEFAULT 0,"
+		"  prio INTEGER NOT NULL DEFAULT 0, ngpus INTEGER NOT NULL DEFAULT 1,"
+		"  gpus INTEGER NOT NULL DEFAULT 0, mem_request INTEGER NOT NULL DEFAULT 0,"
+		"  mem_quota INTEGER NOT NULL DEFAULT 0, mem_peak INTEGER NOT NULL DEFAULT 0,"
+		"  submit_us INTEGER NOT NULL, start_us INTEGER NOT NULL DEFAULT 0,"
+		"  end_us INTEGER NOT NULL DEFAULT 0, log_path TEXT,"
+		"  pid INTEGER NOT NULL DEFAULT 0, pid_start INTEGER NOT NULL DEFAULT 0,"
+		"  profile_key INTEGER NOT NULL DEFAULT 0);"
+		"CREATE TABLE profiles (key INTEGER PRIMARY KEY, peak_mem INTEGER NOT NULL,"
+		"  mean_busy REAL NOT NULL, mean_runtime_us REAL NOT NULL,"
+		"  runs INTEGER NOT NULL, updated_us INTEGER NOT NULL,"
+		"  busy_runs INTEGER NOT NULL DEFAULT 0);"
+		"CREATE TABLE frozen (pid INTEGER NOT NULL, pid_start INTEGER NOT NULL,"
+		"  job_id INTEGER NOT NULL DEFAULT 0, since_us INTEGER NOT NULL,"
+		"  cgroup TEXT NOT NULL DEFAULT '', PRIMARY KEY (pid, pid_start));"
+		"INSERT INTO jobs (uid, argc, argv, cwd, state, submit_us)"
+		"  VALUES (1000, 1, x'7400', '/w', 'exited', 5);"
+		"INSERT INTO profiles VALUES (9, 2048, 0.6, 3000.0, 5, 8, 4);",
+		NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(h);
+	open_ok(f);
+	assert_int_equal(db_schema_version(f->db, &ver, f->err, sizeof(f->err)), 0);
+	assert_int_equal(ver, DB_SCHEMA_VERSION);
+	assert_int_equal(db_job_get(f->db, 1, &j, f->err, sizeof(f->err)), 0);
+	assert_int_equal(j.uid, 1000);
+	assert_string_equal(j.cwd, "/w");
+	db_job_release(&j);
+	assert_int_equal(db_profile_get(f->db, 9, &p, f->err, sizeof(f->err)), 0);
+	assert_int_equal(p.peak_mem, 2048);
+	assert_int_equal(p.runs, 5);
+	assert_int_equal(p.busy_runs, 4);
+	assert_true(p.mean_busy > 0.6 - 1e-12 && p.mean_busy < 0.6 + 1e-12);
+	assert_int_equal(p.duty_runs, 0);
+	assert_true(p.mean_duty < 0);
+	/* An unmeasured run leaves it unknown... */
+	assert_int_equal(db_profile_update(f->db, 9, 2048, 0.6, 0.3, false, 3000,
+					   9, f->err, sizeof(f->err)), 0);
+	assert_int_equal(db_profile_get(f->db, 9, &p, f->err, sizeof(f->err)), 0);
+	assert_int_equal(p.duty_runs, 0);
+	assert_true(p.mean_duty < 0);
+	/* ... the first measured one sets it, the next is averaged in. */
+	assert_int_equal(db_profile_update(f->db, 9, 2048, 0.6, 0.3, true, 3000,
+					   10, f->err, sizeof(f->err)), 0);
+	assert_int_equal(db_profile_get(f->db, 9, &p, f->err, sizeof(f->err)), 0);
+	assert_int_equal(p.duty_runs, 1);
+	assert_int_equal(p.busy_runs, 5);
+	assert_true(p.mean_duty > 0.3 - 1e-12 && p.mean_duty < 0.3 + 1e-12);
+	assert_int_equal(db_profile_update(f->db, 9, 2048, 0.6, 0.1, true, 3000,
+					   11, f->err, sizeof(f->err)), 0);
+	assert_int_equal(db_profile_get(f->db, 9, &p, f->err, sizeof(f->err)), 0);
+	assert_int_equal(p.duty_runs, 2);
+	assert_true(p.mean_duty > 0.2 - 1e-12 && p.mean_duty < 0.2 + 1e-12);
+	assert_int_equal(p.runs, 8);
 }
 
 /* A fake world: pids in alive_pids[] with pid_start == pid * 10 live. */
@@ -859,6 +956,7 @@ int main(void)
 		T(test_profiles),
 		T(test_frozen),
 		T(test_migrate_v1_frozen),
+		T(test_migrate_v3_duty),
 		T(test_recover),
 		T(test_proc_alive),
 		T(test_full_disk),
