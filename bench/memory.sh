@@ -264,13 +264,20 @@ done
 # Evict budgets of 1/4, 1/3 and 1/2 of lazy's managed peak (at least the
 # largest object: below it that allocation fails by design), fixed
 # fractions, never chosen from the outcome; peak and ROI time each.
-for app in ${KMUX_MEMBENCH_SWEEP:-phase_buffers memory-objects}; do
+# KMUX_MEMBENCH_SWEEP set and empty: no sweep.
+for app in ${KMUX_MEMBENCH_SWEEP-phase_buffers memory-objects}; do
 	i=-1
 	for k in "${!APPS[@]}"; do [ "${APPS[$k]}" = "$app" ] && i=$k; done
 	[ "$i" -ge 0 ] || continue
 	kp=$(awk -F, -v a="$app" '$1==a && $2=="lazy" && $4=="kmux_peak_bytes" {v=$5} END {print v+0}' "$CSV")
 	big=$(awk -F, -v a="$app" '$1==a && $2=="lazy" && $4=="kmux_largest_bytes" {v=$5} END {print v+0}' "$CSV")
 	big=$(((big + 1048575) / 1048576))
+	# Without lazy's peak (its (a) run skipped or failed) a fraction of it
+	# is no budget at all: the runs would fail for that, not for kmux.
+	if [ "$kp" -le 0 ]; then
+		log "(a) sweep $app: SKIP (no managed peak from a lazy run)"
+		continue
+	fi
 	for q in 4 3 2; do
 		have_time 40 || { log "(a) sweep: out of time at $app 1/$q"; break; }
 		bud=$((kp / q / 1048576))
