@@ -509,6 +509,23 @@ static void test_frozen(void **state)
 	free(v);
 }
 
+/* The jobs table as schemas 1 to 3 had it: old databases for the
+ * migration tests are built from it. */
+#define OLD_JOBS_TABLE \
+	"CREATE TABLE jobs (id INTEGER PRIMARY KEY AUTOINCREMENT," \
+	"  name TEXT NOT NULL DEFAULT '', uid INTEGER NOT NULL," \
+	"  argc INTEGER NOT NULL CHECK (argc >= 1), argv BLOB NOT NULL," \
+	"  envc INTEGER NOT NULL DEFAULT 0, env BLOB NOT NULL DEFAULT x''," \
+	"  cwd TEXT NOT NULL, state TEXT NOT NULL, exit_code INTEGER," \
+	"  signal INTEGER NOT NULL DEFAULT 0, flags INTEGER NOT NULL DEFAULT 0," \
+	"  prio INTEGER NOT NULL DEFAULT 0, ngpus INTEGER NOT NULL DEFAULT 1," \
+	"  gpus INTEGER NOT NULL DEFAULT 0, mem_request INTEGER NOT NULL DEFAULT 0," \
+	"  mem_quota INTEGER NOT NULL DEFAULT 0, mem_peak INTEGER NOT NULL DEFAULT 0," \
+	"  submit_us INTEGER NOT NULL, start_us INTEGER NOT NULL DEFAULT 0," \
+	"  end_us INTEGER NOT NULL DEFAULT 0, log_path TEXT," \
+	"  pid INTEGER NOT NULL DEFAULT 0, pid_start INTEGER NOT NULL DEFAULT 0," \
+	"  profile_key INTEGER NOT NULL DEFAULT 0);"
+
 /*
  * A database of schema 1 (frozen rows without a method) migrates: its rows
  * read back as SIGSTOP ones, and new rows can name a cgroup.  Its profiles
@@ -528,19 +545,7 @@ static void test_migrate_v1_frozen(void **state)
 	assert_int_equal(sqlite3_exec(h,
 		"CREATE TABLE schema_version (version INTEGER NOT NULL);"
 		"INSERT INTO schema_version VALUES (1);"
-		"CREATE TABLE jobs (id INTEGER PRIMARY KEY AUTOINCREMENT,"
-		"  name TEXT NOT NULL DEFAULT '', uid INTEGER NOT NULL,"
-		"  argc INTEGER NOT NULL CHECK (argc >= 1), argv BLOB NOT NULL,"
-		"  envc INTEGER NOT NULL DEFAULT 0, env BLOB NOT NULL DEFAULT x'',"
-		"  cwd TEXT NOT NULL, state TEXT NOT NULL, exit_code INTEGER,"
-		"  signal INTEGER NOT NULL DEFAULT 0, flags INTEGER NOT NULL DEFAULT 0,"
-		"  prio INTEGER NOT NULL DEFAULT 0, ngpus INTEGER NOT NULL DEFAULT 1,"
-		"  gpus INTEGER NOT NULL DEFAULT 0, mem_request INTEGER NOT NULL DEFAULT 0,"
-		"  mem_quota INTEGER NOT NULL DEFAULT 0, mem_peak INTEGER NOT NULL DEFAULT 0,"
-		"  submit_us INTEGER NOT NULL, start_us INTEGER NOT NULL DEFAULT 0,"
-		"  end_us INTEGER NOT NULL DEFAULT 0, log_path TEXT,"
-		"  pid INTEGER NOT NULL DEFAULT 0, pid_start INTEGER NOT NULL DEFAULT 0,"
-		"  profile_key INTEGER NOT NULL DEFAULT 0);"
+		OLD_JOBS_TABLE
 		"CREATE TABLE profiles (key INTEGER PRIMARY KEY, peak_mem INTEGER NOT NULL,"
 		"  mean_busy REAL NOT NULL, mean_runtime_us REAL NOT NULL,"
 		"  runs INTEGER NOT NULL, updated_us INTEGER NOT NULL);"
@@ -598,19 +603,7 @@ static void test_migrate_v3_duty(void **state)
 	assert_int_equal(sqlite3_exec(h,
 		"CREATE TABLE schema_version (version INTEGER NOT NULL);"
 		"INSERT INTO schema_version VALUES (3);"
-		"CREATE TABLE jobs (id INTEGER PRIMARY KEY AUTOINCREMENT,"
-		"  name TEXT NOT NULL DEFAULT '', uid INTEGER NOT NULL,"
-		"  argc INTEGER NOT NULL CHECK (argc >= 1), argv BLOB NOT NULL,"
-		"  envc INTEGER NOT NULL DEFAULT 0, env BLOB NOT NULL DEFAULT x'',"
-		"  cwd TEXT NOT NULL, state TEXT NOT NULL, exit_code INTEGER,"
-		"  signal INTEGER NOT NULL DEFAULT 0, flags INTEGER NOT NULL DEFAULT 0,"
-		"  prio INTEGER NOT NULL DEFAULT 0, ngpus INTEGER NOT NULL DEFAULT 1,"
-		"  gpus INTEGER NOT NULL DEFAULT 0, mem_request INTEGER NOT NULL DEFAULT 0,"
-		"  mem_quota INTEGER NOT NULL DEFAULT 0, mem_peak INTEGER NOT NULL DEFAULT 0,"
-		"  submit_us INTEGER NOT NULL, start_us INTEGER NOT NULL DEFAULT 0,"
-		"  end_us INTEGER NOT NULL DEFAULT 0, log_path TEXT,"
-		"  pid INTEGER NOT NULL DEFAULT 0, pid_start INTEGER NOT NULL DEFAULT 0,"
-		"  profile_key INTEGER NOT NULL DEFAULT 0);"
+		OLD_JOBS_TABLE
 		"CREATE TABLE profiles (key INTEGER PRIMARY KEY, peak_mem INTEGER NOT NULL,"
 		"  mean_busy REAL NOT NULL, mean_runtime_us REAL NOT NULL,"
 		"  runs INTEGER NOT NULL, updated_us INTEGER NOT NULL,"
