@@ -370,8 +370,9 @@ main() {
 			nv "$B/$app" $NVCCFLAGS "$APPS_DIR/$app.cu" &
 			pids+=($!)
 		done
-		# by pid: a bare `wait` would also wait for the log's tee
-		wait "${pids[@]}"
+		# by pid: a bare `wait` would also wait for the log's tee (and
+		# `wait` with no apps is a bare one)
+		[ "${#pids[@]}" -gt 0 ] && wait "${pids[@]}"
 		[ -s "$BUILD_LOG" ] && cat "$BUILD_LOG" >>"$LOG"
 		for app in "${CUDA_APPS[@]}"; do
 			if [ -x "$B/$app" ]; then
