@@ -61,4 +61,14 @@ check "  ... its median is n/a, the objects n/a, the whole-process peak still th
 	eval 'grep -q "^| none (no kmux) | n/a | 500 | 1 |" "$TMP/out2/memory.md" &&
 		grep -q "^| memory-objects | n/a | n/a | n/a | n/a | n/a |$" "$TMP/out2/memory.md" &&
 		grep -q "^| memory-objects | 849 | " "$TMP/out2/memory.md"'
+# KMUX_MEMBENCH_SWEEP set and empty: no sweep at all (it used to fall back
+# to the default list).
+OUT=$TMP/out3 KMUX_MEMBENCH_DRY=1 KMUX_MEMBENCH_REPS=0 KMUX_MEMBENCH_CTX_REPS=1 \
+	KMUX_MEMBENCH_SWEEP= \
+	KMUX_MEMBENCH_DRY_MIB="context:none=500 context:kmux=500 memory-objects:none=849" \
+	bash "$ROOT/bench/memory.sh" >"$TMP/stdout3" 2>&1
+rc=$?
+check "an empty KMUX_MEMBENCH_SWEEP: exit 0 ($rc)" [ "$rc" = 0 ]
+check "  ... (a) ran" grep -q '^\$ \[memory-objects lazy 0\]' "$TMP/out3/memory.log"
+check "  ... and no sweep run" eval '! grep -q "evict-sweep" "$TMP/out3/memory.log"'
 finish
