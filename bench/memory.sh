@@ -339,6 +339,12 @@ apps = []
 for r in rows:
     if r["app"] not in apps and r["app"] != "context":
         apps.append(r["app"])
+def pct(new, old):
+    if new is None or old is None or old <= 0:
+        return None
+    return 100.0 * (new - old) / old
+def fmt_pct(v):
+    return "n/a" if v is None else "%+.1f%%" % v
 def vals(app, mode, key, rep=None):
     return [float(r["value"]) for r in rows if r["app"] == app and r["mode"] == mode
             and r["key"] == key and (rep is None or (r["rep"] == "0") == (rep == 0))]
@@ -358,9 +364,9 @@ for a in apps:
             return "FAILED"
         return "%.0f" % p[m][0] if p[m] else "n/a"
     def rel(m):
-        if not p[m] or not base or failed(a, m, 0):
+        if not p[m] or failed(a, m, 0):
             return "n/a"
-        return "%+.1f%%" % (100.0 * (p[m][0] - base) / base)
+        return fmt_pct(pct(p[m][0], base))
     ev = vals(a, "evict-half", "evictions", 0)
     kp = vals(a, "lazy", "kmux_peak_bytes", 0)
     print("| %s | %s | %s | %s | %s | %s | %s | %s |" % (a, cell("none"), cell("lazy"), cell("evict-half"),
@@ -386,12 +392,6 @@ def objects(a, m):
     if not pk or c is None or failed(a, m, 0) or a.startswith("torch"):
         return None
     return pk[0] - c
-def pct(new, old):
-    if new is None or old is None or old <= 0:
-        return None
-    return 100.0 * (new - old) / old
-def fmt_pct(v):
-    return "n/a" if v is None else "%+.1f%%" % v
 print("\n### Context footprint (measured in this run) and the memory objects' peak\n")
 print("Rule: memory objects peak = whole-process peak - median context footprint of the matching mode "
       "(none's for none, kmux's for lazy and evict); the whole-process figure above is unchanged.\n")
@@ -450,7 +450,7 @@ if sweep:
             ob = objects(a, m)
             print("| %s | %s | %.0f | %s | %s | %s | %s | %s | %s | %s |" % (a, name, bud[0],
                   "FAILED" if f else ("%.0f" % pk[0] if pk else "n/a"),
-                  "%+.1f%%" % (100.0 * (pk[0] - base[0]) / base[0]) if pk and base and base[0] and not f else "n/a",
+                  fmt_pct(pct(pk[0] if pk and not f else None, base[0] if base else None)),
                   "n/a" if ob is None else "%.0f" % ob, fmt_pct(pct(ob, objects(a, "none"))),
                   "%.3f" % roi[0] if roi else "n/a", "%.0f" % wall[0] if wall else "n/a",
                   "%.0f" % ev[0] if ev else "n/a"))
@@ -471,9 +471,7 @@ for a in apps:
     def c(m):
         return "%.3f (%.0f)" % (med[m], wall[m]) if med[m] is not None else ("n/a (%.0f)" % wall[m] if wall[m] else "n/a")
     def rel(m):
-        if med[m] is None or not med["none"]:
-            return "n/a"
-        return "%+.1f%%" % (100.0 * (med[m] - med["none"]) / med["none"])
+        return fmt_pct(pct(med[m], med["none"]))
     print("| %s | %d | %s | %s | %s | %s | %s | %s | %d |" % (a, nrep, c("none"), c("quota"), c("lazy"),
           c("evict-ample"), rel("lazy"), rel("evict-ample"), nf))
 print("\nTargets (issue 5): >= 30% lower peak on phase-local apps and never higher (both figures above); <= 3% slower with ample memory.")
