@@ -27,7 +27,10 @@
 #     budget (1 TiB), modes rotated per round; the app's own ROI time
 #     (RESULT ms=) and the process wall time; medians.
 # PyTorch: bench/gpu/progs/torch_resnet.py --bench (resnet18 training):
-#     peak and median step time, none / lazy / evict (half of lazy's peak).
+#     peak and median step time, none / lazy / evict (half of lazy's peak);
+#     then it joins the (c) rounds like an app (its median step time as the
+#     ROI), unless KMUX_MEMBENCH_TORCH_COST=0.  KMUX_MEMBENCH_TORCH_EVICT=0
+#     skips its evict-at-half peak run (it thrashes: about a minute).
 # (a) sweep: phase_buffers also under evict budgets of 1/4, 1/3 and 1/2 of
 #     lazy's managed peak (KMUX_MEMBENCH_SWEEP names the apps).
 # (b) the memory-constrained job mix is bench/memory-mix.sh (its own call).
@@ -299,8 +302,18 @@ if [ "${KMUX_MEMBENCH_TORCH:-1}" = 1 ] && have_time 150 &&
 	one torch_resnet18 lazy 0 "" 1 "${TORCH[@]}"
 	kp=$(awk -F, '$1=="torch_resnet18" && $2=="lazy" && $4=="kmux_peak_bytes" {v=$5} END {print v+0}' "$CSV")
 	half=$((kp / 2 / 1048576)); [ "$half" -lt 64 ] && half=64
-	one torch_resnet18 evict-half 0 "${half}M" 1 "${TORCH[@]}"
+	# evict at half thrashes on a training step (run 1: 165x slower, a
+	# minute of device time); KMUX_MEMBENCH_TORCH_EVICT=0 skips it.
+	if [ "${KMUX_MEMBENCH_TORCH_EVICT:-1}" = 1 ]; then
+		one torch_resnet18 evict-half 0 "${half}M" 1 "${TORCH[@]}"
+	fi
 	log "torch: peak MiB none/lazy/evict-half: $(awk -F, '$1=="torch_resnet18" && $4=="peak_mib" {printf "%s ", $5}' "$CSV")(budget ${half}M)"
+	# (c) for PyTorch too: its step time in the same rotated rounds as
+	# the apps (one run is no measurement: run 1's 9.6% was a single one).
+	if [ "${KMUX_MEMBENCH_TORCH_COST:-1}" = 1 ]; then
+		APPS+=(torch_resnet18)
+		CMDS+=("${TORCH[*]}")
+	fi
 else
 	log "torch: SKIP (off, no time, or torch/torchvision/CUDA not importable)"
 fi
