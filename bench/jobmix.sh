@@ -130,7 +130,7 @@
 #   JOBMIX_SEED (1)             the arrivals' order and offsets
 #   JOBMIX_ARRIVAL_WINDOW_S     W, seconds (default: see above)
 #   JOBMIX_TAR_RAW=1            also $OUT/jobmix-raw.tgz: every run's per-job
-#                               files, kmuxd logs and the learned database
+#                               files, kmuxd logs, the learned database, arrivals.txt
 #   JOBMIX_BUSY_SWEEP           busy-max values for the kmux-bmX modes
 #   JOBMIX_MIX                  another mix file (for one GPU)
 #   JOBMIX_KMUXD_ARGS           more `kmux daemon` options for the kmux modes
@@ -994,7 +994,7 @@ wait 2>/dev/null
 # the raw per-job files (records, output, each kmux run's kmuxd.log, the
 # learned database) in one archive: the device returns few files
 if [ "${JOBMIX_TAR_RAW:-0}" = 1 ]; then
-	tar -czf "$OUT/jobmix-raw.tgz" -C "$WORK" $(cd "$WORK" && ls -d mode-* learned.db jobs.tsv 2>/dev/null) 2>>"$LOG" ||
+	tar -czf "$OUT/jobmix-raw.tgz" -C "$WORK" $(cd "$WORK" && ls -d mode-* learned.db jobs.tsv arrivals.txt 2>/dev/null) 2>>"$LOG" ||
 		log "cannot write $OUT/jobmix-raw.tgz"
 fi
 log "jobmix: done in $(($(date +%s) - START)) s; output in $OUT"
