@@ -46,6 +46,35 @@
 # from JOBMIX_REC_DIR under kmux), since a profile is keyed by them.  The
 # pass's duration is the first estimate of a kmux run's (budget below).
 #
+# Arrivals over time (JOBMIX_ARRIVALS=1; default 0, all at once as above).
+# Submitted all at once, the 32 jobs are gated by memory and where a job
+# goes hardly matters; Hay's evaluation has jobs arriving over time onto
+# GPUs with uneven load.  With JOBMIX_ARRIVALS=1 every measured kmux-family
+# run (kmux, kmux-rr, kmux-mps, kmux-bmX, repeats) submits the same jobs in
+# the same order at the same offsets from its start, through the same
+# `kmux submit`, from one submitter loop that records each job's submit
+# time.  The order is a shuffle of the mix seeded by JOBMIX_SEED (default
+# 1); the first job arrives at 0, the other N-1 at sorted uniform times
+# over a window W (bench/jobmix/arrivals.py): a Poisson process conditioned
+# on its arrivals in W, bursts and gaps included, whose span is fixed in
+# advance so that the budget can hold it, which exponential inter-arrivals
+# do not promise.  W is JOBMIX_ARRIVAL_WINDOW_S when given; else half the
+# learning pass's makespan (it runs all at once, arrivals or not, so that
+# W derives from the mix's length on this machine and the profiles are
+# learned as in every earlier run); else, with no learning pass, 30 s.
+# This rule was written before any GPU run with arrivals.  The baselines
+# (exclusive, together, mps) still start everything at once: arrivals
+# apply to the kmux-family runs only, the report says so, and issue 4's
+# 1.33x and 2x targets stay with the all-at-once mix (JOBMIX_ARRIVALS=0).
+# Metrics under arrivals: makespan = the first submission to the last exit;
+# a job's completion time = its exit - its own submission; per placement
+# pair (kmux.i, kmux-rr.i), the ratios round-robin / busyness of makespan
+# and of mean completion time, and their medians over the pairs.
+# JUDGING RULE, fixed before any run: issue 4's two-GPU target is judged
+# on the median over JOBMIX_PLACEMENT_REPS pairs of the makespan ratio
+# round-robin / busyness under JOBMIX_ARRIVALS=1 with the default seed and
+# window; the all-at-once results stay reported as they are.
+#
 # Run on the GPU machine from the repo root, with build/ (from `make &&
 # bash bench/gpu/prepare.sh`) carried:
 #
@@ -97,8 +126,11 @@
 #                               apply); MODE.N names a repeat
 #   JOBMIX_PLACEMENT_REPS (1)   N busyness/round-robin pairs (see above)
 #   JOBMIX_LEARN (see above)    1: the learning pass first; 0: fresh daemons
+#   JOBMIX_ARRIVALS (0)         1: kmux-family runs submit over time (above)
+#   JOBMIX_SEED (1)             the arrivals' order and offsets
+#   JOBMIX_ARRIVAL_WINDOW_S     W, seconds (default: see above)
 #   JOBMIX_TAR_RAW=1            also $OUT/jobmix-raw.tgz: every run's per-job
-#                               files, kmuxd logs and the learned database
+#                               files, kmuxd logs, the learned database, arrivals.txt
 #   JOBMIX_BUSY_SWEEP           busy-max values for the kmux-bmX modes
 #   JOBMIX_MIX                  another mix file (for one GPU)
 #   JOBMIX_KMUXD_ARGS           more `kmux daemon` options for the kmux modes
@@ -112,7 +144,8 @@
 # Never changes GPU settings.  Exit status 0 when every mode ran (jobs may
 # fail: that is what is measured; a repeat or a sweep run the budget left
 # out does not count), 1 when the set-up failed or a mode did not run, 2
-# when a mode name or JOBMIX_PLACEMENT_REPS is malformed (nothing is run).
+# when a mode name, JOBMIX_PLACEMENT_REPS or an arrival knob is malformed
+# (nothing is run).
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 export OUT=${OUT:-./out}
@@ -123,7 +156,8 @@ START=$(date +%s)
 KNOBS=""
 for v in JOBMIX_SIM JOBMIX_SIM_GPUS JOBMIX_BUDGET_S JOBMIX_SCALE JOBMIX_MODE_TIMEOUT_S \
 	JOBMIX_JOB_TIMEOUT_S JOBMIX_SETTLE_S JOBMIX_GPUS JOBMIX_PLACEMENT_REPS JOBMIX_MODES \
-	JOBMIX_BUSY_SWEEP JOBMIX_KMUXD_ARGS JOBMIX_LEARN JOBMIX_TAR_RAW; do
+	JOBMIX_BUSY_SWEEP JOBMIX_KMUXD_ARGS JOBMIX_LEARN JOBMIX_ARRIVALS JOBMIX_SEED \
+	JOBMIX_ARRIVAL_WINDOW_S JOBMIX_TAR_RAW; do
 	[ -n "${!v:-}" ] || continue
 	case ${!v} in
 	*[!A-Za-z0-9._,:/+=-]*) KNOBS="$KNOBS$v=\"${!v}\" " ;;
@@ -333,9 +367,19 @@ if [ -z "$LEARN" ]; then
 	[ "$NUSE" -ge 2 ] && [ -n "${seen[kmux]:-}" ] && [ -n "${seen[kmux-rr]:-}" ] && LEARN=1
 fi
 [[ $LEARN == [01] ]] || usage_die "JOBMIX_LEARN='$LEARN': 1 (a learning pass first) or 0"
+ARR=${JOBMIX_ARRIVALS:-0}
+[[ $ARR == [01] ]] ||
+	usage_die "JOBMIX_ARRIVALS='$ARR': 1 (the kmux-family runs submit over time) or 0 (all at once)"
+SEED=${JOBMIX_SEED:-1}
+[[ $SEED =~ ^[0-9]+$ ]] || usage_die "JOBMIX_SEED='$SEED': a whole number"
+AWIN=${JOBMIX_ARRIVAL_WINDOW_S:-}
+[ -z "$AWIN" ] || [[ $AWIN =~ ^[0-9]+(\.[0-9]+)?$ ]] ||
+	usage_die "JOBMIX_ARRIVAL_WINDOW_S='$AWIN': the arrival window in seconds, a number from 0"
 HAS_KMUX=0
 for m in "${MODES[@]}"; do [[ $m == kmux* ]] && HAS_KMUX=1; done
 [ "$HAS_KMUX" = 0 ] && LEARN=0
+[ "$ARR" = 1 ] && [ "$HAS_KMUX" = 0 ] &&
+	log "WARNING: JOBMIX_ARRIVALS=1 but no kmux-family mode: every run starts all at once"
 log "learning pass: $([ "$LEARN" = 1 ] && echo yes || echo no)"
 log "modes: ${MODES[*]}"
 
@@ -417,6 +461,8 @@ cat "$BUILD_LOG" >>"$LOG"
 NJOBS=${#NAMES[@]}
 [ "$NJOBS" -gt 0 ] || die "no jobs"
 log "jobs: $NJOBS"
+declare -A JOBIDX=()
+for ((i = 0; i < NJOBS; i++)); do JOBIDX[${NAMES[i]}]=$i; done
 sed 's/^/  /' "$JOBS" | shorten_cmds >>"$LOG"
 
 # job_cmd I: the command of job I as an array JOBCMD; JOBNAME, JOBMEM, JOBGPU
@@ -583,9 +629,12 @@ kx() {
 }
 
 # run_kmux DIR PLACEMENT [DAEMON-OPTION...]: a fresh daemon (its own state:
-# no mode learns from another's jobs), every job submitted at once
+# no mode learns from another's jobs), every job submitted at once; with
+# JOBMIX_ARRIVALS=1 (not the learning pass) in $ARRIVALS's order, each at
+# its offset from T0, its submit time in DIR/submits
 run_kmux() {
-	local dir=$1 placement=$2 deadline i id ids=() names=() left memarg
+	local dir=$1 placement=$2 deadline i k id ids=() names=() left memarg
+	local order=() offs=() at st nm nsub=0
 	shift 2
 	KSOCK=$WORK/kmux-$MODE/run/sock
 	KSTATE=$WORK/kmux-$MODE/state
@@ -611,12 +660,33 @@ run_kmux() {
 	fi
 	deadline=$(mode_deadline)
 	job_env
+	if [ "$ARR" = 1 ] && [ "$MODE" != learn ] && [ -s "$ARRIVALS" ]; then
+		while read -r at nm; do
+			order+=("${JOBIDX[$nm]}")
+			offs+=("$at")
+		done <"$ARRIVALS"
+	else
+		for ((i = 0; i < NJOBS; i++)); do order+=("$i"); done
+	fi
 	T0=$(date +%s.%N)
-	for ((i = 0; i < NJOBS; i++)); do
+	for ((k = 0; k < ${#order[@]}; k++)); do
+		i=${order[k]}
+		at=""
+		if [ "${#offs[@]}" -gt 0 ]; then
+			at=${offs[k]}
+			# an arrival after the mode's deadline would only be killed
+			if ! awk -v t0="$T0" -v o="$at" -v d="$deadline" 'BEGIN{exit !(t0 + o < d)}'; then
+				log "  mode deadline: $((${#order[@]} - k)) job(s) not submitted"
+				break
+			fi
+			sleep "$(awk -v t0="$T0" -v o="$at" -v now="$(date +%s.%N)" \
+				'BEGIN{w = t0 + o - now; printf "%.3f", (w > 0 ? w : 0)}')"
+			st=$(date +%s.%N)
+		fi
 		job_get "$i"
 		memarg=()
 		[ "$JOBMEM" != - ] && memarg=(--mem "$JOBMEM")
-		[ "$REC_CMDS" = 1 ] && printf '%s\n' "[$MODE] JOBMIX_REC_DIR=DIR kmux submit ${memarg[*]:+${memarg[*]} }--name $JOBNAME -- ${JOBENV[*]} bash bench/jobmix/timed.sh - $JOBNAME ${JOBCMD[*]}" |
+		[ "$REC_CMDS" = 1 ] && printf '%s\n' "[$MODE] ${at:+at +$at s: }JOBMIX_REC_DIR=DIR kmux submit ${memarg[*]:+${memarg[*]} }--name $JOBNAME -- ${JOBENV[*]} bash bench/jobmix/timed.sh - $JOBNAME ${JOBCMD[*]}" |
 			shorten_cmds >>"$CMDS"
 		# the directory through the environment: the command line, which
 		# keys the command's profile, is then the same in every run
@@ -629,7 +699,13 @@ run_kmux() {
 		ids+=("$id")
 		names+=("$JOBNAME")
 		printf '%s %s\n' "$JOBNAME" "$id" >>"$dir/kmux-ids"
+		if [ -n "$at" ]; then
+			printf '%s %s\n' "$JOBNAME" "$st" >>"$dir/submits"
+			nsub=$((nsub + 1))
+		fi
 	done
+	[ "${#offs[@]}" -gt 0 ] && log "  $MODE: $nsub job(s) submitted over $(awk -v a="$T0" -v b="${st:-$T0}" 'BEGIN{printf "%.1f", b - a}') s"
+
 	for ((i = 0; i < ${#ids[@]}; i++)); do
 		left=$((deadline - $(date +%s)))
 		[ "$left" -lt 1 ] && left=1
@@ -721,13 +797,19 @@ meta command "${KNOBS}bash bench/jobmix.sh"
 
 warm_up
 settle
-echo "mode,rep,job,class,mem_declared,gpu,start_s,end_s,rc,status,wall_s,init_s,work_s,peak_bytes,kmux_id,kmux_gpus,kmux_peak,kmux_wait_s,kmux_profile" >"$CSV"
+# under arrivals a kmux row also has its job's submit time (a baseline's
+# row: empty, its jobs start at 0)
+sub_col=""
+[ "$ARR" = 1 ] && sub_col=,submit_s
+echo "mode,rep,job,class,mem_declared,gpu,start_s,end_s,rc,status,wall_s,init_s,work_s,peak_bytes,kmux_id,kmux_gpus,kmux_peak,kmux_wait_s,kmux_profile$sub_col" >"$CSV"
 status=0
 # The budget: what a run needs is estimated from the longest earlier run of
 # its base (a repeat), or of the other placement (kmux and kmux-rr run the
 # same jobs), plus a tenth, the settle and the 15 s a mode leaves at the end;
 # a kmux-bmX sweep run from the kmux run (half as much again: it is
-# optional).  With nothing to go by: 45 s.  Cut short, a run's jobs would
+# optional).  With nothing to go by: 45 s.  Under arrivals a kmux run's
+# first estimate is FIRST_EST (set with the window, below), not the
+# all-at-once learning pass's duration.  Cut short, a run's jobs would
 # count as timeouts and say nothing about the policy.
 declare -A DUR=() CMDS_DONE=() SKIP=()
 run_need() {
@@ -737,6 +819,7 @@ run_need() {
 		d=${DUR[kmux]:-${DUR[kmux-rr]:-}}
 		[ -n "${DUR[kmux]:-}" ] && [ -n "${DUR[kmux-rr]:-}" ] &&
 			[ "${DUR[kmux-rr]}" -gt "$d" ] && d=${DUR[kmux-rr]}
+		[ -z "$d" ] && d=${FIRST_EST:-}
 	fi
 	if [ -n "$d" ]; then
 		echo $((d + d / 10 + ${s:-0} + 1 + 15))
@@ -756,6 +839,7 @@ skip_run() {	# skip_run RUN WHY
 # The learning pass (JOBMIX_LEARN): its database, jobs deleted, seeds every
 # measured kmux run.  Its duration is the first estimate of theirs.
 LEARNED_DB=""
+FIRST_EST="" LEARN_MK=""
 # it goes first only when the budget also holds a run after it (with
 # nothing to go by, run_need's 45 s each): a learning pass alone measures
 # nothing
@@ -790,7 +874,14 @@ PYEOF
 		nok=$(grep -c ' 0 [^ ]*$' "$dir"/*.rec 2>/dev/null | awk -F: '{s+=$2} END{print s+0}')
 		log "   learn: done in $took s; $nprof profiles learned; $nok/$NJOBS jobs exited 0"
 		meta learn "$took s, $nprof profiles, $nok/$NJOBS jobs exited 0"
-		DUR[kmux]=$took
+		# its makespan (submission to the last exit), for the arrival window
+		LEARN_MK=$(cat "$dir"/*.rec 2>/dev/null | awk -v t0="$T0" \
+			'$2 - t0 > m {m = $2 - t0} END {if (NR) printf "%.1f", m}')
+		if [ "$ARR" = 1 ]; then
+			FIRST_EST=$took
+		else
+			DUR[kmux]=$took
+		fi
 	else
 		log "   learn: FAILED (see above): the kmux runs start from fresh daemons"
 		meta learn "failed: the kmux runs started from fresh daemons"
@@ -800,6 +891,29 @@ elif [ "$LEARN" = 1 ]; then
 	meta learn "not run: kmux CLI unusable"
 else
 	meta learn "off: every kmux run started from a fresh daemon"
+fi
+# The arrival schedule (JOBMIX_ARRIVALS=1): W by the rule in the header,
+# fixed before the first measured run; the same file for every kmux run.
+ARRIVALS=$WORK/arrivals.txt
+rm -f "$ARRIVALS"
+if [ "$ARR" = 1 ]; then
+	if [ -n "$AWIN" ]; then
+		W=$AWIN wrule="JOBMIX_ARRIVAL_WINDOW_S"
+	elif [ -n "$LEARN_MK" ]; then
+		W=$(awk -v m="$LEARN_MK" 'BEGIN{printf "%.1f", m / 2}')
+		wrule="half the learning pass's makespan, $LEARN_MK s"
+	else
+		W=30 wrule="the default with no learning pass"
+	fi
+	"$PY" "$JM/arrivals.py" "$SEED" "$W" "${NAMES[@]}" >"$ARRIVALS" 2>>"$LOG" ||
+		die "bench/jobmix/arrivals.py failed"
+	# a kmux run's first estimate: everything after the last arrival (the
+	# learning pass's duration, or 30 s, after W)
+	FIRST_EST=$(awk -v d="${FIRST_EST:-30}" -v w="$W" 'BEGIN{printf "%d", d + w + 0.999}')
+	log "arrivals: seed $SEED, window $W s ($wrule); order and offsets (s):"
+	sed 's/^/  /' "$ARRIVALS" >>"$LOG"
+	meta arrivals "seed $SEED, window $W s ($wrule)"
+	meta arrival_offsets "$(awk '{printf "%s%s@%s", (NR > 1 ? " " : ""), $2, $1}' "$ARRIVALS")"
 fi
 for MODE in "${MODES[@]}"; do
 	mode_parse "$MODE"
@@ -856,8 +970,10 @@ for MODE in "${MODES[@]}"; do
 		status=1
 	else
 		CMDS_DONE[$BASE]=1
+		subs=()
+		[ "$ARR" = 1 ] && subs=(--submits "$dir/submits")
 		"$PY" "$JM/report.py" collect --mode "$BASE" --rep "$REP" --dir "$dir" \
-			--t0 "$T0" --jobs "$JOBS" --csv "$CSV" --log "$LOG"
+			--t0 "$T0" --jobs "$JOBS" --csv "$CSV" --log "$LOG" ${subs[@]+"${subs[@]}"}
 		now=$(date +%s.%N)
 		dur=$(awk -v a="$T0" -v b="$now" 'BEGIN{printf "%.1f", b-a}')
 		took=$(awk -v a="$RUN_START" -v b="$now" 'BEGIN{printf "%d", b-a+0.999}')
@@ -878,7 +994,7 @@ wait 2>/dev/null
 # the raw per-job files (records, output, each kmux run's kmuxd.log, the
 # learned database) in one archive: the device returns few files
 if [ "${JOBMIX_TAR_RAW:-0}" = 1 ]; then
-	tar -czf "$OUT/jobmix-raw.tgz" -C "$WORK" $(cd "$WORK" && ls -d mode-* learned.db jobs.tsv 2>/dev/null) 2>>"$LOG" ||
+	tar -czf "$OUT/jobmix-raw.tgz" -C "$WORK" $(cd "$WORK" && ls -d mode-* learned.db jobs.tsv arrivals.txt 2>/dev/null) 2>>"$LOG" ||
 		log "cannot write $OUT/jobmix-raw.tgz"
 fi
 log "jobmix: done in $(($(date +%s) - START)) s; output in $OUT"

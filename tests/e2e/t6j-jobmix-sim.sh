@@ -34,6 +34,8 @@ check "JOBMIX_SIM=1 on two GPUs: exit 0" [ "$rc" -eq 0 ]
 for f in jobmix.log jobmix.csv jobmix.md; do
 	check "  ... wrote $f" [ -s "$O/$f" ]
 done
+check "  ... the CSV without the arrivals' submit_s column (JOBMIX_ARRIVALS unset)" \
+	[ "$(head -1 "$O/jobmix.csv" | tr -d '\r')" = "mode,rep,job,class,mem_declared,gpu,start_s,end_s,rc,status,wall_s,init_s,work_s,peak_bytes,kmux_id,kmux_gpus,kmux_peak,kmux_wait_s,kmux_profile" ]
 check "  ... and nothing else (no subfolders)" \
 	[ "$(find "$O" -mindepth 1 ! -name 'jobmix.*' | wc -l)" -eq 0 ]
 for m in kmux kmux-rr exclusive together mps kmux-bm2.0; do
