@@ -62,6 +62,19 @@
 # `memory keep` for apps; `memory staged 3 200` for staged), to check this
 # script's logic (tests/e2e/t74-memory-staged.sh runs it).  Exit 0 when no
 # task failed in any mix.
+#
+# KMUX_MIX_LEARN=1: before each evict mode's measured run, a learning pass:
+# the same mode once, on the daemon state (database) the measured run then
+# uses, so kmuxd has learned each app's profile, including the working set
+# of a task that thrashed (docs/design-daemon.md, "Evict mode: learned
+# working sets"); the measured run admits such tasks at it.  Quota modes
+# run with declared sizes and have nothing to learn: no pass.  Its rows
+# are mode MODE-learn in mix.csv, its logs kmuxd-SET-MODE-learn.log; the
+# report says whether a pass ran.  Under KMUX_MIX_DRY, KMUX_MIX_DRY_APPS
+# picks the apps mix's `memory` commands (objects, keep, cycle: four
+# 4 MiB objects all touched every round, which thrashes under evict) and
+# KMUX_MIX_MARGIN_MIB (default 8) the margin added to each need: at the
+# dry scale 8 MiB would hold every working set.
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 export OUT=${OUT:-./out}
@@ -83,6 +96,8 @@ SETS=${KMUX_MIX_SETS:-staged apps}
 REPS=${KMUX_MIX_REPS:-60}
 FRAC=${KMUX_MIX_GPU_FRAC:-0.5}
 MODES="quota evict"
+LEARN=${KMUX_MIX_LEARN:-0}
+MARGIN=${KMUX_MIX_MARGIN_MIB:-8}
 MPS=${KMUX_MIX_MPS:-0}
 MPS_CONTROL=${KMUX_MIX_MPS_CONTROL:-}
 [ "$MPS" = 1 ] && MODES="$MODES evict-mps quota-mps"
@@ -120,9 +135,10 @@ if [ "$DRY" = 1 ]; then
 	export LD_LIBRARY_PATH=$ROOT/build/simcuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 	export E2E_MODULE=$ROOT/build/simcuda/kernels/basic.so
 	export KMUX_FAKE_GPUS=1:4G
-	SET_APPS[apps]="objects keep"
+	SET_APPS[apps]=${KMUX_MIX_DRY_APPS:-objects keep}
 	APP_CMD[objects]="$ROOT/build/tests/e2e/memory objects"
 	APP_CMD[keep]="$ROOT/build/tests/e2e/memory keep"
+	APP_CMD[cycle]="$ROOT/build/tests/e2e/memory cycle 40"
 	SET_APPS[staged]="staged"
 	APP_CMD[staged]="$ROOT/build/tests/e2e/memory staged 3 200"
 	if [ "$MPS" = 1 ] && [ -z "$MPS_CONTROL" ]; then
@@ -183,30 +199,34 @@ calibrate() {
 	lm=$(((${l:-0} + MiB - 1) / MiB))
 	half=$((pm / 2))
 	[ "$half" -lt "$lm" ] && half=$lm
-	NEED_Q[$app]=$((pm + 8))
-	NEED_E[$app]=$((half + 8))
+	NEED_Q[$app]=$((pm + MARGIN))
+	NEED_E[$app]=$((half + MARGIN))
 	csv "$set" calibrate "$app" managed_peak_mib "$pm"
 	csv "$set" calibrate "$app" largest_mib "$lm"
 	log "$set: calibrate $app: managed peak ${pm} MiB, largest ${lm} MiB -> quota ${NEED_Q[$app]}M, evict ${NEED_E[$app]}M"
 }
 
 # ------------------------------------------------------------ one mode
-# mix SET MODE: a fresh daemon capped at GPU_MIB, every task of TASK_APP
-# submitted at once, wait for all.
+# mix SET MODE [learn]: a daemon capped at GPU_MIB, every task of TASK_APP
+# submitted at once, wait for all.  The daemon's state (its database) is
+# fresh unless a learning pass (third argument "learn") ran before: the
+# measured run then starts on what that pass learned.
 mix() {
 	local set=$1 mode=$2 d=$WORK/mix/$1-$2 t0 t1 i need pids=() rc v tag
-	local base=${2%-mps} dargs=() p
-	mkdir -p "$d/run" "$d/state"
+	local base=${2%-mps} dargs=() p pass=${3:-} cm o
+	cm=$mode${pass:+-$pass}
+	o=$d/${pass:-measured}
+	mkdir -p "$d/run" "$d/state" "$o"
 	chmod 700 "$d/run" "$d/state"
 	export KMUX_SOCKET=$d/run/sock KMUX_STATE_DIR=$d/state
 	if [ "$base" != "$mode" ]; then
 		dargs=(--mps)
 		[ -n "$MPS_CONTROL" ] && dargs+=(--mps-control "$MPS_CONTROL")
 	fi
-	logq "\$ [$set $mode] kmux daemon --gpu-mem ${GPU_MIB}M --busy-max 1000${dargs[*]:+ ${dargs[*]}}"
+	logq "\$ [$set $cm] kmux daemon --gpu-mem ${GPU_MIB}M --busy-max 1000${dargs[*]:+ ${dargs[*]}}"
 	# Busyness never holds a task back here: memory alone decides.
 	if ! kmuxp daemon --gpu-mem "${GPU_MIB}M" --busy-max 1000 "${dargs[@]}" >>"$LOG" 2>&1; then
-		log "$set $mode: the daemon did not start"
+		log "$set $cm: the daemon did not start"
 		FAILS=$((FAILS + 1))
 		return
 	fi
@@ -219,42 +239,43 @@ mix() {
 			need=${NEED_E[${TASK_APP[$i]}]}
 			set -- run --memory=evict --mem "${need}M" -n "t$i-${TASK_APP[$i]}" --
 		fi
-		logq "\$ [$set $mode t$i] kmux $* ${APP_CMD[${TASK_APP[$i]}]}"
+		logq "\$ [$set $cm t$i] kmux $* ${APP_CMD[${TASK_APP[$i]}]}"
 		# shellcheck disable=SC2086
 		(KMUX_LOG=info timeout 200 env \
 			"LD_LIBRARY_PATH=$KMUX_DEVLIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-			"$KMUX_BIN" "$@" ${APP_CMD[${TASK_APP[$i]}]} >"$d/t$i.out" 2>&1
-		 echo $? >"$d/t$i.rc"; date +%s%N >"$d/t$i.end") &
+			"$KMUX_BIN" "$@" ${APP_CMD[${TASK_APP[$i]}]} >"$o/t$i.out" 2>&1
+		 echo $? >"$o/t$i.rc"; date +%s%N >"$o/t$i.end") &
 		pids+=($!)
 	done
 	wait "${pids[@]}"
 	t1=$(date +%s%N)
-	csv "$set" "$mode" all makespan_ms $(((t1 - t0) / 1000000))
-	csv "$set" "$mode" all gpu_mem_mib "$GPU_MIB"
+	csv "$set" "$cm" all makespan_ms $(((t1 - t0) / 1000000))
+	csv "$set" "$cm" all gpu_mem_mib "$GPU_MIB"
+	[ "$pass" != learn ] && [ -d "$d/learn" ] && csv "$set" "$cm" all learned 1
 	for i in "${!TASK_APP[@]}"; do
 		tag=t$i-${TASK_APP[$i]}
-		rc=$(cat "$d/t$i.rc" 2>/dev/null || echo 255)
-		grep -v '^STAGE ' "$d/t$i.out" | tail -n 5 | sed "s/^/    [$set $mode t$i] /" >>"$LOG"
-		csv "$set" "$mode" "$tag" rc "$rc"
-		if [ "$rc" != 0 ] || grep -q "CHECK FAIL" "$d/t$i.out"; then
-			log "$set $mode: task t$i (${TASK_APP[$i]}) FAILED (rc $rc)"
+		rc=$(cat "$o/t$i.rc" 2>/dev/null || echo 255)
+		grep -v '^STAGE ' "$o/t$i.out" | tail -n 5 | sed "s/^/    [$set $cm t$i] /" >>"$LOG"
+		csv "$set" "$cm" "$tag" rc "$rc"
+		if [ "$rc" != 0 ] || grep -q "CHECK FAIL" "$o/t$i.out"; then
+			log "$set $cm: task t$i (${TASK_APP[$i]}) FAILED (rc $rc)"
 			FAILS=$((FAILS + 1))
-			csv "$set" "$mode" "$tag" failed 1
+			csv "$set" "$cm" "$tag" failed 1
 		fi
-		v=$(sed -n 's/.* \([0-9]*\) evictions (.*/\1/p' "$d/t$i.out" | tail -n 1)
-		[ -n "$v" ] && csv "$set" "$mode" "$tag" evictions "$v"
-		v=$(sed -n 's/.* \([0-9]*\) restores (.*/\1/p' "$d/t$i.out" | tail -n 1)
-		[ -n "$v" ] && csv "$set" "$mode" "$tag" restores "$v"
-		v=$(sed -n 's/.* budget grew \([0-9]*\) times .*/\1/p' "$d/t$i.out" | tail -n 1)
-		[ -n "$v" ] && csv "$set" "$mode" "$tag" budget_grows "$v"
+		v=$(sed -n 's/.* \([0-9]*\) evictions (.*/\1/p' "$o/t$i.out" | tail -n 1)
+		[ -n "$v" ] && csv "$set" "$cm" "$tag" evictions "$v"
+		v=$(sed -n 's/.* \([0-9]*\) restores (.*/\1/p' "$o/t$i.out" | tail -n 1)
+		[ -n "$v" ] && csv "$set" "$cm" "$tag" restores "$v"
+		v=$(sed -n 's/.* budget grew \([0-9]*\) times .*/\1/p' "$o/t$i.out" | tail -n 1)
+		[ -n "$v" ] && csv "$set" "$cm" "$tag" budget_grows "$v"
 		# the app's own ROI (bench/apps RESULT line), and its result
-		v=$(sed -n 's/^RESULT .* ms=\([0-9.]*\) wall_ms.*/\1/p' "$d/t$i.out" | tail -n 1)
-		[ -n "$v" ] && csv "$set" "$mode" "$tag" roi_ms "$v"
+		v=$(sed -n 's/^RESULT .* ms=\([0-9.]*\) wall_ms.*/\1/p' "$o/t$i.out" | tail -n 1)
+		[ -n "$v" ] && csv "$set" "$cm" "$tag" roi_ms "$v"
 		v=$(sed -n 's/^CHECKSUM .* value=\(0x[0-9a-f]*\).*/\1/p; s/^staged check=\(0x[0-9a-f]*\).*/\1/p' \
-			"$d/t$i.out" | tail -n 1)
-		[ -n "$v" ] && csv "$set" "$mode" "$tag" checksum "$v"
+			"$o/t$i.out" | tail -n 1)
+		[ -n "$v" ] && csv "$set" "$cm" "$tag" checksum "$v"
 	done
-	kmuxp ps --all --json >"$OUT/ps-$set-$mode.json" 2>>"$LOG"
+	kmuxp ps --all --json >"$OUT/ps-$set-$cm.json" 2>>"$LOG"
 	# kmuxd --mps quits its MPS daemon on the way out: wait for that, so
 	# the next mode starts on a GPU with no MPS server left.
 	p=$(cat "$KMUX_SOCKET.lock" 2>/dev/null)
@@ -265,12 +286,13 @@ mix() {
 		done
 	fi
 	sleep 0.5
-	cp "$d/state/kmuxd.log" "$OUT/kmuxd-$set-$mode.log" 2>/dev/null
+	# After a learning pass the log holds both passes (one state dir).
+	cp "$d/state/kmuxd.log" "$OUT/kmuxd-$set-$cm.log" 2>/dev/null
 	if [ -d "$KMUX_SOCKET.mps/log" ]; then
 		tail -n 20 "$KMUX_SOCKET.mps/log"/*.log 2>/dev/null |
-			sed "s/^/    [$set $mode mps] /" >>"$LOG"
+			sed "s/^/    [$set $cm mps] /" >>"$LOG"
 	fi
-	log "$set $mode: makespan $(((t1 - t0) / 1000000)) ms ($(time_left)s left)"
+	log "$set $cm: makespan $(((t1 - t0) / 1000000)) ms ($(time_left)s left)"
 }
 
 # ------------------------------------------------------------ the mixes
@@ -299,17 +321,22 @@ for set in $SETS; do
 		# A mode takes at most the tasks' time in sequence; stop rather
 		# than be killed half way.
 		have_time 60 || { log "$set $mode: SKIP (out of time)"; continue; }
+		if [ "$LEARN" = 1 ] && [ "${mode%-mps}" = evict ]; then
+			mix "$set" "$mode" learn
+			have_time 60 || { log "$set $mode: SKIP after its learning pass (out of time)"; continue; }
+		fi
 		mix "$set" "$mode"
 	done
 done
 
 # ------------------------------------------------------------ report
-"$PY" - "$CSV" "$OUT" "$SETS" "$MODES" >"$MD" 2>>"$LOG" <<'EOF'
+"$PY" - "$CSV" "$OUT" "$SETS" "$MODES" "$MARGIN" >"$MD" 2>>"$LOG" <<'EOF'
 import csv, json, os, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 out = sys.argv[2]
 sets = sys.argv[3].split()
 modes = sys.argv[4].split()
+margin = sys.argv[5]
 about = {
     "staged": "copies of bench/memory/staged.cu: every stage's weights resident, "
               "used one stage after another, so most objects sit idle",
@@ -321,9 +348,17 @@ def get(s, mode, task, key):
 print("# kmux memory manager (issue 5 (b)): bench/memory-mix.sh\n")
 print("Every task submitted at once to a fresh kmuxd whose GPU is capped with --gpu-mem")
 print("(a fraction of the sum of the tasks' quota needs; kmuxd admits up to 95% of it);")
-print("quota: `kmux run --mem P+8M` (P: managed peak from a lazy calibration run);")
-print("evict: `kmux run --memory=evict --mem max(P/2, largest object)+8M`.")
+print("quota: `kmux run --mem P+%sM` (P: managed peak from a lazy calibration run);" % margin)
+print("evict: `kmux run --memory=evict --mem max(P/2, largest object)+%sM`." % margin)
 print("The same rule for every mix.")
+learned = sorted({(r["set"], r["mode"]) for r in rows if r["key"] == "learned"})
+if learned:
+    print("\nLearning pass (KMUX_MIX_LEARN=1): before each evict mode's measured run, the same")
+    print("mode ran once on the kmuxd database the measured run then used (its rows: MODE-learn),")
+    print("so tasks that thrashed there were admitted at their learned working set: " +
+          ", ".join("%s %s" % sm for sm in learned) + ".")
+else:
+    print("\nNo learning pass: every run started on a fresh kmuxd database (KMUX_MIX_LEARN unset).")
 if any(m.endswith("-mps") for m in modes):
     print("quota-mps, evict-mps: the same under `kmux daemon --mps` (every task a client of")
     print("kmuxd's private MPS control daemon; memory limits still the preload's).")
@@ -342,7 +377,7 @@ for s in sets:
           "| evictions | restores | budget growths | median RESULT ms |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     span, sums = {}, {}
-    for mode in modes:
+    for mode in [x for m in modes for x in ([m + "-learn"] if get(s, m + "-learn", "all", "makespan_ms") else []) + [m]]:
         ms = get(s, mode, "all", "makespan_ms")
         if not ms:
             print("| %s | - | - | - | not run | - | - | - | - | - |" % mode)
@@ -359,6 +394,11 @@ for s in sets:
         most = "?"
         try:
             jobs = json.load(open(os.path.join(out, "ps-%s-%s.json" % (s, mode))))
+            # After a learning pass the database also holds that pass's jobs.
+            lp = os.path.join(out, "ps-%s-%s-learn.json" % (s, mode))
+            if os.path.exists(lp):
+                seen = {j["id"] for j in json.load(open(lp))}
+                jobs = [j for j in jobs if j["id"] not in seen]
             iv = [(j["start_us"], j["end_us"]) for j in jobs if j.get("start_us") and j.get("end_us")]
             pts = sorted([(a, 1) for a, e in iv] + [(e, -1) for a, e in iv], key=lambda p: (p[0], p[1]))
             cur = best = 0

@@ -241,6 +241,12 @@ static int run_admit(struct client *c, const struct run_opts *o, char **cmd,
 			strerror(errno));
 		return KMUX_EXIT_FAILURE;
 	}
+	/* The environment sent is the job's record and says its memory mode:
+	 * kmuxd admits an evict-mode task by the working set its profile
+	 * learned (docs/design-daemon.md).  The child gets the same value. */
+	if (o->memory && setenv("KMUX_MEMORY", o->memory, 1))
+		fprintf(stderr, "kmux: run: cannot set KMUX_MEMORY in the job's "
+			"record: %s\n", strerror(errno));
 	for (char **e = environ; *e; e++)
 		envc++;
 	while (cmd[argc])

@@ -15,7 +15,10 @@
  *	    holding one takes nothing else)
  *	and no running task there waits to grow (admit_grow_may_wait: the
  *	    memory that frees up is theirs first, or a stream of newcomers
- *	    could keep a task that is already running waiting for ever).
+ *	    could keep a task that is already running waiting for ever)
+ *	and no evict-mode task there thrashes for want of room it was refused
+ *	    (thrash_hold, admit_thrash_hold: the same reasoning; eviction keeps
+ *	    it correct meanwhile, but at a fraction of its speed).
  *
  * `occupied` takes the larger of the preloads' commitments and NVML's used
  * memory so that memory held by processes kmux does not manage still
@@ -226,17 +229,32 @@ uint64_t admit_capacity(const struct admit_gpu *g, const struct admit_policy *p)
 	return g->mem_total - r;
 }
 
+bool admit_task_evict(struct admit_task *t, const struct admit_profile *learned)
+{
+	if (t == NULL || learned == NULL || learned->thrash_runs == 0 ||
+	    learned->thrash_mem == 0)
+		return false;
+	t->evict_ws = round_mib((double)learned->thrash_mem);
+	return true;
+}
+
 uint64_t admit_need(const struct admit_task *t, const struct admit_gpu *g,
 		    const struct admit_policy *p)
 {
-	uint64_t guess;
+	uint64_t need = t->mem, guess, ws, cap;
 
-	if (t->mem_source != ADMIT_MEM_GUESSED)
-		return t->mem;
-	guess = round_mib((double)g->mem_total * p->guess_frac);
-	if (guess < p->guess_min)
-		guess = p->guess_min;
-	return t->mem > guess ? t->mem : guess;
+	if (t->mem_source == ADMIT_MEM_GUESSED) {
+		guess = round_mib((double)g->mem_total * p->guess_frac);
+		if (guess < p->guess_min)
+			guess = p->guess_min;
+		if (guess > need)
+			need = guess;
+	}
+	/* A learned working set larger than the GPU still admits the task,
+	 * on a GPU of its own: it evicts, as it would have anyway. */
+	cap = admit_capacity(g, p);
+	ws = t->evict_ws < cap ? t->evict_ws : cap;
+	return ws > need ? ws : need;
 }
 
 static uint64_t occupied(const struct admit_gpu *g)
@@ -337,7 +355,7 @@ static bool fits_mem(const struct admit_gpu *g, uint64_t need,
 
 static bool fits_exclusive(const struct admit_gpu *g, const struct admit_task *t)
 {
-	if (g->exclusive || g->grow_waiting > 0)
+	if (g->exclusive || g->grow_waiting > 0 || g->thrash_hold > 0)
 		return false;
 	return !t->exclusive || g->ntasks == 0;
 }
@@ -780,6 +798,23 @@ bool admit_grow_may_wait(const struct admit_gpu *gpus, size_t n,
 		/* Every task here waits (this one included): none of them will
 		 * end or free anything, so no room can come. */
 		if (g->grow_waiting >= g->ntasks)
+			return false;
+	}
+	return true;
+}
+
+bool admit_thrash_hold(const struct admit_gpu *gpus, size_t n,
+		       const struct admit_placement *pl, uint64_t want,
+		       const struct admit_policy *p)
+{
+	uint32_t i;
+
+	if (pl->ngpus < 1 || pl->ngpus > ADMIT_MAX_GPUS || want <= pl->quota)
+		return false;
+	for (i = 0; i < pl->ngpus; i++) {
+		if (pl->slot[i] >= n)
+			return false;
+		if (want > admit_capacity(&gpus[pl->slot[i]], p))
 			return false;
 	}
 	return true;

@@ -76,6 +76,12 @@ struct admit_gpu {
 	/* Running tasks here waiting for their quota to grow (the daemon
 	 * counts them); while > 0 the GPU takes no new task. */
 	uint32_t grow_waiting;
+	/* Running evict-mode tasks here that thrash and were refused the
+	 * budget they asked for (the daemon counts them, admit_thrash_hold):
+	 * while > 0 the GPU takes no new task either, so the room its
+	 * neighbours free as they end goes to the thrashing task rather
+	 * than to newcomers (bench/results/memory.md, run 3). */
+	uint32_t thrash_hold;
 	/* The tasks placed here with a known expected runtime (nruns of them,
 	 * admit_commit / admit_release keep them): the score weighs each by
 	 * how much of a newcomer's lifetime it will overlap. */
@@ -94,6 +100,11 @@ struct admit_profile {
 	uint32_t duty_runs;
 	uint64_t runtime_us;	/* mean run time, start to end; 0: unknown */
 	uint32_t runs;		/* 0: nothing learned */
+	/* Evict mode: the largest budget a thrashing run asked for (what it
+	 * had backed, its working set), over thrash_runs runs that thrashed;
+	 * 0: it never thrashed. */
+	uint64_t thrash_mem;
+	uint32_t thrash_runs;
 };
 
 /* A task that wants to run. */
@@ -115,6 +126,14 @@ struct admit_task {
 	 * test (busy_max) sums this, since co-located tasks are seldom all
 	 * in their active phase at once. */
 	double duty;
+	/*
+	 * Evict mode: the working set an earlier run thrashed without
+	 * (admit_task_evict), 0: none learned, or not evict mode.  The need
+	 * is at least this (at most a GPU's capacity): a budget below it
+	 * only thrashes, and admitting the task at it lets in neighbours
+	 * whose memory it then cannot get.
+	 */
+	uint64_t evict_ws;
 	/* Expected run time from its profile (learned), 0: unknown. */
 	uint64_t runtime_us;
 	/* What admit_task_init() predicted it from: true when a learned
@@ -224,7 +243,17 @@ int admit_task_init(struct admit_task *t, uint64_t id, uint32_t ngpus,
 		    uint64_t declared, const struct admit_profile *learned,
 		    const struct admit_policy *p, uint64_t now_us);
 
-/* Bytes task t needs on GPU g: t->mem, or for a guess at least the guess. */
+/*
+ * t runs in evict mode (kmux run --memory=evict): when its profile says
+ * earlier runs thrashed (thrash_runs > 0), t->evict_ws is the working set
+ * they asked for, rounded up to a MiB, and true is returned (the need
+ * admit_need() gives is then at least that); else t is left as it was.
+ */
+bool admit_task_evict(struct admit_task *t, const struct admit_profile *learned);
+
+/* Bytes task t needs on GPU g: t->mem, or for a guess at least the guess;
+ * never less than t->evict_ws, unless that is more than g's capacity (then
+ * the capacity: the task still runs, evicting, on a GPU of its own). */
 uint64_t admit_need(const struct admit_task *t, const struct admit_gpu *g,
 		    const struct admit_policy *p);
 
@@ -359,6 +388,20 @@ uint64_t admit_mem_short(const struct admit_gpu *g,
 bool admit_grow_may_wait(const struct admit_gpu *gpus, size_t n,
 			 const struct admit_placement *pl, uint64_t want,
 			 const struct admit_policy *p);
+
+/*
+ * An evict-mode task placed by pl thrashes and was refused want (its whole
+ * working set; admit_grow_room had too little).  Should its GPUs hold new
+ * tasks off until it gets it (the caller then counts it in thrash_hold of
+ * each, and takes it out once the growth is granted, the task ends or it
+ * stops asking)?  true when want could ever be committed on each GPU
+ * beside the other tasks' commitments taken away, i.e. want <= capacity:
+ * room comes as the neighbours end.  false when it never could (the task
+ * goes on evicting, and holding would only idle the GPU).
+ */
+bool admit_thrash_hold(const struct admit_gpu *gpus, size_t n,
+		       const struct admit_placement *pl, uint64_t want,
+		       const struct admit_policy *p);
 
 /*
  * Fold a utilization sample (0..1, clamped) taken dt_s seconds after the

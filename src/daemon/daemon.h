@@ -124,6 +124,18 @@ struct job {
 	uint64_t mem_evicted, mem_reserved, evicts, restores;
 	bool evict;
 	uint64_t asked_us;
+	/* Submitted to run under --memory=evict (KMUX_MEMORY=evict in the
+	 * environment it was submitted with): admission weighs the working
+	 * set its profile learned (admit_task_evict). */
+	bool evict_mode;
+	/* Evict mode: the largest budget it asked for while thrashing (0:
+	 * it did not thrash), for its profile; thrash_held: refused it, it
+	 * holds new tasks off its GPUs (admit_gpu.thrash_hold) until it gets
+	 * it, ends, or has not asked for JOB_THRASH_HOLD_US since
+	 * thrash_ask_us. */
+	uint64_t thrash_want;
+	bool thrash_held;
+	uint64_t thrash_ask_us;
 	uint64_t kernels;	/* launches, last report */
 	uint64_t report_us;	/* when the last report came */
 	uint64_t rate_kernels;	/* the rate's window: launches at its start */
@@ -277,6 +289,20 @@ size_t server_client_pending(const struct conn *c);
 bool server_client_may(const struct conn *c, uint32_t uid);
 
 /* job.c */
+/*
+ * A refused thrashing task holds its GPUs this long after its last ask:
+ * the preload asks at most once a second while it thrashes, so a hold it
+ * stopped renewing (its working set shrank, say) lapses.
+ */
+#define JOB_THRASH_HOLD_US (UINT64_C(5) * 1000000)
+
+/* Does an environment block (envc NUL-terminated strings, len bytes) set
+ * KMUX_MEMORY=evict (its first KMUX_MEMORY entry, as getenv reads it)? */
+bool job_env_evict(const char *env, size_t len);
+
+/* j's thrash hold is lifted (why: for the log). */
+void job_thrash_release(struct server *srv, struct job *j, const char *why);
+
 void job_task_init(struct server *srv, struct job *j, uint32_t ngpus,
 		   uint64_t mem_request, int32_t prio);
 /* j ended (or never will start): record, release, notify; frees j. */

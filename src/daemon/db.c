@@ -98,6 +98,11 @@ static const char *const migrations[] = {
 	 * their next measured run. */
 	"ALTER TABLE profiles ADD COLUMN mean_duty REAL NOT NULL DEFAULT -1;"
 	"ALTER TABLE profiles ADD COLUMN duty_runs INTEGER NOT NULL DEFAULT 0;",
+	/* 4 -> 5: evict mode's learned working set: the largest budget a
+	 * thrashing run asked for, and how many runs thrashed.  Old rows
+	 * never recorded it: 0, 0 (not known to thrash). */
+	"ALTER TABLE profiles ADD COLUMN thrash_mem INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE profiles ADD COLUMN thrash_runs INTEGER NOT NULL DEFAULT 0;",
 };
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == DB_SCHEMA_VERSION,
 	       "one migration per schema version");
@@ -951,7 +956,8 @@ int db_profile_get(struct db *db, uint64_t key, struct db_profile *out,
 	if (db == NULL || out == NULL)
 		return set_err(err, errlen, -EINVAL, "get profile: bad arguments");
 	rc = prepare(db, "SELECT peak_mem, mean_busy, mean_runtime_us, runs,"
-		     " updated_us, busy_runs, mean_duty, duty_runs FROM profiles"
+		     " updated_us, busy_runs, mean_duty, duty_runs, thrash_mem,"
+		     " thrash_runs FROM profiles"
 		     " WHERE key = ?", &st,
 		     err, errlen,
 		     "get profile");
@@ -969,6 +975,8 @@ int db_profile_get(struct db *db, uint64_t key, struct db_profile *out,
 		out->duty_runs = (uint32_t)sqlite3_column_int64(st, 7);
 		out->mean_duty = out->duty_runs > 0 ?
 				 sqlite3_column_double(st, 6) : -1.0;
+		out->thrash_mem = (uint64_t)sqlite3_column_int64(st, 8);
+		out->thrash_runs = (uint32_t)sqlite3_column_int64(st, 9);
 	} else if (s == SQLITE_DONE) {
 		rc = set_err(err, errlen, -ENOENT,
 			     "no profile for command %016" PRIx64, key);
@@ -1035,6 +1043,30 @@ int db_profile_update(struct db *db, uint64_t key, uint64_t peak, double busy,
 	sqlite3_bind_int(st, 8, measured ? 1 : 0);
 	rc = step_done(db, st, err, errlen, "update profile");
 	sqlite3_finalize(st);
+	return rc;
+}
+
+int db_profile_note_thrash(struct db *db, uint64_t key, uint64_t want,
+			   char *err, size_t errlen)
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	if (db == NULL || want == 0)
+		return set_err(err, errlen, -EINVAL,
+			       "note thrash: bad arguments");
+	rc = prepare(db, "UPDATE profiles SET thrash_mem = max(thrash_mem, ?),"
+		     " thrash_runs = thrash_runs + 1 WHERE key = ?", &st, err,
+		     errlen, "note thrash");
+	if (rc < 0)
+		return rc;
+	sqlite3_bind_int64(st, 1, clamp_i64(want));
+	sqlite3_bind_int64(st, 2, (int64_t)key);
+	rc = step_done(db, st, err, errlen, "note thrash");
+	sqlite3_finalize(st);
+	if (rc == 0 && sqlite3_changes(db->h) == 0)
+		rc = set_err(err, errlen, -ENOENT,
+			     "no profile for command %016" PRIx64, key);
 	return rc;
 }
 

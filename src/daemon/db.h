@@ -29,7 +29,7 @@
 #include <stdint.h>
 
 /* The schema this code reads and writes; older files are migrated. */
-#define DB_SCHEMA_VERSION 4
+#define DB_SCHEMA_VERSION 5
 
 /* db_open() flags. */
 #define DB_OPEN_READONLY 0x1u	/* never write (kmux ps without a daemon; tests) */
@@ -90,6 +90,12 @@ struct db_profile {
 	 * 0): unknown, a profile learned before schema 4 or never measured. */
 	double mean_duty;
 	uint32_t duty_runs;
+	/* Evict mode: the largest budget a thrashing run asked kmuxd for
+	 * (all it had backed: its working set), over thrash_runs runs that
+	 * thrashed (db_profile_note_thrash); 0, 0: never thrashed, or learned
+	 * before schema 5. */
+	uint64_t thrash_mem;
+	uint32_t thrash_runs;
 	uint64_t updated_us;
 };
 
@@ -206,6 +212,15 @@ int db_profile_get(struct db *db, uint64_t key, struct db_profile *out,
 int db_profile_update(struct db *db, uint64_t key, uint64_t peak, double busy,
 		      double duty, bool measured, uint64_t runtime_us,
 		      uint64_t now_us, char *err, size_t errlen);
+
+/*
+ * A finished evict-mode run of key thrashed and asked for a budget of
+ * want bytes: thrash_mem = max(thrash_mem, want), thrash_runs + 1.  Call
+ * after db_profile_update() for the same run (the row must exist):
+ * -ENOENT if it does not, -EINVAL for want 0.
+ */
+int db_profile_note_thrash(struct db *db, uint64_t key, uint64_t want,
+			   char *err, size_t errlen);
 
 /* cgroup: NULL for a SIGSTOP; else the absolute directory frozen. */
 int db_frozen_add(struct db *db, int32_t pid, uint64_t pid_start,

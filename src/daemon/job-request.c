@@ -141,6 +141,7 @@ void job_submit(struct conn *c, const struct proto_msg *m)
 	j->flags = dj.flags;
 	j->submit_us = dj.submit_us;
 	j->profile_key = dj.profile_key;
+	j->evict_mode = job_env_evict(r->env.block, r->env.bytes);
 	job_task_init(srv, j, r->ngpus, r->mem, r->prio);
 	if (run) {
 		j->owner = c;
@@ -815,6 +816,13 @@ void job_grow_drop(struct server *srv, struct job *j, int err,
  * its GPUs can commit it now, or refuse at once.  A declared need may
  * grow this way too: under evict the declared size was the budget to
  * admit it at, and the growth only takes room nobody committed.
+ *
+ * Refused, it holds its GPUs (admit_thrash_hold) while it goes on asking:
+ * no new task starts there, so the room its neighbours free as they end
+ * is there when it asks next, instead of going to newcomers that would
+ * keep it thrashing for their whole lives (bench/results/memory.md run 3:
+ * 7 tasks at once, 0.11x of quota mode).  Whatever it asked, granted or
+ * not, is its working set for its profile (db_profile_note_thrash).
  */
 static void job_want_evict(struct conn *c, const struct proto_msg *m,
 			   struct job *j, uint64_t want)
@@ -828,19 +836,35 @@ static void job_want_evict(struct conn *c, const struct proto_msg *m,
 		grow_answer(srv, c, m->seq, j);	/* it has it already */
 		return;
 	}
+	if (want > j->thrash_want)
+		j->thrash_want = want;
 	/* All or nothing: under LRU a cyclic working set that still does not
 	 * fit misses on every touch, so a part of the ask would hold memory
 	 * back from others and change nothing. */
 	room = admit_grow_room(srv->gpus, srv->ngpus, &j->place,
 			       &srv->policy) & ~(mib - 1);
 	if (want - j->place.quota <= room && grow_try(srv, j, want) == 0) {
+		job_thrash_release(srv, j, "its evict budget grew");
 		grow_answer(srv, c, m->seq, j);
 		return;
 	}
 	size_format(j->place.quota, q, sizeof(q));
 	size_format(m->u.alloc.want, w, sizeof(w));
-	log_info("daemon: job %lld thrashes; no room now to grow its evict "
-		 "budget from %s to %s", (long long)j->id, q, w);
+	j->thrash_ask_us = server_now_us();
+	if (!j->thrash_held && admit_thrash_hold(srv->gpus, srv->ngpus,
+						 &j->place, want,
+						 &srv->policy)) {
+		for (uint32_t i = 0; i < j->place.ngpus; i++)
+			srv->gpus[j->place.slot[i]].thrash_hold++;
+		j->thrash_held = true;
+		log_info("daemon: job %lld thrashes; no room now to grow its "
+			 "evict budget from %s to %s: its GPUs take no new "
+			 "task until it has it", (long long)j->id, q, w);
+	} else if (!j->thrash_held) {
+		log_info("daemon: job %lld thrashes; no room now to grow its "
+			 "evict budget from %s to %s (more than its GPUs "
+			 "hold: it evicts on)", (long long)j->id, q, w);
+	}
 	server_client_error(c, m->seq, ENOSPC, "job %lld: no room now to "
 			    "grow the evict budget from %s to %s on its GPUs",
 			    (long long)j->id, q, w);
@@ -963,6 +987,9 @@ void job_grow_retry(struct server *srv)
 		if (j->grow_conn && srv->policy.grow_wait_us &&
 		    now - j->grow_since_us >= srv->policy.grow_wait_us)
 			job_grow_drop(srv, j, ENOSPC, "waited too long");
+	TAILQ_FOREACH(j, &srv->running, entry)
+		if (j->thrash_held && now - j->thrash_ask_us >= JOB_THRASH_HOLD_US)
+			job_thrash_release(srv, j, "it stopped asking for room");
 	/* A deadlock: refuse the last asker, one at a time (the others may
 	 * then wait for the memory it frees as it fails). */
 	while ((j = grow_stuck(srv)))

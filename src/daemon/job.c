@@ -120,6 +120,42 @@ uint64_t job_gpu_mask(struct server *srv, const struct job *j)
 	return j->placed ? place_mask(srv, &j->place, NULL, 0) : 0;
 }
 
+bool job_env_evict(const char *env, size_t len)
+{
+	static const char key[] = "KMUX_MEMORY=";
+	size_t off = 0, n;
+
+	while (env && off < len) {
+		n = strnlen(env + off, len - off);
+		if (n >= sizeof(key) - 1 && !memcmp(env + off, key, sizeof(key) - 1))
+			return n == sizeof(key) - 1 + 5 &&
+			       !memcmp(env + off + sizeof(key) - 1, "evict", 5);
+		off += n + 1;
+	}
+	return false;
+}
+
+void job_thrash_release(struct server *srv, struct job *j, const char *why)
+{
+	uint32_t i;
+
+	if (!j->thrash_held)
+		return;
+	for (i = 0; i < j->place.ngpus && i < ADMIT_MAX_GPUS; i++) {
+		struct admit_gpu *g;
+
+		if (j->place.slot[i] >= srv->ngpus)
+			continue;
+		g = &srv->gpus[j->place.slot[i]];
+		if (g->thrash_hold > 0)
+			g->thrash_hold--;
+	}
+	j->thrash_held = false;
+	log_info("daemon: job %lld no longer holds new tasks off its GPUs: %s",
+		 (long long)j->id, why);
+	server_kick(srv);
+}
+
 /* What the task needs: declared, learned from earlier runs, or guessed. */
 void job_task_init(struct server *srv, struct job *j, uint32_t ngpus,
 		   uint64_t mem_request, int32_t prio)
@@ -141,9 +177,27 @@ void job_task_init(struct server *srv, struct job *j, uint32_t ngpus,
 		learned.runs = dp.runs;
 		learned.runtime_us = dp.mean_runtime_us > 0 ?
 				     (uint64_t)dp.mean_runtime_us : 0;
+		learned.thrash_mem = dp.thrash_mem;
+		learned.thrash_runs = dp.thrash_runs;
 	}
 	admit_task_init(&j->task, (uint64_t)j->id, ngpus, mem_request,
 			&learned, &srv->policy, j->submit_us);
+	/* Evict mode: a budget below the working set an earlier run
+	 * thrashed without only thrashes again (bench/results/memory.md run
+	 * 3); the need becomes that working set, so the task goes where it
+	 * fits and fewer run beside it, as under quota. */
+	if (j->evict_mode && admit_task_evict(&j->task, &learned) &&
+	    j->task.evict_ws > j->task.mem) {
+		char ws[SIZE_FORMAT_MAX], rq[SIZE_FORMAT_MAX];
+
+		size_format(j->task.evict_ws, ws, sizeof(ws));
+		size_format(j->task.mem, rq, sizeof(rq));
+		log_info("daemon: job %lld: evict mode; its profile thrashed "
+			 "(%u runs) and needed %s: admitted at that, not the "
+			 "%s%s budget", (long long)j->id, learned.thrash_runs,
+			 ws, rq, j->task.mem_source == ADMIT_MEM_DECLARED ?
+			 " declared" : "");
+	}
 	j->task.prio = prio;
 	j->task.exclusive = j->flags & PROTO_JOB_F_EXCLUSIVE;
 	/* What the prediction rests on, one line per job (bench/jobmix's
@@ -225,7 +279,22 @@ void job_finish(struct server *srv, struct job *j, uint32_t state,
 			      measured ? busy : j->task.busy, duty, measured,
 			      now - j->start_us, now, err, sizeof(err)))
 		log_warn("daemon: job %lld: profile: %s", (long long)j->id, err);
+	else if (state == PROTO_JOB_EXITED && j->mem_peak && j->start_us &&
+		 j->thrash_want) {
+		char w[SIZE_FORMAT_MAX];
+
+		size_format(j->thrash_want, w, sizeof(w));
+		if (db_profile_note_thrash(srv->db, j->profile_key,
+					   j->thrash_want, err, sizeof(err)))
+			log_warn("daemon: job %lld: profile: %s",
+				 (long long)j->id, err);
+		else
+			log_info("daemon: job %lld: thrashed; its profile "
+				 "learned a working set of %s", (long long)j->id,
+				 w);
+	}
 	job_grow_drop(srv, j, ECANCELED, "the job ended");
+	job_thrash_release(srv, j, "it ended");
 	if (j->placed)
 		admit_release(srv->gpus, srv->ngpus, &j->task, &j->place);
 	TAILQ_REMOVE(job_list_of(srv, j), j, entry);
@@ -997,6 +1066,7 @@ int job_recover(struct server *srv, char *err, size_t errlen)
 		j->mem_peak = dj->mem_peak;
 		j->pid = dj->pid;
 		j->pid_start = dj->pid_start;
+		j->evict_mode = job_env_evict(dj->env, dj->env_len);
 		job_task_init(srv, j, dj->ngpus, dj->mem_request, dj->prio);
 		if (j->state == PROTO_JOB_RUNNING) {
 			TAILQ_INSERT_TAIL(&srv->running, j, entry);

@@ -14,6 +14,7 @@ export KMUX_FAKE_GPUS=1:1G
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/kmuxd-lib.sh"
 M=$PROGS/memory
+not() { ! "$@"; }
 S=3
 R=60
 
@@ -111,5 +112,30 @@ if [ "$BUILD" = "$ROOT/build" ]; then
 			grep -q "\[staged evict-mps mps\] stub: quit" "$TMP/mix/mix.log"'
 	check "  ... and a ratio line for each" \
 		eval 'grep -q "^Throughput evict-mps vs quota" "$TMP/mix/mix.md" && grep -q "^Throughput quota-mps vs quota" "$TMP/mix/mix.md"'
+	check "  ... no learning pass asked, and the report says so" \
+		eval 'grep -q "^No learning pass" "$TMP/mix/mix.md" &&
+			not grep -q "evict-learn" "$TMP/mix/mix.csv"'
+
+	# KMUX_MIX_LEARN=1 (bench/results/memory.md run 3): an apps mix whose
+	# `memory cycle` tasks thrash under evict (no margin: 8 MiB budgets, a
+	# 16 MiB working set).  The learning pass thrashes and kmuxd learns;
+	# the measured evict run, on the same database, admits each thrashing
+	# task at its working set: fewer at once, no evictions.
+	OUT=$TMP/mixl KMUX_MIX_DRY=1 KMUX_MIX_SETS=apps KMUX_MIX_DRY_APPS="keep cycle" \
+		KMUX_MIX_MARGIN_MIB=0 KMUX_MIX_LEARN=1 KMUX_MIX_BUDGET_S=120 \
+		bash "$ROOT/bench/memory-mix.sh" >"$TMP/mixl.out" 2>&1
+	mrc=$?
+	check "memory-mix.sh dry, KMUX_MIX_LEARN=1: exit 0 ($mrc)" eval '[ "$mrc" = 0 ] || { tail -n 20 "$TMP/mixl.out"; false; }'
+	check "  ... the report says a learning pass ran, and has its row before evict's" \
+		eval 'grep -q "^Learning pass (KMUX_MIX_LEARN=1)" "$TMP/mixl/mix.md" &&
+			grep -A1 "^| evict-learn | 48 | 4 |" "$TMP/mixl/mix.md" | grep -q "^| evict | 48 | 4 |"'
+	check "  ... no pass for quota (nothing to learn)" not grep -q "quota-learn" "$TMP/mixl/mix.csv"
+	check "  ... the learning pass thrashed: its daemon learned cycle's 16 MiB working set" \
+		eval 'grep -Eq "^apps,evict-learn,t[0-9]-cycle,evictions,[1-9][0-9]*$" "$TMP/mixl/mix.csv" &&
+			grep -q "thrashed; its profile learned a working set of 16.00 MiB" "$TMP/mixl/kmuxd-apps-evict-learn.log"'
+	check "  ... the measured run admitted each cycle task at it, and none thrashed" \
+		eval '[ "$(grep -c "evict mode; its profile thrashed ([0-9]* runs) and needed 16.00 MiB: admitted at that, not the 8.00 MiB declared budget" "$TMP/mixl/kmuxd-apps-evict.log")" -ge 2 ] &&
+			grep -q "^apps,evict,all,learned,1$" "$TMP/mixl/mix.csv" &&
+			grep -q "^| evict | 48 | 4 | [0-9]* | [0-9.]* | 0 | 0 | 0 | 0 |" "$TMP/mixl/mix.md"'
 fi
 finish

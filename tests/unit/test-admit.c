@@ -884,6 +884,120 @@ static void test_grow_wait(void **state)
 	assert_false(admit_grow_may_wait(g, 2, &pl, GiB, &pol));
 }
 
+/*
+ * Evict mode's learned working set (bench/results/memory.md run 3): a
+ * task whose profile thrashed is admitted at max(its budget, the working
+ * set), capped at a GPU's capacity; one that never thrashed, or a budget
+ * already above the working set, is unchanged.
+ */
+static void test_evict_working_set(void **state)
+{
+	struct admit_gpu g[1] = { gpu(0, 100) };
+	struct admit_profile thr = { .peak_mem = 40 * GiB, .runs = 2,
+				     .mean_busy = 0.1,
+				     .thrash_mem = 30 * GiB - 5,
+				     .thrash_runs = 1 };
+	struct admit_profile calm = thr;
+	struct admit_task t, u, w;
+	struct admit_placement pl;
+	uint64_t cap = admit_capacity(&g[0], &pol);	/* 95 GiB */
+
+	(void)state;
+	calm.thrash_mem = 0;
+	calm.thrash_runs = 0;
+	/* Declared 10 GiB, thrashed without 30 GiB - 5: needs 30 GiB, the
+	 * working set rounded up to a MiB. */
+	assert_int_equal(admit_task_init(&t, 1, 1, 10 * GiB, &thr, &pol, 0), 0);
+	assert_int_equal(t.evict_ws, 0);	/* not evict mode: nothing */
+	assert_int_equal(admit_need(&t, &g[0], &pol), 10 * GiB);
+	assert_true(admit_task_evict(&t, &thr));
+	assert_int_equal(t.evict_ws, 30 * GiB);
+	assert_int_equal(t.mem, 10 * GiB);	/* the declared need stays */
+	assert_int_equal(admit_need(&t, &g[0], &pol), 30 * GiB);
+	/* Placed and granted at the working set, not the budget. */
+	assert_int_equal(admit_place(g, 1, &t, &pol, &pl), 0);
+	assert_int_equal(pl.quota, 30 * GiB);
+	/* Room for the budget but not the working set: it waits. */
+	g[0].mem_committed = cap - 20 * GiB;
+	assert_int_equal(admit_place(g, 1, &t, &pol, &pl), -EAGAIN);
+	g[0].mem_committed = cap - 30 * GiB;
+	assert_int_equal(admit_place(g, 1, &t, &pol, &pl), 0);
+	g[0].mem_committed = 0;
+	/* A budget above the working set is what it was. */
+	assert_int_equal(admit_task_init(&u, 2, 1, 50 * GiB, &thr, &pol, 0), 0);
+	assert_true(admit_task_evict(&u, &thr));
+	assert_int_equal(admit_need(&u, &g[0], &pol), 50 * GiB);
+	assert_int_equal(admit_place(g, 1, &u, &pol, &pl), 0);
+	assert_int_equal(pl.quota, 50 * GiB);
+	/* A profile that never thrashed changes nothing. */
+	assert_int_equal(admit_task_init(&w, 3, 1, 10 * GiB, &calm, &pol, 0), 0);
+	assert_false(admit_task_evict(&w, &calm));
+	assert_int_equal(w.evict_ws, 0);
+	assert_int_equal(admit_need(&w, &g[0], &pol), 10 * GiB);
+	calm.thrash_runs = 1;	/* runs without a size teach nothing */
+	assert_false(admit_task_evict(&w, &calm));
+	calm.thrash_runs = 0;
+	calm.thrash_mem = 30 * GiB;	/* nor a size without runs */
+	assert_false(admit_task_evict(&w, &calm));
+	assert_false(admit_task_evict(&w, NULL));
+	/* More than the GPU holds: the capacity, so it still runs. */
+	thr.thrash_mem = 200 * GiB;
+	assert_true(admit_task_evict(&t, &thr));
+	assert_int_equal(admit_need(&t, &g[0], &pol), cap);
+	assert_int_equal(admit_check(&t, g, 1, &pol), 0);
+	assert_int_equal(admit_place(g, 1, &t, &pol, &pl), 0);
+	assert_int_equal(pl.quota, cap);
+	/* A guessed need takes the larger of the guess and the set. */
+	assert_int_equal(admit_task_init(&w, 4, 1, 0, NULL, &pol, 0), 0);
+	thr.thrash_mem = 2 * GiB;
+	assert_true(admit_task_evict(&w, &thr));
+	assert_int_equal(admit_need(&w, &g[0], &pol), 10 * GiB);	/* guess */
+	thr.thrash_mem = 20 * GiB;
+	assert_true(admit_task_evict(&w, &thr));
+	assert_int_equal(admit_need(&w, &g[0], &pol), 20 * GiB);
+}
+
+/*
+ * A thrashing evict task refused its growth holds its GPUs: no new task
+ * starts there (round robin neither), other GPUs still take them; it
+ * holds only when the working set could ever be committed there.
+ */
+static void test_thrash_hold(void **state)
+{
+	struct admit_gpu g[2] = { gpu(0, 100), gpu(1, 100) };
+	struct admit_task a = task(1, 10 * GiB, 1), small = task(3, GiB, 1);
+	struct admit_task two = task(4, GiB, 2);
+	struct admit_placement pa, pl;
+	uint64_t cap = admit_capacity(&g[0], &pol);
+
+	(void)state;
+	pa = (struct admit_placement){ .ngpus = 1, .slot = { 0 },
+				       .quota = a.mem };
+	admit_commit(g, 2, &a, &pa, 1, 0);
+	assert_true(admit_thrash_hold(g, 2, &pa, 40 * GiB, &pol));
+	assert_true(admit_thrash_hold(g, 2, &pa, cap, &pol));
+	assert_false(admit_thrash_hold(g, 2, &pa, cap + 1, &pol));
+	assert_false(admit_thrash_hold(g, 2, &pa, a.mem, &pol));	/* has it */
+	pl = (struct admit_placement){ .ngpus = 1, .slot = { 5 }, .quota = 1 };
+	assert_false(admit_thrash_hold(g, 2, &pl, GiB, &pol));
+	pl = (struct admit_placement){ .ngpus = 0 };
+	assert_false(admit_thrash_hold(g, 2, &pl, GiB, &pol));
+	/* Held: GPU 0 takes nothing, even what fits. */
+	assert_int_equal(admit_place(g, 1, &small, &pol, &pl), 0);
+	g[0].thrash_hold = 1;
+	assert_int_equal(admit_place(g, 1, &small, &pol, &pl), -EAGAIN);
+	pol.placement = ADMIT_PLACE_ROUND_ROBIN;
+	assert_int_equal(admit_place(g, 1, &small, &pol, &pl), -EAGAIN);
+	pol.placement = ADMIT_PLACE_BUSYNESS;
+	assert_int_equal(admit_place(g, 2, &small, &pol, &pl), 0);
+	assert_int_equal(pl.slot[0], 1);
+	assert_int_equal(admit_place(g, 2, &two, &pol, &pl), -EAGAIN);
+	/* The hold is not a growth wait: the holder's own room is there. */
+	assert_int_equal(admit_grow_room(g, 2, &pa, &pol), cap - 10 * GiB);
+	g[0].thrash_hold = 0;
+	assert_int_equal(admit_place(g, 2, &two, &pol, &pl), 0);
+}
+
 static void test_util_sample(void **state)
 {
 	struct admit_gpu g = gpu(0, 80);
@@ -1535,6 +1649,8 @@ int main(void)
 		cmocka_unit_test_setup(test_learned_heavy_split, setup),
 		cmocka_unit_test_setup(test_overlap_weighting, setup),
 		cmocka_unit_test_setup(test_util_excess_and_release, setup),
+		cmocka_unit_test_setup(test_evict_working_set, setup),
+		cmocka_unit_test_setup(test_thrash_hold, setup),
 	};
 	const char *s = getenv("KMUX_TEST_SEED");
 

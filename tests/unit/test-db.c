@@ -651,6 +651,72 @@ static void test_migrate_v3_duty(void **state)
 	assert_int_equal(p.runs, 8);
 }
 
+/* Schema 4 -> 5: old profiles never thrashed (0, 0); a thrashing run's
+ * working set is kept as the largest asked, counted per run. */
+static void test_migrate_v4_thrash(void **state)
+{
+	struct fx *f = *state;
+	struct db_profile p;
+	sqlite3 *h;
+	int ver = 0;
+
+	assert_int_equal(sqlite3_open(f->path, &h), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(h,
+		"CREATE TABLE schema_version (version INTEGER NOT NULL);"
+		"INSERT INTO schema_version VALUES (4);"
+		OLD_JOBS_TABLE
+		"CREATE TABLE profiles (key INTEGER PRIMARY KEY, peak_mem INTEGER NOT NULL,"
+		"  mean_busy REAL NOT NULL, mean_runtime_us REAL NOT NULL,"
+		"  runs INTEGER NOT NULL, updated_us INTEGER NOT NULL,"
+		"  busy_runs INTEGER NOT NULL DEFAULT 0,"
+		"  mean_duty REAL NOT NULL DEFAULT -1,"
+		"  duty_runs INTEGER NOT NULL DEFAULT 0);"
+		"CREATE TABLE frozen (pid INTEGER NOT NULL, pid_start INTEGER NOT NULL,"
+		"  job_id INTEGER NOT NULL DEFAULT 0, since_us INTEGER NOT NULL,"
+		"  cgroup TEXT NOT NULL DEFAULT '', PRIMARY KEY (pid, pid_start));"
+		"INSERT INTO profiles VALUES (9, 2048, 0.6, 3000.0, 5, 8, 4, 0.25, 3);",
+		NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(h);
+	open_ok(f);
+	assert_int_equal(db_schema_version(f->db, &ver, f->err, sizeof(f->err)), 0);
+	assert_int_equal(ver, DB_SCHEMA_VERSION);
+	assert_int_equal(ver, 5);
+	assert_int_equal(db_profile_get(f->db, 9, &p, f->err, sizeof(f->err)), 0);
+	assert_int_equal(p.peak_mem, 2048);
+	assert_int_equal(p.runs, 5);
+	assert_int_equal(p.duty_runs, 3);
+	assert_true(p.mean_duty > 0.25 - 1e-12 && p.mean_duty < 0.25 + 1e-12);
+	assert_int_equal(p.thrash_mem, 0);
+	assert_int_equal(p.thrash_runs, 0);
+	/* A run that thrashed; a larger ask; a smaller one keeps the larger. */
+	assert_int_equal(db_profile_note_thrash(f->db, 9, 1000, f->err,
+						sizeof(f->err)), 0);
+	assert_int_equal(db_profile_get(f->db, 9, &p, f->err, sizeof(f->err)), 0);
+	assert_int_equal(p.thrash_mem, 1000);
+	assert_int_equal(p.thrash_runs, 1);
+	assert_int_equal(db_profile_note_thrash(f->db, 9, 3000, f->err,
+						sizeof(f->err)), 0);
+	assert_int_equal(db_profile_note_thrash(f->db, 9, 2000, f->err,
+						sizeof(f->err)), 0);
+	assert_int_equal(db_profile_get(f->db, 9, &p, f->err, sizeof(f->err)), 0);
+	assert_int_equal(p.thrash_mem, 3000);
+	assert_int_equal(p.thrash_runs, 3);
+	/* A run that did not thrash leaves it (db_profile_update). */
+	assert_int_equal(db_profile_update(f->db, 9, 2048, 0.6, 0.3, true, 3000,
+					   10, f->err, sizeof(f->err)), 0);
+	assert_int_equal(db_profile_get(f->db, 9, &p, f->err, sizeof(f->err)), 0);
+	assert_int_equal(p.thrash_mem, 3000);
+	assert_int_equal(p.thrash_runs, 3);
+	assert_int_equal(p.runs, 6);
+	/* No such profile, or nothing asked: refused, nothing created. */
+	assert_int_equal(db_profile_note_thrash(f->db, 10, 1000, f->err,
+						sizeof(f->err)), -ENOENT);
+	assert_int_equal(db_profile_get(f->db, 10, &p, f->err, sizeof(f->err)),
+			 -ENOENT);
+	assert_int_equal(db_profile_note_thrash(f->db, 9, 0, f->err,
+						sizeof(f->err)), -EINVAL);
+}
+
 /* A fake world: pids in alive_pids[] with pid_start == pid * 10 live. */
 static const int32_t alive_pids[] = { 11, 13, 21 };
 
@@ -950,6 +1016,7 @@ int main(void)
 		T(test_frozen),
 		T(test_migrate_v1_frozen),
 		T(test_migrate_v3_duty),
+		T(test_migrate_v4_thrash),
 		T(test_recover),
 		T(test_proc_alive),
 		T(test_full_disk),

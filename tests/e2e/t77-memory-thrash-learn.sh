@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# Evict mode learns a thrashing task's working set (bench/results/memory.md
+# run 3: the apps mix thrashed at 0.11x of quota mode).  A task whose
+# working set (16 MiB) cycles through more than its budget (8 MiB)
+# thrashes; kmuxd records what it asked for in the command's profile, and
+# the next evict-mode run of the same command is admitted at that working
+# set, so it never thrashes and nothing is asked.  A task that does not
+# thrash, and the same command outside evict mode, are admitted as
+# declared.  A refused thrashing task holds its GPU: a newcomer that fits
+# waits until the thrashing task got its room.
+export KMUX_FAKE_GPUS=1:1G
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/kmuxd-lib.sh"
+M=$PROGS/memory
+R=40
+
+not() { ! "$@"; }
+evicts() { sed -nE 's/.*evict; .* ([0-9]+) evictions \(.*/\1/p' "$1"; }
+KLOG=$TMP/state/kmuxd.log
+# wait_for SECONDS COMMAND...: until COMMAND succeeds, at most that long.
+wait_for() {
+	local n=$(($1 * 10))
+	shift
+	while [ "$n" -gt 0 ]; do
+		"$@" && return 0
+		sleep 0.1
+		n=$((n - 1))
+	done
+	return 1
+}
+
+"$M" cycle $R >"$TMP/plain" 2>&1
+
+start_daemon
+KMUX_LOG=info "$KMUX" run --memory=evict --mem 8M -n learn1 -- "$M" cycle $R \
+	>"$TMP/one" 2>"$TMP/one.err"
+check "first run: identical results" cmp "$TMP/plain" "$TMP/one"
+check "  ... it thrashed and the budget grew to 16 MiB" \
+	grep -q "budget grew 1 times (of 1 asks) to 16777216 bytes" "$TMP/one.err"
+check "  ... admitted at its declared 8 MiB (no profile yet)" \
+	not grep -q "evict mode; its profile thrashed" "$KLOG"
+check "  ... the daemon learned a working set of 16 MiB" \
+	grep -q "daemon: job 1: thrashed; its profile learned a working set of 16.00 MiB" "$KLOG"
+stop_daemon
+
+# A new daemon on the same database: the profile is persistent.
+start_daemon
+KMUX_LOG=info "$KMUX" run --memory=evict --mem 8M -n learn2 -- "$M" cycle $R \
+	>"$TMP/two" 2>"$TMP/two.err"
+check "second run: identical results" cmp "$TMP/plain" "$TMP/two"
+check "  ... admitted at the learned working set, and the log says why" \
+	grep -q "daemon: job 2: evict mode; its profile thrashed (1 runs) and needed 16.00 MiB: admitted at that, not the 8.00 MiB declared budget" "$KLOG"
+check "  ... its budget was 16 MiB from the start: nothing asked" \
+	grep -q "thrashing in 0 of [0-9]* windows; budget grew 0 times (of 0 asks) to 16777216 bytes" "$TMP/two.err"
+check "  ... no evictions at all" [ "$(evicts "$TMP/two.err")" = 0 ]
+check "  ... the daemon granted 16 MiB" \
+	grep -q "daemon: job 2 admitted on GPU 0, quota 16.00 MiB" "$KLOG"
+
+# The same command under quota mode (8 MiB: its allocations then fail,
+# but what counts here is the admission): declared, whatever the profile.
+"$KMUX" run --mem 8M -n quota -- "$M" cycle $R >"$TMP/q" 2>"$TMP/q.err"
+check "quota mode: admitted at its declared 8 MiB (the learned set is evict mode's)" \
+	eval 'grep -q "daemon: job 3 admitted on GPU 0, quota 8.00 MiB" "$KLOG" &&
+		not grep -q "daemon: job 3: evict mode" "$KLOG"'
+# Evict mode inherited (KMUX_MEMORY=evict, no --memory): the same as asked.
+KMUX_MEMORY=evict KMUX_LOG=info "$KMUX" run --mem 8M -n inherit -- "$M" cycle $R \
+	>"$TMP/inh" 2>"$TMP/inh.err"
+check "KMUX_MEMORY=evict inherited: identical results, admitted at 16 MiB" \
+	eval 'cmp -s "$TMP/plain" "$TMP/inh" &&
+		grep -q "daemon: job 4 admitted on GPU 0, quota 16.00 MiB" "$KLOG"'
+
+# A task that never thrashed (staged, one stage resident): unchanged.
+for n in 5 6; do
+	KMUX_LOG=info "$KMUX" run --memory=evict --mem 6M -n staged$n -- "$M" staged 3 20 \
+		>"$TMP/s$n" 2>"$TMP/s$n.err"
+done
+check "non-thrashing evict task, twice: no thrash, no growth either time" \
+	eval 'grep -q "budget grew 0 times (of 0 asks) to 6291456 bytes" "$TMP/s5.err" &&
+		grep -q "budget grew 0 times (of 0 asks) to 6291456 bytes" "$TMP/s6.err"'
+check "  ... nothing learned, the second admitted at its 6 MiB" \
+	eval 'not grep -Eq "job [56]: (thrashed|evict mode)" "$KLOG" &&
+		grep -q "daemon: job 6 admitted on GPU 0, quota 6.00 MiB" "$KLOG"'
+stop_daemon
+
+# The hold.  Capacity 95 MiB: an idle quota task holds 80 MiB; a thrashing
+# evict task (8 MiB, working set 16) has 7 MiB of room, so it is refused
+# and holds the GPU.  A 4 MiB newcomer would fit but waits; once the idle
+# task ends, the thrashing one grows and only then does the newcomer run.
+rm -f "$TMP/state/kmux.db"*
+mv "$KLOG" "$KLOG.1"
+start_daemon --gpu-mem 100M
+"$KMUX" run --mem 80M -n idle -- "$M" idle "$TMP/go" >"$TMP/idle" 2>&1 &
+ip=$!
+wait_for 10 grep -qs "idle ready" "$TMP/idle"
+KMUX_LOG=info "$KMUX" run --memory=evict --mem 8M -n thr -- "$M" cycle 100000 \
+	>"$TMP/thr" 2>"$TMP/thr.err" &
+tp=$!
+wait_for 20 grep -q "its GPUs take no new task until it has it" "$KLOG"
+check "refused thrashing task holds its GPU" \
+	grep -q "job 2 thrashes; no room now to grow its evict budget from 8.00 MiB to 16.00 MiB: its GPUs take no new task" "$KLOG"
+"$KMUX" run --mem 4M -n late -- "$M" context >"$TMP/late" 2>&1 &
+lp=$!
+sleep 1
+check "  ... a newcomer that fits waits meanwhile" \
+	eval '"$KMUX" ps --json | grep -Eq "\"state\":[[:space:]]*\"queued\""'
+touch "$TMP/go"
+wait $ip
+wait $lp
+lrc=$?
+check "  ... the newcomer ran once the idle task ended ($lrc)" [ "$lrc" = 0 ]
+check "  ... after the thrashing task grew into the room" \
+	eval 'g=$(grep -n "job 2 no longer holds new tasks off its GPUs: its evict budget grew" "$KLOG" | cut -d: -f1);
+		s=$(grep -n "daemon: job 3 admitted on GPU" "$KLOG" | head -n 1 | cut -d: -f1);
+		[ -n "$g" ] && [ -n "$s" ] && [ "$g" -lt "$s" ]'
+kill "$tp" 2>/dev/null
+wait "$tp" 2>/dev/null
+stop_daemon
+finish
