@@ -138,8 +138,11 @@ static struct ptxro_module ptxtab_merge(struct ptxro_module *m)
 				old->readonly = 0;
 			else
 				old->readonly &= e->readonly;
+			/* Extents are not used here yet: keep none. */
+			old->has_extent = 0;
 			free(e->name);
 			free(e->size);
+			free(e->ext);
 			continue;
 		}
 		/* Names are few per image: out grows to at most m->n. */
@@ -151,6 +154,7 @@ static struct ptxro_module ptxtab_merge(struct ptxro_module *m)
 				for (int j = i; j < m->n; j++) {
 					free(m->e[j].name);
 					free(m->e[j].size);
+					free(m->e[j].ext);
 				}
 				break;
 			}

@@ -77,6 +77,14 @@ enum sched_mode {
 struct sched_access {
 	uint64_t alloc_id;	/* alloc-table id, never 0 */
 	enum sched_mode mode;
+	/*
+	 * The bytes [off, off + len) of the allocation, when the caller has
+	 * proven the operation touches nothing else (ptx-readonly.c's
+	 * extents); len 0, the zero value: the whole allocation.  Two
+	 * accesses to one allocation conflict only where their byte ranges
+	 * overlap; a whole access overlaps every range.
+	 */
+	uint64_t off, len;
 };
 
 /* sched_new() flags. */
