@@ -200,7 +200,7 @@ struct sched;
  * caller bounds it by CUDA_DEVICE_MAX_CONNECTIONS).  flags: SCHED_EAGER_*.
  * 0, or -EINVAL, -ENOMEM.  Memory: (1 + SCHED_EVENTS_PER_STREAM) *
  * nstreams^2 words (288 KiB at 64 streams, 18 KiB at 16), plus a map of
- * 80-byte allocation states at most half full (20 KiB at first).
+ * 96-byte allocation states at most half full (24 KiB at first).
  */
 int sched_new(int nstreams, unsigned flags, struct sched **out);
 void sched_free(struct sched *s);
