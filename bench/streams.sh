@@ -30,6 +30,14 @@
 #                   KMUX_PTX_READONLY=0); with them, kmuxN and saN run with
 #                   KMUX_PTX_READONLY=0, so roN vs kmuxN is a side-by-side
 #                   A/B of the proof (and roN, not kmuxN, is kmux as shipped)
+#      extN         KMUX_PTX_READONLY=1 KMUX_PTX_EXTENTS=1 kmux run --streams N
+#                   -- APP plain (the proof with exact extents of
+#                   constant-offset pointers: kmux's default, made
+#                   explicit), N in KMUX_STREAMS_EXT_NS (default empty).
+#                   With extN modes, kmuxN and saN run with
+#                   KMUX_PTX_EXTENTS=0 (and roN too, when both are asked
+#                   for: kmuxN, roN, extN then add one thing each), so extN
+#                   vs kmuxN is a side-by-side A/B of the extents
 #      expert       APP expert           (hand-written streams and events)
 #    The two PyTorch programs run in one process per mode
 #    (bench/apps/py/torch_suite.py) to pay PyTorch's start-up once.
@@ -38,7 +46,8 @@
 # 4. Report: per app the median time of each mode, best N, speedup over
 #    plain, kmux/expert, verify, flags (slower than plain > 2%, behind expert
 #    > 5%, wrong results), the geometric means, issue 3's targets, issued vs
-#    pruned waits, a plot; with roN modes, a table kmuxN vs roN per N.
+#    pruned waits, a plot; with roN modes, a table kmuxN vs roN per N;
+#    with extN modes, a table kmuxN vs extN per N.
 #
 # Time budget: KMUX_STREAMS_BUDGET_S (default 530 s, under the device's 600 s
 # command limit).  Verify may use up to a quarter of it; rounds continue up
@@ -61,6 +70,8 @@
 # KMUX_STREAMS_SA_NS ("4 8"; empty: no saN modes), KMUX_STREAMS_SA_APPS
 # ("phase_buffers"; "all": every CUDA app), KMUX_STREAMS_RO_NS ("";
 # e.g. "8 16": roN modes, and a second verify per app with the option),
+# KMUX_STREAMS_EXT_NS (""; e.g. "8 16": extN modes, and a verify per app
+# with the extents, verify-ext),
 # and lib.sh's OUT,
 # NVCC, NVCCFLAGS, PYTHON, KMUX_BIN, KMUX_LIB, KMUX_DEVLIBS.
 # Never changes GPU settings.  Exit status 0 when no run failed.
@@ -102,6 +113,17 @@ read -r -a RO_NS <<<"${KMUX_STREAMS_RO_NS-}"
 # without roN modes kmuxN measures kmux as shipped (the caller's setting).
 RO_OFF=()
 [ ${#RO_NS[@]} -gt 0 ] && RO_OFF=(KMUX_PTX_READONLY=0)
+read -r -a EXT_NS <<<"${KMUX_STREAMS_EXT_NS-}"
+# The same for the extents: KMUX_PTX_EXTENTS=0 in every mode but extN.
+EXT_OFF=()
+[ ${#EXT_NS[@]} -gt 0 ] && EXT_OFF=(KMUX_PTX_EXTENTS=0)
+if [ ${#EXT_NS[@]} -gt 0 ]; then
+	EXT_STATE="off in kmuxN, saN and roN (KMUX_PTX_EXTENTS=0, the A/B's baseline); on in extN (KMUX_PTX_READONLY=1 KMUX_PTX_EXTENTS=1, kmux's default: extN is kmux as shipped)"
+elif [ "${KMUX_PTX_EXTENTS-}" = 0 ]; then
+	EXT_STATE="off (KMUX_PTX_EXTENTS=0 from the environment)"
+else
+	EXT_STATE="as the PTX read-only proof (kmux's default; KMUX_PTX_EXTENTS=${KMUX_PTX_EXTENTS-unset}); KMUX_PTX_READONLY=0 turns them off too"
+fi
 if [ ${#RO_NS[@]} -gt 0 ]; then
 	PTX_STATE="off in kmuxN and saN (KMUX_PTX_READONLY=0, the A/B's baseline); on in roN (KMUX_PTX_READONLY=1, kmux's default: roN is kmux as shipped)"
 elif [ "${KMUX_PTX_READONLY-}" = 0 ]; then
@@ -122,16 +144,21 @@ SUITE=$APPS_DIR/py/torch_suite.py
 csv() { printf '%s,%s,%s,%s,%s\n' "$1" "$2" "$3" "$4" "${5//[,\"]/;}" >>"$CSV"; }
 
 # kmux_mode MODE: true for the modes that run under kmux
-kmux_mode() { [[ $1 == kmux* || $1 == sa* || $1 == ro* ]]; }
+kmux_mode() { [[ $1 == kmux* || $1 == sa* || $1 == ro* || $1 == ext* ]]; }
 
-# mode_n MODE: N of kmuxN / saN / roN
-mode_n() { local n=${1#kmux}; n=${n#sa}; echo "${n#ro}"; }
+# mode_n MODE: N of kmuxN / saN / roN / extN
+mode_n() { local n=${1#kmux}; n=${n#sa}; n=${n#ext}; echo "${n#ro}"; }
 
 # mode_env MODE: the option variables of MODE, one per line
 mode_env() {
 	case $1 in
-	ro*) echo KMUX_PTX_READONLY=1 ;;
-	*) [ ${#RO_OFF[@]} -gt 0 ] && printf '%s\n' "${RO_OFF[@]}" ;;
+	ext*) printf '%s\n' KMUX_PTX_READONLY=1 KMUX_PTX_EXTENTS=1 ;;
+	ro*)
+		echo KMUX_PTX_READONLY=1
+		[ ${#EXT_OFF[@]} -gt 0 ] && printf '%s\n' "${EXT_OFF[@]}" ;;
+	*)
+		[ ${#RO_OFF[@]} -gt 0 ] && printf '%s\n' "${RO_OFF[@]}"
+		[ ${#EXT_OFF[@]} -gt 0 ] && printf '%s\n' "${EXT_OFF[@]}" ;;
 	esac
 	return 0
 }
@@ -166,8 +193,9 @@ human() {
 	local mode=$1
 	shift
 	case $mode in
-	kmux* | sa* | ro*)
-		# saN: kmuxN with stream-ordered allocation; roN: with PTX read-only
+	kmux* | sa* | ro* | ext*)
+		# saN: kmuxN with stream-ordered allocation; roN: with PTX
+		# read-only; extN: with it and exact extents
 		local n opt="" var="" ev
 		n=$(mode_n "$mode")
 		ev=$(mode_env "$mode" | tr '\n' ' ')
@@ -355,6 +383,7 @@ main() {
 		for n in "${NS[@]}"; do MODES+=("kmux$n"); done
 		for n in "${SA_NS[@]}"; do MODES+=("sa$n"); done
 		for n in "${RO_NS[@]}"; do MODES+=("ro$n"); done
+		for n in "${EXT_NS[@]}"; do MODES+=("ext$n"); done
 	else
 		log "streams: kmux modes SKIP (neither 'kmux run' nor the preload can run here)"
 	fi
@@ -409,6 +438,11 @@ main() {
 			# the same with PTX read-only (recorded as verify-ro)
 			if [ ${#RO_NS[@]} -gt 0 ] && [ "$(date +%s)" -lt "$vend" ]; then
 				VERIFY_MODE=ro VERIFY_KEY=verify-ro verify_one "$app-ptx-readonly" "$app" 90 \
+					"$B/$app" plain --reps 2 --warmup 1
+			fi
+			# the same with exact extents (recorded as verify-ext)
+			if [ ${#EXT_NS[@]} -gt 0 ] && [ "$(date +%s)" -lt "$vend" ]; then
+				VERIFY_MODE=ext VERIFY_KEY=verify-ext verify_one "$app-ptx-extents" "$app" 90 \
 					"$B/$app" plain --reps 2 --warmup 1
 			fi
 		done
@@ -524,13 +558,15 @@ report() {
 		echo "  CUDA app arguments: ${APP_ARGS[*]}; PyTorch: ${PY_ARGS[*]} (one process for $PY_APPS)"
 		echo "- verify: kmux verify --streams $VERIFY_N on the plain version$([ ${#RO_NS[@]} -gt 0 ] && echo " with KMUX_PTX_READONLY=0; again with KMUX_PTX_READONLY=1 (verify-ro)")"
 		echo "- PTX read-only proof: $PTX_STATE"
+		echo "- exact extents (KMUX_PTX_EXTENTS): $EXT_STATE"
+		[ ${#EXT_NS[@]} -gt 0 ] && echo "- extN: KMUX_PTX_READONLY=1 KMUX_PTX_EXTENTS=1, N in ${EXT_NS[*]}; the other kmux modes ran with KMUX_PTX_EXTENTS=0 (side-by-side A/B of the extents); verify-ext: kmux verify with both on"
 		[ ${#RO_NS[@]} -gt 0 ] && echo "- roN: KMUX_PTX_READONLY=1, N in ${RO_NS[*]}; kmuxN and saN ran with KMUX_PTX_READONLY=0 (side-by-side A/B of the proof)"
 		echo "- failed runs: $FAILS (see streams.log)"
 		echo
 	} >"$MD"
 	log "report:"
 	"$PY" "$APPS_DIR/streams_report.py" "$CSV" --md "$MD" --png "$PNG" \
-		--ns "${NS[*]}" --sa-ns "${SA_NS[*]}" --ro-ns "${RO_NS[*]}" --py-apps "$PY_APPS" | tee -a "$LOG"
+		--ns "${NS[*]}" --sa-ns "${SA_NS[*]}" --ro-ns "${RO_NS[*]}" --ext-ns "${EXT_NS[*]}" --py-apps "$PY_APPS" | tee -a "$LOG"
 	{
 		echo "Raw rows: streams.csv; every run's output: streams.log."
 		echo

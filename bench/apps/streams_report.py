@@ -9,12 +9,14 @@ the speedups.  Standard library only, apart from that optional plot.
 Modes: plain, kmuxN (N streams), saN (N streams and --stream-alloc, for
 some apps), roN (N streams and KMUX_PTX_READONLY=1, the PTX read-only
 proof, kmux's default; kmuxN then ran with it off, KMUX_PTX_READONLY=0),
+extN (N streams, KMUX_PTX_READONLY=1 KMUX_PTX_EXTENTS=1: the proof with
+exact extents; the other kmux modes then ran with KMUX_PTX_EXTENTS=0),
 expert; mode "verify" holds kmux verify's result, "verify-ro" the same
-with KMUX_PTX_READONLY=1.  Keys per run: ms (the program's median event-timed ROI), wall_ms,
+with KMUX_PTX_READONLY=1, "verify-ext" with the extents too.  Keys per run: ms (the program's median event-timed ROI), wall_ms,
 rc, check (ok / FAIL / none), checksum, issued, pruned, secs.
 
 Usage: streams_report.py CSV --md OUT.md [--png OUT.png] [--meta FILE]
-       [--ns "2 4 8 16"] [--sa-ns "4 8"] [--ro-ns "8 16"]
+       [--ns "2 4 8 16"] [--sa-ns "4 8"] [--ro-ns "8 16"] [--ext-ns "8 16"]
        [--py-apps googlenet,ensemble]
 The Markdown is appended to OUT.md (the script writes its header first).
 """
@@ -326,45 +328,67 @@ def sa_table(data, rows, sa_ns):
                   "docs/design-streams.md, \"Stream-ordered allocation\")."]
 
 
-def ro_table(data, rows, ro_ns):
-    """Side by side per N: kmuxN (proof off) vs roN (KMUX_PTX_READONLY=1)."""
+def ab_table(data, rows, ns, pre, vkey, what):
+    """Side by side per N: kmuxN (the option off) vs {pre}N (on)."""
     out = []
     for r in rows:
         modes = data[r["app"]]
-        ro = {n: Mode(modes.get(f"ro{n}", {})) for n in ro_ns}
-        if not any(m.runs for m in ro.values()):
+        on = {n: Mode(modes.get(f"{pre}{n}", {})) for n in ns}
+        if not any(m.runs for m in on.values()):
             continue
         if not out:
             out = ["| app | plain ms | " +
-                   " | ".join(f"kmux{n} ms | ro{n} ms | ro{n}/kmux{n}" for n in ro_ns) +
-                   " | expert ms | best ro / expert | waits ro (issued/pruned) |"
-                   " same result | verify-ro | failed ro runs |",
-                   "|---" * (8 + 3 * len(ro_ns)) + "|"]
+                   " | ".join(f"kmux{n} ms | {pre}{n} ms | {pre}{n}/kmux{n}" for n in ns) +
+                   f" | expert ms | best {pre} / expert | waits {pre} (issued/pruned) |"
+                   f" same result | {vkey} | failed {pre} runs |",
+                   "|---" * (8 + 3 * len(ns)) + "|"]
         psums = r["plain"].sums
         cells = []
-        for n in ro_ns:
+        for n in ns:
             k = Mode(modes.get(f"kmux{n}", {}))
-            m = ro[n]
+            m = on[n]
             ratio = m.med / k.med if m.med and k.med else None
             cells.append(f"{fmt(k.med)} | {fmt(m.med)} | {fmt(ratio)}")
-        good = [(m.med, n) for n, m in ro.items() if m.med is not None and m.fails == 0]
+        good = [(m.med, n) for n, m in on.items() if m.med is not None and m.fails == 0]
         best = min(good) if good else None
         e = r["expert"].med
-        same = all(not (psums and m.sums and not m.sums <= psums) for m in ro.values())
-        vro = next((x.get("result") for x in modes.get("verify-ro", {}).values()
-                    if x.get("result")), "not run")
+        same = all(not (psums and m.sums and not m.sums <= psums) for m in on.values())
+        vres = next((x.get("result") for x in modes.get(vkey, {}).values()
+                     if x.get("result")), "not run")
         out.append(f"| {r['app']} | {fmt(r['plain'].med)} | " + " | ".join(cells) +
                    f" | {fmt(e)} | {fmt(best[0] / e if best and e else None)}" +
-                   f" | {ro[best[1]].waits() if best else 'n/a'}"
-                   f" | {'yes' if same else 'NO'} | {vro} |"
-                   f" {sum(m.fails for m in ro.values())} |")
+                   f" | {on[best[1]].waits() if best else 'n/a'}"
+                   f" | {'yes' if same else 'NO'} | {vres} |"
+                   f" {sum(m.fails for m in on.values())} |")
     if not out:
-        return ["No roN runs (KMUX_STREAMS_RO_NS empty, or none ran)."]
+        return [f"No {pre}N runs ({what} empty, or none ran)."]
+    return out
+
+
+def ro_table(data, rows, ro_ns):
+    """Side by side per N: kmuxN (proof off) vs roN (KMUX_PTX_READONLY=1)."""
+    out = ab_table(data, rows, ro_ns, "ro", "verify-ro", "KMUX_STREAMS_RO_NS")
+    if len(out) == 1:
+        return out
     return out + ["", "roN: KMUX_PTX_READONLY=1 kmux run --streams N (the proof on, "
                   "kmux's default: roN is kmux as shipped); kmuxN in this run "
                   "had KMUX_PTX_READONLY=0 (the proof off), modes interleaved in "
                   "the same rounds (docs/design-streams.md, \"Narrowing "
                   "per-allocation tracking safely\"). roN/kmuxN < 1: the proof helped."]
+
+
+def ext_table(data, rows, ext_ns):
+    """Side by side per N: kmuxN (extents off) vs extN (on)."""
+    out = ab_table(data, rows, ext_ns, "ext", "verify-ext", "KMUX_STREAMS_EXT_NS")
+    if len(out) == 1:
+        return out
+    return out + ["", "extN: KMUX_PTX_READONLY=1 KMUX_PTX_EXTENTS=1 kmux run --streams N "
+                  "(the read-only proof with exact extents of constant-offset pointer "
+                  "parameters, kmux's default: extN is kmux as shipped); kmuxN in this "
+                  "run had KMUX_PTX_EXTENTS=0 (and KMUX_PTX_READONLY=0 when roN modes "
+                  "ran too), modes interleaved in the same rounds "
+                  "(docs/design-streams.md, \"Exact extents\"). extN/kmuxN < 1: "
+                  "the extents helped."]
 
 
 def main():
@@ -375,6 +399,7 @@ def main():
     ap.add_argument("--ns", default="2 4 8 16")
     ap.add_argument("--sa-ns", default="")
     ap.add_argument("--ro-ns", default="")
+    ap.add_argument("--ext-ns", default="")
     ap.add_argument("--py-apps", default="googlenet,ensemble")
     a = ap.parse_args()
     ns = [int(n) for n in a.ns.split()]
@@ -413,6 +438,10 @@ def main():
         if ro_ns:
             out += ["", "### Read-only parameters from PTX, A/B: on (roN, the default) vs off (kmuxN)", ""]
             out += ro_table(data, rows, ro_ns)
+        ext_ns = [int(n) for n in a.ext_ns.split()]
+        if ext_ns:
+            out += ["", "### Exact extents from PTX, A/B: on (extN, the default) vs off (kmuxN)", ""]
+            out += ext_table(data, rows, ext_ns)
     out.append("")
     if a.png and rows:
         out.append(plot(rows, ns, a.png))

@@ -106,13 +106,13 @@ static CUresult copy_host_path(const struct copy_side *dst,
 	CUresult r;
 
 	if (src->known && src->a.kind != ALLOC_VMM)
-		acc[n++] = (struct sched_access){ src->a.id, SCHED_READ };
+		acc[n++] = (struct sched_access){ .alloc_id = src->a.id, .mode = SCHED_READ };
 	else
 		full = 1;
 	if (dst->known && dst->a.kind == ALLOC_VMM)
 		full = 1;
 	else if (dst->known)
-		acc[n++] = (struct sched_access){ dst->a.id, SCHED_WRITE };
+		acc[n++] = (struct sched_access){ .alloc_id = dst->a.id, .mode = SCHED_WRITE };
 	r = streams_host_access(acc, n, full);
 	if (r != CUDA_SUCCESS)
 		return r;

@@ -89,6 +89,19 @@ static atomic_ulong kp_gen;
 /* Entries replaced in their slot, still pointed to by launch records. */
 static _Atomic(struct kernel_info *) kp_retired;
 
+/*
+ * Extents further than this from the pointer are not believed: the PTX
+ * analysis caps its constants well below, and the bound keeps the range
+ * arithmetic of kp_range() free of overflow.
+ */
+#define KP_EXTENT_MAX ((int64_t)1 << 40)
+
+static bool kp_extent_ok(const struct kparams_extent *e)
+{
+	return e->lo < e->hi && e->lo >= -KP_EXTENT_MAX &&
+	       e->hi <= KP_EXTENT_MAX;
+}
+
 static void kp_retire(struct kernel_info *e)
 {
 	struct kernel_info *head = atomic_load(&kp_retired);
@@ -104,6 +117,8 @@ struct kp_collect {
 	uint64_t lo, hi;		/* alloc_table_span(): others miss */
 	struct access *out;
 	uint64_t readonly;		/* struct kernel_info.readonly */
+	uint64_t has_extent;		/* struct kernel_info.has_extent */
+	const struct kparams_extent *ext;	/* struct kernel_info.ext */
 	int max;
 	int n;
 	unsigned flags;
@@ -306,11 +321,15 @@ static const char *kp_name(enum kp_via via, const void *f)
 static struct kernel_info *kp_learn(const void *f, unsigned long gen)
 {
 	uint32_t off[KPARAMS_MAX], size[KPARAMS_MAX], end, pb = 0;
+	struct kparams_extent *ext;
 	CUresult first_func, first_kernel = CUDA_ERROR_NOT_SUPPORTED;
 	enum kp_via via = KP_VIA_FUNC;
+	kparams_readonly_fn ro = atomic_load(&kp_readonly);
+	uint64_t has_ext = 0;
 	struct kernel_info *ki;
 	const char *name;
-	size_t namelen, cnt;
+	size_t namelen, cnt, next;
+	bool asks;
 	char *copy;
 	int n;
 
@@ -339,10 +358,16 @@ static struct kernel_info *kp_learn(const void *f, unsigned long gen)
 	namelen = strnlen(name, KP_NAME_MAX - 1);
 
 	cnt = n > 0 ? (size_t)n : 0;
-	ki = malloc(sizeof(*ki) + 2 * cnt * sizeof(uint32_t) + namelen + 1);
+	asks = ro && n > 0 && strcmp(name, "?") != 0;
+	/* Room for extents whenever the prover is asked (they are few). */
+	next = asks ? cnt * sizeof(struct kparams_extent) : 0;
+	ki = malloc(sizeof(*ki) + next + 2 * cnt * sizeof(uint32_t) +
+		    namelen + 1);
 	if (!ki)
 		return NULL;
-	ki->offset = (uint32_t *)(ki + 1);
+	/* ext first: it needs 8-byte alignment, as ki has. */
+	ext = asks ? (struct kparams_extent *)(ki + 1) : NULL;
+	ki->offset = (uint32_t *)((char *)(ki + 1) + next);
 	ki->size = ki->offset + cnt;
 	for (size_t i = 0; i < cnt; i++) {
 		ki->offset[i] = off[i];
@@ -362,13 +387,18 @@ static struct kernel_info *kp_learn(const void *f, unsigned long gen)
 	ki->nparams = n;
 	ki->param_bytes = pb;
 	ki->readonly = 0;
-	{
-		kparams_readonly_fn ro = atomic_load(&kp_readonly);
-
-		if (ro && n > 0 && strcmp(copy, "?") != 0)
-			ki->readonly = ro(f, via == KP_VIA_KERNEL, copy, n,
-					  ki->size);
+	if (asks) {
+		memset(ext, 0, next);
+		ki->readonly = ro(f, via == KP_VIA_KERNEL, copy, n, ki->size,
+				  &has_ext, ext);
+		if (n < 64)
+			has_ext &= ((uint64_t)1 << n) - 1;
+		for (int i = 0; i < n && i < 64; i++)
+			if ((has_ext >> i & 1) && !kp_extent_ok(&ext[i]))
+				has_ext &= ~((uint64_t)1 << i);
 	}
+	ki->has_extent = has_ext;
+	ki->ext = has_ext ? ext : NULL;
 	atomic_init(&ki->sched_class, KPARAMS_CLASS_UNKNOWN);
 	return ki;
 }
@@ -431,17 +461,70 @@ static int kp_seen(struct kp_collect *c, uint64_t id)
 	return -1;
 }
 
-/* One found allocation, in the order the words were scanned. */
-static void kp_add(struct kp_collect *c, const struct alloc *a,
+/*
+ * The bytes of allocation a that parameter param, holding pointer w into
+ * it, can reach: 1 with [*off, *off + *len) when the parameter has an
+ * extent and [w + lo, w + hi) lies inside the allocation; 0: all of it
+ * (no extent, or the kernel may reach past either end, where kmux does
+ * not know what it touches).
+ */
+static bool kp_range(const struct kp_collect *c, const struct alloc *a,
+		     uint64_t w, uint32_t param, uint64_t *off,
+		     uint64_t *len)
+{
+	const struct kparams_extent *e;
+	uint64_t rel = w - a->base;
+	int64_t lo, hi;
+
+	if (param >= 64 || !(c->has_extent >> param & 1) || !c->ext)
+		return false;
+	/* w is inside a (the table found it there); be sure anyway. */
+	if (w < a->base || rel >= a->size || rel > (uint64_t)KP_EXTENT_MAX)
+		return false;
+	e = &c->ext[param];
+	lo = (int64_t)rel + e->lo;
+	hi = (int64_t)rel + e->hi;
+	if (lo < 0 || hi <= lo || (uint64_t)hi > a->size)
+		return false;
+	*off = (uint64_t)lo;
+	*len = (uint64_t)(hi - lo);
+	return true;
+}
+
+/*
+ * One found allocation, in the order the words were scanned: w, in
+ * parameter param, points into a.
+ */
+static void kp_add(struct kp_collect *c, const struct alloc *a, uint64_t w,
 		   uint32_t param)
 {
 	uint32_t ro = param < 64 && (c->readonly >> param & 1);
+	uint64_t off = 0, len = 0;
+	bool ranged = kp_range(c, a, w, param, &off, &len);
 	int i;
 
 	i = kp_seen(c, a->id);
 	if (i >= 0) {
+		struct access *x = &c->out[i];
+
 		/* One writing parameter makes the allocation written. */
-		c->out[i].readonly &= ro;
+		x->readonly &= ro;
+		/*
+		 * A range only while every parameter pointing into the
+		 * allocation has one: their hull (len 0 stays whole).
+		 */
+		if (!ranged || !x->len) {
+			x->off = 0;
+			x->len = 0;
+		} else {
+			uint64_t end = x->off + x->len;
+
+			if (off + len > end)
+				end = off + len;
+			if (off < x->off)
+				x->off = off;
+			x->len = end - x->off;
+		}
 		return;
 	}
 	if (c->n >= c->max) {
@@ -455,6 +538,8 @@ static void kp_add(struct kp_collect *c, const struct alloc *a,
 		.kind = (uint32_t)a->kind,
 		.param = param,
 		.readonly = ro,
+		.off = off,
+		.len = len,
 	};
 }
 
@@ -473,7 +558,7 @@ static void kp_flush(struct kp_collect *c)
 		return;
 	for (int i = 0; i < nw && !c->full; i++)
 		if (a[i].id)
-			kp_add(c, &a[i], c->wparam[i]);
+			kp_add(c, &a[i], c->word[i], c->wparam[i]);
 }
 
 /*
@@ -551,6 +636,8 @@ int kparams_collect(struct alloc_table *t, const struct kernel_info *ki,
 	alloc_table_span(t, &c.lo, &c.hi);
 	c.out = out;
 	c.readonly = ki ? ki->readonly : 0;
+	c.has_extent = ki ? ki->has_extent : 0;
+	c.ext = ki ? ki->ext : NULL;
 	c.max = max < 0 ? 0 : max;
 	c.n = 0;
 	c.flags = 0;

@@ -20,6 +20,11 @@
 
 #define KPARAMS_MAX 256	/* more parameters than this: layout unknown */
 
+/* Bytes from a pointer parameter's value: [lo, hi), lo < hi. */
+struct kparams_extent {
+	int64_t lo, hi;
+};
+
 struct kernel_info {
 	const void *func;	/* CUfunction or CUkernel, the cache key */
 	unsigned long gen;	/* kparams_invalidate() count when learned */
@@ -35,6 +40,13 @@ struct kernel_info {
 	 * ptx-table.h); 0 when nothing is proven.
 	 */
 	uint64_t readonly;
+	/*
+	 * Bit i: parameter i (a pointer) reaches exactly [value + ext[i].lo,
+	 * value + ext[i].hi) (the same callback, ptx-table.h); ext has
+	 * nparams entries when any bit is set, else NULL.
+	 */
+	uint64_t has_extent;
+	const struct kparams_extent *ext;
 	/*
 	 * The one field that changes after publication: the stream
 	 * scheduler's cached KMUX_BARRIER_KERNELS verdict (KPARAMS_CLASS_*),
@@ -64,12 +76,15 @@ void kparams_set_driver(const struct kparams_driver *drv);
 /*
  * Who proves parameters read-only (ptx-table.h), asked once per function
  * when it is learned, with the handle (a CUkernel when is_kernel: the
- * kernel API answered its layout), its name and driver layout.  NULL:
- * nobody.
+ * kernel API answered its layout), its name and driver layout.  Returns
+ * the read-only mask; sets bit i of *has_ext and ext[i] (ext has nparams
+ * entries, i < 64) for each pointer parameter with an exact extent, and
+ * clears the other bits.  NULL: nobody.
  */
 typedef uint64_t (*kparams_readonly_fn)(const void *f, int is_kernel,
 					const char *name, int nparams,
-					const uint32_t *size);
+					const uint32_t *size, uint64_t *has_ext,
+					struct kparams_extent *ext);
 void kparams_set_readonly(kparams_readonly_fn fn);
 
 /*
@@ -98,6 +113,13 @@ struct access {
 	 * read-only (struct kernel_info.readonly).
 	 */
 	uint32_t readonly;
+	/*
+	 * The bytes [base + off, base + off + len) are all the kernel can
+	 * reach in the allocation: every parameter pointing into it has an
+	 * extent (struct kernel_info.ext), and their hull lies inside it.
+	 * len 0: the whole allocation.
+	 */
+	uint64_t off, len;
 };
 
 /* access.param when the layout is unknown (whole extra buffer scanned). */

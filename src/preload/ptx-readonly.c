@@ -58,7 +58,28 @@ struct ins {
 	int adr, nadr;		/* address registers (stores, copies) */
 	uint64_t src_bits;	/* params named outside a parameter load */
 	uint64_t adr_bits;
+	/* For extents (X_*): what the instruction does to an address. */
+	uint8_t xop;
+	uint8_t xglobal;	/* X_MEM: .global, else generic */
+	int xparam;		/* X_PARAM: the parameter loaded */
+	int xreg;		/* X_MOV/X_ADD/X_CVTA source, X_MEM address */
+	int xdst;		/* X_PARAM/X_MOV/X_ADD/X_CVTA destination */
+	uint32_t xwidth;	/* X_MEM: bytes accessed */
+	int64_t ximm;		/* X_ADD: the constant; X_MEM: the offset */
 };
+
+/* struct ins.xop */
+enum {
+	X_NONE,		/* anything else */
+	X_PARAM,	/* ld.param.{u,b,s}64 %rd, [param] of an 8-byte param */
+	X_MOV,		/* mov.{u,b,s}64 %rd, %rd */
+	X_ADD,		/* add.{u,s}64 %rd, %rd, constant */
+	X_CVTA,		/* cvta.to.global.u64 %rd, %rd */
+	X_MEM,		/* ld/st/atom/red, global or generic, [%rd+constant] */
+};
+
+/* Offsets beyond this are not believed (no overflow in the sums). */
+#define X_IMM_MAX ((int64_t)1 << 40)
 
 struct reg {
 	const char *name;
@@ -81,6 +102,7 @@ struct body {
 	struct ins *ins;
 	int nins, capins;
 	uint64_t escaped;	/* params written or escaped unconditionally */
+	const uint32_t *psize;	/* parameter byte sizes (the entry's) */
 	bool poisoned;		/* something not understood */
 };
 
@@ -190,6 +212,7 @@ void ptxro_module_release(struct ptxro_module *m)
 	for (int i = 0; i < m->n; i++) {
 		free(m->e[i].name);
 		free(m->e[i].size);
+		free(m->e[i].ext);
 	}
 	free(m->e);
 	memset(m, 0, sizeof(*m));
@@ -515,6 +538,276 @@ static int collect(struct body *b, const char **ps, const char **pe,
 	return 0;
 }
 
+/* ---- extents: recognising constant-offset address arithmetic ---- */
+
+/* [s, e) without surrounding white space. */
+static void trim(const char **s, const char **e)
+{
+	while (*s < *e && is_space(**s))
+		(*s)++;
+	while (*e > *s && is_space((*e)[-1]))
+		(*e)--;
+}
+
+/* A decimal or 0x integer, optionally negative, |v| <= X_IMM_MAX. */
+static bool parse_imm(const char *s, const char *e, int64_t *v)
+{
+	bool neg = false, hex = false;
+	uint64_t x = 0;
+
+	trim(&s, &e);
+	if (s < e && *s == '-') {
+		neg = true;
+		s++;
+	}
+	if (e - s > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+		hex = true;
+		s += 2;
+	}
+	if (s >= e)
+		return false;
+	for (; s < e; s++) {
+		unsigned d;
+
+		if (*s >= '0' && *s <= '9')
+			d = (unsigned)(*s - '0');
+		else if (hex && *s >= 'a' && *s <= 'f')
+			d = (unsigned)(*s - 'a' + 10);
+		else if (hex && *s >= 'A' && *s <= 'F')
+			d = (unsigned)(*s - 'A' + 10);
+		else
+			return false;
+		x = x * (hex ? 16 : 10) + d;
+		if (x > (uint64_t)X_IMM_MAX)
+			return false;
+	}
+	*v = neg ? -(int64_t)x : (int64_t)x;
+	return true;
+}
+
+/* The operand is exactly one register: its index, or -1. */
+static int single_reg(struct body *b, const char *s, const char *e)
+{
+	size_t n;
+
+	trim(&s, &e);
+	if (s >= e || *s != '%')
+		return -1;
+	n = ident_len(s);
+	if (s + n != e)
+		return -1;
+	return reg_index(b, s, n);
+}
+
+/*
+ * "[%reg]", "[%reg+c]", "[%reg+-c]", "[%reg-c]": the register's index and
+ * c, else -1.
+ */
+static int parse_addr(struct body *b, const char *s, const char *e,
+		      int64_t *off)
+{
+	const char *r;
+	size_t n;
+
+	trim(&s, &e);
+	if (e - s < 3 || *s != '[' || e[-1] != ']')
+		return -1;
+	s = skip_space(s + 1);
+	e--;
+	if (*s != '%')
+		return -1;
+	r = s;
+	n = ident_len(s);
+	if (r + n > e)
+		return -1;
+	s = skip_space(s + n);
+	*off = 0;
+	if (s < e) {
+		bool minus = *s == '-';
+
+		if (*s != '+' && *s != '-')
+			return -1;
+		s = skip_space(s + 1);
+		if (!parse_imm(s, e, off))
+			return -1;
+		if (minus) {
+			if (*off < 0)
+				return -1;	/* "--c" is not PTX */
+			*off = -*off;
+		}
+	}
+	return reg_index(b, r, n);
+}
+
+/* Bytes of one type component (".f32" -> 4), 0 when not a data type. */
+static uint32_t x_type_width(const char *p, size_t n)
+{
+	static const struct {
+		const char *name;
+		uint32_t w;
+	} t[] = {
+		{ ".b8", 1 }, { ".s8", 1 }, { ".u8", 1 },
+		{ ".b16", 2 }, { ".s16", 2 }, { ".u16", 2 }, { ".f16", 2 },
+		{ ".bf16", 2 },
+		{ ".b32", 4 }, { ".s32", 4 }, { ".u32", 4 }, { ".f32", 4 },
+		{ ".f16x2", 4 }, { ".bf16x2", 4 },
+		{ ".b64", 8 }, { ".s64", 8 }, { ".u64", 8 }, { ".f64", 8 },
+		{ ".b128", 16 },
+	};
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+		if (word_is(p, n, t[i].name))
+			return t[i].w;
+	return 0;
+}
+
+/*
+ * Components that change neither the address nor the width of an access
+ * (ordering, scope, cache and eviction hints, the atomic operation).
+ */
+static bool x_harmless(const char *p, size_t n)
+{
+	static const char *const ok[] = {
+		".weak", ".volatile", ".relaxed", ".acquire", ".release",
+		".sys", ".gpu", ".cta", ".ca", ".cg", ".cs", ".lu", ".cv",
+		".wb", ".wt", ".nc", ".add", ".inc", ".dec", ".min", ".max",
+		".and", ".or", ".xor", ".exch", ".cas", ".noftz",
+	};
+
+	if (n > 5 && (memcmp(p, ".L1::", 5) == 0 ||
+		      memcmp(p, ".L2::", 5) == 0))
+		return true;
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+		if (word_is(p, n, ok[i]))
+			return true;
+	return false;
+}
+
+/*
+ * Width and state space of a load, store, atomic or reduction from its
+ * opcode components after the base name: exactly one data type, at most
+ * one vector count, .global or no space (generic), every other component
+ * harmless.  0 when anything else is there.
+ */
+static uint32_t x_mem_width(const char *op, size_t oplen, size_t base,
+			    uint8_t *global)
+{
+	uint32_t w = 0, vec = 1;
+	size_t i = base;
+
+	*global = 0;
+	while (i < oplen) {
+		size_t j = i + 1, n;
+		uint32_t tw;
+
+		while (j < oplen && op[j] != '.')
+			j++;
+		n = j - i;
+		if ((tw = x_type_width(op + i, n))) {
+			if (w)
+				return 0;
+			w = tw;
+		} else if (word_is(op + i, n, ".v2") ||
+			   word_is(op + i, n, ".v4") ||
+			   word_is(op + i, n, ".v8")) {
+			if (vec != 1)
+				return 0;
+			vec = (uint32_t)(op[i + 2] - '0');
+		} else if (word_is(op + i, n, ".global")) {
+			*global = 1;
+		} else if (!x_harmless(op + i, n)) {
+			return 0;
+		}
+		i = j;
+	}
+	return w * vec;
+}
+
+/*
+ * The instruction's part in the extents analysis (struct ins.x*); X_NONE
+ * leaves every parameter it touches without an extent.
+ */
+static int x_classify(struct body *b, struct ins *in, const char *op,
+		      size_t oplen, size_t base, const char **ps,
+		      const char **pe, int nops)
+{
+	int d, r, ai = -1;
+	int64_t v;
+
+	in->xop = X_NONE;
+	if (word_is(op, base, "ld") && in->cls == INS_LDPARAM && nops == 2 &&
+	    (word_is(op, oplen, "ld.param.u64") ||
+	     word_is(op, oplen, "ld.param.b64") ||
+	     word_is(op, oplen, "ld.param.s64"))) {
+		const char *s = ps[1], *e = pe[1];
+		size_t n;
+		int i;
+
+		trim(&s, &e);
+		if (e - s < 3 || *s != '[' || e[-1] != ']')
+			return 0;
+		s = skip_space(s + 1);
+		n = ident_len(s);
+		i = n ? param_index(b, s, n) : -1;
+		s = skip_space(s + n);
+		if (s < e - 1) {	/* "+0" only: the whole pointer */
+			if (*s != '+' || !parse_imm(s + 1, e - 1, &v) || v)
+				return 0;
+		}
+		d = single_reg(b, ps[0], pe[0]);
+		if (i < 0 || i >= PTXRO_MAX_PARAMS || b->psize[i] != 8 ||
+		    d < 0)
+			return d == -ENOMEM ? d : 0;
+		in->xop = X_PARAM;
+		in->xparam = i;
+		in->xdst = d;
+		return 0;
+	}
+	if (in->cls == INS_PURE && nops >= 2) {
+		bool mov = word_is(op, oplen, "mov.u64") ||
+			   word_is(op, oplen, "mov.b64") ||
+			   word_is(op, oplen, "mov.s64");
+		bool add = word_is(op, oplen, "add.u64") ||
+			   word_is(op, oplen, "add.s64");
+		bool cvta = word_is(op, oplen, "cvta.to.global.u64");
+
+		if (!mov && !add && !cvta)
+			return 0;
+		if ((add && nops != 3) || (!add && nops != 2))
+			return 0;
+		d = single_reg(b, ps[0], pe[0]);
+		r = single_reg(b, ps[1], pe[1]);
+		if (d == -ENOMEM || r == -ENOMEM)
+			return -ENOMEM;
+		if (d < 0 || r < 0)
+			return 0;
+		if (add && !parse_imm(ps[2], pe[2], &in->ximm))
+			return 0;
+		in->xop = mov ? X_MOV : add ? X_ADD : X_CVTA;
+		in->xdst = d;
+		in->xreg = r;
+		return 0;
+	}
+	if (word_is(op, base, "ld") || word_is(op, base, "ldu") ||
+	    word_is(op, base, "atom"))
+		ai = 1;
+	else if (word_is(op, base, "st") || word_is(op, base, "red"))
+		ai = 0;
+	if (ai < 0 || ai >= nops)
+		return 0;
+	in->xwidth = x_mem_width(op, oplen, base, &in->xglobal);
+	if (!in->xwidth)
+		return 0;
+	r = parse_addr(b, ps[ai], pe[ai], &in->ximm);
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0)
+		return 0;
+	in->xop = X_MEM;
+	in->xreg = r;
+	return 0;
+}
+
 /* One instruction statement [s, e) (guard and label already gone). */
 static int parse_ins(struct body *b, const char *s, const char *e)
 {
@@ -629,6 +922,9 @@ static int parse_ins(struct body *b, const char *s, const char *e)
 		b->escaped |= bits;
 		break;
 	}
+	r = x_classify(b, &in, op, oplen, base, ps, pe, nops);
+	if (r < 0)
+		return r;
 	if (grow((void **)&b->ins, &b->capins, b->nins + 1, sizeof(in)) < 0)
 		return -ENOMEM;
 	b->ins[b->nins++] = in;
@@ -783,6 +1079,192 @@ static uint64_t body_written(struct body *b)
 	return changed ? ALL_PARAMS : written;
 }
 
+/* ---- extents: the verdict ---- */
+
+#define X_EACH_BIT(j, mask) \
+	for (uint64_t xb_ = (mask); \
+	     xb_ && ((j) = __builtin_ctzll(xb_), 1); xb_ &= xb_ - 1)
+
+/* One register's value, as an address: none yet, param + c, unknown. */
+struct xval {
+	uint8_t st;		/* XV_* */
+	uint8_t global;		/* after cvta.to.global */
+	int param;
+	int64_t c;
+};
+
+enum { XV_BOT, XV_EXACT, XV_TOP };
+
+static bool xval_join(struct xval *d, const struct xval *v)
+{
+	if (v->st == XV_BOT || d->st == XV_TOP)
+		return false;
+	if (d->st == XV_BOT) {
+		*d = *v;
+		return true;
+	}
+	if (v->st == XV_EXACT && d->param == v->param &&
+	    d->global == v->global && d->c == v->c)
+		return false;
+	d->st = XV_TOP;
+	return true;
+}
+
+/* What instruction in assigns to its X_* destination. */
+static struct xval xval_of(const struct ins *in, const struct xval *xv)
+{
+	struct xval v = { .st = XV_TOP };
+	const struct xval *s = in->xop == X_PARAM ? NULL : &xv[in->xreg];
+
+	switch (in->xop) {
+	case X_PARAM:
+		v = (struct xval){ .st = XV_EXACT, .param = in->xparam };
+		break;
+	case X_MOV:
+		v = *s;
+		break;
+	case X_ADD:
+		v = *s;
+		if (v.st == XV_EXACT) {
+			v.c += in->ximm;
+			if (v.c > X_IMM_MAX || v.c < -X_IMM_MAX)
+				v.st = XV_TOP;
+		}
+		break;
+	case X_CVTA:
+		v = *s;
+		if (v.st == XV_EXACT && v.global)
+			v.st = XV_TOP;
+		v.global = 1;
+		break;
+	}
+	return v;
+}
+
+/*
+ * Extents of the pointer parameters, after body_written() settled the
+ * taints.  A parameter has one when every use of every register that may
+ * hold a value derived from it is either the source of a mov, an add of a
+ * constant or a cvta.to.global whose destination always holds exactly
+ * "parameter + constant", or the address of a load, store, atomic or
+ * reduction of known width whose register always holds exactly "parameter
+ * + constant" in the access's state space.  Anything else (index
+ * arithmetic, a comparison, a store of the pointer, a call, an unknown
+ * instruction) leaves it without one.  Returns -ENOMEM or 0.
+ */
+static int body_extents(struct body *b, int np, struct ptxro_entry *e)
+{
+	struct xval *xv = calloc((size_t)b->nreg + 1, sizeof(*xv));
+	int64_t lo[PTXRO_MAX_PARAMS], hi[PTXRO_MAX_PARAMS];
+	uint64_t cand = 0, seen = 0;
+	bool changed = true;
+	int pass;
+
+	if (!xv)
+		return -ENOMEM;
+	for (int i = 0; i < np && i < PTXRO_MAX_PARAMS; i++)
+		if (b->psize[i] == 8)
+			cand |= param_bit(i);
+	cand &= ~b->escaped;
+	/* Each register goes BOT -> EXACT -> TOP at most: it settles. */
+	for (pass = 0; changed && pass <= 2 * b->nreg + 2; pass++) {
+		changed = false;
+		for (int k = 0; k < b->nins; k++) {
+			const struct ins *in = &b->ins[k];
+			struct xval top = { .st = XV_TOP };
+
+			if (in->xop != X_NONE && in->xop != X_MEM) {
+				struct xval v = xval_of(in, xv);
+
+				changed |= xval_join(&xv[in->xdst], &v);
+				continue;
+			}
+			for (int i = 0; i < in->ndst; i++)
+				changed |= xval_join(&xv[b->pool[in->dst + i]],
+						     &top);
+		}
+	}
+	if (changed)
+		cand = 0;
+	for (int k = 0; k < b->nins && cand; k++) {
+		const struct ins *in = &b->ins[k];
+		bool adr_used = false;
+		/* Destinations of these are written, not used. */
+		bool dst_is_def = in->cls == INS_PURE || in->cls == INS_LOAD ||
+				  in->cls == INS_LDPARAM ||
+				  (in->cls == INS_ESCAPE && in->xop == X_MEM);
+		int lists[3][2] = {
+			{ in->src, in->nsrc },
+			{ in->adr, in->nadr },
+			{ in->dst, dst_is_def ? 0 : in->ndst },
+		};
+
+		if (in->cls == INS_LDPARAM) {
+			/* A partial, or through a register: no extent. */
+			if (in->xop != X_PARAM)
+				cand &= ~in->src_bits;
+			continue;
+		}
+		for (int l = 0; l < 3; l++)
+			for (int i = 0; i < lists[l][1]; i++) {
+				int r = b->pool[lists[l][0] + i];
+				uint64_t t = b->reg[r].taint & cand;
+				const struct xval *v = &xv[r];
+				int j;
+
+				if (!t)
+					continue;
+				if (in->xop == X_MEM && r == in->xreg &&
+				    !adr_used && l < 2) {
+					adr_used = true;
+					X_EACH_BIT(j, t) {
+						int64_t a = v->c + in->ximm;
+
+						if (v->st != XV_EXACT ||
+						    v->param != j ||
+						    v->global != in->xglobal) {
+							cand &= ~param_bit(j);
+							continue;
+						}
+						if (!(seen & param_bit(j)) ||
+						    a < lo[j])
+							lo[j] = a;
+						if (!(seen & param_bit(j)) ||
+						    a + in->xwidth > hi[j])
+							hi[j] = a + in->xwidth;
+						seen |= param_bit(j);
+					}
+					continue;
+				}
+				if (in->xop != X_NONE && in->xop != X_MEM &&
+				    in->xop != X_PARAM && r == in->xreg &&
+				    l == 0) {
+					const struct xval *dv = &xv[in->xdst];
+
+					X_EACH_BIT(j, t)
+						if (dv->st != XV_EXACT ||
+						    dv->param != j)
+							cand &= ~param_bit(j);
+					continue;
+				}
+				cand &= ~t;
+			}
+	}
+	free(xv);
+	e->has_extent = cand & seen;
+	if (!e->has_extent)
+		return 0;
+	e->ext = calloc((size_t)np, sizeof(*e->ext));
+	if (!e->ext) {
+		e->has_extent = 0;
+		return -ENOMEM;
+	}
+	for (int i = 0; i < np && i < PTXRO_MAX_PARAMS; i++)
+		if (e->has_extent & param_bit(i))
+			e->ext[i] = (struct ptxro_extent){ lo[i], hi[i] };
+	return 0;
+}
+
 static void body_release(struct body *b)
 {
 	for (int i = 0; i < b->np; i++)
@@ -878,6 +1360,7 @@ static const char *parse_entry(const char *p, struct ptxro_module *m,
 	if (depth)
 		goto bad;
 	/* q is past the closing brace. */
+	b.psize = e->size;
 	{
 		int r = parse_body(&b, body, q - 1);
 
@@ -893,6 +1376,9 @@ static const char *parse_entry(const char *p, struct ptxro_module *m,
 				(((uint64_t)1 << e->nparams) - 1);
 
 		e->readonly = ~w & mask;
+		/* An unsettled fixpoint (w all ones) proves nothing. */
+		if (w != ALL_PARAMS && body_extents(&b, e->nparams, e) < 0)
+			goto nomem;
 	}
 	body_release(&b);
 	*err = 0;
@@ -902,6 +1388,7 @@ nomem:
 bad:
 	/* Keep the entry, proven nothing: its name must not look unknown. */
 	e->readonly = 0;
+	e->has_extent = 0;
 	body_release(&b);
 	return NULL;
 }

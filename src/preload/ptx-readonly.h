@@ -14,6 +14,11 @@
 
 #define PTXRO_MAX_PARAMS 64	/* params past this are never proven */
 
+/* Bytes from a pointer parameter's value: [lo, hi), lo < hi. */
+struct ptxro_extent {
+	int64_t lo, hi;
+};
+
 /* One .entry as analysed. */
 struct ptxro_entry {
 	char *name;		/* the mangled .entry name */
@@ -26,6 +31,15 @@ struct ptxro_entry {
 	 * body was not understood.
 	 */
 	uint64_t readonly;
+	/*
+	 * Bit i: every access through parameter i (a pointer) is at a
+	 * compile-time constant offset from its value, so the kernel reaches
+	 * exactly [value + ext[i].lo, value + ext[i].hi) through it (see
+	 * ptx-readonly.c, "Extents").  ext has nparams entries when any bit is
+	 * set, else NULL.
+	 */
+	uint64_t has_extent;
+	struct ptxro_extent *ext;
 };
 
 struct ptxro_module {

@@ -46,6 +46,7 @@
 #define PTXTAB_PROBE_MAX 8
 
 int ptxtab_on;
+int ptxtab_extents_on;
 
 /* The verdicts of one loaded image, one entry per kernel name. */
 struct ptxtab_image {
@@ -63,7 +64,7 @@ static unsigned long ptxtab_images, ptxtab_errors, ptxtab_analysed;
 static unsigned long ptxtab_unloads;
 static bool ptxtab_told_no_codec;
 static atomic_ulong ptxtab_kernels, ptxtab_params_ro, ptxtab_mismatch,
-	ptxtab_unowned;
+	ptxtab_unowned, ptxtab_params_ext;
 
 int ptxtab_init(const char *value, int scheduling)
 {
@@ -73,6 +74,16 @@ int ptxtab_init(const char *value, int scheduling)
 	    strcmp(value, "1") != 0)
 		log_warn("KMUX_PTX_READONLY=%s: only 0 turns the read-only "
 			 "proof off; it stays on", value);
+	return 0;
+}
+
+int ptxtab_extents_init(const char *value)
+{
+	ptxtab_extents_on = ptxtab_on && !(value && strcmp(value, "0") == 0);
+	if (value && *value && strcmp(value, "0") != 0 &&
+	    strcmp(value, "1") != 0)
+		log_warn("KMUX_PTX_EXTENTS=%s: only 0 turns the exact extents "
+			 "off; they stay on", value);
 	return 0;
 }
 
@@ -138,8 +149,14 @@ static struct ptxro_module ptxtab_merge(struct ptxro_module *m)
 				old->readonly = 0;
 			else
 				old->readonly &= e->readonly;
+			/*
+			 * Which text the driver runs is unknown: no
+			 * extents for a name seen twice in one image.
+			 */
+			old->has_extent = 0;
 			free(e->name);
 			free(e->size);
+			free(e->ext);
 			continue;
 		}
 		/* Names are few per image: out grows to at most m->n. */
@@ -151,6 +168,7 @@ static struct ptxro_module ptxtab_merge(struct ptxro_module *m)
 				for (int j = i; j < m->n; j++) {
 					free(m->e[j].name);
 					free(m->e[j].size);
+					free(m->e[j].ext);
 				}
 				break;
 			}
@@ -263,7 +281,8 @@ void ptxtab_modules_gone(void)
  */
 static int ptxtab_owner_verdict(enum ptxtab_owner kind, const void *handle,
 				const char *name, int nparams,
-				const uint32_t *size, uint64_t *ro)
+				const uint32_t *size, uint64_t *ro,
+				uint64_t *has_ext, struct kparams_extent *ext)
 {
 	struct ptxtab_image *img;
 	struct ptxro_entry *e;
@@ -272,8 +291,16 @@ static int ptxtab_owner_verdict(enum ptxtab_owner kind, const void *handle,
 	img = ptxtab_find(kind, handle);
 	e = img ? ptxtab_entry(&img->m, name) : NULL;
 	*ro = 0;
+	*has_ext = 0;
 	if (e && ptxtab_same_layout(e, nparams, size)) {
 		*ro = e->readonly;
+		if (ptxtab_extents_on && e->ext) {
+			*has_ext = e->has_extent;
+			for (int i = 0; i < nparams && i < 64; i++)
+				if (*has_ext >> i & 1)
+					ext[i] = (struct kparams_extent){
+						e->ext[i].lo, e->ext[i].hi };
+		}
 		atomic_fetch_add(&ptxtab_kernels, 1);
 	} else if (e) {
 		atomic_fetch_add(&ptxtab_mismatch, 1);
@@ -288,17 +315,21 @@ static int ptxtab_owner_verdict(enum ptxtab_owner kind, const void *handle,
 /*
  * f is neither a function of a recorded module nor a kernel of a recorded
  * library the driver named: it may be the per-context function of a
- * library kernel.  Returns the verdict of the library whose kernel `name`
- * is f itself, or 0.
+ * library kernel.  Returns 1 with the verdict of the library whose kernel
+ * `name` is f itself (asked again once the owner is proven: it may have
+ * been unloaded meanwhile), or 0.
  */
-static uint64_t ptxtab_probe_libraries(const void *f, const char *name,
-				       int nparams, const uint32_t *size,
-				       const struct ptxtab_driver *drv)
+static int ptxtab_probe_libraries(const void *f, const char *name,
+				  int nparams, const uint32_t *size,
+				  const struct ptxtab_driver *drv,
+				  uint64_t *ro, uint64_t *has_ext,
+				  struct kparams_extent *ext)
 {
 	const void *lib[PTXTAB_PROBE_MAX];
-	uint64_t ro[PTXTAB_PROBE_MAX];
 	int n = 0;
 
+	*ro = 0;
+	*has_ext = 0;
 	if (!drv->library_get_kernel)
 		return 0;
 	pthread_mutex_lock(&ptxtab_mu);
@@ -309,11 +340,11 @@ static uint64_t ptxtab_probe_libraries(const void *f, const char *name,
 			continue;
 		e = ptxtab_entry(&ptxtab_img[i].m, name);
 		/* Nothing to gain from proving an owner with no verdict. */
-		if (!e || !e->readonly ||
+		if (!e || !(e->readonly ||
+			    (ptxtab_extents_on && e->has_extent)) ||
 		    !ptxtab_same_layout(e, nparams, size))
 			continue;
-		lib[n] = ptxtab_img[i].handle;
-		ro[n++] = e->readonly;
+		lib[n++] = ptxtab_img[i].handle;
 	}
 	pthread_mutex_unlock(&ptxtab_mu);
 	for (int i = 0; i < n; i++) {
@@ -326,21 +357,23 @@ static uint64_t ptxtab_probe_libraries(const void *f, const char *name,
 		if ((const void *)k == f ||
 		    (drv->kernel_get_function &&
 		     drv->kernel_get_function(&g, k) == CUDA_SUCCESS &&
-		     (const void *)g == f)) {
-			atomic_fetch_add(&ptxtab_kernels, 1);
-			return ro[i];
-		}
+		     (const void *)g == f))
+			return ptxtab_owner_verdict(PTXTAB_LIBRARY, lib[i],
+						    name, nparams, size, ro,
+						    has_ext, ext);
 	}
 	return 0;
 }
 
 uint64_t ptxtab_readonly(const void *f, int is_kernel, const char *name,
-			 int nparams, const uint32_t *size)
+			 int nparams, const uint32_t *size, uint64_t *has_ext,
+			 struct kparams_extent *ext)
 {
 	struct ptxtab_driver drv;
 	uint64_t ro = 0;
 	int owned = 0;
 
+	*has_ext = 0;
 	if (!ptxtab_on || !f || !name || nparams <= 0)
 		return 0;
 	pthread_mutex_lock(&ptxtab_mu);
@@ -351,7 +384,8 @@ uint64_t ptxtab_readonly(const void *f, int is_kernel, const char *name,
 
 		if (drv.func_get_module(&m, (CUfunction)f) == CUDA_SUCCESS && m)
 			owned = ptxtab_owner_verdict(PTXTAB_MODULE, m, name,
-						     nparams, size, &ro);
+						     nparams, size, &ro,
+						     has_ext, ext);
 	}
 	if (!owned && is_kernel && drv.kernel_get_library) {
 		CUlibrary l = NULL;
@@ -359,15 +393,17 @@ uint64_t ptxtab_readonly(const void *f, int is_kernel, const char *name,
 		if (drv.kernel_get_library(&l, (CUkernel)f) == CUDA_SUCCESS &&
 		    l)
 			owned = ptxtab_owner_verdict(PTXTAB_LIBRARY, l, name,
-						     nparams, size, &ro);
+						     nparams, size, &ro,
+						     has_ext, ext);
 	}
-	if (!owned) {
-		ro = ptxtab_probe_libraries(f, name, nparams, size, &drv);
-		if (!ro)
-			atomic_fetch_add(&ptxtab_unowned, 1);
-	}
+	if (!owned &&
+	    !ptxtab_probe_libraries(f, name, nparams, size, &drv, &ro,
+				    has_ext, ext))
+		atomic_fetch_add(&ptxtab_unowned, 1);
 	atomic_fetch_add(&ptxtab_params_ro,
 			 (unsigned long)__builtin_popcountll(ro));
+	atomic_fetch_add(&ptxtab_params_ext,
+			 (unsigned long)__builtin_popcountll(*has_ext));
 	return ro;
 }
 
@@ -380,13 +416,15 @@ void ptxtab_report(void)
 		 "decompressed), %u without PTX, %u compressed PTX skipped, %u "
 		 "malformed, %lu kernels "
 		 "analysed; %lu launched kernels matched, %lu parameters "
-		 "proven read-only, %lu layout mismatches, %lu launched "
+		 "proven read-only, %lu with exact extents, %lu layout "
+		 "mismatches, %lu launched "
 		 "kernels without a readable image, %lu images unloaded, "
 		 "%lu errors",
 		 (int)getpid(), ptxtab_images, ptxtab_st.ptx,
 		 ptxtab_st.decompressed, ptxtab_st.no_ptx, ptxtab_st.compressed,
 		 ptxtab_st.bad, ptxtab_analysed, atomic_load(&ptxtab_kernels),
 		 atomic_load(&ptxtab_params_ro),
+		 atomic_load(&ptxtab_params_ext),
 		 atomic_load(&ptxtab_mismatch), atomic_load(&ptxtab_unowned),
 		 ptxtab_unloads, ptxtab_errors);
 	pthread_mutex_unlock(&ptxtab_mu);

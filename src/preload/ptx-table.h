@@ -10,12 +10,18 @@
 #include <stdint.h>
 
 #include "cuda-internal.h"
+#include "kparams.h"
 
 /*
  * Non-zero when images are scanned and verdicts given: the scheduler is on
  * and KMUX_PTX_READONLY is not "0".
  */
 extern int ptxtab_on;
+/*
+ * Non-zero when the verdicts include exact extents (ptx-readonly.h): the
+ * scan is on and KMUX_PTX_EXTENTS is not "0".
+ */
+extern int ptxtab_extents_on;
 
 /*
  * From the constructor, after the scheduler's: value is KMUX_PTX_READONLY
@@ -24,6 +30,13 @@ extern int ptxtab_on;
  * images are not scanned at all).  Returns 0.
  */
 int ptxtab_init(const char *value, int scheduling);
+
+/*
+ * After ptxtab_init(): value is KMUX_PTX_EXTENTS (unset, empty or anything
+ * but "0": on, when the scan is).  Off, launches keep whole-allocation
+ * accesses.  Returns 0.
+ */
+int ptxtab_extents_init(const char *value);
 
 /*
  * The driver entry points used to find which loaded image a launched
@@ -61,10 +74,13 @@ void ptxtab_modules_gone(void);
  * else a CUfunction), whose driver name and layout are given, is proven
  * read-only by the PTX of the very image f was loaded from.  0 when that
  * image is unknown or unreadable, the option is off, or the layout
- * differs.  Asks the driver; callers cache the answer (kparams.h).
+ * differs.  The same image's extents go to *has_ext (bit i) and ext[i]
+ * (nparams entries), none when KMUX_PTX_EXTENTS=0 or the image has the
+ * name twice.  Asks the driver; callers cache the answer (kparams.h).
  */
 uint64_t ptxtab_readonly(const void *f, int is_kernel, const char *name,
-			 int nparams, const uint32_t *size);
+			 int nparams, const uint32_t *size, uint64_t *has_ext,
+			 struct kparams_extent *ext);
 
 /* KMUX_LOG=info counters, at exit. */
 void ptxtab_report(void);

@@ -41,7 +41,7 @@
  * rarely exceeds a few entries.  When it would exceed SCHED_RD_INLINE, the
  * oldest entry's stream goes into r_over: "some read on this stream, at most
  * its end": a later writer then waits for the end of that stream as it is at
- * that time (conservative, never wrong).  80 bytes.
+ * that time (conservative, never wrong).  96 bytes.
  */
 struct sched_astate {
 	uint64_t id;		/* allocation id; 0: empty slot */
@@ -54,7 +54,32 @@ struct sched_astate {
 	uint8_t r_stream[SCHED_RD_INLINE];
 	uint8_t nr;		/* entries in r_seq / r_stream */
 	uint8_t hot;		/* SCHED_HOT_* */
+	/*
+	 * Byte ranges (sched_access.len != 0) are tracked as sub-states: an
+	 * allocation's state holds the operations that touched it whole,
+	 * and nsub sub-states (ids sched_sub_id(id, k)) hold, each, those
+	 * that touched exactly [lo, hi).  An access consults its
+	 * allocation's state and every sub-state its range overlaps (a
+	 * whole access: all of them), and is recorded in the sub-state of
+	 * its exact range, or in the allocation's state when it has none.
+	 */
+	uint8_t nsub;		/* allocation state: sub-states in use */
+	uint64_t lo, hi;	/* sub-state: its byte range */
 };
+
+#define SCHED_SUB_MAX	8
+/* Ids a sub-state may be derived from: bits 58..60 and 63 free. */
+#define SCHED_SUB_BITS	((1ull << 63) | (7ull << 58))
+
+static inline int sched_sub_ok(uint64_t id)
+{
+	return !(id & SCHED_SUB_BITS);
+}
+
+static inline uint64_t sched_sub_id(uint64_t id, int k)
+{
+	return (1ull << 63) | ((uint64_t)k << 58) | id;
+}
 
 /*
  * Allocation states: open addressing, linear probing, deletion by backward
@@ -245,6 +270,41 @@ static inline struct sched_astate *sched_map_find(const struct sched_map *m,
 		i = (i + 1) & m->mask;
 	}
 }
+/* The access names a byte range that sub-states can track. */
+static inline int sched_acc_ranged(const struct sched_access *x)
+{
+	return x->len && x->off + x->len > x->off &&
+	       sched_sub_ok(x->alloc_id);
+}
+
+/* Whether sub-state c's range and the access's bytes share a byte. */
+static inline int sched_sub_overlaps(const struct sched_astate *c,
+				     const struct sched_access *x)
+{
+	return !sched_acc_ranged(x) ||
+	       (x->off < c->hi && c->lo < x->off + x->len);
+}
+
+/*
+ * The dependencies of access x to the allocation whose state is a: its
+ * whole-allocation accesses, and those of every overlapping sub-state.
+ */
+static inline void sched_need_access(struct sched *s,
+				     const struct sched_astate *a,
+				     const struct sched_access *x)
+{
+	int writes = x->mode != SCHED_READ;
+
+	sched_need_state(s, a, writes);
+	for (int k = 0; k < a->nsub; k++) {
+		const struct sched_astate *c =
+			sched_map_find(&s->map, sched_sub_id(a->id, k));
+
+		if (c && sched_sub_overlaps(c, x))
+			sched_need_state(s, c, writes);
+	}
+}
+
 /* Room for `more` new ids; 0, -ENOMEM or -ENOSPC (max_allocs). */
 int sched_map_reserve(struct sched *s, uint32_t more);
 /* After sched_map_reserve(): never fails. */

@@ -165,11 +165,25 @@ int sched_rename(struct sched *s, uint64_t from, uint64_t to)
 		return 0;
 	if (sched_map_find(&s->map, to))
 		return -EEXIST;
+	if (a->nsub && !sched_sub_ok(to))
+		return -EINVAL;	/* its sub-states could not follow it */
 	/* Room first, so that a failure leaves everything as it was. */
-	err = sched_map_reserve(s, 1);
+	err = sched_map_reserve(s, 1u + a->nsub);
 	if (err)
 		return err;
 	keep = *sched_map_find(&s->map, from);
+	for (int k = 0; k < keep.nsub; k++) {
+		struct sched_astate *c = sched_map_find(&s->map,
+							sched_sub_id(from, k));
+		struct sched_astate sub;
+
+		if (!c)
+			continue;
+		sub = *c;
+		sched_map_delete(&s->map, sub.id);
+		sub.id = sched_sub_id(to, k);
+		*sched_map_get(&s->map, sub.id) = sub;
+	}
 	sched_map_delete(&s->map, from);
 	a = sched_map_get(&s->map, to);
 	keep.id = to;

@@ -158,7 +158,7 @@ int sched_sync_for(struct sched *s, const struct sched_access *acc, int nacc,
 							      acc[i].alloc_id);
 
 		if (a)
-			sched_need_state(s, a, acc[i].mode != SCHED_READ);
+			sched_need_access(s, a, &acc[i]);
 	}
 	sched_hw_finish(s, out);
 	return 0;
@@ -176,9 +176,11 @@ int sched_sync_for_read(struct sched *s, const uint64_t *alloc_ids, int n,
 	for (int i = 0; i < n; i++) {
 		const struct sched_astate *a = sched_map_find(&s->map,
 							      alloc_ids[i]);
+		const struct sched_access x = { .alloc_id = alloc_ids[i],
+						.mode = SCHED_READ };
 
 		if (a)
-			sched_need_state(s, a, 0);
+			sched_need_access(s, a, &x);
 	}
 	sched_hw_finish(s, out);
 	return 0;

@@ -585,6 +585,82 @@ static void sched_add_reader(struct sched *s, struct sched_astate *a, int t,
 	a->r_fin = sched_max(a->r_fin, fin);
 }
 
+/* Whether state c holds nothing an operation could still wait for. */
+static int sched_state_idle(const struct sched *s,
+			    const struct sched_astate *c)
+{
+	if (c->r_over || (c->w_seq && !sched_is_done(s, c->w_stream,
+						      c->w_seq)))
+		return 0;
+	for (int i = 0; i < c->nr; i++)
+		if (!sched_is_done(s, c->r_stream[i], c->r_seq[i]))
+			return 0;
+	return 1;
+}
+
+static void sched_state_clear(struct sched_astate *c)
+{
+	c->w_seq = 0;
+	c->nr = 0;
+	c->r_over = 0;
+	c->w_fin = 0;
+	c->r_fin = 0;
+}
+
+/*
+ * The state an access to the byte range of x is recorded in: the
+ * sub-state of exactly that range, a new one, an idle one taken over (it
+ * holds nothing to wait for), or, when all SCHED_SUB_MAX are busy, the
+ * allocation's own state a (then the access counts as a whole one for
+ * later accesses: more waits, never fewer).  Room for one new id was
+ * reserved.
+ */
+static struct sched_astate *sched_sub_state(struct sched *s,
+					    struct sched_astate *a,
+					    const struct sched_access *x)
+{
+	struct sched_astate *c, *idle = NULL;
+	uint64_t lo = x->off, hi = x->off + x->len;
+
+	for (int k = 0; k < a->nsub; k++) {
+		c = sched_map_find(&s->map, sched_sub_id(a->id, k));
+		if (!c)
+			continue;
+		if (c->lo == lo && c->hi == hi)
+			return c;
+		if (!idle && sched_state_idle(s, c))
+			idle = c;
+	}
+	if (idle) {
+		sched_state_clear(idle);
+	} else if (a->nsub < SCHED_SUB_MAX) {
+		/* Insertion moves no other state: a stays valid. */
+		idle = sched_map_get(&s->map, sched_sub_id(a->id, a->nsub));
+		a->nsub++;
+	} else {
+		return a;
+	}
+	idle->lo = lo;
+	idle->hi = hi;
+	return idle;
+}
+
+/*
+ * A whole-allocation write: it waited for every sub-state (see
+ * sched_need_access), so they hold nothing a later access needs that the
+ * writer does not imply; later accesses find the writer in a.
+ */
+static void sched_subs_written(struct sched *s, struct sched_astate *a)
+{
+	for (int k = 0; k < a->nsub; k++) {
+		struct sched_astate *c =
+			sched_map_find(&s->map, sched_sub_id(a->id, k));
+
+		if (c)
+			sched_state_clear(c);
+	}
+}
+
 /*
  * Returns whether an event right after the operation is wanted; *src and
  * *srcbit: the first allocation whose hot mark wants it, and that mark.
@@ -603,6 +679,10 @@ static int sched_update_states(struct sched *s,
 		struct sched_astate *a = i < SCHED_FOUND_MAX && found[i]
 			? found[i] : sched_map_get(&s->map, acc[i].alloc_id);
 
+		if (sched_acc_ranged(&acc[i]))
+			a = sched_sub_state(s, a, &acc[i]);
+		else if (acc[i].mode != SCHED_READ)
+			sched_subs_written(s, a);
 		if (acc[i].mode == SCHED_READ) {
 			bit = a->hot & SCHED_HOT_R;
 			sched_add_reader(s, a, t, seq, fin);
@@ -701,8 +781,11 @@ int sched_submit_weighted(struct sched *s, const struct sched_access *acc,
 		if (i < SCHED_FOUND_MAX)
 			found[i] = a;
 		if (a)
-			sched_need_state(s, a, acc[i].mode != SCHED_READ);
+			sched_need_access(s, a, &acc[i]);
 		else
+			misses++;
+		/* A sub-state for its range may be new (harmless if not). */
+		if (sched_acc_ranged(&acc[i]))
 			misses++;
 	}
 	sched_need_barrier(s);
@@ -740,8 +823,15 @@ int sched_submit_weighted(struct sched *s, const struct sched_access *acc,
 
 int sched_forget(struct sched *s, uint64_t alloc_id)
 {
+	struct sched_astate *a;
+	int nsub;
+
 	if (!s || !alloc_id)
 		return -ENOENT;
+	a = sched_map_find(&s->map, alloc_id);
+	nsub = a ? a->nsub : 0;
+	for (int k = 0; k < nsub; k++)
+		sched_map_delete(&s->map, sched_sub_id(alloc_id, k));
 	return sched_map_delete(&s->map, alloc_id);
 }
 

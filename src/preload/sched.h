@@ -77,6 +77,14 @@ enum sched_mode {
 struct sched_access {
 	uint64_t alloc_id;	/* alloc-table id, never 0 */
 	enum sched_mode mode;
+	/*
+	 * The bytes [off, off + len) of the allocation, when the caller has
+	 * proven the operation touches nothing else (ptx-readonly.c's
+	 * extents); len 0, the zero value: the whole allocation.  Two
+	 * accesses to one allocation conflict only where their byte ranges
+	 * overlap; a whole access overlaps every range.
+	 */
+	uint64_t off, len;
 };
 
 /* sched_new() flags. */
@@ -192,7 +200,7 @@ struct sched;
  * caller bounds it by CUDA_DEVICE_MAX_CONNECTIONS).  flags: SCHED_EAGER_*.
  * 0, or -EINVAL, -ENOMEM.  Memory: (1 + SCHED_EVENTS_PER_STREAM) *
  * nstreams^2 words (288 KiB at 64 streams, 18 KiB at 16), plus a map of
- * 80-byte allocation states at most half full (20 KiB at first).
+ * 96-byte allocation states at most half full (24 KiB at first).
  */
 int sched_new(int nstreams, unsigned flags, struct sched **out);
 void sched_free(struct sched *s);

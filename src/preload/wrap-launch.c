@@ -223,13 +223,16 @@ static int launch_sched(struct launch_op *op, CUresult *r)
 		}
 		/*
 		 * Read-write unless every parameter pointing into the
-		 * allocation is proven read-only (ptx-table.h).
+		 * allocation is proven read-only (ptx-table.h); a byte range
+		 * when every one has an exact extent (kparams.h).
 		 */
 		for (int i = 0; i < op->tl.nacc; i++)
 			acc[i] = (struct sched_access){
 				.alloc_id = op->acc[i].alloc_id,
 				.mode = op->acc[i].readonly ? SCHED_READ
 							    : SCHED_RW,
+				.off = op->acc[i].off,
+				.len = op->acc[i].len,
 			};
 		rq.acc = acc;
 		rq.nacc = op->tl.nacc;

@@ -489,7 +489,7 @@ static CUresult free_async(struct async_args *a)
 		return r;
 	}
 	if (alloc_table_find(t, a->ptr, &al) == 0 && al.base == a->ptr) {
-		acc = (struct sched_access){ al.id, SCHED_WRITE };
+		acc = (struct sched_access){ .alloc_id = al.id, .mode = SCHED_WRITE };
 		rq.acc = &acc;
 		rq.nacc = 1;
 	} else {

@@ -50,7 +50,8 @@ $(BUILD)/tests/e2e/drv-threads: tests/e2e/progs/drv-threads.c tests/e2e/progs/e2
 # The stream scheduler's programs (issue 3): a random DAG on the default
 # stream, and one program per case that must keep its order.  Linked with
 # the simulated driver: streams-cases reads simcuda's records in-process.
-E2E_STREAMS_PROGS = rand-dag rand-dag-pt streams-cases launch-cost ptx-readonly
+E2E_STREAMS_PROGS = rand-dag rand-dag-pt streams-cases launch-cost ptx-readonly \
+	ptx-extents
 TEST_TARGETS += $(E2E_STREAMS_PROGS:%=$(BUILD)/tests/e2e/%)
 
 $(BUILD)/tests/e2e/rand-dag: tests/e2e/progs/rand-dag.c tests/e2e/progs/e2e-common.h $(E2E_SIMDIR)/libcuda.so.1
@@ -67,6 +68,11 @@ $(BUILD)/tests/e2e/streams-cases: tests/e2e/progs/streams-cases.c tests/e2e/prog
 
 # Read-only parameters proven from PTX (KMUX_PTX_READONLY, t5a).
 $(BUILD)/tests/e2e/ptx-readonly: tests/e2e/progs/ptx-readonly.c tests/e2e/progs/e2e-common.h tests/e2e/progs/sim-overlap.h tests/simcuda/simcuda.h $(E2E_SIMDIR)/libcuda.so.1
+	@mkdir -p $(dir $@)
+	$(CC) $(E2E_CFLAGS) -Itests/simcuda -o $@ $< -L$(E2E_SIMDIR) -lcuda
+
+# Exact extents of constant-offset pointers (KMUX_PTX_EXTENTS, t5b).
+$(BUILD)/tests/e2e/ptx-extents: tests/e2e/progs/ptx-extents.c tests/e2e/progs/e2e-common.h tests/e2e/progs/sim-overlap.h tests/simcuda/simcuda.h $(E2E_SIMDIR)/libcuda.so.1
 	@mkdir -p $(dir $@)
 	$(CC) $(E2E_CFLAGS) -Itests/simcuda -o $@ $< -L$(E2E_SIMDIR) -lcuda
 

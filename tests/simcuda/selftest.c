@@ -1091,6 +1091,39 @@ static int test_checker(const char *self)
 		expect(rc == 2, "simcuda-check on a malformed log: %d", rc);
 		unlink(bad);
 	}
+	/*
+	 * Byte ranges (":lo:hi" after the mode): two overlapping writers of
+	 * one allocation conflict only where their ranges share a byte.
+	 */
+	{
+		static const struct {
+			const char *a, *b;
+			int rc;
+		} rg[] = {
+			{ ":0x0:0x4", ":0x4:0x8", 0 },
+			{ ":0x0:0x5", ":0x4:0x8", 1 },
+			{ "", ":0x40:0x44", 1 },	/* whole vs range */
+			{ ":0x8:0x4", ":0x0:0x4", 2 },	/* lo >= hi */
+			{ ":0x0", ":0x0:0x4", 2 },	/* hi missing */
+		};
+
+		for (unsigned i = 0; i < sizeof(rg) / sizeof(rg[0]); i++) {
+			f = fopen(bad, "w");
+			if (expect(f != NULL, "%s: %s", bad, strerror(errno)))
+				break;
+			fprintf(f, "op v=1 seq=1 pid=1 stream=1 kind=kernel "
+				"name=a start=1 end=10 acc=1:0x1000:w%s\n"
+				"op v=1 seq=2 pid=1 stream=2 kind=kernel "
+				"name=b start=2 end=11 acc=1:0x1000:w%s\n",
+				rg[i].a, rg[i].b);
+			fclose(f);
+			rc = run(check_bad, NULL, 1, NULL);
+			expect(rc == rg[i].rc, "simcuda-check, ranges '%s' "
+			       "'%s': %d, not %d", rg[i].a, rg[i].b, rc,
+			       rg[i].rc);
+			unlink(bad);
+		}
+	}
 	return 0;
 }
 

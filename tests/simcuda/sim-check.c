@@ -36,6 +36,12 @@ static int overlap(const struct sim_rec *a, const struct sim_rec *b)
 	return a->start < b->end && b->start < a->end;
 }
 
+/* Two accesses to one allocation share a byte. */
+static int same_bytes(const struct sim_acc *x, const struct sim_acc *y)
+{
+	return x->alloc == y->alloc && x->lo < y->hi && y->lo < x->hi;
+}
+
 static int conflict(const struct sim_rec *a, const struct sim_rec *b)
 {
 	unsigned i, j;
@@ -44,7 +50,7 @@ static int conflict(const struct sim_rec *a, const struct sim_rec *b)
 		return 0;
 	for (i = 0; i < a->nacc; i++) {
 		for (j = 0; j < b->nacc; j++) {
-			if (a->acc[i].alloc != b->acc[j].alloc)
+			if (!same_bytes(&a->acc[i], &b->acc[j]))
 				continue;
 			if ((a->acc[i].rw | b->acc[j].rw) & SIM_WRITE)
 				return 1;
@@ -105,7 +111,7 @@ static const struct sim_acc *shared_acc(const struct sim_rec *a,
 
 	for (i = 0; i < a->nacc; i++)
 		for (j = 0; j < b->nacc; j++)
-			if (a->acc[i].alloc == b->acc[j].alloc &&
+			if (same_bytes(&a->acc[i], &b->acc[j]) &&
 			    ((a->acc[i].rw | b->acc[j].rw) & SIM_WRITE))
 				return &a->acc[i];
 	return NULL;

@@ -102,7 +102,8 @@ void *sim_exec_access(struct sim_exec *x, uint64_t p, size_t bytes,
 			return NULL;
 		}
 	} else if (x->rec != NULL &&
-		   sim_rec_add_acc(x->rec, a->id, a->base, rw) < 0) {
+		   sim_rec_add_range(x->rec, a->id, a->base, p - a->base,
+				     p - a->base + bytes, rw) < 0) {
 		sim_warn("out of memory recording an access");
 	}
 	if (pin(x, a, p, p + bytes) < 0) {

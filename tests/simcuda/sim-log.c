@@ -6,7 +6,9 @@
  *
  * (one line; wrapped here).  Fields are space-separated key=value pairs after
  * the leading "op"; unknown keys are ignored so the format can grow.  acc is
- * a comma-separated list of alloc:base:rw (rw is r, w or rw), or "-".  fault
+ * a comma-separated list of alloc:base:rw (rw is r, w or rw), each with an
+ * optional :lo:hi (the byte range touched, from base; absent: the whole
+ * allocation), or "-".  fault
  * is a comma-separated list of addr:size:rw:why, or "-".  Numbers are decimal
  * or 0x-prefixed hex.  Lines starting with '#' and blank lines are comments.
  *
@@ -55,12 +57,22 @@ static const char *rw_name(unsigned rw)
 int sim_rec_add_acc(struct sim_rec *r, uint64_t alloc, uint64_t base,
 		    unsigned rw)
 {
+	return sim_rec_add_range(r, alloc, base, 0, SIM_ACC_WHOLE, rw);
+}
+
+int sim_rec_add_range(struct sim_rec *r, uint64_t alloc, uint64_t base,
+		      uint64_t lo, uint64_t hi, unsigned rw)
+{
 	struct sim_acc *n;
 	unsigned i;
 
 	for (i = 0; i < r->nacc; i++) {
 		if (r->acc[i].alloc == alloc) {
 			r->acc[i].rw |= rw;
+			if (lo < r->acc[i].lo)
+				r->acc[i].lo = lo;
+			if (hi > r->acc[i].hi)
+				r->acc[i].hi = hi;
 			return 0;
 		}
 	}
@@ -76,6 +88,8 @@ int sim_rec_add_acc(struct sim_rec *r, uint64_t alloc, uint64_t base,
 	r->acc[r->nacc].alloc = alloc;
 	r->acc[r->nacc].base = base;
 	r->acc[r->nacc].rw = rw;
+	r->acc[r->nacc].lo = lo;
+	r->acc[r->nacc].hi = hi;
 	r->nacc++;
 	return 0;
 }
@@ -167,10 +181,16 @@ size_t sim_rec_format(const struct sim_rec *r, char *buf, size_t len)
 	    (unsigned long long)r->start, (unsigned long long)r->end);
 	if (r->nacc == 0)
 		put(buf, len, &off, "-");
-	for (i = 0; i < r->nacc && i < SIM_REC_MAX_ACC; i++)
+	for (i = 0; i < r->nacc && i < SIM_REC_MAX_ACC; i++) {
 		put(buf, len, &off, "%s%llu:0x%llx:%s", i ? "," : "",
 		    (unsigned long long)r->acc[i].alloc,
 		    (unsigned long long)r->acc[i].base, rw_name(r->acc[i].rw));
+		/* A range only when not the whole allocation. */
+		if (r->acc[i].lo != 0 || r->acc[i].hi != SIM_ACC_WHOLE)
+			put(buf, len, &off, ":0x%llx:0x%llx",
+			    (unsigned long long)r->acc[i].lo,
+			    (unsigned long long)r->acc[i].hi);
+	}
 	put(buf, len, &off, " fault=");
 	if (r->nfault == 0)
 		put(buf, len, &off, "-");
@@ -254,9 +274,9 @@ static int parse_acc_list(const char *s, size_t n, struct sim_rec *r)
 	if (n == 1 && s[0] == '-')
 		return 0;
 	while (n > 0) {
-		const char *item = s, *f2, *f3;
-		size_t in, n1, n2, n3;
-		uint64_t alloc, base;
+		const char *item = s, *f2, *f3, *f4, *f5;
+		size_t in, n1, n2, n3, n4, n5;
+		uint64_t alloc, base, lo = 0, hi = SIM_ACC_WHOLE;
 		unsigned rw;
 		const char *comma = memchr(s, ',', n);
 
@@ -266,10 +286,16 @@ static int parse_acc_list(const char *s, size_t n, struct sim_rec *r)
 		if (split(item, in, ':', &n1, &f2, &n2) < 0 ||
 		    split(f2, n2, ':', &n2, &f3, &n3) < 0)
 			return -1;
+		/* Optional ":lo:hi", a byte range. */
+		if (split(f3, n3, ':', &n3, &f4, &n4) == 0 &&
+		    (split(f4, n4, ':', &n4, &f5, &n5) < 0 ||
+		     parse_u64(f4, n4, &lo) < 0 ||
+		     parse_u64(f5, n5, &hi) < 0 || lo >= hi))
+			return -1;
 		if (parse_u64(item, n1, &alloc) < 0 ||
 		    parse_u64(f2, n2, &base) < 0 || parse_rw(f3, n3, &rw) < 0)
 			return -1;
-		if (sim_rec_add_acc(r, alloc, base, rw) < 0)
+		if (sim_rec_add_range(r, alloc, base, lo, hi, rw) < 0)
 			return -1;
 		if (comma == NULL)
 			break;

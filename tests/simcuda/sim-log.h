@@ -34,7 +34,15 @@ struct sim_acc {
 	uint64_t alloc;		/* allocation id: process-unique, not reused */
 	uint64_t base;		/* its base address */
 	unsigned rw;		/* SIM_READ | SIM_WRITE */
+	/*
+	 * The bytes touched, from the base: the hull of every access merged
+	 * in ([0, SIM_ACC_WHOLE): all of it, as for a free).  Two records
+	 * conflict only where their ranges share a byte.
+	 */
+	uint64_t lo, hi;
 };
+
+#define SIM_ACC_WHOLE UINT64_MAX
 
 struct sim_fault {
 	uint64_t addr;
@@ -62,9 +70,15 @@ struct sim_rec {
 
 const char *sim_rec_kind_name(int kind);
 
-/* Add (alloc, base, rw) to r, merging with an existing entry.  -1: ENOMEM. */
+/*
+ * Add (alloc, base, rw) to r, the whole allocation, merging with an
+ * existing entry.  -1: ENOMEM.
+ */
 int sim_rec_add_acc(struct sim_rec *r, uint64_t alloc, uint64_t base,
 		    unsigned rw);
+/* The same for the bytes [lo, hi) from base (their hull when merged). */
+int sim_rec_add_range(struct sim_rec *r, uint64_t alloc, uint64_t base,
+		      uint64_t lo, uint64_t hi, unsigned rw);
 int sim_rec_add_fault(struct sim_rec *r, uint64_t addr, uint64_t size,
 		      unsigned rw, const char *why);
 void sim_rec_free(struct sim_rec *r);

@@ -870,9 +870,12 @@ static int ro_seen_kernel = -1;
 
 /* A readonly prover that proves parameter 1 of kernels named "other". */
 static uint64_t fake_readonly(const void *f, int is_kernel, const char *name,
-			      int nparams, const uint32_t *size)
+			      int nparams, const uint32_t *size,
+			      uint64_t *has_ext, struct kparams_extent *ext)
 {
 	(void)size;
+	(void)ext;
+	*has_ext = 0;
 	ro_seen_f = f;
 	ro_seen_kernel = is_kernel;
 	return strcmp(name, "other") == 0 && nparams == 2 ? 0x2 : 0;
@@ -916,6 +919,136 @@ static void test_invalidate_relearns(void **state)
 	assert_ptr_equal(kparams_info(H(f)), again);
 	assert_int_equal(f->func_name_calls, 2);
 	kparams_set_readonly(NULL);
+}
+
+/*
+ * An extent prover for kernels named "ext3": parameters 0 and 1 reach
+ * [0, 8) and [-4, 4) from their value, parameter 2 has none; parameter 3
+ * claims a range no kernel has (dropped).
+ */
+static uint64_t fake_extents(const void *f, int is_kernel, const char *name,
+			     int nparams, const uint32_t *size,
+			     uint64_t *has_ext, struct kparams_extent *ext)
+{
+	(void)f;
+	(void)is_kernel;
+	(void)size;
+	*has_ext = 0;
+	if (strcmp(name, "ext3") != 0 || nparams != 4)
+		return 0;
+	ext[0] = (struct kparams_extent){ 0, 8 };
+	ext[1] = (struct kparams_extent){ -4, 4 };
+	ext[3] = (struct kparams_extent){ 0, (int64_t)1 << 50 };
+	*has_ext = 0xb;
+	return 0;
+}
+
+/* ext3(u64 *p0, u64 *p1, u64 *p2, u64 *p3): kp_add's range decision. */
+static void test_extent_ranges(void **state)
+{
+	struct fixture *fx = *state;
+	struct fake_fn *f = fake_new("ext3", false, 4, (size_t)0, (size_t)8,
+				     (size_t)8, (size_t)8, (size_t)16,
+				     (size_t)8, (size_t)24, (size_t)8);
+	const struct kernel_info *ki;
+	uint64_t p[4] = { A_BASE + 16, 0, 0, 0 };
+	void *kp[] = { &p[0], &p[1], &p[2], &p[3] };
+	struct access acc[8];
+	unsigned flags;
+
+	kparams_set_readonly(fake_extents);
+	ki = kparams_info(H(f));
+	kparams_set_readonly(NULL);
+	assert_non_null(ki);
+	/* The absurd extent of parameter 3 is not kept. */
+	assert_int_equal(ki->has_extent, 0x3);
+	assert_non_null(ki->ext);
+
+	/* Inside the allocation: exactly [16, 24). */
+	assert_int_equal(kparams_collect(fx->t, ki, kp, NULL, acc, 8, &flags),
+			 1);
+	assert_access(&acc[0], fx->a, A_BASE, ALLOC_DEVICE, 0);
+	assert_int_equal(acc[0].off, 16);
+	assert_int_equal(acc[0].len, 8);
+	/* Ending exactly at the end is inside. */
+	p[0] = A_BASE + 0x1000 - 8;
+	kparams_collect(fx->t, ki, kp, NULL, acc, 8, &flags);
+	assert_int_equal(acc[0].off, 0x1000 - 8);
+	assert_int_equal(acc[0].len, 8);
+	/* Straddling the end: the whole allocation. */
+	p[0] = A_BASE + 0x1000 - 4;
+	kparams_collect(fx->t, ki, kp, NULL, acc, 8, &flags);
+	assert_int_equal(acc[0].alloc_id, fx->a);
+	assert_int_equal(acc[0].off, 0);
+	assert_int_equal(acc[0].len, 0);
+	/* Reaching below the base (p1 reaches 4 bytes back): whole. */
+	p[0] = 0;
+	p[1] = A_BASE;
+	assert_int_equal(kparams_collect(fx->t, ki, kp, NULL, acc, 8, &flags),
+			 1);
+	assert_int_equal(acc[0].len, 0);
+	p[1] = A_BASE + 4;
+	kparams_collect(fx->t, ki, kp, NULL, acc, 8, &flags);
+	assert_int_equal(acc[0].off, 0);
+	assert_int_equal(acc[0].len, 8);
+
+	/* Two parameters with extents into one allocation: their hull. */
+	p[0] = A_BASE + 64;
+	p[1] = A_BASE + 8;
+	assert_int_equal(kparams_collect(fx->t, ki, kp, NULL, acc, 8, &flags),
+			 1);
+	assert_int_equal(acc[0].param, 0);
+	assert_int_equal(acc[0].off, 4);
+	assert_int_equal(acc[0].len, 72 - 4);
+	/* Another allocation keeps its own range. */
+	p[1] = B_BASE + 8;
+	assert_int_equal(kparams_collect(fx->t, ki, kp, NULL, acc, 8, &flags),
+			 2);
+	assert_int_equal(acc[0].off, 64);
+	assert_int_equal(acc[0].len, 8);
+	assert_int_equal(acc[1].alloc_id, fx->b);
+	assert_int_equal(acc[1].off, 4);
+	assert_int_equal(acc[1].len, 8);
+
+	/*
+	 * One parameter without an extent into it (scanned after those
+	 * with one): whole.
+	 */
+	p[1] = 0;
+	p[2] = A_BASE + 128;
+	assert_int_equal(kparams_collect(fx->t, ki, kp, NULL, acc, 8, &flags),
+			 1);
+	assert_int_equal(acc[0].param, 0);
+	assert_int_equal(acc[0].len, 0);
+	/* And scanned before one with an extent: whole too. */
+	p[0] = 0;
+	p[1] = 0;
+	p[2] = A_BASE + 128;
+	p[3] = A_BASE + 256;	/* its extent was dropped: none */
+	assert_int_equal(kparams_collect(fx->t, ki, kp, NULL, acc, 8, &flags),
+			 1);
+	assert_int_equal(acc[0].param, 2);
+	assert_int_equal(acc[0].len, 0);
+	p[2] = 0;
+	p[1] = A_BASE + 512;
+	kparams_collect(fx->t, ki, kp, NULL, acc, 8, &flags);
+	assert_int_equal(acc[0].param, 1);
+	assert_int_equal(acc[0].len, 0);
+
+	/* The extra form decodes the same parameters the same way. */
+	{
+		unsigned char buf[32] = { 0 };
+
+		put64(buf, 0, A_BASE + 32);
+		assert_int_equal(collect_extra(fx, ki, buf, sizeof(buf), acc,
+					       8, &flags), 1);
+		assert_int_equal(acc[0].off, 32);
+		assert_int_equal(acc[0].len, 8);
+		/* Without a layout nothing is known per parameter: whole. */
+		assert_int_equal(collect_extra(fx, NULL, buf, sizeof(buf),
+					       acc, 8, &flags), 1);
+		assert_int_equal(acc[0].len, 0);
+	}
 }
 
 static void test_no_driver(void **state)
@@ -1043,6 +1176,8 @@ static void test_cache_growth(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_extent_ranges, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_invalidate_relearns,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_layout_learned, setup,

@@ -41,6 +41,113 @@ static uint64_t ro_of(const char *body)
 	return ro;
 }
 
+/*
+ * The extents of k(u64 p0, u64 p1, u64 p2) around body, as "p0[0,4)
+ * p2[8,16)" (empty: none).
+ */
+static const char *ext_of(const char *body)
+{
+	static char buf[8192], out[256];
+	struct ptxro_module m;
+	size_t o = 0;
+
+	snprintf(buf, sizeof(buf),
+		 ".version 8.0\n.target sm_90\n.address_size 64\n"
+		 ".visible .entry k(\n\t.param .u64 k_param_0,\n"
+		 "\t.param .u64 k_param_1,\n\t.param .u64 k_param_2\n)\n{\n"
+		 "\t.reg .b64 %%rd<20>;\n\t.reg .b32 %%r<9>;\n"
+		 "\t.reg .pred %%p<3>;\n"
+		 "\tld.param.u64 %%rd1, [k_param_0];\n"
+		 "\tld.param.u64 %%rd2, [k_param_1];\n"
+		 "\tld.param.u64 %%rd3, [k_param_2];\n%s\n\tret;\n}\n", body);
+	ptxro_module_init(&m);
+	assert_int_equal(ptxro_parse(buf, strlen(buf), &m), 0);
+	assert_int_equal(m.n, 1);
+	out[0] = '\0';
+	for (int i = 0; i < 3; i++)
+		if (m.e[0].has_extent >> i & 1)
+			o += (size_t)snprintf(out + o, sizeof(out) - o,
+					      "%sp%d[%lld,%lld)", o ? " " : "",
+					      i, (long long)m.e[0].ext[i].lo,
+					      (long long)m.e[0].ext[i].hi);
+	ptxro_module_release(&m);
+	return out;
+}
+
+static void test_extents_constant_offsets(void **state)
+{
+	(void)state;
+	/* *out = v through cvta.to.global: 4 bytes at 0; p0 unused */
+	assert_string_equal(ext_of("\tcvta.to.global.u64 %rd4, %rd3;\n"
+				   "\tst.global.f32 [%rd4], %r1;"),
+			    "p2[0,4)");
+	/* mov, add of constants, negative offsets, vectors: the hull */
+	assert_string_equal(ext_of("\tmov.b64 %rd4, %rd1;\n"
+				   "\tadd.s64 %rd5, %rd4, 16;\n"
+				   "\tcvta.to.global.u64 %rd6, %rd5;\n"
+				   "\tld.global.v2.u32 {%r1, %r2}, [%rd6+-8];\n"
+				   "\tst.global.v4.f32 [%rd6+4], {%r1,%r1,%r1,%r1};"),
+			    "p0[8,36)");
+	/* generic accesses on the generic pointer */
+	assert_string_equal(ext_of("\tld.u8 %r1, [%rd2+3];\n"
+				   "\tst.u16 [%rd2-2], %r1;"),
+			    "p1[-2,4)");
+	/* atomics and reductions at constant offsets, with their width */
+	assert_string_equal(ext_of("\tcvta.to.global.u64 %rd4, %rd1;\n"
+				   "\tatom.global.add.u64 %rd5, [%rd4+8], 1;\n"
+				   "\tcvta.to.global.u64 %rd6, %rd3;\n"
+				   "\tred.global.add.f32 [%rd6+12], %r1;\n"
+				   "\tatom.global.cas.b32 %r2, [%rd6], %r1, 0;"),
+			    "p0[8,16) p2[0,16)");
+}
+
+static void test_extents_rejected(void **state)
+{
+	(void)state;
+	/* index arithmetic */
+	assert_string_equal(ext_of("\tcvta.to.global.u64 %rd4, %rd1;\n"
+				   "\tmul.wide.s32 %rd5, %r1, 4;\n"
+				   "\tadd.s64 %rd6, %rd4, %rd5;\n"
+				   "\tst.global.f32 [%rd6], %r1;"), "");
+	/* a grid-stride pointer: add of a constant in a loop */
+	assert_string_equal(ext_of("\tcvta.to.global.u64 %rd4, %rd1;\n"
+				   "$L1:\n\tst.global.f32 [%rd4], %r1;\n"
+				   "\tadd.s64 %rd4, %rd4, 4;\n"
+				   "\t@%p1 bra $L1;"), "");
+	/* the pointer stored (escapes); the store's own target is exact */
+	assert_string_equal(ext_of("\tcvta.to.global.u64 %rd4, %rd2;\n"
+				   "\tst.global.u64 [%rd4], %rd1;"),
+			    "p1[0,8)");
+	/* compared, converted, passed on, local round trip */
+	assert_string_equal(ext_of("\tst.global.f32 [%rd1], %r1;\n"
+				   "\tsetp.eq.s64 %p1, %rd1, 0;"), "");
+	assert_string_equal(ext_of("\tst.global.f32 [%rd1], %r1;\n"
+				   "\tcvt.u32.u64 %r2, %rd1;"), "");
+	assert_string_equal(ext_of("\tst.local.u64 [%rd5], %rd1;\n"
+				   "\tld.local.u64 %rd6, [%rd5];\n"
+				   "\tst.global.f32 [%rd6], %r1;"), "");
+	/* a global address used as a generic one, twice converted */
+	assert_string_equal(ext_of("\tcvta.to.global.u64 %rd4, %rd1;\n"
+				   "\tst.f32 [%rd4], %r1;"), "");
+	assert_string_equal(ext_of("\tcvta.to.global.u64 %rd4, %rd1;\n"
+				   "\tcvta.to.global.u64 %rd5, %rd4;\n"
+				   "\tst.global.f32 [%rd5], %r1;"), "");
+	/* two values joined in one register */
+	assert_string_equal(ext_of("\tmov.u64 %rd4, %rd1;\n"
+				   "\t@%p1 add.s64 %rd4, %rd1, 8;\n"
+				   "\tst.global.f32 [%rd4], %r1;"), "");
+	/* shared or other spaces, unknown widths, unknown instructions */
+	assert_string_equal(ext_of("\tst.shared.f32 [%rd1], %r1;"), "");
+	assert_string_equal(ext_of("\tst.global.async.f32 [%rd1], %r1;"), "");
+	assert_string_equal(ext_of("\tst.global.f32 [%rd1], %r1;\n"
+				   "\tprefetch.global.L2 [%rd1+64];"), "");
+	/* a partial parameter load, an address taken */
+	assert_string_equal(ext_of("\tld.param.u32 %r1, [k_param_0+4];\n"
+				   "\tst.global.f32 [%rd1], %r1;"), "");
+	assert_string_equal(ext_of("\tmov.u64 %rd4, k_param_0;\n"
+				   "\tst.global.f32 [%rd1], %r1;"), "");
+}
+
 static void test_read_input_write_output(void **state)
 {
 	(void)state;
@@ -188,6 +295,55 @@ static uint64_t ro_named(const struct ptxro_module *m, const char *name)
 	return 0;
 }
 
+static const struct ptxro_entry *named(const struct ptxro_module *m,
+				      const char *name)
+{
+	for (int i = 0; i < m->n; i++)
+		if (!strcmp(m->e[i].name, name))
+			return &m->e[i];
+	fail_msg("no entry %s", name);
+	return NULL;
+}
+
+/* The finalizers of stencil_dag and reductions; grid-stride kernels none. */
+static void test_nvcc_extents(void **state)
+{
+	const struct ptxro_entry *e;
+	struct ptxro_module m;
+	size_t n;
+	char *b;
+
+	(void)state;
+	ptxro_module_init(&m);
+	b = slurp("tests/unit/ptx/stencil_dag.ptx", &n);
+	assert_int_equal(ptxro_parse(b, n, &m), 0);
+	free(b);
+	e = named(&m, "_Z11k_sum_finalPKfiPf");
+	assert_int_equal(e->has_extent, 0x4);
+	assert_int_equal(e->ext[2].lo, 0);
+	assert_int_equal(e->ext[2].hi, 4);
+	for (int i = 0; i < m.n; i++)
+		if (strcmp(m.e[i].name, "_Z11k_sum_finalPKfiPf"))
+			assert_int_equal(m.e[i].has_extent, 0);
+	ptxro_module_release(&m);
+
+	ptxro_module_init(&m);
+	b = slurp("tests/unit/ptx/reductions.ptx", &n);
+	assert_int_equal(ptxro_parse(b, n, &m), 0);
+	free(b);
+	e = named(&m, "_Z11k_sum_finalPKxiPx");
+	assert_int_equal(e->has_extent, 0x4);
+	assert_int_equal(e->ext[2].lo, 0);
+	assert_int_equal(e->ext[2].hi, 8);
+	e = named(&m, "_Z11k_max_finalPKiiPi");
+	assert_int_equal(e->has_extent, 0x4);
+	assert_int_equal(e->ext[2].hi, 4);
+	assert_int_equal(named(&m, "_Z13k_sum_partialPKilPx")->has_extent, 0);
+	assert_int_equal(named(&m, "_Z12k_scan_applyPKillS0_Pi")->has_extent,
+			 0);
+	ptxro_module_release(&m);
+}
+
 static void test_nvcc_output(void **state)
 {
 	struct ptxro_image_stats st = { 0 };
@@ -321,6 +477,9 @@ static void test_fatbin(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_extents_constant_offsets),
+		cmocka_unit_test(test_extents_rejected),
+		cmocka_unit_test(test_nvcc_extents),
 		cmocka_unit_test(test_read_input_write_output),
 		cmocka_unit_test(test_generic_store_after_cvta),
 		cmocka_unit_test(test_local_round_trip),

@@ -119,7 +119,11 @@ static char h_fa, h_fb, h_ffile, h_k, h_kf, h_kfile, h_kfilef;
 
 static uint64_t ro(const void *f, int is_kernel)
 {
-	return ptxtab_readonly(f, is_kernel, "mix", 5, mix_size);
+	struct kparams_extent ext[5];
+	uint64_t has_ext;
+
+	return ptxtab_readonly(f, is_kernel, "mix", 5, mix_size, &has_ext,
+			       ext);
 }
 
 static int setup(void **state)
@@ -179,9 +183,18 @@ static void test_layout_must_match(void **state)
 
 	(void)state;
 	ptxtab_scan(PTXTAB_MODULE, &h_mod_a, img_reads);
-	assert_int_equal(ptxtab_readonly(&h_fa, 0, "mix", 5, other), 0);
-	assert_int_equal(ptxtab_readonly(&h_fa, 0, "mix", 4, mix_size), 0);
-	assert_int_equal(ptxtab_readonly(&h_fa, 0, "nope", 5, mix_size), 0);
+	struct kparams_extent ext[5];
+	uint64_t he;
+
+	assert_int_equal(ptxtab_readonly(&h_fa, 0, "mix", 5, other, &he, ext),
+			 0);
+	assert_int_equal(he, 0);
+	assert_int_equal(ptxtab_readonly(&h_fa, 0, "mix", 4, mix_size, &he,
+					 ext), 0);
+	assert_int_equal(he, 0);
+	assert_int_equal(ptxtab_readonly(&h_fa, 0, "nope", 5, mix_size, &he,
+					 ext), 0);
+	assert_int_equal(he, 0);
 	assert_int_equal(ro(&h_fa, 0), RO_READS);
 }
 
@@ -281,6 +294,76 @@ static void test_on_by_default(void **state)
 	assert_int_equal(ro(&h_fa, 0), 0);
 }
 
+/* Extents of f's three pointers (mix: [0, 4) each), into *he. */
+static void ext_of(const void *f, int is_kernel, uint64_t *he,
+		   struct kparams_extent *ext)
+{
+	ptxtab_readonly(f, is_kernel, "mix", 5, mix_size, he, ext);
+}
+
+static void test_extents(void **state)
+{
+	struct kparams_extent ext[5];
+	static char img_twice[8192];
+	uint64_t he;
+
+	(void)state;
+	ptxtab_extents_init(NULL);
+	assert_int_equal(ptxtab_extents_on, 1);
+	ptxtab_scan(PTXTAB_MODULE, &h_mod_a, img_reads);
+	ptxtab_scan(PTXTAB_MODULE, &h_mod_b, img_no_ptx);
+	ptxtab_scan(PTXTAB_LIBRARY, &h_lib, img_reads);
+	ext_of(&h_fa, 0, &he, ext);
+	assert_int_equal(he, 0x7);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(ext[i].lo, 0);
+		assert_int_equal(ext[i].hi, 4);
+	}
+	/* Only from the function's own image, as the read-only verdict. */
+	ext_of(&h_fb, 0, &he, ext);
+	assert_int_equal(he, 0);
+	ext_of(&h_ffile, 0, &he, ext);
+	assert_int_equal(he, 0);
+	/* A library's kernel, and its function found by probing. */
+	ext_of(&h_k, 1, &he, ext);
+	assert_int_equal(he, 0x7);
+	ext_of(&h_kf, 0, &he, ext);
+	assert_int_equal(he, 0x7);
+	ext_of(&h_kfile, 1, &he, ext);
+	assert_int_equal(he, 0);
+
+	/* KMUX_PTX_EXTENTS=0: the read-only verdict stays, no extents. */
+	ptxtab_extents_init("0");
+	assert_int_equal(ptxtab_extents_on, 0);
+	assert_int_equal(ro(&h_fa, 0), RO_READS);
+	ext_of(&h_fa, 0, &he, ext);
+	assert_int_equal(he, 0);
+	ext_of(&h_kf, 0, &he, ext);
+	assert_int_equal(he, 0);
+	/* Anything but "0" keeps them on. */
+	ptxtab_extents_init("yes");
+	assert_int_equal(ptxtab_extents_on, 1);
+
+	/* One image with the name twice: no extents (read-only: both). */
+	snprintf(img_twice, sizeof(img_twice), "%s%s", img_reads, img_reads);
+	ptxtab_scan(PTXTAB_MODULE, &h_mod_a, img_twice);
+	assert_int_equal(ro(&h_fa, 0), RO_READS);
+	ext_of(&h_fa, 0, &he, ext);
+	assert_int_equal(he, 0);
+
+	/* KMUX_PTX_READONLY=0 turns the extents off with the scan. */
+	ptxtab_init("0", 1);
+	ptxtab_extents_init(NULL);
+	assert_int_equal(ptxtab_extents_on, 0);
+	ptxtab_init("1", 1);
+	ptxtab_extents_init(NULL);
+	ptxtab_unload(PTXTAB_MODULE, &h_mod_a);
+	ptxtab_scan(PTXTAB_MODULE, &h_mod_a, img_reads);
+	ext_of(&h_fa, 0, &he, ext);
+	assert_int_equal(he, 0x7);
+	ptxtab_extents_init("0");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -292,6 +375,7 @@ int main(void)
 		T(test_context_end_drops_modules_only),
 		T(test_library_kernel_and_function),
 		T(test_no_driver_no_verdict),
+		T(test_extents),
 #undef T
 	};
 

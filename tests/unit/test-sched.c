@@ -53,7 +53,7 @@ static uint64_t rnd_below(uint64_t *s, uint64_t n)
 
 /*
  * Submit an operation written as "r1 w2 x3": read allocation 1, write 2,
- * read-write 3.  Fails the test on an error; returns the decision.
+ * read-write 3; "w1@8+4" writes bytes [8, 12) of allocation 1 only.  Fails the test on an error; returns the decision.
  */
 static struct sched_decision sub_w(struct sched *s, const char *spec,
 				   unsigned flags, uint32_t weight)
@@ -74,7 +74,14 @@ static struct sched_decision sub_w(struct sched *s, const char *spec,
 		acc[n].mode = *p == 'r' ? SCHED_READ :
 			      *p == 'w' ? SCHED_WRITE : SCHED_RW;
 		acc[n].alloc_id = strtoull(p + 1, &end, 10);
+		acc[n].off = acc[n].len = 0;
 		p = end;
+		if (*p == '@') {	/* "x1@8+4": bytes [8, 12) */
+			acc[n].off = strtoull(p + 1, &end, 10);
+			assert_true(*end == '+');
+			acc[n].len = strtoull(end + 1, &end, 10);
+			p = end;
+		}
 		n++;
 	}
 	memset(&d, 0xa5, sizeof(d));
@@ -108,10 +115,105 @@ static struct sched_stats stats(const struct sched *s)
 
 /* --- known DAGs ----------------------------------------------------- */
 
+/* Dependencies the second of two operations has on the first. */
+static uint64_t deps_between(const char *first, const char *second)
+{
+	struct sched *s = new_sched(4, 0);
+	uint64_t deps;
+
+	sub(s, first);
+	deps = stats(s).deps;
+	sub(s, second);
+	deps = stats(s).deps - deps;
+	sched_free(s);
+	return deps;
+}
+
+/* Byte ranges of one allocation conflict only where they overlap. */
+static void test_ranges_conflict(void **state)
+{
+	(void)state;
+	/* disjoint, adjacent on either side: no dependency */
+	assert_int_equal(deps_between("w1@4+4", "w1@8+4"), 0);
+	assert_int_equal(deps_between("w1@8+4", "w1@4+4"), 0);
+	assert_int_equal(deps_between("x1@0+8", "x1@8+8"), 0);
+	/* one byte shared, on either side */
+	assert_int_equal(deps_between("w1@4+4", "w1@7+4"), 1);
+	assert_int_equal(deps_between("w1@7+4", "w1@4+4"), 1);
+	assert_int_equal(deps_between("w1@4+4", "r1@0+5"), 1);
+	assert_int_equal(deps_between("r1@0+5", "w1@4+4"), 1);
+	/* inside, same range */
+	assert_int_equal(deps_between("w1@0+16", "w1@4+4"), 1);
+	assert_int_equal(deps_between("w1@4+4", "w1@0+16"), 1);
+	assert_int_equal(deps_between("w1@4+4", "w1@4+4"), 1);
+	/* readers never conflict */
+	assert_int_equal(deps_between("r1@4+4", "r1@4+4"), 0);
+	assert_int_equal(deps_between("r1@4+4", "r1"), 0);
+	/* a whole access overlaps every range, both ways */
+	assert_int_equal(deps_between("w1@4+4", "r1"), 1);
+	assert_int_equal(deps_between("r1@4+4", "w1"), 1);
+	assert_int_equal(deps_between("w1", "r1@1000+4"), 1);
+	assert_int_equal(deps_between("r1", "w1@1000+4"), 1);
+	/* other allocations are other allocations */
+	assert_int_equal(deps_between("w1@4+4", "w2@4+4"), 0);
+}
+
+/* Whole accesses, more ranges than sub-states, forget and rename. */
+static void test_ranges_whole_and_limits(void **state)
+{
+	struct sched *s = new_sched(4, 0);
+	struct sched_decision d;
+	uint64_t deps;
+	char spec[32];
+
+	(void)state;
+	/* Two slots written on two streams; a whole reader waits for both. */
+	d = sub(s, "w1@0+4");
+	assert_int_equal(d.stream, 0);
+	d = sub(s, "w1@4+4");
+	assert_int_equal(d.stream, 1);
+	assert_int_equal(d.nwait, 0);
+	deps = stats(s).deps;
+	sub(s, "r1");
+	assert_int_equal(stats(s).deps - deps, 2);
+	/* A whole writer after it: its slots start over from it. */
+	sub(s, "w1");
+	deps = stats(s).deps;
+	sub(s, "w1@0+4");
+	assert_int_equal(stats(s).deps - deps, 1);
+	sched_free(s);
+
+	/*
+	 * More busy ranges than sub-states: the extra one counts as whole,
+	 * so a later disjoint range still waits for it.
+	 */
+	s = new_sched(16, 0);
+	for (int k = 0; k <= 8; k++) {
+		snprintf(spec, sizeof(spec), "w1@%d+4", 4 * k);
+		d = sub(s, spec);
+		assert_int_equal(d.nwait, 0);
+	}
+	deps = stats(s).deps;
+	sub(s, "w1@400+4");
+	assert_int_equal(stats(s).deps - deps, 1);
+	/* Rename moves the sub-states; forget drops them all. */
+	assert_int_equal(sched_rename(s, 1, 7), 0);
+	assert_int_equal(sched_check(s), 0);
+	deps = stats(s).deps;
+	sub(s, "r7@4+4");
+	assert_int_equal(stats(s).deps - deps, 2);	/* slot 1, the whole */
+	assert_int_equal(sched_forget(s, 7), 0);
+	assert_int_equal(stats(s).allocs, 0);
+	sched_free(s);
+}
+
+
 static void test_invalid_arguments(void **state)
 {
-	struct sched_access bad[2] = { { 1, SCHED_READ }, { 0, SCHED_READ } };
-	struct sched_access badmode = { 1, (enum sched_mode)7 };
+	struct sched_access bad[2] = { { .alloc_id = 1, .mode = SCHED_READ },
+					{ .alloc_id = 0, .mode = SCHED_READ } };
+	struct sched_access badmode = { .alloc_id = 1,
+					.mode = (enum sched_mode)7 };
 	struct sched_decision d;
 	struct sched_hostwait hw;
 	struct sched *s = NULL;
@@ -648,7 +750,7 @@ static void test_sync_for_read_event(void **state)
 	assert_int_equal(sched_complete_hostwait(s, &hw), 0);
 	/* The reader is still outstanding: a write must wait for it. */
 	{
-		struct sched_access w = { 1, SCHED_WRITE };
+		struct sched_access w = { .alloc_id = 1, .mode = SCHED_WRITE };
 
 		assert_int_equal(sched_sync_for(s, &w, 1, &hw), 0);
 		assert_int_equal(hw.n, 1);
@@ -763,8 +865,9 @@ static void test_many_allocations(void **state)
 
 	(void)state;
 	for (uint64_t id = 1; id <= 20000; id++) {
-		acc = (struct sched_access){ id, id % 3 ? SCHED_WRITE :
-							  SCHED_READ };
+		acc = (struct sched_access){
+			.alloc_id = id,
+			.mode = id % 3 ? SCHED_WRITE : SCHED_READ };
 		assert_int_equal(sched_submit(s, &acc, 1, 0, &d), 0);
 		assert_int_equal(d.flags, 0);
 	}
@@ -1133,8 +1236,8 @@ static void sim_program(int n, uint64_t pseed, struct sched_stats *tot)
 		}
 		if (r < 11) {		/* free, and a new allocation there */
 			int slot = (int)rnd_below(&m->rng, (uint64_t)m->nslots);
-			struct sched_access a = { m->slot_id[slot],
-						  SCHED_WRITE };
+			struct sched_access a = { .alloc_id = m->slot_id[slot],
+						  .mode = SCHED_WRITE };
 
 			assert_int_equal(sched_sync_for(s, &a, 1, &hw), 0);
 			sim_host_wait(m, s, &hw);
@@ -1314,6 +1417,8 @@ int main(void)
 	const char *np = getenv("KMUX_TEST_PROGRAMS");
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_invalid_arguments),
+		cmocka_unit_test(test_ranges_conflict),
+		cmocka_unit_test(test_ranges_whole_and_limits),
 		cmocka_unit_test(test_independent_spread),
 		cmocka_unit_test(test_chain),
 		cmocka_unit_test(test_diamond_eager),

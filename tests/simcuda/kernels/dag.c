@@ -16,6 +16,8 @@
  *	among its parameters, which kmux cannot see (`kmux verify` must)
  *   nop8(p0, ..., p7)	eight pointers, touches nothing: the host cost of
  *			a launch with many pointer parameters (launch-cost)
+ *   slot(unsigned *p, unsigned v, unsigned us)	*p = *p * 3 + v: one word
+ *			(ptx-extents: several slots of one allocation)
  */
 #include <string.h>
 #include <time.h>
@@ -96,6 +98,16 @@ static void nop8(struct sim_kctx *k, void **params)
 	(void)params;
 }
 
+static void slot(struct sim_kctx *k, void **params)
+{
+	unsigned *p;
+
+	k->duration_us = SIM_ARG(params, 2, unsigned);
+	p = sim_mem(k, SIM_ARG(params, 0, CUdeviceptr), sizeof(*p), SIM_RW);
+	if (p)
+		*p = *p * 3 + SIM_ARG(params, 1, unsigned);
+}
+
 const struct sim_kernel simcuda_kernels[] = {
 	{ "mix", mix, 5, { 8, 8, 8, 4, 4 }, 0 },
 	{ "bump", bump, 3, { 8, 4, 4 }, 0 },
@@ -103,5 +115,6 @@ const struct sim_kernel simcuda_kernels[] = {
 	{ "pause0", pause0, 0, { 0 }, 20000 },
 	{ "store_via", store_via, 4, { 8, 4, 4, 4 }, 0 },
 	{ "nop8", nop8, 8, { 8, 8, 8, 8, 8, 8, 8, 8 }, 0 },
+	{ "slot", slot, 3, { 8, 4, 4 }, 0 },
 	{ 0 },
 };
