@@ -43,6 +43,8 @@
 # KMUX_MEMBENCH_STAGED (1: also bench/memory/staged.cu, with
 # KMUX_MEMBENCH_STAGED_REPS requests per stage, 4096),
 # KMUX_MEMBENCH_APP_ARGS ("--reps 5 --warmup 2"), KMUX_MEMBENCH_TORCH (1),
+# KMUX_MEMBENCH_COST_MODES (the (c) modes, default "none quota lazy
+# evict-ample"; a subset gives one A/B more repeats in the same time),
 # KMUX_MEMBENCH_DRY=1: no GPU; runs tests/e2e's `memory` program on
 # tests/simcuda as the only app (`memory context` as ctxonly), a fake
 # sampler (checks this script's logic) whose peak for a run is taken from
@@ -68,6 +70,18 @@ echo "app,mode,rep,key,value" >"$CSV"
 REPS=${KMUX_MEMBENCH_REPS:-3}
 APP_ARGS=${KMUX_MEMBENCH_APP_ARGS:---reps 5 --warmup 2}
 DRY=${KMUX_MEMBENCH_DRY:-0}
+# KMUX_MEMBENCH_COST_MODES: a subset of these, e.g. "none lazy" for a
+# longer A/B of one mode in the same device time (checked names).
+MODES=(none quota lazy evict-ample)
+if [ -n "${KMUX_MEMBENCH_COST_MODES:-}" ]; then
+	MODES=()
+	for m in $KMUX_MEMBENCH_COST_MODES; do
+		case $m in
+		none | quota | lazy | evict-ample) MODES+=("$m") ;;
+		*) echo "memory: KMUX_MEMBENCH_COST_MODES: unknown mode '$m' (none quota lazy evict-ample)" >&2; exit 2 ;;
+		esac
+	done
+fi
 FAILS=0
 B=$WORK/bin
 
@@ -319,7 +333,6 @@ else
 fi
 
 # --------------------------------------------------- (c) cost, ample memory
-MODES=(none quota lazy evict-ample)
 for ((r = 1; r <= REPS; r++)); do
 	have_time 40 || { log "(c): out of time before round $r"; break; }
 	for i in "${!APPS[@]}"; do

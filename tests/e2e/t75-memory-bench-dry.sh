@@ -71,4 +71,20 @@ rc=$?
 check "an empty KMUX_MEMBENCH_SWEEP: exit 0 ($rc)" [ "$rc" = 0 ]
 check "  ... (a) ran" grep -q '^\$ \[memory-objects lazy 0\]' "$TMP/out3/memory.log"
 check "  ... and no sweep run" eval '! grep -q "evict-sweep" "$TMP/out3/memory.log"'
+# KMUX_MEMBENCH_COST_MODES: a subset runs only those modes in (c); an
+# unknown name is a usage error before anything runs.
+OUT=$TMP/out4 KMUX_MEMBENCH_DRY=1 KMUX_MEMBENCH_REPS=1 KMUX_MEMBENCH_CTX_REPS=1 \
+	KMUX_MEMBENCH_SWEEP= KMUX_MEMBENCH_COST_MODES="none lazy" \
+	KMUX_MEMBENCH_DRY_MIB="context:none=500 context:kmux=500 memory-objects:none=849" \
+	bash "$ROOT/bench/memory.sh" >"$TMP/stdout4" 2>&1
+rc=$?
+check "KMUX_MEMBENCH_COST_MODES='none lazy': exit 0 ($rc)" [ "$rc" = 0 ]
+check "  ... (c) ran none and lazy" eval 'grep -q "^\$ \[memory-objects none 1 " "$TMP/out4/memory.log" &&
+		grep -q "^\$ \[memory-objects lazy 1 " "$TMP/out4/memory.log"'
+check "  ... and not quota" eval '! grep -q "^\$ \[memory-objects quota 1 " "$TMP/out4/memory.log"'
+OUT=$TMP/out5 KMUX_MEMBENCH_DRY=1 KMUX_MEMBENCH_COST_MODES="none fast" \
+	bash "$ROOT/bench/memory.sh" >"$TMP/stdout5" 2>&1
+rc=$?
+check "an unknown cost mode: exit 2 ($rc), named" eval '[ "$rc" = 2 ] && grep -q "unknown mode .fast." "$TMP/stdout5"'
+check "  ... before any run" eval '! grep -q "^\$ " "$TMP/out5/memory.log" 2>/dev/null'
 finish
