@@ -75,6 +75,16 @@ static struct mm_obj *mm_tab[MM_BUCKETS];
 static struct mm_obj mm_list = { .prev = &mm_list, .next = &mm_list };
 static _Atomic uint64_t mm_nobj;
 static _Atomic uint64_t mm_res_bytes;
+/*
+ * Lazy mode's fast path: with no object still RESERVED, an operation has
+ * nothing to back, so mm_op_begin() returns before the mutex and the
+ * lookups (a training step launches hundreds of kernels; each would pay
+ * them for nothing).  It then records no users, so from the first such
+ * operation on a free waits for the whole context (mm_users_lost), as
+ * cuMemFree itself does.
+ */
+static _Atomic uint64_t mm_unbacked;
+static atomic_int mm_users_lost;
 static uint64_t mm_seq;
 static struct mm_stats mm_st;
 static size_t mm_gran[MM_MAX_DEVICES];
@@ -355,6 +365,7 @@ CUresult mm_alloc(CUdeviceptr *dptr, uint64_t size)
 		REAL(cuCtxGetCurrent)(&o->ctx);
 	pthread_mutex_lock(&mm_mu);
 	mm_link(o);
+	atomic_fetch_add(&mm_unbacked, 1);
 	mm_st.reserved += span;
 	if (span > mm_st.largest)
 		mm_st.largest = span;
@@ -444,7 +455,7 @@ static CUresult mm_wait_users(struct mm_obj *o)
 {
 	CUresult r = CUDA_SUCCESS;
 
-	if (o->users_unknown)
+	if (o->users_unknown || atomic_load(&mm_users_lost))
 		goto ctx;
 	for (int i = 0; i < o->nusers && r == CUDA_SUCCESS; i++) {
 		uint64_t u = o->users[i];
@@ -618,6 +629,7 @@ static CUresult mm_back(struct mm_obj *o, uint64_t seq)
 	} else {
 		mm_st.backs++;
 		mm_st.back_bytes += o->span;
+		atomic_fetch_sub(&mm_unbacked, 1);
 	}
 	mm_now_resident(o);
 	return CUDA_SUCCESS;
@@ -744,6 +756,12 @@ CUresult mm_op_begin(struct mm_op *op, const uint64_t *bases, int n, int all,
 	if (!atomic_load_explicit(&mm_nobj, memory_order_relaxed) ||
 	    unlikely(mm_debug_broken))
 		return CUDA_SUCCESS;
+	/* Graph launches pin: the slow path counts them. */
+	if (mm_on == MM_LAZY && !pin && !atomic_load(&mm_unbacked)) {
+		if (!atomic_load_explicit(&mm_users_lost, memory_order_relaxed))
+			atomic_store(&mm_users_lost, 1);
+		return CUDA_SUCCESS;
+	}
 	pthread_mutex_lock(&mm_mu);
 	op->locked = 1;
 	seq = ++mm_seq;
@@ -826,6 +844,8 @@ CUresult mm_free(uint64_t base)
 	} else if (o->state == MM_EVICTED) {
 		mm_host_give(o->ctx, o->host, o->host_size);
 		mm_st.evicted -= o->span;
+	} else {
+		atomic_fetch_sub(&mm_unbacked, 1);
 	}
 	r = REAL(cuMemAddressFree)(o->base, o->span);
 	if (r != CUDA_SUCCESS)

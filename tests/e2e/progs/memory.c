@@ -35,6 +35,12 @@
  *                    host sync per request):
  *                      stage S sum=X     per stage, over its requests
  *                      staged check=C    an FNV-1a of every result
+ *   memory freebusy  a 4 MiB object filled and read back (backed: lazy's
+ *                    fast path from then on), then a 20 ms kernel writing
+ *                    it on a stream of its own and the free right after
+ *                    (t71: the free must wait for that kernel, which the
+ *                    fast path did not record as a user):
+ *                      freebusy err=E first=F
  *   memory context   the context and the module only, nothing allocated
  *                    (bench/memory.sh's dry stand-in for ctxonly.cu):
  *                      context ok
@@ -48,7 +54,7 @@
 
 #define MIB (1024u * 1024u)
 
-static CUfunction f_fill, f_sum;
+static CUfunction f_fill, f_sum, f_fill_slow;
 
 static size_t free_mib(void)
 {
@@ -241,6 +247,25 @@ static void c_staged(int stages, int reqs)
 	free(h);
 }
 
+static void c_freebusy(void)
+{
+	size_t n = 4 * MIB / 4;
+	CUdeviceptr p;
+	CUstream s;
+	unsigned v = 9, f;
+	int nn = (int)n;
+	void *args[] = { &p, &v, &nn };
+
+	CHECK(cuMemAlloc(&p, 4 * MIB));
+	CHECK(fill(p, 1, (int)n));
+	CHECK(cuMemcpyDtoH(&f, p, 4));
+	CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	CHECK(cuLaunchKernel(f_fill_slow, 1, 1, 1, 32, 1, 1, 0, s, args, NULL));
+	printf("freebusy err=%d first=%u\n", (int)cuMemFree(p), f);
+	CHECK(cuStreamSynchronize(s));
+	CHECK(cuStreamDestroy(s));
+}
+
 int main(int argc, char **argv)
 {
 	CUcontext ctx;
@@ -255,6 +280,7 @@ int main(int argc, char **argv)
 	CHECK(cuModuleLoad(&mod, e2e_module_path()));
 	CHECK(cuModuleGetFunction(&f_fill, mod, "fill_u32"));
 	CHECK(cuModuleGetFunction(&f_sum, mod, "sum_reduce"));
+	CHECK(cuModuleGetFunction(&f_fill_slow, mod, "fill_slow"));
 	if (!strcmp(c, "context"))
 		printf("context ok\n");
 	else if (!strcmp(c, "unused"))
@@ -263,6 +289,8 @@ int main(int argc, char **argv)
 		c_touch();
 	else if (!strcmp(c, "objects"))
 		c_objects();
+	else if (!strcmp(c, "freebusy"))
+		c_freebusy();
 	else if (!strcmp(c, "oom"))
 		c_oom();
 	else if (!strcmp(c, "keep"))
@@ -276,7 +304,7 @@ int main(int argc, char **argv)
 		c_staged(atoi(argv[2]), atoi(argv[3]));
 	else {
 		fprintf(stderr, "usage: memory context|unused|touch|objects|oom|keep|"
-			"idle FILE|cycle ROUNDS|staged STAGES REQUESTS\n");
+			"freebusy|idle FILE|cycle ROUNDS|staged STAGES REQUESTS\n");
 		return 2;
 	}
 	CHECK(cuCtxSynchronize());
