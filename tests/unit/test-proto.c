@@ -505,7 +505,7 @@ static void test_golden_bytes(void **state)
 
 	/* REGISTER, the preload's layout (v2). */
 	static const uint8_t reg[] = {
-		'K', 'M', 'U', 'X', 5, 0, 103, 0,
+		'K', 'M', 'U', 'X', 6, 0, 103, 0,
 		65, 0, 0, 0, 1, 0, 0, 0,
 		7, 0, 0, 0, 0, 0, 0, 0,		/* job */
 		9, 0, 0, 0, 0, 0, 0, 0,		/* pid_start */
@@ -531,7 +531,7 @@ static void test_golden_bytes(void **state)
 	/* MEM_PRESSURE (v4). */
 	{
 		static const uint8_t mp[] = {
-			'K', 'M', 'U', 'X', 5, 0, 210, 0,
+			'K', 'M', 'U', 'X', 6, 0, 210, 0,
 			16, 0, 0, 0, 5, 0, 0, 0,
 			0, 0, 0, 0x03, 0, 0, 0, 0,	/* give 48 MiB */
 			2, 0, 0, 0, 0, 0, 0, 0,		/* gpu 2, reserved */
@@ -1377,10 +1377,10 @@ static void test_random_mutations(void **state)
 static void test_fuzzer_regressions(void **state)
 {
 	/* REGISTER with an empty argv: block_ok() did NULL + 0 (UBSan).
-	 * Found on protocol v1; here in v2's layout (v3 to v5 keep it), the
+	 * Found on protocol v1; here in v2's layout (v3 to v6 keep it), the
 	 * same fault. */
 	static const uint8_t reg_empty_argv[] = {
-		0x4b, 0x4d, 0x55, 0x58, 0x05, 0x00, 0x67, 0x00,
+		0x4b, 0x4d, 0x55, 0x58, 0x06, 0x00, 0x67, 0x00,
 		0x3d, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00,
 		0x00, 0x00, 0x00, 0x00, 0x14, 0x00, 0x00, 0x00, /* job */
 		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* pid_start */
