@@ -41,6 +41,10 @@
 #          touches, src/preload/thrash.c) asks kmuxd to grow its budget to
 #          what it has backed, granted at once where the GPU has room or
 #          refused: each task's "budget grew N times to X" is in mix.log.
+#          Its exit line also says what share of the bytes it touched was
+#          restored over the run and whether that thrashed (>= 1/64):
+#          mix.csv's restore_div (N of 1/N) and run_thrashed (0/1); kmuxd
+#          learns a thrashed run's working set for KMUX_MIX_LEARN=1.
 # Reported: makespan (first submit to last exit), the most tasks running at
 # once (from the jobs' start/end times in `kmux ps --all --json`), failed
 # tasks, each task's run time.  Throughput ratio = quota makespan / evict
@@ -268,6 +272,13 @@ mix() {
 		[ -n "$v" ] && csv "$set" "$cm" "$tag" restores "$v"
 		v=$(sed -n 's/.* budget grew \([0-9]*\) times .*/\1/p' "$o/t$i.out" | tail -n 1)
 		[ -n "$v" ] && csv "$set" "$cm" "$tag" budget_grows "$v"
+		# evict: the whole run's restored share of touched bytes (1/N) and
+		# the preload's verdict (thrash.h, THRASH_RUN_DIV)
+		v=$(sed -n 's/.* touched bytes (1\/\([0-9]*\)): .*/\1/p' "$o/t$i.out" | tail -n 1)
+		[ -n "$v" ] && csv "$set" "$cm" "$tag" restore_div "$v"
+		v=$(sed -n 's/.* touched bytes ([^)]*): thrashed$/1/p; s/.* touched bytes ([^)]*): did not thrash$/0/p' \
+			"$o/t$i.out" | tail -n 1)
+		[ -n "$v" ] && csv "$set" "$cm" "$tag" run_thrashed "$v"
 		# the app's own ROI (bench/apps RESULT line), and its result
 		v=$(sed -n 's/^RESULT .* ms=\([0-9.]*\) wall_ms.*/\1/p' "$o/t$i.out" | tail -n 1)
 		[ -n "$v" ] && csv "$set" "$cm" "$tag" roi_ms "$v"

@@ -273,7 +273,8 @@ static bool register_ok(const struct proto_register *m)
 static bool alloc_update_ok(const struct proto_alloc_update *m)
 {
 	return m->pid > 0 && m->gpu < PROTO_MAX_GPUS && m->resident <= m->peak &&
-	       !(m->flags & ~PROTO_ALLOC_F_MASK);
+	       !(m->flags & ~PROTO_ALLOC_F_MASK) &&
+	       (!m->thrash_ws || (m->flags & PROTO_ALLOC_F_EVICT));
 }
 
 static bool job_rec_ok(const struct proto_job_rec *r)
@@ -635,6 +636,7 @@ static int rd_payload(struct rd *r, struct proto_msg *m)
 		m->u.alloc.evicts = le64toh(w.evicts);
 		m->u.alloc.restores = le64toh(w.restores);
 		m->u.alloc.flags = le32toh(w.flags);
+		m->u.alloc.thrash_ws = le64toh(w.thrash_ws);
 		return 0;
 	}
 	case PROTO_PS: {
@@ -945,6 +947,7 @@ static int wr_payload(struct wr *w, const struct proto_msg *m)
 			.evicts = htole64(m->u.alloc.evicts),
 			.restores = htole64(m->u.alloc.restores),
 			.flags = htole32(m->u.alloc.flags),
+			.thrash_ws = htole64(m->u.alloc.thrash_ws),
 		};
 
 		wr_bytes(w, &x, sizeof(x));

@@ -54,7 +54,7 @@
 #include <stdint.h>
 
 #define PROTO_MAGIC 0x58554d4bu		/* the bytes "KMUX" read as u32 LE */
-#define PROTO_VERSION 5
+#define PROTO_VERSION 6
 #define PROTO_HDR_SIZE 16
 #define PROTO_MAX_MSG (1u << 20)	/* header included */
 #define PROTO_MAX_PAYLOAD (PROTO_MAX_MSG - PROTO_HDR_SIZE)
@@ -210,6 +210,8 @@ struct proto_wire_alloc_update {
 	uint64_t restores;
 	uint32_t flags;
 	uint32_t reserved2;
+	/* v6: the whole run's thrash verdict. */
+	uint64_t thrash_ws;
 } PROTO_PACKED;
 
 struct proto_wire_ps {
@@ -373,7 +375,7 @@ _Static_assert(sizeof(struct proto_wire_mem_pressure) == 16, "mem_pressure");
 _Static_assert(sizeof(struct proto_wire_hello) == 8, "hello");
 _Static_assert(sizeof(struct proto_wire_job_req) == 24, "job_req");
 _Static_assert(sizeof(struct proto_wire_register) == 48, "register");
-_Static_assert(sizeof(struct proto_wire_alloc_update) == 88, "alloc_update");
+_Static_assert(sizeof(struct proto_wire_alloc_update) == 96, "alloc_update");
 _Static_assert(sizeof(struct proto_wire_ps) == 8, "ps");
 _Static_assert(sizeof(struct proto_wire_job_ref) == 8, "job_ref");
 _Static_assert(sizeof(struct proto_wire_cancel) == 16, "cancel");
@@ -464,6 +466,11 @@ struct proto_alloc_update {
 	uint64_t evicts;
 	uint64_t restores;
 	uint32_t flags;			/* PROTO_ALLOC_F_* */
+	/* v6, evict mode (PROTO_ALLOC_F_EVICT; else 0): the run so far
+	 * thrashed as a whole (restores >= touched / THRASH_RUN_DIV,
+	 * src/preload/thrash.h): its peak backed bytes, the working set its
+	 * profile learns when it ends; 0: it did not. */
+	uint64_t thrash_ws;
 };
 
 struct proto_ps {

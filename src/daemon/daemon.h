@@ -134,6 +134,11 @@ struct job {
 	 * it, ends, or has not asked for JOB_THRASH_HOLD_US since
 	 * thrash_ask_us. */
 	uint64_t thrash_want;
+	/* Evict mode: its preload's last whole-run verdict (ALLOC_UPDATE's
+	 * thrash_ws): the peak backed bytes when the run so far restored
+	 * >= 1/THRASH_RUN_DIV of what it touched, else 0.  The last report
+	 * counts (a verdict may turn as the run goes on). */
+	uint64_t thrash_ws;
 	bool thrash_held;
 	uint64_t thrash_ask_us;
 	uint64_t kernels;	/* launches, last report */

@@ -1017,6 +1017,7 @@ void job_alloc_update(struct conn *c, const struct proto_msg *m)
 	j->evicts = u->evicts;
 	j->restores = u->restores;
 	j->evict = u->flags & PROTO_ALLOC_F_EVICT;
+	j->thrash_ws = u->thrash_ws;
 	/* The rate over a window of at least a second; a counter that went
 	 * back (another process of the job) starts a new window. */
 	if (!j->rate_us || u->kernels < j->rate_kernels) {

@@ -280,17 +280,23 @@ void job_finish(struct server *srv, struct job *j, uint32_t state,
 			      now - j->start_us, now, err, sizeof(err)))
 		log_warn("daemon: job %lld: profile: %s", (long long)j->id, err);
 	else if (state == PROTO_JOB_EXITED && j->mem_peak && j->start_us &&
-		 j->thrash_want) {
+		 (j->thrash_want || j->thrash_ws)) {
+		/* Thrashed: it asked to grow (a window thrashed), or its run
+		 * as a whole restored too much (the preload's verdict). */
+		uint64_t ws = j->thrash_want > j->thrash_ws ? j->thrash_want
+							    : j->thrash_ws;
 		char w[SIZE_FORMAT_MAX];
 
-		size_format(j->thrash_want, w, sizeof(w));
-		if (db_profile_note_thrash(srv->db, j->profile_key,
-					   j->thrash_want, err, sizeof(err)))
+		size_format(ws, w, sizeof(w));
+		if (db_profile_note_thrash(srv->db, j->profile_key, ws, err,
+					   sizeof(err)))
 			log_warn("daemon: job %lld: profile: %s",
 				 (long long)j->id, err);
 		else
-			log_info("daemon: job %lld: thrashed; its profile "
+			log_info("daemon: job %lld: thrashed (%s); its profile "
 				 "learned a working set of %s", (long long)j->id,
+				 j->thrash_want ? "asked to grow"
+						: "its restores over the run",
 				 w);
 	}
 	job_grow_drop(srv, j, ECANCELED, "the job ended");

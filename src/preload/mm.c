@@ -92,6 +92,7 @@ static unsigned mm_debug_host_fail, mm_host_allocs;
 static int mm_debug_broken;	/* tests: never back anything */
 static int (*mm_prev_fields)(char *buf, size_t len);
 static struct thrash mm_thrash;	/* mm_mu */
+static struct thrash_run mm_run;	/* mm_mu: evict, the whole run */
 
 int (*mm_grow_budget)(uint64_t want, uint64_t *granted);
 
@@ -190,7 +191,7 @@ static void mm_report(void)
 {
 	struct mm_host_stats h;
 	struct mm_stats s;
-	char grew[160] = "";
+	char grew[160] = "", ratio[160] = "";
 
 	mm_get_stats(&s);
 	pthread_mutex_lock(&mm_mu);
@@ -204,12 +205,25 @@ static void mm_report(void)
 			 (unsigned long long)s.grows,
 			 (unsigned long long)s.grow_asks,
 			 (unsigned long long)s.budget);
+	/* The whole run's ratio (thrash.h, THRASH_RUN_DIV): 1/N, N rounded
+	 * down, so "1/64" may be a little under 1/64 and not thrash. */
+	if (mm_on == MM_EVICT && s.run_restored)
+		snprintf(ratio, sizeof(ratio), "; restored %llu of %llu "
+			 "touched bytes (1/%llu): %s",
+			 (unsigned long long)s.run_restored,
+			 (unsigned long long)s.run_touched,
+			 (unsigned long long)(s.run_touched / s.run_restored),
+			 s.thrash_ws ? "thrashed" : "did not thrash");
+	else if (mm_on == MM_EVICT)
+		snprintf(ratio, sizeof(ratio), "; restored 0 of %llu touched "
+			 "bytes (none): did not thrash",
+			 (unsigned long long)s.run_touched);
 	log_info("memory: pid %d: %s; %llu objects now, %llu bytes reserved, "
 		 "%llu resident (peak %llu), %llu evicted; %llu backed "
 		 "(%llu bytes), %llu evictions (%llu bytes), %llu restores "
 		 "(%llu bytes), %llu evictions abandoned, %llu backing "
 		 "failures, %llu pinned; largest object %llu bytes; %llu "
-		 "daemon requests freed %llu bytes%s",
+		 "daemon requests freed %llu bytes%s%s",
 		 (int)getpid(), mm_on == MM_EVICT ? "evict" : "lazy",
 		 (unsigned long long)s.objects, (unsigned long long)s.reserved,
 		 (unsigned long long)s.resident,
@@ -225,7 +239,7 @@ static void mm_report(void)
 		 (unsigned long long)s.pinned,
 		 (unsigned long long)s.largest,
 		 (unsigned long long)s.reclaims,
-		 (unsigned long long)s.reclaim_bytes, grew);
+		 (unsigned long long)s.reclaim_bytes, grew, ratio);
 	if (h.allocs || h.reuses)
 		log_info("memory: pid %d: pinned host buffers: %llu allocated, "
 			 "%llu reused, %llu freed, %llu bytes kept, peak %llu "
@@ -747,7 +761,7 @@ CUresult mm_op_begin(struct mm_op *op, const uint64_t *bases, int n, int all,
 {
 	uint64_t user = stream_norm(stream, per_thread), seq;
 	struct mm_obj *o, *mine[MM_MAX_TOUCH];
-	uint64_t touched = 0, restored;
+	uint64_t touched = 0, restored, backed;
 	int k = 0;
 	CUresult r = CUDA_SUCCESS;
 
@@ -789,9 +803,19 @@ CUresult mm_op_begin(struct mm_op *op, const uint64_t *bases, int n, int all,
 	if (mm_on != MM_EVICT) {
 		pthread_mutex_unlock(&mm_mu);
 		op->locked = 0;
-	} else if (mm_grow_budget && quota_on) {
-		mm_thrash_check(op, touched, mm_st.restore_bytes - restored);
+		return r;
 	}
+	thrash_run_note(&mm_run, touched, mm_st.restore_bytes - restored);
+	/* What a budget must hold for nothing to be evicted: all it is
+	 * charged (managed objects resident, pass-through allocations) and
+	 * all evicted, as the window detector asks for (mm_thrash_check).
+	 * Sampled at operations, where backing happens. */
+	backed = (quota_on ? quota_used(&quota_global) : mm_st.resident) +
+		 mm_st.evicted;
+	if (backed > mm_st.peak_backed)
+		mm_st.peak_backed = backed;
+	if (mm_grow_budget && quota_on)
+		mm_thrash_check(op, touched, mm_st.restore_bytes - restored);
 	return r;
 }
 
@@ -945,6 +969,12 @@ void mm_get_stats(struct mm_stats *st)
 	st->objects = atomic_load_explicit(&mm_nobj, memory_order_relaxed);
 	st->thrash_windows = mm_thrash.windows;
 	st->thrashing = mm_thrash.thrashing;
+	st->run_touched = mm_run.touched;
+	st->run_restored = mm_run.restored;
+	st->thrash_ws = 0;
+	if (mm_on == MM_EVICT && thrash_run_verdict(&mm_run))
+		st->thrash_ws = (mm_st.peak_backed + (1 << 20) - 1) &
+				~(uint64_t)((1 << 20) - 1);
 	st->budget = mm_on == MM_EVICT && quota_on ?
 		     atomic_load(&quota_global.limit) : 0;
 	if (locked)

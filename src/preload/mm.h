@@ -115,6 +115,8 @@ uint64_t mm_resident(void);
 struct mm_stats {
 	uint64_t objects, reserved, resident, evicted;	/* now, bytes */
 	uint64_t peak_resident;
+	uint64_t peak_backed;	/* evict: budget used + evicted, at most,
+				 * seen at an operation */
 	uint64_t largest;	/* the largest object managed, bytes */
 	uint64_t backs, back_bytes;
 	uint64_t evicts, evict_bytes, restores, restore_bytes;
@@ -123,6 +125,11 @@ struct mm_stats {
 	uint64_t thrash_windows, thrashing;	/* thrash.h's windows */
 	uint64_t grow_asks, grows;	/* budget growths asked, granted */
 	uint64_t budget;		/* evict: the budget now, bytes */
+	/* Evict: the whole run's bytes touched by operations and restored
+	 * for them (thrash_run), and, when that thrashed
+	 * (thrash_run_verdict), peak_backed rounded up to a MiB (else 0):
+	 * the working set kmuxd learns (ALLOC_UPDATE's thrash_ws). */
+	uint64_t run_touched, run_restored, thrash_ws;
 };
 void mm_get_stats(struct mm_stats *st);
 

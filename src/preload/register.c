@@ -83,7 +83,7 @@ static struct reg {
 	/* The last report sent on this connection. */
 	bool reported;
 	uint64_t r_resident, r_peak, r_kernels;
-	uint64_t r_evicted, r_reserved, r_evicts, r_restores;
+	uint64_t r_evicted, r_reserved, r_evicts, r_restores, r_thrash_ws;
 } reg = { .io = { .fd = -1, .rx = reg_rx, .tx = reg_tx,
 		  .rx_cap = sizeof(reg_rx), .tx_cap = sizeof(reg_tx) } };
 
@@ -596,7 +596,7 @@ static int report(void)
 	if (reg.reported && res == reg.r_resident && peak == reg.r_peak &&
 	    k == reg.r_kernels && st.evicted == reg.r_evicted &&
 	    st.reserved == reg.r_reserved && st.evicts == reg.r_evicts &&
-	    st.restores == reg.r_restores)
+	    st.restores == reg.r_restores && st.thrash_ws == reg.r_thrash_ws)
 		return 0;
 	m.u.alloc.job = reg.job;
 	m.u.alloc.pid = (uint32_t)reg.pid;
@@ -609,6 +609,7 @@ static int report(void)
 	m.u.alloc.evicts = st.evicts;
 	m.u.alloc.restores = st.restores;
 	m.u.alloc.flags = mm_on == MM_EVICT ? PROTO_ALLOC_F_EVICT : 0;
+	m.u.alloc.thrash_ws = st.thrash_ws;	/* 0 unless evict */
 	if (conn_send(&m))
 		return -EPIPE;
 	reg.reported = true;
@@ -619,6 +620,7 @@ static int report(void)
 	reg.r_reserved = st.reserved;
 	reg.r_evicts = st.evicts;
 	reg.r_restores = st.restores;
+	reg.r_thrash_ws = st.thrash_ws;
 	return 0;
 }
 

@@ -34,3 +34,26 @@ bool thrash_note(struct thrash *t, uint64_t touched, uint64_t restored,
 	t->last_ask_ms = now_ms;
 	return true;
 }
+
+static uint64_t thrash_sat_add(uint64_t a, uint64_t b)
+{
+	return b > UINT64_MAX - a ? UINT64_MAX : a + b;
+}
+
+void thrash_run_note(struct thrash_run *r, uint64_t touched,
+		     uint64_t restored)
+{
+	r->touched = thrash_sat_add(r->touched, touched);
+	r->restored = thrash_sat_add(r->restored, restored);
+}
+
+bool thrash_run_verdict(const struct thrash_run *r)
+{
+	if (!r->touched)
+		return false;
+	/* Multiplied, not divided: touched below THRASH_RUN_DIV would make
+	 * touched / THRASH_RUN_DIV 0, and nothing restored "thrash". */
+	if (r->restored > UINT64_MAX / THRASH_RUN_DIV)
+		return true;
+	return r->restored * THRASH_RUN_DIV >= r->touched;
+}

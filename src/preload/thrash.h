@@ -43,4 +43,37 @@ struct thrash {
 bool thrash_note(struct thrash *t, uint64_t touched, uint64_t restored,
 		 uint64_t budget, uint64_t now_ms);
 
+/*
+ * The whole run's verdict, besides the windows.  The window rule above
+ * misses a task that restores a steady but smaller share of what it
+ * touches, e.g. phases whose objects come back once per phase, never half
+ * of a window (bench/results/raw/2026-11-30-h200-memory7: reductions,
+ * image_pipeline and phase_buffers restored thousands of objects per run
+ * and never asked).  Whether that costs is a matter of bandwidth: a
+ * restore moves bytes over PCIe (~50 GB/s) that a kernel reads from HBM
+ * (~4.8 TB/s on an H200, ~100x faster), so restoring 1/THRASH_RUN_DIV of
+ * the bytes kernels touch already costs more transfer time than the
+ * kernels' own memory traffic: the run thrashed.  A task whose idle
+ * objects come back now and then, say once per stage of a pipeline that
+ * serves thousands of requests a stage, restores orders of magnitude less
+ * (~1e-4) and does not.  kmuxd learns a thrashed run's working set for its
+ * next run (docs/design-daemon.md, "Evict mode: learned working sets").
+ */
+#define THRASH_RUN_DIV 64	/* thrashed: restored >= touched / this */
+
+struct thrash_run {
+	uint64_t touched, restored;	/* bytes, the whole run, saturating */
+};
+
+/* One operation's touched and restored bytes (as for thrash_note). */
+void thrash_run_note(struct thrash_run *r, uint64_t touched,
+		     uint64_t restored);
+
+/*
+ * Whether the run so far thrashed: restored >= touched / THRASH_RUN_DIV,
+ * exactly (no rounding: restored * THRASH_RUN_DIV >= touched).  Nothing
+ * touched never thrashed.
+ */
+bool thrash_run_verdict(const struct thrash_run *r);
+
 #endif

@@ -12,7 +12,7 @@ python3 - "$KMUX_SOCKET" >"$TMP/proto" 2>&1 <<'PY'
 import errno, os, socket, struct, sys
 
 path = sys.argv[1]
-MAGIC, VERSION = 0x58554d4b, 5
+MAGIC, VERSION = 0x58554d4b, 6
 
 def frame(typ, payload=b"", seq=7, version=VERSION, length=None):
     n = len(payload) if length is None else length
@@ -71,6 +71,9 @@ case("version 1", frame(105, struct.pack("<II", 0, 0), version=1),
 # v4 peers (before ADMIT carried the MPS directories) are refused clearly.
 case("version 4", frame(105, struct.pack("<II", 0, 0), version=4),
      errno.EPROTONOSUPPORT, 7)
+# v5 peers (before ALLOC_UPDATE carried the thrash verdict) too.
+case("version 5", frame(105, struct.pack("<II", 0, 0), version=5),
+     errno.EPROTONOSUPPORT, 7)
 case("before HELLO", frame(105, struct.pack("<II", 0, 0)), errno.EPROTO, 7)
 case("bad HELLO role", frame(100, struct.pack("<HHI", 9, 0, 1) + s("x")),
      errno.EBADMSG, 7)
@@ -92,7 +95,7 @@ print(("ok  " if [f[0] for f in frames] == [200, 203] else "BAD ") +
       "HELLO + PS: %s" % [f[0] for f in frames])
 PY
 sed 's/^/    /' "$TMP/proto"
-check "every bad peer got the right ERROR" cond '! grep -q "^BAD" "$TMP/proto" && [ $(grep -c "^ok" "$TMP/proto") -eq 11 ]'
+check "every bad peer got the right ERROR" cond '! grep -q "^BAD" "$TMP/proto" && [ $(grep -c "^ok" "$TMP/proto") -eq 12 ]'
 check "the daemon is the same process" [ "$(daemon_pid)" = "$pid" ]
 check "  ... and alive" kill -0 "$pid"
 expect_rc 0 "the next client is served" "$KMUX" ps

@@ -6,7 +6,9 @@
 # the next evict-mode run of the same command is admitted at that working
 # set, so it never thrashes and nothing is asked.  A task that does not
 # thrash, and the same command outside evict mode, are admitted as
-# declared.  A refused thrashing task holds its GPU: a newcomer that fits
+# declared.  A task that never asks but whose run restored >= 1/64 of the
+# bytes it touched is learned too; one with rare restores is not.  A
+# refused thrashing task holds its GPU: a newcomer that fits
 # waits until the thrashing task got its room.
 export KMUX_FAKE_GPUS=1:1G
 . "$(dirname "$0")/lib.sh"
@@ -40,7 +42,7 @@ check "  ... it thrashed and the budget grew to 16 MiB" \
 check "  ... admitted at its declared 8 MiB (no profile yet)" \
 	not grep -q "evict mode; its profile thrashed" "$KLOG"
 check "  ... the daemon learned a working set of 16 MiB" \
-	grep -q "daemon: job 1: thrashed; its profile learned a working set of 16.00 MiB" "$KLOG"
+	grep -q "daemon: job 1: thrashed (asked to grow); its profile learned a working set of 16.00 MiB" "$KLOG"
 stop_daemon
 
 # A new daemon on the same database: the profile is persistent.
@@ -69,17 +71,41 @@ check "KMUX_MEMORY=evict inherited: identical results, admitted at 16 MiB" \
 	eval 'cmp -s "$TMP/plain" "$TMP/inh" &&
 		grep -q "daemon: job 4 admitted on GPU 0, quota 16.00 MiB" "$KLOG"'
 
-# A task that never thrashed (staged, one stage resident): unchanged.
+# The whole run's verdict (src/preload/thrash.h, THRASH_RUN_DIV = 64): a
+# task whose restores are a steady share of what it touches but never half
+# of a window (staged with few requests a stage: each stage's 4 MiB weights
+# come back once per 20 requests, ~1/21 of the touched bytes) never asks,
+# yet kmuxd learns its peak backed bytes from its preload's reports (3 x 4
+# MiB weights, and the small input and output buffers its budget is
+# charged for: 13 MiB rounded up), and its second run is admitted at that
+# and evicts nothing.
 for n in 5 6; do
-	KMUX_LOG=info "$KMUX" run --memory=evict --mem 6M -n staged$n -- "$M" staged 3 20 \
+	KMUX_LOG=info "$KMUX" run --memory=evict --mem 6M -n few$n -- "$M" staged 3 20 \
 		>"$TMP/s$n" 2>"$TMP/s$n.err"
 done
-check "non-thrashing evict task, twice: no thrash, no growth either time" \
+check "restores of 1/21 of the touched bytes: never asks, the exit line says it thrashed" \
 	eval 'grep -q "budget grew 0 times (of 0 asks) to 6291456 bytes" "$TMP/s5.err" &&
-		grep -q "budget grew 0 times (of 0 asks) to 6291456 bytes" "$TMP/s6.err"'
-check "  ... nothing learned, the second admitted at its 6 MiB" \
-	eval 'not grep -Eq "job [56]: (thrashed|evict mode)" "$KLOG" &&
-		grep -q "daemon: job 6 admitted on GPU 0, quota 6.00 MiB" "$KLOG"'
+		grep -Eq "restored [0-9]+ of [0-9]+ touched bytes \(1/2[01]\): thrashed" "$TMP/s5.err"'
+check "  ... kmuxd learned its working set (13 MiB) from the run's verdict" \
+	grep -q "daemon: job 5: thrashed (its restores over the run); its profile learned a working set of 13.00 MiB" "$KLOG"
+check "  ... its second run admitted at that, no evictions" \
+	eval 'grep -q "daemon: job 6: evict mode; its profile thrashed (1 runs) and needed 13.00 MiB: admitted at that, not the 6.00 MiB declared budget" "$KLOG" &&
+		grep -q "daemon: job 6 admitted on GPU 0, quota 13.00 MiB" "$KLOG" &&
+		[ "$(evicts "$TMP/s6.err")" = 0 ]'
+# The staged mix's pattern (bench/memory/staged.cu: many requests a stage,
+# one restore of the stage's weights): rare restores, not thrash.
+for n in 7 8; do
+	KMUX_LOG=info "$KMUX" run --memory=evict --mem 6M -n staged$n -- "$M" staged 3 400 \
+		>"$TMP/s$n" 2>"$TMP/s$n.err"
+done
+check "non-thrashing evict task (restores 1/401), twice: no thrash, no growth either time" \
+	eval 'grep -q "budget grew 0 times (of 0 asks) to 6291456 bytes" "$TMP/s7.err" &&
+		grep -q "budget grew 0 times (of 0 asks) to 6291456 bytes" "$TMP/s8.err" &&
+		grep -Eq "restored [0-9]+ of [0-9]+ touched bytes \(1/40[01]\): did not thrash" "$TMP/s7.err"'
+check "  ... nothing learned, the second admitted at its 6 MiB, evicting" \
+	eval 'not grep -Eq "job [78]: (thrashed|evict mode)" "$KLOG" &&
+		grep -q "daemon: job 8 admitted on GPU 0, quota 6.00 MiB" "$KLOG" &&
+		[ "$(evicts "$TMP/s8.err")" -gt 0 ]'
 stop_daemon
 
 # The hold.  Capacity 95 MiB: an idle quota task holds 80 MiB; a thrashing

@@ -244,7 +244,8 @@ int main(int argc, char **argv)
 		.name = "slurm-1.0.0", .argv = { 1, argv3, NULL, 0 } };
 	m[i].type = PROTO_ALLOC_UPDATE;
 	m[i++].u.alloc = (struct proto_alloc_update){ .job = 1, .pid = 99,
-		.gpu = 0, .resident = 10, .peak = 20, .want = 0, .kernels = 5 };
+		.gpu = 0, .resident = 10, .peak = 20, .want = 0, .kernels = 5,
+		.flags = PROTO_ALLOC_F_EVICT, .thrash_ws = 1 << 20 };
 	m[i].type = PROTO_PS;
 	m[i++].u.ps = (struct proto_ps){ 0, 0 };
 	m[i].type = PROTO_WAIT;

@@ -2,7 +2,8 @@
  * test-thrash.c - unit tests of the evict mode's thrash detector
  * (thrash.c): cyclic working sets larger than the budget thrash at any
  * scale, idle objects restored now and then do not, the rate limit, and
- * the edges (no budget, saturation).
+ * the edges (no budget, saturation); and the whole run's verdict
+ * (thrash_run_*): 1/THRASH_RUN_DIV exactly, its edges and patterns.
  */
 #include <stdarg.h>
 #include <stdbool.h>
@@ -112,6 +113,92 @@ static void test_edges(void **state)
 	assert_true(thrash_note(&t, 10, 10, 1, 1000));
 }
 
+/* The run's verdict after one note of touched and restored bytes. */
+static bool run1(uint64_t touched, uint64_t restored)
+{
+	struct thrash_run r = { 0 };
+
+	thrash_run_note(&r, touched, restored);
+	return thrash_run_verdict(&r);
+}
+
+/* Exactly 1/64 thrashes; a byte less does not; at any scale. */
+static void test_run_ratio(void **state)
+{
+	(void)state;
+	assert_int_equal(THRASH_RUN_DIV, 64);
+	for (uint64_t t = 64; t <= (UINT64_C(1) << 50); t <<= 7) {
+		assert_true(run1(t, t / 64));
+		assert_false(run1(t, t / 64 - 1));
+		assert_true(run1(t - 1, t / 64));	/* a bit above 1/64 */
+		assert_false(run1(t + 1, t / 64));	/* a bit below */
+		assert_true(run1(t, t));
+		assert_true(run1(t, t / 2));
+	}
+	/* Not rounded: 1/64 of 127 bytes is more than 1 byte. */
+	assert_false(run1(127, 1));
+	assert_true(run1(64, 1));
+	assert_false(run1(65, 1));
+}
+
+static void test_run_edges(void **state)
+{
+	struct thrash_run r = { 0 };
+
+	(void)state;
+	assert_false(thrash_run_verdict(&r));		/* nothing at all */
+	assert_false(run1(0, 0));
+	assert_false(run1(0, 5));		/* nothing touched */
+	assert_false(run1(1, 0));		/* touched, nothing restored */
+	assert_false(run1(63, 0));
+	assert_true(run1(63, 1));
+	/* Saturation: never wraps back below the ratio. */
+	thrash_run_note(&r, UINT64_MAX - 1, 0);
+	thrash_run_note(&r, 10, 0);
+	assert_int_equal(r.touched, UINT64_MAX);
+	assert_false(thrash_run_verdict(&r));
+	thrash_run_note(&r, 0, UINT64_MAX / 64);
+	assert_false(thrash_run_verdict(&r));	/* 64 * that < UINT64_MAX */
+	thrash_run_note(&r, 0, 1);
+	assert_true(thrash_run_verdict(&r));	/* > UINT64_MAX / 64 */
+	thrash_run_note(&r, 0, UINT64_MAX);
+	assert_int_equal(r.restored, UINT64_MAX);
+	assert_true(thrash_run_verdict(&r));	/* not multiplied around */
+}
+
+/*
+ * Sums over a run: phases that bring their objects back once per phase
+ * thrash as a whole (never half of a window: test_idle_restores), the
+ * staged pattern (one restore per stage, thousands of requests) does not.
+ */
+static void test_run_patterns(void **state)
+{
+	const uint64_t mib = UINT64_C(1) << 20;
+	struct thrash_run ph = { 0 }, st = { 0 };
+	struct thrash t = { 0 };
+	int asks = 0;
+
+	(void)state;
+	/* 3 objects of 4 MiB, budget 8: each used 8 times in a row. */
+	for (int i = 0; i < 3000; i++) {
+		uint64_t rest = i % 8 == 0 && i >= 16 ? 4 * mib : 0;
+
+		thrash_run_note(&ph, 4 * mib, rest);
+		asks += thrash_note(&t, 4 * mib, rest, 8 * mib,
+				    (uint64_t)i * 2000);
+	}
+	assert_int_equal(asks, 0);
+	assert_true(thrash_run_verdict(&ph));
+	/* staged.cu: 3 stages of 512 MiB, 32768 requests each, one restore
+	 * of the stage's weights per stage. */
+	for (int s = 0; s < 3; s++) {
+		thrash_run_note(&st, 512 * mib, 512 * mib);
+		for (int q = 0; q < 32768; q++)
+			thrash_run_note(&st, 512 * mib, 0);
+	}
+	assert_false(thrash_run_verdict(&st));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -120,6 +207,9 @@ int main(void)
 		cmocka_unit_test(test_idle_restores),
 		cmocka_unit_test(test_window),
 		cmocka_unit_test(test_edges),
+		cmocka_unit_test(test_run_ratio),
+		cmocka_unit_test(test_run_edges),
+		cmocka_unit_test(test_run_patterns),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
