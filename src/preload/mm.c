@@ -84,6 +84,7 @@ static _Atomic uint64_t mm_res_bytes;
  * cuMemFree itself does.
  */
 static _Atomic uint64_t mm_unbacked;
+static _Atomic uint64_t mm_fast_ops;
 static atomic_int mm_users_lost;
 static uint64_t mm_seq;
 static struct mm_stats mm_st;
@@ -191,7 +192,7 @@ static void mm_report(void)
 {
 	struct mm_host_stats h;
 	struct mm_stats s;
-	char grew[160] = "", ratio[160] = "";
+	char grew[160] = "", ratio[160] = "", fast[96] = "";
 
 	mm_get_stats(&s);
 	pthread_mutex_lock(&mm_mu);
@@ -218,12 +219,17 @@ static void mm_report(void)
 		snprintf(ratio, sizeof(ratio), "; restored 0 of %llu touched "
 			 "bytes (none): did not thrash",
 			 (unsigned long long)s.run_touched);
+	if (mm_on == MM_LAZY)
+		snprintf(fast, sizeof(fast), "; fast path: %llu operations, "
+			 "%llu objects unbacked now",
+			 (unsigned long long)s.fast_ops,
+			 (unsigned long long)s.unbacked);
 	log_info("memory: pid %d: %s; %llu objects now, %llu bytes reserved, "
 		 "%llu resident (peak %llu), %llu evicted; %llu backed "
 		 "(%llu bytes), %llu evictions (%llu bytes), %llu restores "
 		 "(%llu bytes), %llu evictions abandoned, %llu backing "
 		 "failures, %llu pinned; largest object %llu bytes; %llu "
-		 "daemon requests freed %llu bytes%s%s",
+		 "daemon requests freed %llu bytes%s%s%s",
 		 (int)getpid(), mm_on == MM_EVICT ? "evict" : "lazy",
 		 (unsigned long long)s.objects, (unsigned long long)s.reserved,
 		 (unsigned long long)s.resident,
@@ -239,7 +245,7 @@ static void mm_report(void)
 		 (unsigned long long)s.pinned,
 		 (unsigned long long)s.largest,
 		 (unsigned long long)s.reclaims,
-		 (unsigned long long)s.reclaim_bytes, grew, ratio);
+		 (unsigned long long)s.reclaim_bytes, grew, ratio, fast);
 	if (h.allocs || h.reuses)
 		log_info("memory: pid %d: pinned host buffers: %llu allocated, "
 			 "%llu reused, %llu freed, %llu bytes kept, peak %llu "
@@ -774,6 +780,8 @@ CUresult mm_op_begin(struct mm_op *op, const uint64_t *bases, int n, int all,
 	if (mm_on == MM_LAZY && !pin && !atomic_load(&mm_unbacked)) {
 		if (!atomic_load_explicit(&mm_users_lost, memory_order_relaxed))
 			atomic_store(&mm_users_lost, 1);
+		atomic_fetch_add_explicit(&mm_fast_ops, 1,
+					  memory_order_relaxed);
 		return CUDA_SUCCESS;
 	}
 	pthread_mutex_lock(&mm_mu);
@@ -971,6 +979,8 @@ void mm_get_stats(struct mm_stats *st)
 	st->thrashing = mm_thrash.thrashing;
 	st->run_touched = mm_run.touched;
 	st->run_restored = mm_run.restored;
+	st->fast_ops = atomic_load_explicit(&mm_fast_ops, memory_order_relaxed);
+	st->unbacked = atomic_load_explicit(&mm_unbacked, memory_order_relaxed);
 	st->thrash_ws = 0;
 	if (mm_on == MM_EVICT && thrash_run_verdict(&mm_run))
 		st->thrash_ws = (mm_st.peak_backed + (1 << 20) - 1) &

@@ -130,6 +130,9 @@ struct mm_stats {
 	 * (thrash_run_verdict), peak_backed rounded up to a MiB (else 0):
 	 * the working set kmuxd learns (ALLOC_UPDATE's thrash_ws). */
 	uint64_t run_touched, run_restored, thrash_ws;
+	/* Lazy: operations that took the fast path (nothing was left to
+	 * back), and objects still unbacked now (while any is, none does). */
+	uint64_t fast_ops, unbacked;
 };
 void mm_get_stats(struct mm_stats *st);
 

@@ -64,15 +64,17 @@ check "lazy: 256 MiB allocated and never used cost nothing" has "$TMP/u1" "unuse
 check "lazy: a never-touched allocation frees" has "$TMP/u1" "free err=0"
 check "lazy: nothing left after the free" has "$TMP/u1" "end delta=0"
 runp KMUX_MEMORY=lazy "$M" touch >"$TMP/t1" 2>&1
+check "lazy: touched memory is resident and right" has "$TMP/t1" "touch delta=64 sum=5120"
 # Lazy's fast path (nothing left to back) records no users: a free must
 # then wait for the whole context, or the range is unmapped under the
 # kernel still writing it (simcuda's mapping check).
 rm -f "$TMP"/fb.*
-SIMCUDA_LOG=$TMP/fb.%p runp KMUX_MEMORY=lazy "$M" freebusy >"$TMP/fb" 2>&1
+SIMCUDA_LOG=$TMP/fb.%p KMUX_LOG=info runp KMUX_MEMORY=lazy "$M" freebusy >"$TMP/fb" 2>&1
 check "lazy fast path: the free of a busy object succeeds" has "$TMP/fb" "freebusy err=0 first=1"
 "$SIMDIR/simcuda-check" -q "$TMP"/fb.* >"$TMP/fbcheck" 2>&1
 check "  ... after the kernel that writes it, not under it" [ $? -eq 0 ]
-check "lazy: touched memory is resident and right" has "$TMP/t1" "touch delta=64 sum=5120"
+check "  ... the exit line counts its fast operations" \
+	grep -q "; fast path: [1-9][0-9]* operations, 0 objects unbacked now$" "$TMP/fb"
 KMUX_LAZY_MIN=128M LD_PRELOAD=$PRELOAD KMUX_MEMORY=lazy "$M" unused >"$TMP/u2" 2>&1
 check "KMUX_LAZY_MIN=128M: 256 MiB is managed" has "$TMP/u2" "unused delta=0"
 KMUX_LAZY_MIN=512M LD_PRELOAD=$PRELOAD KMUX_MEMORY=lazy "$M" unused >"$TMP/u3" 2>&1
