@@ -813,7 +813,8 @@ CUresult mm_op_begin(struct mm_op *op, const uint64_t *bases, int n, int all,
 		op->locked = 0;
 		return r;
 	}
-	thrash_run_note(&mm_run, touched, mm_st.restore_bytes - restored);
+	restored = mm_st.restore_bytes - restored;	/* by this operation */
+	thrash_run_note(&mm_run, touched, restored);
 	/* What a budget must hold for nothing to be evicted: all it is
 	 * charged (managed objects resident, pass-through allocations) and
 	 * all evicted, as the window detector asks for (mm_thrash_check).
@@ -823,7 +824,7 @@ CUresult mm_op_begin(struct mm_op *op, const uint64_t *bases, int n, int all,
 	if (backed > mm_st.peak_backed)
 		mm_st.peak_backed = backed;
 	if (mm_grow_budget && quota_on)
-		mm_thrash_check(op, touched, mm_st.restore_bytes - restored);
+		mm_thrash_check(op, touched, restored);
 	return r;
 }
 

@@ -4,6 +4,11 @@
  */
 #include "thrash.h"
 
+static uint64_t thrash_sat_add(uint64_t a, uint64_t b)
+{
+	return b > UINT64_MAX - a ? UINT64_MAX : a + b;
+}
+
 bool thrash_note(struct thrash *t, uint64_t touched, uint64_t restored,
 		 uint64_t budget, uint64_t now_ms)
 {
@@ -13,10 +18,8 @@ bool thrash_note(struct thrash *t, uint64_t touched, uint64_t restored,
 	if (!budget)
 		return false;
 	/* Saturating: a huge operation closes the window, never wraps it. */
-	t->touched = touched > UINT64_MAX - t->touched ? UINT64_MAX
-						       : t->touched + touched;
-	t->restored = restored > UINT64_MAX - t->restored ?
-		      UINT64_MAX : t->restored + restored;
+	t->touched = thrash_sat_add(t->touched, touched);
+	t->restored = thrash_sat_add(t->restored, restored);
 	span = budget > UINT64_MAX / THRASH_WINDOW ? UINT64_MAX
 						   : budget * THRASH_WINDOW;
 	if (t->touched < span)
@@ -33,11 +36,6 @@ bool thrash_note(struct thrash *t, uint64_t touched, uint64_t restored,
 	t->asked = true;
 	t->last_ask_ms = now_ms;
 	return true;
-}
-
-static uint64_t thrash_sat_add(uint64_t a, uint64_t b)
-{
-	return b > UINT64_MAX - a ? UINT64_MAX : a + b;
 }
 
 void thrash_run_note(struct thrash_run *r, uint64_t touched,
