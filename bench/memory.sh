@@ -45,6 +45,10 @@
 # KMUX_MEMBENCH_APP_ARGS ("--reps 5 --warmup 2"), KMUX_MEMBENCH_TORCH (1),
 # KMUX_MEMBENCH_COST_MODES (the (c) modes, default "none quota lazy
 # evict-ample"; a subset gives one A/B more repeats in the same time),
+# KMUX_MEMBENCH_PIN (a CPU list for taskset -c, e.g. "2-5"): every run of
+# every mode pinned to those CPUs, the same for all (PyTorch's step time
+# was bimodal per process in runs 7 and 8; pinning takes the scheduler's
+# CPU placement out of it); checked before anything runs.
 # KMUX_MEMBENCH_DRY=1: no GPU; runs tests/e2e's `memory` program on
 # tests/simcuda as the only app (`memory context` as ctxonly), a fake
 # sampler (checks this script's logic) whose peak for a run is taken from
@@ -81,6 +85,11 @@ if [ -n "${KMUX_MEMBENCH_COST_MODES:-}" ]; then
 		*) echo "memory: KMUX_MEMBENCH_COST_MODES: unknown mode '$m' (none quota lazy evict-ample)" >&2; exit 2 ;;
 		esac
 	done
+fi
+PIN=${KMUX_MEMBENCH_PIN:-}
+if [ -n "$PIN" ] && ! taskset -c "$PIN" true 2>/dev/null; then
+	echo "memory: KMUX_MEMBENCH_PIN='$PIN': taskset -c cannot pin to that (a CPU list like 2-5; is taskset installed?)" >&2
+	exit 2
 fi
 FAILS=0
 B=$WORK/bin
@@ -140,6 +149,7 @@ run_mode() {
 	lazy | kmux) pre+=("$KMUX_BIN" run --memory=lazy --) ;;
 	evict*) pre+=("KMUX_MEM_BUDGET=$budget" "$KMUX_BIN" run --memory=evict --) ;;
 	esac
+	[ -n "$PIN" ] && pre=(taskset -c "$PIN" "${pre[@]}")
 	timeout 120 "${pre[@]}" "$@" >"$WORK/run/out" 2>&1
 }
 
@@ -183,7 +193,7 @@ one() {
 }
 
 # ---------------------------------------------------------------- setup
-log "memory: $(uname -srm), $(nproc) CPUs; GPU: $(gpu_line); budget ${BUDGET}s"
+log "memory: $(uname -srm), $(nproc) CPUs; GPU: $(gpu_line); budget ${BUDGET}s${PIN:+; pinned to CPUs $PIN}"
 declare -a APPS=() CMDS=()
 if [ "$DRY" = 1 ]; then
 	export LD_LIBRARY_PATH=$ROOT/build/simcuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -356,6 +366,7 @@ done
 	echo "- peak: max of nvidia-smi memory.used (-lms 20) during the run minus the value before it (MiB, CUDA context included, same for every mode)"
 	echo "- context: \`ctxonly --hold-ms 500\` (bench/memory/ctxonly.cu, nvcc $NVCCFLAGS: context + module, nothing allocated), measured the same way in this run, ${CTX_REPS} times under none and under \`kmux run --memory=lazy\`"
 	echo "- (b) job mix under the daemon: bench/memory-mix.sh"
+	echo "- CPU pinning: ${PIN:+every run under \`taskset -c $PIN\`}${PIN:-none}"
 	echo
 } >"$MD"
 "$PY" - "$CSV" >>"$MD" 2>>"$LOG" <<'EOF'

@@ -74,7 +74,7 @@ check "  ... and no sweep run" eval '! grep -q "evict-sweep" "$TMP/out3/memory.l
 # KMUX_MEMBENCH_COST_MODES: a subset runs only those modes in (c); an
 # unknown name is a usage error before anything runs.
 OUT=$TMP/out4 KMUX_MEMBENCH_DRY=1 KMUX_MEMBENCH_REPS=1 KMUX_MEMBENCH_CTX_REPS=1 \
-	KMUX_MEMBENCH_SWEEP= KMUX_MEMBENCH_COST_MODES="none lazy" \
+	KMUX_MEMBENCH_SWEEP= KMUX_MEMBENCH_COST_MODES="none lazy" KMUX_MEMBENCH_PIN=0 \
 	KMUX_MEMBENCH_DRY_MIB="context:none=500 context:kmux=500 memory-objects:none=849" \
 	bash "$ROOT/bench/memory.sh" >"$TMP/stdout4" 2>&1
 rc=$?
@@ -82,6 +82,13 @@ check "KMUX_MEMBENCH_COST_MODES='none lazy': exit 0 ($rc)" [ "$rc" = 0 ]
 check "  ... (c) ran none and lazy" eval 'grep -q "^\$ \[memory-objects none 1 " "$TMP/out4/memory.log" &&
 		grep -q "^\$ \[memory-objects lazy 1 " "$TMP/out4/memory.log"'
 check "  ... and not quota" eval '! grep -q "^\$ \[memory-objects quota 1 " "$TMP/out4/memory.log"'
+check "  ... KMUX_MEMBENCH_PIN=0: the report says every run was pinned" \
+	grep -q '^- CPU pinning: every run under `taskset -c 0`' "$TMP/out4/memory.md"
+OUT=$TMP/out6 KMUX_MEMBENCH_DRY=1 KMUX_MEMBENCH_PIN=x7 \
+	bash "$ROOT/bench/memory.sh" >"$TMP/stdout6" 2>&1
+rc=$?
+check "a CPU list taskset refuses: exit 2 ($rc), named" eval '[ "$rc" = 2 ] && grep -q "KMUX_MEMBENCH_PIN=.x7." "$TMP/stdout6"'
+check "  ... before any run" eval '! grep -q "^\$ " "$TMP/out6/memory.log" 2>/dev/null'
 OUT=$TMP/out5 KMUX_MEMBENCH_DRY=1 KMUX_MEMBENCH_COST_MODES="none fast" \
 	bash "$ROOT/bench/memory.sh" >"$TMP/stdout5" 2>&1
 rc=$?
