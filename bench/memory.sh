@@ -366,7 +366,11 @@ done
 	echo "- peak: max of nvidia-smi memory.used (-lms 20) during the run minus the value before it (MiB, CUDA context included, same for every mode)"
 	echo "- context: \`ctxonly --hold-ms 500\` (bench/memory/ctxonly.cu, nvcc $NVCCFLAGS: context + module, nothing allocated), measured the same way in this run, ${CTX_REPS} times under none and under \`kmux run --memory=lazy\`"
 	echo "- (b) job mix under the daemon: bench/memory-mix.sh"
-	echo "- CPU pinning: ${PIN:+every run under \`taskset -c $PIN\`}${PIN:-none}"
+	if [ -n "$PIN" ]; then
+		echo "- CPU pinning: every run under \`taskset -c $PIN\`"
+	else
+		echo "- CPU pinning: none"
+	fi
 	echo
 } >"$MD"
 "$PY" - "$CSV" >>"$MD" 2>>"$LOG" <<'EOF'

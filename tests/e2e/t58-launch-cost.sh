@@ -13,4 +13,15 @@ check "KMUX_STREAMS=4: runs" grep -q '^torch ns/launch [0-9]' "$TMP/s4"
 check "  ... and schedules all 4000 launches" grep -q 'context(s), 0 off; 4000 ops' "$TMP/s4"
 "$PROGS/launch-cost" nosuch >/dev/null 2>&1
 check "an unknown pattern is a usage error (exit 2)" [ $? -eq 2 ]
+# The memory manager's setting (bench/launch-cost.sh's "lazy"): every one
+# of the 321 small allocations managed, the 320 touched ones backed.
+KMUX_LOG=info KMUX_MEMORY=lazy KMUX_LAZY_MIN=1 LD_PRELOAD=$PRELOAD \
+	"$PROGS/launch-cost" torch 2000 1 >"$TMP/lazy" 2>&1
+check "KMUX_MEMORY=lazy: runs" grep -q '^torch ns/launch [0-9]' "$TMP/lazy"
+check "  ... with all 321 objects managed, 320 backed" \
+	grep -q 'lazy; 321 objects now, .* 320 backed' "$TMP/lazy"
+KMUX_LAUNCH_COST_SETTINGS="8 lazzy" bash "$ROOT/bench/launch-cost.sh" >"$TMP/bad" 2>&1
+rc=$?
+check "bench/launch-cost.sh: an unknown setting is exit 2 ($rc), named" \
+	eval '[ "$rc" = 2 ] && grep -q "unknown setting .lazzy." "$TMP/bad"'
 finish

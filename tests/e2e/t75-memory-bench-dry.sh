@@ -83,7 +83,7 @@ check "  ... (c) ran none and lazy" eval 'grep -q "^\$ \[memory-objects none 1 "
 		grep -q "^\$ \[memory-objects lazy 1 " "$TMP/out4/memory.log"'
 check "  ... and not quota" eval '! grep -q "^\$ \[memory-objects quota 1 " "$TMP/out4/memory.log"'
 check "  ... KMUX_MEMBENCH_PIN=0: the report says every run was pinned" \
-	grep -q '^- CPU pinning: every run under `taskset -c 0`' "$TMP/out4/memory.md"
+	grep -qx -- '- CPU pinning: every run under `taskset -c 0`' "$TMP/out4/memory.md"
 OUT=$TMP/out6 KMUX_MEMBENCH_DRY=1 KMUX_MEMBENCH_PIN=x7 \
 	bash "$ROOT/bench/memory.sh" >"$TMP/stdout6" 2>&1
 rc=$?
