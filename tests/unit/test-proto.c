@@ -490,7 +490,7 @@ static void test_typed_encoders(void **state)
 static void test_golden_bytes(void **state)
 {
 	static const uint8_t want[] = {
-		'K', 'M', 'U', 'X', 6, 0, 106, 0,	/* magic, v6, WAIT */
+		'K', 'M', 'U', 'X', 7, 0, 106, 0,	/* magic, v7, WAIT */
 		8, 0, 0, 0, 0x78, 0x56, 0x34, 0x12,	/* length 8, seq */
 		0x2a, 0, 0, 0, 0, 0, 0, 0x80,		/* job */
 	};
@@ -505,7 +505,7 @@ static void test_golden_bytes(void **state)
 
 	/* REGISTER, the preload's layout (v2). */
 	static const uint8_t reg[] = {
-		'K', 'M', 'U', 'X', 6, 0, 103, 0,
+		'K', 'M', 'U', 'X', 7, 0, 103, 0,
 		65, 0, 0, 0, 1, 0, 0, 0,
 		7, 0, 0, 0, 0, 0, 0, 0,		/* job */
 		9, 0, 0, 0, 0, 0, 0, 0,		/* pid_start */
@@ -528,18 +528,19 @@ static void test_golden_bytes(void **state)
 	assert_int_equal(out.len, sizeof(reg));
 	assert_memory_equal(buf, reg, sizeof(reg));
 
-	/* MEM_PRESSURE (v4). */
+	/* MEM_PRESSURE (v4; flags v7). */
 	{
 		static const uint8_t mp[] = {
-			'K', 'M', 'U', 'X', 6, 0, 210, 0,
+			'K', 'M', 'U', 'X', 7, 0, 210, 0,
 			16, 0, 0, 0, 5, 0, 0, 0,
 			0, 0, 0, 0x03, 0, 0, 0, 0,	/* give 48 MiB */
-			2, 0, 0, 0, 0, 0, 0, 0,		/* gpu 2, reserved */
+			2, 0, 0, 0, 1, 0, 0, 0,		/* gpu 2, flags */
 		};
 
 		out.len = 0;
 		assert_int_equal(proto_encode_mem_pressure(&out, 5,
-			&(struct proto_mem_pressure){ 48u << 20, 2 }), 0);
+			&(struct proto_mem_pressure){ 48u << 20, 2,
+				PROTO_PRESSURE_F_BUDGET }), 0);
 		assert_int_equal(out.len, sizeof(mp));
 		assert_memory_equal(buf, mp, sizeof(mp));
 	}
@@ -908,6 +909,12 @@ static void test_encoder_rejects_invalid(void **state)
 	BAD(PROTO_ALLOC_UPDATE, m.u.alloc.flags = PROTO_ALLOC_F_MASK + 1);
 	BAD(PROTO_MEM_PRESSURE, m.u.pressure.give = 0);
 	BAD(PROTO_MEM_PRESSURE, m.u.pressure.gpu = PROTO_MAX_GPUS);
+	BAD(PROTO_MEM_PRESSURE, m.u.pressure.flags = PROTO_PRESSURE_F_MASK + 1);
+	/* A budget given back is evict mode's, and names the new budget. */
+	BAD(PROTO_ALLOC_UPDATE, m.u.alloc.thrash_ws = 0; m.u.alloc.want = 5;
+	    m.u.alloc.flags = PROTO_ALLOC_F_SHRUNK);
+	BAD(PROTO_ALLOC_UPDATE, m.u.alloc.want = 0;
+	    m.u.alloc.flags = PROTO_ALLOC_F_EVICT | PROTO_ALLOC_F_SHRUNK);
 	BAD(PROTO_PS, m.u.ps.flags = 2);
 	BAD(PROTO_PS, m.u.ps.states = 1);	/* bit 0 is no state */
 	BAD(PROTO_PS, m.u.ps.states = 1u << 6);
