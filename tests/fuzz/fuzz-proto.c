@@ -290,7 +290,7 @@ int main(int argc, char **argv)
 	m[i].type = PROTO_REGION_GRANTED;
 	m[i++].u.granted = (struct proto_region_granted){ 1, 500, 0, 2 };
 	m[i].type = PROTO_MEM_PRESSURE;
-	m[i++].u.pressure = (struct proto_mem_pressure){ 1 << 20, 0 };
+	m[i++].u.pressure = (struct proto_mem_pressure){ 1 << 20, 0, 0 };
 	m[i].type = PROTO_MEM_PRESSURE;
 	m[i++].u.pressure = (struct proto_mem_pressure){ 1 << 20, 0,
 		PROTO_PRESSURE_F_BUDGET };

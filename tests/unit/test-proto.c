@@ -185,7 +185,8 @@ static void sample(uint16_t type, struct proto_msg *m)
 		m->u.granted = (struct proto_region_granted){ 5, 123456, 1, 3 };
 		break;
 	case PROTO_MEM_PRESSURE:
-		m->u.pressure = (struct proto_mem_pressure){ 48ull << 20, 2 };
+		m->u.pressure = (struct proto_mem_pressure){ 48ull << 20, 2,
+							    PROTO_PRESSURE_F_BUDGET };
 		break;
 	default:
 		fail_msg("no sample for type %u", type);
@@ -1384,10 +1385,10 @@ static void test_random_mutations(void **state)
 static void test_fuzzer_regressions(void **state)
 {
 	/* REGISTER with an empty argv: block_ok() did NULL + 0 (UBSan).
-	 * Found on protocol v1; here in v2's layout (v3 to v6 keep it), the
+	 * Found on protocol v1; here in v2's layout (v3 to v7 keep it), the
 	 * same fault. */
 	static const uint8_t reg_empty_argv[] = {
-		0x4b, 0x4d, 0x55, 0x58, 0x06, 0x00, 0x67, 0x00,
+		0x4b, 0x4d, 0x55, 0x58, 0x07, 0x00, 0x67, 0x00,
 		0x3d, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00,
 		0x00, 0x00, 0x00, 0x00, 0x14, 0x00, 0x00, 0x00, /* job */
 		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* pid_start */
