@@ -346,7 +346,8 @@ uint64_t job_gpu_mask(struct server *srv, const struct job *j);
 /*
  * After each sample: for each GPU whose memory in use passes what may be
  * committed (or keeps the head of the queue out), ask its evict-mode tasks
- * to give up resident bytes (MEM_PRESSURE).
+ * to give up resident bytes (MEM_PRESSURE); where commitments alone keep
+ * the head out, ask them to give up budget (PROTO_PRESSURE_F_BUDGET).
  */
 void pressure_check(struct server *srv);
 /* j's preload gave up budget (ALLOC_UPDATE with PROTO_ALLOC_F_SHRUNK):
