@@ -274,7 +274,9 @@ static bool alloc_update_ok(const struct proto_alloc_update *m)
 {
 	return m->pid > 0 && m->gpu < PROTO_MAX_GPUS && m->resident <= m->peak &&
 	       !(m->flags & ~PROTO_ALLOC_F_MASK) &&
-	       (!m->thrash_ws || (m->flags & PROTO_ALLOC_F_EVICT));
+	       (!m->thrash_ws || (m->flags & PROTO_ALLOC_F_EVICT)) &&
+	       (!(m->flags & PROTO_ALLOC_F_SHRUNK) ||
+		((m->flags & PROTO_ALLOC_F_EVICT) && m->want > 0));
 }
 
 static bool job_rec_ok(const struct proto_job_rec *r)
@@ -397,7 +399,8 @@ static bool msg_ok(const struct proto_msg *m)
 		       m->u.granted.gpu < PROTO_MAX_GPUS;
 	case PROTO_MEM_PRESSURE:
 		return m->u.pressure.give > 0 &&
-		       m->u.pressure.gpu < PROTO_MAX_GPUS;
+		       m->u.pressure.gpu < PROTO_MAX_GPUS &&
+		       !(m->u.pressure.flags & ~PROTO_PRESSURE_F_MASK);
 	}
 	return false;
 }
@@ -850,10 +853,11 @@ static int rd_payload(struct rd *r, struct proto_msg *m)
 	case PROTO_MEM_PRESSURE: {
 		struct proto_wire_mem_pressure w;
 
-		if (rd_bytes(r, &w, sizeof(w)) < 0 || w.reserved != 0)
+		if (rd_bytes(r, &w, sizeof(w)) < 0)
 			return -EBADMSG;
 		m->u.pressure.give = le64toh(w.give);
 		m->u.pressure.gpu = le32toh(w.gpu);
+		m->u.pressure.flags = le32toh(w.flags);
 		return 0;
 	}
 	}
@@ -1145,6 +1149,7 @@ static int wr_payload(struct wr *w, const struct proto_msg *m)
 		struct proto_wire_mem_pressure x = {
 			.give = htole64(m->u.pressure.give),
 			.gpu = htole32(m->u.pressure.gpu),
+			.flags = htole32(m->u.pressure.flags),
 		};
 
 		wr_bytes(w, &x, sizeof(x));

@@ -54,7 +54,7 @@
 #include <stdint.h>
 
 #define PROTO_MAGIC 0x58554d4bu		/* the bytes "KMUX" read as u32 LE */
-#define PROTO_VERSION 6
+#define PROTO_VERSION 7
 #define PROTO_HDR_SIZE 16
 #define PROTO_MAX_MSG (1u << 20)	/* header included */
 #define PROTO_MAX_PAYLOAD (PROTO_MAX_MSG - PROTO_HDR_SIZE)
@@ -150,7 +150,18 @@ enum proto_job_state {
 					 * in part) or refused now, never
 					 * waiting (v4 preloads never sent want
 					 * with this flag) */
-#define PROTO_ALLOC_F_MASK 0x1u
+#define PROTO_ALLOC_F_SHRUNK 0x2u	/* v7, with EVICT and want: the answer
+					 * to MEM_PRESSURE with PROTO_PRESSURE_
+					 * F_BUDGET: want is the new, lower
+					 * budget (kmuxd lowers the commitment;
+					 * no reply) */
+#define PROTO_ALLOC_F_MASK 0x3u
+
+/* MEM_PRESSURE flags (v7). */
+#define PROTO_PRESSURE_F_BUDGET 0x1u	/* give up budget (a queued task is
+					 * kept out by commitments), not only
+					 * resident bytes */
+#define PROTO_PRESSURE_F_MASK 0x1u
 
 /* LOG_DATA flags. */
 #define PROTO_LOG_F_EOF 0x1u		/* no more data will follow */
@@ -362,7 +373,7 @@ struct proto_wire_region_granted {
 struct proto_wire_mem_pressure {
 	uint64_t give;
 	uint32_t gpu;
-	uint32_t reserved;
+	uint32_t flags;			/* v7; was reserved (0) */
 } PROTO_PACKED;
 
 _Static_assert(sizeof(struct proto_wire_hdr) == PROTO_HDR_SIZE, "hdr");
@@ -628,10 +639,14 @@ struct proto_region_granted {
  * least recently used objects until `give` bytes are free or none is
  * left, and its next ALLOC_UPDATE shows it.  Others ignore it.  Its budget
  * is unchanged: the objects come back when the program touches them.
+ * With PROTO_PRESSURE_F_BUDGET (v7) it gives up budget it is not using
+ * (docs/design-memory.md, "Giving back budget to admit a queued task")
+ * and answers ALLOC_UPDATE with PROTO_ALLOC_F_SHRUNK when it did.
  */
 struct proto_mem_pressure {
 	uint64_t give;			/* bytes, > 0 */
 	uint32_t gpu;			/* < PROTO_MAX_GPUS */
+	uint32_t flags;			/* PROTO_PRESSURE_F_* */
 };
 
 struct proto_msg {

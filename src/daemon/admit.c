@@ -889,6 +889,47 @@ uint64_t admit_mem_short(const struct admit_gpu *g,
 	return need > s ? need : s;
 }
 
+uint64_t admit_commit_short(const struct admit_gpu *g,
+			    const struct admit_task *head,
+			    const struct admit_policy *p)
+{
+	uint64_t cap = admit_capacity(g, p), need;
+
+	if (!head || head->ngpus != 1 || !allowed(head, g) ||
+	    !fits_exclusive(g, head) || !fits_busy(g, head, p))
+		return 0;
+	need = admit_need(head, g, p);
+	if (need > cap)
+		return 0;	/* never fits: nothing to give would help */
+	if (g->mem_committed <= cap && need <= cap - g->mem_committed)
+		return 0;
+	/* committed + need - cap: committed > cap - need here. */
+	return g->mem_committed > UINT64_MAX - need ? UINT64_MAX :
+	       g->mem_committed + need - cap;
+}
+
+int admit_shrink(struct admit_gpu *gpus, size_t n, struct admit_placement *pl,
+		 uint64_t to)
+{
+	uint64_t less;
+	uint32_t i;
+
+	if (to == 0 || to >= pl->quota || pl->ngpus > ADMIT_MAX_GPUS)
+		return -EINVAL;
+	for (i = 0; i < pl->ngpus; i++)
+		if (pl->slot[i] >= n)
+			return -EINVAL;
+	less = pl->quota - to;
+	for (i = 0; i < pl->ngpus; i++) {
+		struct admit_gpu *g = &gpus[pl->slot[i]];
+
+		g->mem_committed = g->mem_committed > less ?
+				   g->mem_committed - less : 0;
+	}
+	pl->quota = to;
+	return 0;
+}
+
 void admit_gpu_sample(struct admit_gpu *g, double util, uint64_t mem_used,
 		      double dt_s, const struct admit_policy *p)
 {

@@ -377,6 +377,25 @@ uint64_t admit_mem_short(const struct admit_gpu *g,
 			 const struct admit_policy *p);
 
 /*
+ * Commitments keep head out of g: when head (may be NULL) is a one-GPU
+ * task that g would take by everything but its commitments (its need
+ * fits g's capacity, not what is left uncommitted), the bytes of
+ * commitments to give back for it to fit; else 0.  kmuxd asks g's
+ * evict-mode tasks to give up that much budget (pressure.c).
+ */
+uint64_t admit_commit_short(const struct admit_gpu *g,
+			    const struct admit_task *head,
+			    const struct admit_policy *p);
+
+/*
+ * An evict-mode task placed by pl gave up budget: lower pl->quota to `to`
+ * and the commitments of its GPUs with it.  0, or -EINVAL when to is 0 or
+ * not below pl->quota, or pl names a GPU not in gpus (nothing changes).
+ */
+int admit_shrink(struct admit_gpu *gpus, size_t n, struct admit_placement *pl,
+		 uint64_t to);
+
+/*
  * A growth admit_grow() refused for now (-ENOSPC): may the task wait for
  * room (its allocation blocked) rather than fail?  The caller counts the
  * task in grow_waiting of its GPUs first.  true while want could ever fit

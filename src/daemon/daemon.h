@@ -124,6 +124,7 @@ struct job {
 	uint64_t mem_evicted, mem_reserved, evicts, restores;
 	bool evict;
 	uint64_t asked_us;
+	uint64_t shrink_asked_us;	/* last asked for budget (pressure.c) */
 	/* Submitted to run under --memory=evict (KMUX_MEMORY=evict in the
 	 * environment it was submitted with): admission weighs the working
 	 * set its profile learned (admit_task_evict). */
@@ -345,9 +346,13 @@ uint64_t job_gpu_mask(struct server *srv, const struct job *j);
 /*
  * After each sample: for each GPU whose memory in use passes what may be
  * committed (or keeps the head of the queue out), ask its evict-mode tasks
- * to give up resident bytes (MEM_PRESSURE).
+ * to give up resident bytes (MEM_PRESSURE); where commitments alone keep
+ * the head out, ask them to give up budget (PROTO_PRESSURE_F_BUDGET).
  */
 void pressure_check(struct server *srv);
+/* j's preload gave up budget (ALLOC_UPDATE with PROTO_ALLOC_F_SHRUNK):
+ * lower its commitment to `to` and run admission. */
+void pressure_shrunk(struct server *srv, struct job *j, uint64_t to);
 /* Fake GPUs (KMUX_FAKE_GPUS): their used bytes from the tasks' reports
  * plus KMUX_FAKE_MEM_USED's foreign bytes; nothing without that knob. */
 void pressure_fake_used(struct server *srv);

@@ -1004,6 +1004,13 @@ void job_alloc_update(struct conn *c, const struct proto_msg *m)
 	uint64_t now = server_now_us();
 	char err[ERRLEN];
 
+	/* A budget given back (MEM_PRESSURE's answer): no reply. */
+	if (u->flags & PROTO_ALLOC_F_SHRUNK) {
+		if (j && j->state == PROTO_JOB_RUNNING && j->placed &&
+		    server_client_may(c, j->uid))
+			pressure_shrunk(c->srv, j, u->want);
+		return;
+	}
 	if (u->want) {
 		job_want(c, m, j);
 		return;

@@ -6,6 +6,13 @@
  * bytes with MEM_PRESSURE.  A task's budget and the GPU's commitments do
  * not change: what is given up is idle memory, restored when touched.
  *
+ * When commitments alone keep the head of the queue out of a GPU
+ * (admit_commit_short()), its evict-mode tasks are asked, largest budget
+ * first, to give up budget (MEM_PRESSURE with PROTO_PRESSURE_F_BUDGET):
+ * each keeps what it needs resident (docs/design-memory.md, "Giving back
+ * budget to admit a queued task") and reports its new budget
+ * (pressure_shrunk()), which lowers the commitment and runs admission.
+ *
  * Memory in use is NVML's (every process's, kmux's or not).  Fake GPUs
  * have none; KMUX_FAKE_MEM_USED (a file of "GPU BYTES" lines: memory of
  * processes kmux does not manage) makes it the tasks' reported resident
@@ -19,6 +26,7 @@
 #include <stdlib.h>
 
 #include "daemon.h"
+#include "db.h"
 #include "log.h"
 #include "nvml.h"
 #include "size.h"
@@ -94,6 +102,90 @@ static size_t candidates(struct server *srv, const struct admit_gpu *g,
 	return n;
 }
 
+/* The evict-mode tasks on g that may be asked for budget, largest budget
+ * first; *total: all their budgets, asked lately or not. */
+static size_t budget_candidates(struct server *srv, const struct admit_gpu *g,
+				uint64_t now, struct job **v, uint64_t *total)
+{
+	struct job *j;
+	size_t n = 0;
+
+	*total = 0;
+	TAILQ_FOREACH(j, &srv->running, entry) {
+		size_t k;
+
+		if (!j->evict || !j->placed ||
+		    !(job_gpu_mask(srv, j) & (UINT64_C(1) << g->index)))
+			continue;
+		*total += j->place.quota;
+		if (n == PRESSURE_MAX_ASK ||
+		    (j->shrink_asked_us &&
+		     now - j->shrink_asked_us < PRESSURE_HOLD_US))
+			continue;
+		for (k = n; k > 0 && v[k - 1]->place.quota < j->place.quota;
+		     k--)
+			v[k] = v[k - 1];
+		v[k] = j;
+		n++;
+	}
+	return n;
+}
+
+/*
+ * One ask per GPU and round, to the largest budget not asked lately: it
+ * gives what it can (perhaps less than asked), its answer lowers short_by
+ * before the next round asks the next task.
+ */
+static void ask_budget(struct server *srv, struct admit_gpu *g,
+		       uint64_t short_by, uint64_t now)
+{
+	struct job *v[PRESSURE_MAX_ASK];
+	char s[SIZE_FORMAT_MAX], b[SIZE_FORMAT_MAX];
+	uint64_t total;
+	size_t n = budget_candidates(srv, g, now, v, &total);
+
+	/* Not even all their budgets would let the head in. */
+	if (short_by >= total)
+		return;
+	size_format(short_by, s, sizeof(s));
+	for (size_t k = 0; k < n; k++) {
+		struct proto_msg m = { .type = PROTO_MEM_PRESSURE };
+		struct conn *c = preload_of(srv, v[k]);
+		uint64_t give = v[k]->place.quota < short_by ?
+				v[k]->place.quota : short_by;
+
+		if (!c)
+			continue;
+		m.u.pressure.give = give;
+		m.u.pressure.gpu = g->index;
+		m.u.pressure.flags = PROTO_PRESSURE_F_BUDGET;
+		if (!server_client_send(c, &m))
+			continue;
+		v[k]->shrink_asked_us = now;
+		size_format(give, b, sizeof(b));
+		log_info("daemon: GPU %u is %s short of commitments: job %lld "
+			 "asked to give up budget %s", g->index, s,
+			 (long long)v[k]->id, b);
+		return;
+	}
+}
+
+void pressure_shrunk(struct server *srv, struct job *j, uint64_t to)
+{
+	char a[SIZE_FORMAT_MAX], b[SIZE_FORMAT_MAX], err[512];
+	uint64_t from = j->place.quota;
+
+	if (admit_shrink(srv->gpus, srv->ngpus, &j->place, to))
+		return;		/* not lower (a growth crossed it): keep it */
+	size_format(from, a, sizeof(a));
+	size_format(to, b, sizeof(b));
+	log_info("daemon: job %lld gave up budget: %s -> %s",
+		 (long long)j->id, a, b);
+	if (db_job_set_quota(srv->db, j->id, to, err, sizeof(err)))
+		log_warn("daemon: job %lld: %s", (long long)j->id, err);
+	server_kick(srv);
+}
+
 static void ask(struct server *srv, struct admit_gpu *g, uint64_t short_by,
 		uint64_t now)
 {
@@ -132,7 +224,13 @@ void pressure_check(struct server *srv)
 		uint64_t s = admit_mem_short(g, head ? &head->task : NULL,
 					     &srv->policy);
 
-		if (s)
+		if (s) {
 			ask(srv, g, s, now);
+			continue;
+		}
+		s = admit_commit_short(g, head ? &head->task : NULL,
+				       &srv->policy);
+		if (s)
+			ask_budget(srv, g, s, now);
 	}
 }

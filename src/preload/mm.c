@@ -43,12 +43,23 @@
 #include "trace.h"
 #include "preload.h"
 #include "quota.h"
+#include "shrink.h"
 #include "streams.h"
 #include "thrash.h"
 
 #define MM_BUCKETS 1024
 #define MM_USERS 4
 #define MM_MAX_DEVICES 64
+/*
+ * Evict mode: an object not touched for this long is idle, and may go
+ * when kmuxd asks for budget back (mm_shrink).  Giving it up costs one
+ * restore if it is touched again: ~10-20 ms for 512 MiB over PCIe, a few
+ * percent of the second it sat idle; a shorter horizon would start to
+ * evict objects between the requests of a working stage.
+ */
+#define MM_IDLE_MS 1000
+/* Not shrinking while the window detector asked to grow this recently. */
+#define MM_SHRINK_CALM_MS 5000
 
 enum mm_state { MM_RESERVED, MM_RESIDENT, MM_EVICTED };
 
@@ -59,6 +70,7 @@ struct mm_obj {
 	void *host;			/* EVICTED: pinned copy */
 	uint64_t host_size;		/* its buffer's real size */
 	uint64_t last;			/* seq of the last operation */
+	uint64_t touched_ms;		/* evict: when (coarse clock); 0 never */
 	enum mm_state state;
 	int dev;
 	int pinned;
@@ -94,6 +106,7 @@ static int mm_debug_broken;	/* tests: never back anything */
 static int (*mm_prev_fields)(char *buf, size_t len);
 static struct thrash mm_thrash;	/* mm_mu */
 static struct thrash_run mm_run;	/* mm_mu: evict, the whole run */
+static atomic_bool mm_shrunk;		/* evict: mm_shrink gave budget back */
 
 int (*mm_grow_budget)(uint64_t want, uint64_t *granted);
 
@@ -192,7 +205,7 @@ static void mm_report(void)
 {
 	struct mm_host_stats h;
 	struct mm_stats s;
-	char grew[160] = "", ratio[160] = "", fast[96] = "";
+	char grew[160] = "", ratio[160] = "", fast[96] = "", shrank[96] = "";
 
 	mm_get_stats(&s);
 	pthread_mutex_lock(&mm_mu);
@@ -219,6 +232,10 @@ static void mm_report(void)
 		snprintf(ratio, sizeof(ratio), "; restored 0 of %llu touched "
 			 "bytes (none): did not thrash",
 			 (unsigned long long)s.run_touched);
+	if (mm_on == MM_EVICT && s.shrinks)
+		snprintf(shrank, sizeof(shrank), "; budget shrank %llu times "
+			 "to %llu bytes", (unsigned long long)s.shrinks,
+			 (unsigned long long)s.shrunk_to);
 	if (mm_on == MM_LAZY)
 		snprintf(fast, sizeof(fast), "; fast path: %llu operations, "
 			 "%llu objects unbacked now",
@@ -229,7 +246,7 @@ static void mm_report(void)
 		 "(%llu bytes), %llu evictions (%llu bytes), %llu restores "
 		 "(%llu bytes), %llu evictions abandoned, %llu backing "
 		 "failures, %llu pinned; largest object %llu bytes; %llu "
-		 "daemon requests freed %llu bytes%s%s%s",
+		 "daemon requests freed %llu bytes%s%s%s%s",
 		 (int)getpid(), mm_on == MM_EVICT ? "evict" : "lazy",
 		 (unsigned long long)s.objects, (unsigned long long)s.reserved,
 		 (unsigned long long)s.resident,
@@ -245,7 +262,8 @@ static void mm_report(void)
 		 (unsigned long long)s.pinned,
 		 (unsigned long long)s.largest,
 		 (unsigned long long)s.reclaims,
-		 (unsigned long long)s.reclaim_bytes, grew, ratio, fast);
+		 (unsigned long long)s.reclaim_bytes, grew, shrank, ratio,
+		 fast);
 	if (h.allocs || h.reuses)
 		log_info("memory: pid %d: pinned host buffers: %llu allocated, "
 			 "%llu reused, %llu freed, %llu bytes kept, peak %llu "
@@ -363,9 +381,16 @@ CUresult mm_alloc(CUdeviceptr *dptr, uint64_t size)
 	if (size > UINT64_MAX - g)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	span = (size + g - 1) / g * g;
-	/* Under evict the budget is fixed; a lazy quota may still grow. */
-	if (quota_on && mm_on == MM_EVICT && span > quota_global.limit)
-		return CUDA_ERROR_OUT_OF_MEMORY;
+	/* Under evict the budget is fixed; a lazy quota may still grow.  A
+	 * budget given back to kmuxd (mm_shrink) may have gone below an
+	 * object allocated later: ask for it back, at once or never. */
+	if (quota_on && mm_on == MM_EVICT && span > quota_global.limit) {
+		uint64_t got = 0;
+
+		if (!atomic_load(&mm_shrunk) || !mm_grow_budget ||
+		    mm_grow_budget(span, &got) || span > quota_global.limit)
+			return CUDA_ERROR_OUT_OF_MEMORY;
+	}
 	if (quota_on && mm_on == MM_LAZY && quota_reserve(span))
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	o = calloc(1, sizeof(*o));
@@ -566,15 +591,16 @@ abandon:
 
 /*
  * The least recently used object that may be evicted before the operation
- * seq (resident, not pinned, not touched by seq itself), or NULL (mm_mu
- * held).
+ * seq (resident, not pinned, not touched by seq itself, nor at or after
+ * idle_before ms: UINT64_MAX for any time), or NULL (mm_mu held).
  */
-static struct mm_obj *mm_lru_victim(uint64_t seq)
+static struct mm_obj *mm_lru_victim(uint64_t seq, uint64_t idle_before)
 {
 	struct mm_obj *o, *best = NULL;
 
 	for (o = mm_list.next; o != &mm_list; o = o->next) {
-		if (o->state != MM_RESIDENT || o->pinned || o->last >= seq)
+		if (o->state != MM_RESIDENT || o->pinned || o->last >= seq ||
+		    o->touched_ms >= idle_before)
 			continue;
 		if (!best || o->last < best->last)
 			best = o;
@@ -590,7 +616,7 @@ static struct mm_obj *mm_lru_victim(uint64_t seq)
 static int mm_evict_one(uint64_t seq)
 {
 	for (;;) {
-		struct mm_obj *best = mm_lru_victim(seq);
+		struct mm_obj *best = mm_lru_victim(seq, UINT64_MAX);
 
 		if (!best)
 			return -ENOSPC;
@@ -696,9 +722,11 @@ int mm_reserve(uint64_t n)
 	return err;
 }
 
-static void mm_touch(struct mm_obj *o, uint64_t seq, int pin, uint64_t user)
+static void mm_touch(struct mm_obj *o, uint64_t seq, int pin, uint64_t user,
+		     uint64_t now_ms)
 {
 	o->last = seq;
+	o->touched_ms = now_ms;
 	if (pin && !o->pinned) {
 		o->pinned = 1;
 		mm_st.pinned++;
@@ -712,6 +740,16 @@ static uint64_t mm_now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Objects' touch times: the coarse clock (a vDSO read, no syscall); its
+ * few ms of resolution are nothing beside MM_IDLE_MS.  Never 0. */
+static uint64_t mm_coarse_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000 + 1;
 }
 
 /*
@@ -767,7 +805,7 @@ CUresult mm_op_begin(struct mm_op *op, const uint64_t *bases, int n, int all,
 {
 	uint64_t user = stream_norm(stream, per_thread), seq;
 	struct mm_obj *o, *mine[MM_MAX_TOUCH];
-	uint64_t touched = 0, restored, backed;
+	uint64_t touched = 0, need = 0, restored, backed, now = 0;
 	int k = 0;
 	CUresult r = CUDA_SUCCESS;
 
@@ -784,6 +822,9 @@ CUresult mm_op_begin(struct mm_op *op, const uint64_t *bases, int n, int all,
 					  memory_order_relaxed);
 		return CUDA_SUCCESS;
 	}
+	/* Evict only: the lazy path pays no clock read. */
+	if (mm_on == MM_EVICT)
+		now = mm_coarse_ms();
 	pthread_mutex_lock(&mm_mu);
 	op->locked = 1;
 	seq = ++mm_seq;
@@ -791,8 +832,9 @@ CUresult mm_op_begin(struct mm_op *op, const uint64_t *bases, int n, int all,
 	/* Mark first: nothing this operation needs is an eviction victim. */
 	if (all) {
 		for (o = mm_list.next; o != &mm_list; o = o->next) {
-			mm_touch(o, seq, pin, user);
+			mm_touch(o, seq, pin, user, now);
 			touched += o->size;
+			need += o->span;
 		}
 		for (o = mm_list.next; o != &mm_list && !r; o = o->next)
 			r = mm_back(o, seq);
@@ -800,9 +842,10 @@ CUresult mm_op_begin(struct mm_op *op, const uint64_t *bases, int n, int all,
 		for (int i = 0; i < n && k < MM_MAX_TOUCH; i++) {
 			o = mm_find(bases[i]);
 			if (o && o->last != seq) {
-				mm_touch(o, seq, pin, user);
+				mm_touch(o, seq, pin, user, now);
 				mine[k++] = o;
 				touched += o->size;
+				need += o->span;
 			}
 		}
 		for (int i = 0; i < k && !r; i++)
@@ -815,6 +858,8 @@ CUresult mm_op_begin(struct mm_op *op, const uint64_t *bases, int n, int all,
 	}
 	restored = mm_st.restore_bytes - restored;	/* by this operation */
 	thrash_run_note(&mm_run, touched, restored);
+	if (need > mm_st.op_need)
+		mm_st.op_need = need;
 	/* What a budget must hold for nothing to be evicted: all it is
 	 * charged (managed objects resident, pass-through allocations) and
 	 * all evicted, as the window detector asks for (mm_thrash_check).
@@ -904,18 +949,18 @@ CUresult mm_free(uint64_t base)
  * operation is between mm_op_begin() and mm_op_end(), so every resident
  * object that is not pinned may go.
  */
-uint64_t mm_reclaim(uint64_t give)
+/*
+ * Evict least recently used objects not touched at or after idle_before
+ * until give bytes are free (mm_mu held, on the helper thread: each
+ * eviction in its object's context).  Bytes freed.
+ */
+static uint64_t mm_evict_lru(uint64_t give, uint64_t idle_before)
 {
-	uint64_t freed = 0, seq;
+	uint64_t freed = 0, seq = ++mm_seq;
 	CUcontext old;
 
-	if (mm_on != MM_EVICT || !REAL(cuCtxPushCurrent_v2) ||
-	    !REAL(cuCtxPopCurrent_v2))
-		return 0;
-	pthread_mutex_lock(&mm_mu);
-	seq = ++mm_seq;
 	while (freed < give) {
-		struct mm_obj *best = mm_lru_victim(seq);
+		struct mm_obj *best = mm_lru_victim(seq, idle_before);
 
 		if (!best)
 			break;
@@ -931,10 +976,90 @@ uint64_t mm_reclaim(uint64_t give)
 		if (best->ctx)
 			REAL(cuCtxPopCurrent_v2)(&old);
 	}
+	return freed;
+}
+
+uint64_t mm_reclaim(uint64_t give)
+{
+	uint64_t freed;
+
+	if (mm_on != MM_EVICT || !REAL(cuCtxPushCurrent_v2) ||
+	    !REAL(cuCtxPopCurrent_v2))
+		return 0;
+	pthread_mutex_lock(&mm_mu);
+	freed = mm_evict_lru(give, UINT64_MAX);
 	mm_st.reclaims++;
 	mm_st.reclaim_bytes += freed;
 	pthread_mutex_unlock(&mm_mu);
 	return freed;
+}
+
+/* The allocation granularity of the objects' device (mm_mu held). */
+static uint64_t mm_any_gran(void)
+{
+	struct mm_obj *o = mm_list.next;
+
+	if (o != &mm_list && o->dev >= 0 && o->dev < MM_MAX_DEVICES &&
+	    mm_gran[o->dev])
+		return mm_gran[o->dev];
+	return 2u << 20;
+}
+
+/*
+ * kmuxd wants budget back (MEM_PRESSURE with PROTO_PRESSURE_F_BUDGET): the
+ * rule is shrink.h's.  The floor's inputs are sampled here, under mm_mu:
+ * the objects touched within MM_IDLE_MS (and pinned ones, which never
+ * go), the largest operation so far, the pass-through bytes (what the
+ * quota is charged beyond the resident objects).  Idle objects are then
+ * evicted until what is charged fits the new budget; if some cannot go,
+ * the budget stays above what is charged.
+ */
+uint64_t mm_shrink(uint64_t give, uint64_t *new_budget)
+{
+	uint64_t now = mm_coarse_ms(), limit, used, gran, nb, cutoff;
+	struct shrink_in in = { .give = give };
+	struct mm_obj *o;
+
+	*new_budget = 0;
+	if (mm_on != MM_EVICT || !quota_on || !REAL(cuCtxPushCurrent_v2) ||
+	    !REAL(cuCtxPopCurrent_v2))
+		return 0;
+	cutoff = now > MM_IDLE_MS ? now - MM_IDLE_MS : 0;
+	pthread_mutex_lock(&mm_mu);
+	limit = atomic_load(&quota_global.limit);
+	used = quota_used(&quota_global);
+	gran = mm_any_gran();
+	for (o = mm_list.next; o != &mm_list; o = o->next)
+		if ((o->touched_ms && o->touched_ms >= cutoff) ||
+		    (o->pinned && o->state == MM_RESIDENT))
+			in.recent += o->span;
+	in.limit = limit;
+	in.op_need = mm_st.op_need;
+	in.pass = used > mm_st.resident ? used - mm_st.resident : 0;
+	in.gran = gran;
+	in.thrashing = (mm_thrash.asked &&
+			mm_now_ms() - mm_thrash.last_ask_ms < MM_SHRINK_CALM_MS) ||
+		       thrash_run_verdict(&mm_run);
+	nb = shrink_plan(&in);
+	if (!nb)
+		goto out;
+	if (used > nb)
+		mm_evict_lru(used - nb, cutoff);
+	used = quota_used(&quota_global);
+	if (used > nb)
+		nb = (used + gran - 1) / gran * gran;
+	if (nb >= limit) {
+		nb = 0;
+		goto out;
+	}
+	atomic_store(&quota_global.limit, nb);
+	mm_st.shrinks++;
+	mm_st.shrunk_to = nb;
+	atomic_store(&mm_shrunk, true);
+	*new_budget = nb;
+out:
+	pthread_mutex_unlock(&mm_mu);
+	return nb ? limit - nb : 0;
 }
 
 void mm_ctx_gone(CUcontext ctx)

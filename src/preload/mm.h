@@ -95,6 +95,15 @@ CUresult mm_op_begin_acc(struct mm_op *op, const struct access *acc, int n,
 uint64_t mm_reclaim(uint64_t give);
 
 /*
+ * kmuxd asks for budget back (MEM_PRESSURE with PROTO_PRESSURE_F_BUDGET):
+ * under evict with a budget, lower it by up to give bytes, never below
+ * what the task needs resident (shrink.h) and not while it thrashes;
+ * objects idle for MM_IDLE_MS are evicted to fit.  The bytes the budget
+ * shrank (0: kept) and *new_budget (0 when kept).  The helper thread.
+ */
+uint64_t mm_shrink(uint64_t give, uint64_t *new_budget);
+
+/*
  * Evict mode, registered with kmuxd (register.c sets it): ask kmuxd at
  * once, without waiting for room, to raise the budget to want bytes.  0
  * and *granted (the new budget, which may be less than want), or -errno
@@ -125,6 +134,9 @@ struct mm_stats {
 	uint64_t thrash_windows, thrashing;	/* thrash.h's windows */
 	uint64_t grow_asks, grows;	/* budget growths asked, granted */
 	uint64_t budget;		/* evict: the budget now, bytes */
+	/* Evict: the most bytes one operation touched (the floor of a
+	 * shrink), budget shrinks for kmuxd and the last budget so given. */
+	uint64_t op_need, shrinks, shrunk_to;
 	/* Evict: the whole run's bytes touched by operations and restored
 	 * for them (thrash_run), and, when that thrashed
 	 * (thrash_run_verdict), peak_backed rounded up to a MiB (else 0):

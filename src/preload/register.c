@@ -353,9 +353,10 @@ static int conn_register(bool running)
 		r->flags = PROTO_REG_F_RUNNING;
 		r->gpus = reg.gpus;
 		r->ngpus = (uint32_t)__builtin_popcountll(reg.gpus);
-		/* What it holds now: the quota may have grown since ADMIT. */
-		r->mem = quota_grow ? atomic_load(&quota_global.limit)
-				    : reg.quota;
+		/* What it holds now: the quota may have grown (or an evict
+		 * budget shrunk) since ADMIT. */
+		r->mem = quota_grow || mm_grow_budget ?
+			 atomic_load(&quota_global.limit) : reg.quota;
 	} else {
 		r->gpus = reg.visible;
 		r->ngpus = reg.visible ?
@@ -625,6 +626,51 @@ static int report(void)
 }
 
 /*
+ * kmuxd: a queued task is kept out of this GPU by commitments.  Under
+ * evict, give up budget this task is not using (mm_shrink) and say so
+ * (ALLOC_UPDATE with SHRUNK: kmuxd lowers its commitment, no reply).
+ * grow_lock: a thrash growth in flight and this do not cross.
+ */
+static int shrink_budget(const struct proto_mem_pressure *p)
+{
+	char want[SIZE_FORMAT_MAX], from[SIZE_FORMAT_MAX], to[SIZE_FORMAT_MAX];
+	struct proto_msg m = { .type = PROTO_ALLOC_UPDATE };
+	uint64_t before, nb = 0, gave;
+	int e;
+
+	pthread_mutex_lock(&grow_lock);
+	before = atomic_load(&quota_global.limit);
+	gave = mm_shrink(p->give, &nb);
+	pthread_mutex_unlock(&grow_lock);
+	size_format(p->give, want, sizeof(want));
+	size_format(before, from, sizeof(from));
+	if (!gave) {
+		log_info("kmuxd: a task waits for GPU %u: asked for %s of "
+			 "budget, kept %s (in use, or thrashing)", p->gpu, want,
+			 from);
+		return 0;
+	}
+	size_format(nb, to, sizeof(to));
+	log_info("kmuxd: a task waits for GPU %u: asked for %s of budget, "
+		 "gave %s -> %s", p->gpu, want, from, to);
+	m.u.alloc.job = reg.job;
+	m.u.alloc.pid = (uint32_t)reg.pid;
+	m.u.alloc.gpu = reg.gpu0;
+	m.u.alloc.resident = quota_used(&quota_global);
+	m.u.alloc.peak = quota_peak(&quota_global);
+	if (m.u.alloc.peak < m.u.alloc.resident)
+		m.u.alloc.peak = m.u.alloc.resident;
+	m.u.alloc.kernels = atomic_load_explicit(&kmux_launches,
+						 memory_order_relaxed);
+	m.u.alloc.want = nb;
+	m.u.alloc.flags = PROTO_ALLOC_F_EVICT | PROTO_ALLOC_F_SHRUNK;
+	pthread_mutex_lock(&reg_lock);
+	e = conn_send(&m);
+	pthread_mutex_unlock(&reg_lock);
+	return e ? -EPIPE : 0;
+}
+
+/*
  * kmuxd: this GPU is short of memory.  Under evict, give up idle objects
  * (the next report shows it); otherwise there is nothing to give.
  */
@@ -721,7 +767,11 @@ static void *reg_thread(void *arg)
 			e = conn_recv(&m, (int)(next - now));
 			if (e == 0 && m.type == PROTO_DRAIN)
 				e = drained(m.u.drain.token);
-			if (e == 0 && m.type == PROTO_MEM_PRESSURE) {
+			if (e == 0 && m.type == PROTO_MEM_PRESSURE &&
+			    (m.u.pressure.flags & PROTO_PRESSURE_F_BUDGET)) {
+				e = shrink_budget(&m.u.pressure);
+				next = 0;
+			} else if (e == 0 && m.type == PROTO_MEM_PRESSURE) {
 				pressured(&m.u.pressure);
 				next = 0;	/* the daemon waits to see it */
 			}

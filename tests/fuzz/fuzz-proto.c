@@ -221,7 +221,7 @@ static int write_seed(const char *dir, const char *name,
 
 int main(int argc, char **argv)
 {
-	struct proto_msg m[25];
+	struct proto_msg m[32];
 	int i = 0, rc = 0;
 
 	if (argc != 2) {
@@ -290,7 +290,14 @@ int main(int argc, char **argv)
 	m[i].type = PROTO_REGION_GRANTED;
 	m[i++].u.granted = (struct proto_region_granted){ 1, 500, 0, 2 };
 	m[i].type = PROTO_MEM_PRESSURE;
-	m[i++].u.pressure = (struct proto_mem_pressure){ 1 << 20, 0 };
+	m[i++].u.pressure = (struct proto_mem_pressure){ 1 << 20, 0, 0 };
+	m[i].type = PROTO_MEM_PRESSURE;
+	m[i++].u.pressure = (struct proto_mem_pressure){ 1 << 20, 0,
+		PROTO_PRESSURE_F_BUDGET };
+	m[i].type = PROTO_ALLOC_UPDATE;
+	m[i++].u.alloc = (struct proto_alloc_update){ .job = 1, .pid = 99,
+		.gpu = 0, .resident = 10, .peak = 20, .want = 8 << 20,
+		.flags = PROTO_ALLOC_F_EVICT | PROTO_ALLOC_F_SHRUNK };
 
 	for (int k = 0; k < i; k++) {
 		char name[64];

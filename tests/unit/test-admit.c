@@ -1345,6 +1345,46 @@ static void test_mem_short(void **state)
 	assert_true(admit_mem_short(&g, &t, &pol) == UINT64_MAX - 15 * GiB);
 }
 
+/* Commitments keeping a head out; giving budget back lowers them. */
+static void test_commit_short(void **state)
+{
+	struct admit_gpu g[1] = { gpu(0, 20) };	/* capacity 19 GiB */
+	struct admit_task t = task(1, 4 * GiB, 1), two = task(2, 4 * GiB, 2);
+	struct admit_placement pl = { .ngpus = 1, .quota = 8 * GiB };
+
+	(void)state;
+	assert_true(admit_commit_short(&g[0], NULL, &pol) == 0);
+	g[0].mem_committed = 15 * GiB;
+	g[0].ntasks = 2;
+	assert_true(admit_commit_short(&g[0], &t, &pol) == 0);	/* fits */
+	g[0].mem_committed = 16 * GiB;
+	assert_true(admit_commit_short(&g[0], &t, &pol) == 1 * GiB);
+	g[0].mem_committed = 20 * GiB;		/* over capacity */
+	assert_true(admit_commit_short(&g[0], &t, &pol) == 5 * GiB);
+	/* Never fits, several GPUs, not allowed, exclusive: nothing. */
+	t.mem = 20 * GiB;
+	assert_true(admit_commit_short(&g[0], &t, &pol) == 0);
+	t.mem = 4 * GiB;
+	assert_true(admit_commit_short(&g[0], &two, &pol) == 0);
+	t.gpu_mask = 0x2;
+	assert_true(admit_commit_short(&g[0], &t, &pol) == 0);
+	t.gpu_mask = 0;
+	g[0].exclusive = true;
+	assert_true(admit_commit_short(&g[0], &t, &pol) == 0);
+	g[0].exclusive = false;
+	/* A budget given back lowers the commitment, never raises it. */
+	g[0].mem_committed = 16 * GiB;
+	assert_int_equal(admit_shrink(g, 1, &pl, 8 * GiB), -EINVAL);
+	assert_int_equal(admit_shrink(g, 1, &pl, 0), -EINVAL);
+	pl.slot[0] = 1;
+	assert_int_equal(admit_shrink(g, 1, &pl, 5 * GiB), -EINVAL);
+	assert_true(g[0].mem_committed == 16 * GiB);
+	pl.slot[0] = 0;
+	assert_int_equal(admit_shrink(g, 1, &pl, 5 * GiB), 0);
+	assert_true(pl.quota == 5 * GiB && g[0].mem_committed == 13 * GiB);
+	assert_true(admit_commit_short(&g[0], &t, &pol) == 0);
+}
+
 static void test_random_states(void **state)
 {
 	struct admit_gpu g[16];
@@ -1645,6 +1685,7 @@ int main(void)
 		cmocka_unit_test_setup(test_backfill_bound_prevents_starvation, setup),
 		cmocka_unit_test_setup(test_aging_beats_priority, setup),
 		cmocka_unit_test_setup(test_mem_short, setup),
+		cmocka_unit_test_setup(test_commit_short, setup),
 		cmocka_unit_test_setup(test_random_states, setup),
 		cmocka_unit_test_setup(test_learned_heavy_split, setup),
 		cmocka_unit_test_setup(test_overlap_weighting, setup),

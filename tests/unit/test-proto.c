@@ -185,7 +185,8 @@ static void sample(uint16_t type, struct proto_msg *m)
 		m->u.granted = (struct proto_region_granted){ 5, 123456, 1, 3 };
 		break;
 	case PROTO_MEM_PRESSURE:
-		m->u.pressure = (struct proto_mem_pressure){ 48ull << 20, 2 };
+		m->u.pressure = (struct proto_mem_pressure){ 48ull << 20, 2,
+							    PROTO_PRESSURE_F_BUDGET };
 		break;
 	default:
 		fail_msg("no sample for type %u", type);
@@ -490,7 +491,7 @@ static void test_typed_encoders(void **state)
 static void test_golden_bytes(void **state)
 {
 	static const uint8_t want[] = {
-		'K', 'M', 'U', 'X', 6, 0, 106, 0,	/* magic, v6, WAIT */
+		'K', 'M', 'U', 'X', 7, 0, 106, 0,	/* magic, v7, WAIT */
 		8, 0, 0, 0, 0x78, 0x56, 0x34, 0x12,	/* length 8, seq */
 		0x2a, 0, 0, 0, 0, 0, 0, 0x80,		/* job */
 	};
@@ -505,7 +506,7 @@ static void test_golden_bytes(void **state)
 
 	/* REGISTER, the preload's layout (v2). */
 	static const uint8_t reg[] = {
-		'K', 'M', 'U', 'X', 6, 0, 103, 0,
+		'K', 'M', 'U', 'X', 7, 0, 103, 0,
 		65, 0, 0, 0, 1, 0, 0, 0,
 		7, 0, 0, 0, 0, 0, 0, 0,		/* job */
 		9, 0, 0, 0, 0, 0, 0, 0,		/* pid_start */
@@ -528,18 +529,19 @@ static void test_golden_bytes(void **state)
 	assert_int_equal(out.len, sizeof(reg));
 	assert_memory_equal(buf, reg, sizeof(reg));
 
-	/* MEM_PRESSURE (v4). */
+	/* MEM_PRESSURE (v4; flags v7). */
 	{
 		static const uint8_t mp[] = {
-			'K', 'M', 'U', 'X', 6, 0, 210, 0,
+			'K', 'M', 'U', 'X', 7, 0, 210, 0,
 			16, 0, 0, 0, 5, 0, 0, 0,
 			0, 0, 0, 0x03, 0, 0, 0, 0,	/* give 48 MiB */
-			2, 0, 0, 0, 0, 0, 0, 0,		/* gpu 2, reserved */
+			2, 0, 0, 0, 1, 0, 0, 0,		/* gpu 2, flags */
 		};
 
 		out.len = 0;
 		assert_int_equal(proto_encode_mem_pressure(&out, 5,
-			&(struct proto_mem_pressure){ 48u << 20, 2 }), 0);
+			&(struct proto_mem_pressure){ 48u << 20, 2,
+				PROTO_PRESSURE_F_BUDGET }), 0);
 		assert_int_equal(out.len, sizeof(mp));
 		assert_memory_equal(buf, mp, sizeof(mp));
 	}
@@ -908,6 +910,12 @@ static void test_encoder_rejects_invalid(void **state)
 	BAD(PROTO_ALLOC_UPDATE, m.u.alloc.flags = PROTO_ALLOC_F_MASK + 1);
 	BAD(PROTO_MEM_PRESSURE, m.u.pressure.give = 0);
 	BAD(PROTO_MEM_PRESSURE, m.u.pressure.gpu = PROTO_MAX_GPUS);
+	BAD(PROTO_MEM_PRESSURE, m.u.pressure.flags = PROTO_PRESSURE_F_MASK + 1);
+	/* A budget given back is evict mode's, and names the new budget. */
+	BAD(PROTO_ALLOC_UPDATE, m.u.alloc.thrash_ws = 0; m.u.alloc.want = 5;
+	    m.u.alloc.flags = PROTO_ALLOC_F_SHRUNK);
+	BAD(PROTO_ALLOC_UPDATE, m.u.alloc.want = 0;
+	    m.u.alloc.flags = PROTO_ALLOC_F_EVICT | PROTO_ALLOC_F_SHRUNK);
 	BAD(PROTO_PS, m.u.ps.flags = 2);
 	BAD(PROTO_PS, m.u.ps.states = 1);	/* bit 0 is no state */
 	BAD(PROTO_PS, m.u.ps.states = 1u << 6);
@@ -1377,10 +1385,10 @@ static void test_random_mutations(void **state)
 static void test_fuzzer_regressions(void **state)
 {
 	/* REGISTER with an empty argv: block_ok() did NULL + 0 (UBSan).
-	 * Found on protocol v1; here in v2's layout (v3 to v6 keep it), the
+	 * Found on protocol v1; here in v2's layout (v3 to v7 keep it), the
 	 * same fault. */
 	static const uint8_t reg_empty_argv[] = {
-		0x4b, 0x4d, 0x55, 0x58, 0x06, 0x00, 0x67, 0x00,
+		0x4b, 0x4d, 0x55, 0x58, 0x07, 0x00, 0x67, 0x00,
 		0x3d, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00,
 		0x00, 0x00, 0x00, 0x00, 0x14, 0x00, 0x00, 0x00, /* job */
 		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* pid_start */

@@ -21,18 +21,20 @@
  *                    (t72: kmuxd's memory pressure meanwhile):
  *                      idle ready
  *                      obj I first=F last=L
- *   memory cycle R   four 4 MiB objects, R rounds each filling every
+ *   memory cycle R [MS]  four 4 MiB objects, R rounds each filling every
  *                    object in turn (round r, object i: r * 4 + i + 1),
- *                    then read back (t73: a cyclic working set larger
- *                    than the evict budget thrashes):
+ *                    MS ms apart (default 0), then read back (t73: a
+ *                    cyclic working set larger than the evict budget
+ *                    thrashes; t78: one that is all busy gives nothing):
  *                      obj I first=F last=L
- *   memory staged S R  bench/memory/staged.cu's pattern (the memory mix's
+ *   memory staged S R [MS]  bench/memory/staged.cu's pattern (the memory mix's
  *                    stand-in, t74): S 4 MiB "weight" objects loaded
  *                    from the host, kept to the end; R requests through
  *                    stage 0, then all through stage 1, ...; a request:
  *                    its input copied in, a kernel summing one 4 KiB slice
  *                    of the stage's weights, the result copied out (a
- *                    host sync per request):
+ *                    host sync per request), MS ms apart (default 0: t78
+ *                    makes stages last seconds whatever the build):
  *                      stage S sum=X     per stage, over its requests
  *                      staged check=C    an FNV-1a of every result
  *   memory freebusy  a 4 MiB object filled and read back (backed: lazy's
@@ -181,7 +183,7 @@ static void c_idle(const char *go)
 	}
 }
 
-static void c_cycle(int rounds)
+static void c_cycle(int rounds, int ms)
 {
 	size_t n = 4 * MIB / 4;
 	CUdeviceptr o[4];
@@ -189,9 +191,12 @@ static void c_cycle(int rounds)
 
 	for (int i = 0; i < 4; i++)
 		CHECK(cuMemAlloc(&o[i], 4 * MIB));
-	for (int r = 0; r < rounds; r++)
+	for (int r = 0; r < rounds; r++) {
 		for (int i = 0; i < 4; i++)
 			CHECK(fill(o[i], (unsigned)(r * 4 + i + 1), (int)n));
+		if (ms)
+			usleep((useconds_t)ms * 1000);
+	}
 	for (int i = 0; i < 4; i++) {
 		ends(o[i], n, &f, &l);
 		printf("obj %d first=%u last=%u\n", i, f, l);
@@ -199,7 +204,7 @@ static void c_cycle(int rounds)
 	}
 }
 
-static void c_staged(int stages, int reqs)
+static void c_staged(int stages, int reqs, int ms)
 {
 	const size_t n = 4 * MIB / 4, slice = 1024;
 	CUdeviceptr w[8], in, out;
@@ -232,6 +237,8 @@ static void c_staged(int stages, int reqs)
 			CHECK(cuLaunchKernel(f_sum, 1, 1, 1, 32, 1, 1, 0, NULL, args, NULL));
 			CHECK(cuMemcpyDtoH(&res, out, 4));
 			sum += res;
+			if (ms)
+				usleep((useconds_t)ms * 1000);
 			for (int b = 0; b < 4; b++) {
 				fnv ^= ((unsigned char *)&res)[b];
 				fnv *= 0x100000001b3ull;
@@ -298,13 +305,14 @@ int main(int argc, char **argv)
 	else if (!strcmp(c, "idle") && argc > 2)
 		c_idle(argv[2]);
 	else if (!strcmp(c, "cycle") && argc > 2 && atoi(argv[2]) > 0)
-		c_cycle(atoi(argv[2]));
+		c_cycle(atoi(argv[2]), argc > 3 ? atoi(argv[3]) : 0);
 	else if (!strcmp(c, "staged") && argc > 3 && atoi(argv[2]) > 0 &&
 		 atoi(argv[3]) > 0)
-		c_staged(atoi(argv[2]), atoi(argv[3]));
+		c_staged(atoi(argv[2]), atoi(argv[3]),
+			 argc > 4 ? atoi(argv[4]) : 0);
 	else {
 		fprintf(stderr, "usage: memory context|unused|touch|objects|oom|keep|"
-			"freebusy|idle FILE|cycle ROUNDS|staged STAGES REQUESTS\n");
+			"freebusy|idle FILE|cycle ROUNDS [MS]|staged STAGES REQUESTS [MS]\n");
 		return 2;
 	}
 	CHECK(cuCtxSynchronize());
