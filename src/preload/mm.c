@@ -107,6 +107,7 @@ static int (*mm_prev_fields)(char *buf, size_t len);
 static struct thrash mm_thrash;	/* mm_mu */
 static struct thrash_run mm_run;	/* mm_mu: evict, the whole run */
 static atomic_bool mm_shrunk;		/* evict: mm_shrink gave budget back */
+static uint64_t mm_first_ms;		/* mm_mu: evict, first operation's time */
 
 int (*mm_grow_budget)(uint64_t want, uint64_t *granted);
 
@@ -828,6 +829,8 @@ CUresult mm_op_begin(struct mm_op *op, const uint64_t *bases, int n, int all,
 	pthread_mutex_lock(&mm_mu);
 	op->locked = 1;
 	seq = ++mm_seq;
+	if (now && !mm_first_ms)
+		mm_first_ms = now;
 	restored = mm_st.restore_bytes;
 	/* Mark first: nothing this operation needs is an eviction victim. */
 	if (all) {
@@ -1033,6 +1036,9 @@ uint64_t mm_shrink(uint64_t give, uint64_t *new_budget)
 		if ((o->touched_ms && o->touched_ms >= cutoff) ||
 		    (o->pinned && o->state == MM_RESIDENT))
 			in.recent += o->span;
+		else if (!o->touched_ms)
+			in.untouched += o->span;
+	in.young = !mm_first_ms || now - mm_first_ms < MM_IDLE_MS;
 	in.limit = limit;
 	in.op_need = mm_st.op_need;
 	in.pass = used > mm_st.resident ? used - mm_st.resident : 0;

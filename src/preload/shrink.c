@@ -14,7 +14,9 @@ static uint64_t shrink_round(uint64_t x, uint64_t g)
 uint64_t shrink_floor(const struct shrink_in *in)
 {
 	uint64_t g = in->gran ? in->gran : 1;
-	uint64_t f = in->op_need > in->recent ? in->op_need : in->recent;
+	uint64_t r = in->untouched > UINT64_MAX - in->recent ? UINT64_MAX :
+		     in->recent + in->untouched;
+	uint64_t f = in->op_need > r ? in->op_need : r;
 
 	f = in->pass > UINT64_MAX - f ? UINT64_MAX : f + in->pass;
 	f = shrink_round(f, g);
@@ -25,7 +27,7 @@ uint64_t shrink_plan(const struct shrink_in *in)
 {
 	uint64_t g = in->gran ? in->gran : 1, f, want;
 
-	if (in->thrashing)
+	if (in->thrashing || in->young)
 		return 0;
 	f = shrink_floor(in);
 	/* Down: the task gives at least what was asked when it can. */

@@ -10,8 +10,12 @@
  * (recent: its working set now, which eviction should not touch), the
  * larger of the two, plus the pass-through allocations charged to the
  * budget (they cannot be evicted), rounded up to the allocation
- * granularity.  A task that thrashes gives nothing: its budget is already
- * too small for what it cycles through.
+ * granularity.  Objects allocated but never touched count as recent:
+ * they are about to be used, not idle (bench/results/memory.md run 10: a
+ * task asked while it set up gave a budget its buffers then needed, and
+ * thrashed).  A task that thrashes gives nothing: its budget is already
+ * too small for what it cycles through; nor does one observed for less
+ * than the idle horizon (young): "not touched lately" means nothing yet.
  */
 #ifndef KMUX_SHRINK_H
 #define KMUX_SHRINK_H
@@ -24,18 +28,21 @@ struct shrink_in {
 	uint64_t give;		/* asked to give up, bytes */
 	uint64_t op_need;	/* the most one operation touched, bytes */
 	uint64_t recent;	/* bytes touched within MM_IDLE_MS, and pinned */
+	uint64_t untouched;	/* bytes allocated and never touched yet */
 	uint64_t pass;		/* pass-through bytes charged to the budget */
 	uint64_t gran;		/* allocation granularity (0: 1) */
 	bool thrashing;		/* asked to grow lately, or the run thrashed */
+	bool young;		/* first operation less than MM_IDLE_MS ago */
 };
 
-/* The floor: max(op_need, recent) + pass, rounded up to gran, >= gran
- * (saturating). */
+/* The floor: max(op_need, recent + untouched) + pass, rounded up to gran,
+ * >= gran (saturating). */
 uint64_t shrink_floor(const struct shrink_in *in);
 
 /*
  * The new budget, max(floor, limit - give rounded down to gran), when it is
- * below limit and the task is not thrashing; else 0 (keep the budget).
+ * below limit and the task is neither thrashing nor young; else 0 (keep
+ * the budget).
  */
 uint64_t shrink_plan(const struct shrink_in *in);
 

@@ -4,7 +4,8 @@
  * recently touched bytes, plus pass-through bytes, rounded up to the
  * granularity), the new budget (never below the floor, never above the
  * old one), no shrink while thrashing, and the edges (saturation, a give
- * larger than the budget, granularity 0).
+ * larger than the budget, granularity 0); objects never touched count
+ * as recent, and a young task gives nothing.
  */
 #include <stdarg.h>
 #include <stdbool.h>
@@ -47,6 +48,15 @@ static void test_floor(void **state)
 	assert_int_equal(shrink_floor(&in), 2 * MIB);
 	in.gran = 0;
 	assert_int_equal(shrink_floor(&in), 1);
+	/* Allocated, never touched: about to be used, so counted with the
+	 * recent bytes (a task asked while it sets up keeps its budget). */
+	in = staged();
+	in.recent = 100 * MIB;
+	in.op_need = 64 * MIB;
+	in.untouched = 400 * MIB;
+	assert_int_equal(shrink_floor(&in), 502 * MIB);
+	in.untouched = UINT64_MAX;
+	assert_true(shrink_floor(&in) >= UINT64_MAX - 2 * MIB);
 	/* Saturating. */
 	in = (struct shrink_in){ .recent = UINT64_MAX - 5, .pass = 100,
 				 .gran = 2 * MIB };
@@ -96,12 +106,30 @@ static void test_thrashing(void **state)
 	assert_int_equal(shrink_plan(&in), 514 * MIB);
 }
 
+/* Observed for less than the idle horizon: nothing is idle yet. */
+static void test_young(void **state)
+{
+	struct shrink_in in = staged();
+
+	(void)state;
+	in.give = UINT64_MAX;
+	in.young = true;
+	assert_int_equal(shrink_plan(&in), 0);
+	in.young = false;
+	assert_int_equal(shrink_plan(&in), 514 * MIB);
+	/* Setting up: most of it untouched, so nothing to give. */
+	in.recent = 64 * MIB;
+	in.untouched = 712 * MIB;
+	assert_int_equal(shrink_plan(&in), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_floor),
 		cmocka_unit_test(test_plan),
 		cmocka_unit_test(test_thrashing),
+		cmocka_unit_test(test_young),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
