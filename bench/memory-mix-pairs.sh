@@ -14,11 +14,15 @@
 #         bash bench/memory-mix-pairs.sh
 #
 # Every other KMUX_MIX_* setting passes through (KMUX_MIX_DRY=1: simcuda
-# stand-ins, no GPU).  A run gets the time left divided by the runs left.
+# stand-ins, no GPU).  Each run gets KMUX_PAIRS_RUN_S (100) of budget:
+# memory-mix.sh starts a mode only with 60 s left, so a run of two modes
+# needs its calibration, the first mode and 60 s (the first GPU call, which
+# split the budget evenly, gave its first runs 62 and 81 s and they skipped
+# modes); no run starts with less than that left.
 # Output under $OUT: pairs.md (the table), pairs.log, run-I.tgz (run I's
 # whole memory-mix.sh output: mix.md, mix.csv, mix.log, daemons' logs;
 # packed, since a device call returns few files).  Exit 0 when every run
-# exited 0.
+# exited 0 and at least one measured both modes.
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 OUT=${OUT:-./out}
@@ -27,8 +31,10 @@ K=${KMUX_PAIRS:-4}
 SET=${KMUX_PAIRS_SET:-staged}
 read -r A B EXTRA <<<"${KMUX_PAIRS_MODES:-evict-mps quota-mps}"
 BUDGET=${KMUX_PAIRS_BUDGET_S:-420}
+RUN_S=${KMUX_PAIRS_RUN_S:-100}
 case $K in '' | *[!0-9]* | 0) echo "memory-mix-pairs: KMUX_PAIRS='$K' is not a positive count" >&2; exit 2 ;; esac
 case $BUDGET in '' | *[!0-9]* | 0) echo "memory-mix-pairs: KMUX_PAIRS_BUDGET_S='$BUDGET' is not a positive number of seconds" >&2; exit 2 ;; esac
+case $RUN_S in '' | *[!0-9]* | 0) echo "memory-mix-pairs: KMUX_PAIRS_RUN_S='$RUN_S' is not a positive number of seconds" >&2; exit 2 ;; esac
 if [ -z "${B:-}" ] || [ -n "${EXTRA:-}" ] || [ "$A" = "$B" ]; then
 	echo "memory-mix-pairs: KMUX_PAIRS_MODES needs two different modes, e.g. \"evict-mps quota-mps\"" >&2
 	exit 2
@@ -52,9 +58,9 @@ log() { echo "[$(date +%T)] $*" | tee -a "$LOG"; }
 log "pairs: $K runs of $SET, modes $A and $B alternating, budget ${BUDGET}s"
 for ((i = 1; i <= K; i++)); do
 	left=$((BUDGET - ($(date +%s) - START)))
-	per=$((left / (K - i + 1)))
-	if [ "$per" -lt 20 ]; then
-		log "run $i: out of time (${left}s left)"
+	per=$RUN_S
+	if [ "$left" -lt "$per" ]; then
+		log "run $i: out of time (${left}s left, a run needs ${per}s)"
 		break
 	fi
 	if ((i % 2)); then modes="$A $B"; else modes="$B $A"; fi
@@ -111,8 +117,10 @@ else:
 EOF
 # Packed: a device call returns few files.
 for d in "$OUT"/run-*/; do
+	[ -d "$d" ] || continue
 	d=${d%/}
 	(cd "$OUT" && tar czf "${d##*/}.tgz" "${d##*/}" && rm -rf "${d##*/}")
 done
 log "pairs: done in $(($(date +%s) - START))s, $FAILS runs failed; $OUT/pairs.md"
+grep -q "^\*\*Median over" "$OUT/pairs.md" || { log "pairs: no run measured both modes"; exit 1; }
 [ "$FAILS" = 0 ]

@@ -10,7 +10,7 @@ if [ "$BUILD" != "$ROOT/build" ]; then
 	exit 0
 fi
 P=$ROOT/bench/memory-mix-pairs.sh
-OUT=$TMP/p KMUX_MIX_DRY=1 KMUX_PAIRS=2 KMUX_PAIRS_BUDGET_S=200 bash "$P" >"$TMP/out" 2>&1
+OUT=$TMP/p KMUX_MIX_DRY=1 KMUX_PAIRS=2 KMUX_PAIRS_RUN_S=90 KMUX_PAIRS_BUDGET_S=200 bash "$P" >"$TMP/out" 2>&1
 rc=$?
 check "two dry runs: exit 0 ($rc)" eval '[ "$rc" = 0 ] || { tail -n 20 "$TMP/out"; false; }'
 check "  ... run 1 ran evict-mps first, run 2 quota-mps first" \
@@ -26,8 +26,15 @@ check "  ... each run packed with its report, rows and daemon logs, nothing else
 	eval 'tar tzf "$TMP/p/run-1.tgz" | grep -q "run-1/mix.md" &&
 		tar tzf "$TMP/p/run-2.tgz" | grep -q "run-2/kmuxd-staged-evict-mps.log" &&
 		[ "$(ls "$TMP/p" | tr "\n" " ")" = "pairs.log pairs.md run-1.tgz run-2.tgz " ]'
+# Less budget than one run needs: nothing starts, and that is a failure.
+OUT=$TMP/t KMUX_MIX_DRY=1 KMUX_PAIRS=2 KMUX_PAIRS_RUN_S=90 KMUX_PAIRS_BUDGET_S=50 bash "$P" >"$TMP/tout" 2>&1
+rc=$?
+check "a 50 s budget for 90 s runs: exit 1 ($rc), saying why, no run" \
+	eval '[ "$rc" = 1 ] && grep -q "run 1: out of time (50s left, a run needs 90s)" "$TMP/t/pairs.log" &&
+		grep -q "^No run measured both modes" "$TMP/t/pairs.md" && ! ls "$TMP/t"/run-* >/dev/null 2>&1'
 for bad in "KMUX_PAIRS_MODES=evict-mps" "KMUX_PAIRS_MODES=evict-mps evict-mps" \
-	"KMUX_PAIRS_MODES=evict-mps fast" "KMUX_PAIRS=0" "KMUX_PAIRS=2x" "KMUX_PAIRS_SET=nosuch"; do
+	"KMUX_PAIRS_MODES=evict-mps fast" "KMUX_PAIRS=0" "KMUX_PAIRS=2x" "KMUX_PAIRS_SET=nosuch" \
+	"KMUX_PAIRS_RUN_S=0"; do
 	rm -rf "$TMP/b"
 	env OUT="$TMP/b" KMUX_MIX_DRY=1 "$bad" bash "$P" >"$TMP/bad" 2>&1
 	rc=$?
