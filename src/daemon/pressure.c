@@ -102,8 +102,21 @@ static size_t candidates(struct server *srv, const struct admit_gpu *g,
 	return n;
 }
 
+/*
+ * What job j may be asked to give: its budget above the working set its
+ * profile learned from thrashed runs (job.c admits it at no less: below
+ * that it thrashed before, bench/results/memory.md run 10), else all of
+ * it; the task's own floor (mm_shrink) may keep more.
+ */
+static uint64_t budget_givable(const struct job *j)
+{
+	uint64_t ws = j->task.evict_ws;
+
+	return j->place.quota > ws ? j->place.quota - ws : 0;
+}
+
 /* The evict-mode tasks on g that may be asked for budget, largest budget
- * first; *total: all their budgets, asked lately or not. */
+ * first; *total: all they could give, asked lately or not. */
 static size_t budget_candidates(struct server *srv, const struct admit_gpu *g,
 				uint64_t now, struct job **v, uint64_t *total)
 {
@@ -114,10 +127,10 @@ static size_t budget_candidates(struct server *srv, const struct admit_gpu *g,
 	TAILQ_FOREACH(j, &srv->running, entry) {
 		size_t k;
 
-		if (!j->evict || !j->placed ||
+		if (!j->evict || !j->placed || !budget_givable(j) ||
 		    !(job_gpu_mask(srv, j) & (UINT64_C(1) << g->index)))
 			continue;
-		*total += j->place.quota;
+		*total += budget_givable(j);
 		if (n == PRESSURE_MAX_ASK ||
 		    (j->shrink_asked_us &&
 		     now - j->shrink_asked_us < PRESSURE_HOLD_US))
@@ -151,8 +164,8 @@ static void ask_budget(struct server *srv, struct admit_gpu *g,
 	for (size_t k = 0; k < n; k++) {
 		struct proto_msg m = { .type = PROTO_MEM_PRESSURE };
 		struct conn *c = preload_of(srv, v[k]);
-		uint64_t give = v[k]->place.quota < short_by ?
-				v[k]->place.quota : short_by;
+		uint64_t give = budget_givable(v[k]) < short_by ?
+				budget_givable(v[k]) : short_by;
 
 		if (!c)
 			continue;

@@ -9,10 +9,12 @@
 # declared.  A task that never asks but whose run restored >= 1/64 of the
 # bytes it touched is learned too; one with rare restores is not.  A
 # refused thrashing task holds its GPU: a newcomer that fits
-# waits until the thrashing task got its room.
+# waits until the thrashing task got its room.  A task admitted at its
+# learned working set is never asked to give budget back.
 export KMUX_FAKE_GPUS=1:1G
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/kmuxd-lib.sh"
+. "$(dirname "$0")/reg-lib.sh"
 M=$PROGS/memory
 R=40
 
@@ -140,5 +142,39 @@ check "  ... after the thrashing task grew into the room" \
 		[ -n "$g" ] && [ -n "$s" ] && [ "$g" -lt "$s" ]'
 kill "$tp" 2>/dev/null
 wait "$tp" 2>/dev/null
+stop_daemon
+
+# A task admitted at its learned working set has no budget to give back
+# (below it, it thrashed): when a newcomer is kept out by commitments,
+# kmuxd does not ask it (bench/results/memory.md run 10: phase_buffers,
+# admitted at its learned 321 MiB, gave 239 of them and thrashed), and the
+# newcomer waits for it to end.
+start_daemon --gpu-mem 24M
+CP="cycle 40 50"
+"$M" $CP >"$TMP/cplain" 2>&1
+KMUX_LOG=info "$KMUX" run --memory=evict --mem 8M -n lw1 -- "$M" $CP >"$TMP/lw1" 2>"$TMP/lw1.err"
+check "a paced cycle learns its 16 MiB working set" \
+	eval 'cmp -s "$TMP/cplain" "$TMP/lw1" && grep -q "thrashed (asked to grow); its profile learned a working set of 16.00 MiB" "$KLOG"'
+KMUX_LOG=info "$KMUX" run --memory=evict --mem 8M -n lw2 -- "$M" $CP >"$TMP/lw2" 2>"$TMP/lw2.err" &
+p2=$!
+wait_job lw2
+j2=$(job_of lw2)
+check "  ... its next run is admitted at 16 MiB" \
+	wait_for 10 grep -q "daemon: job $j2 admitted on GPU 0, quota 16.00 MiB" "$KLOG"
+sleep 1.5	# older than the idle horizon: it could be asked now
+"$KMUX" run --memory=evict --mem 8M -n lw3 -- "$M" staged 3 20 >"$TMP/lw3" 2>&1 &
+p3=$!
+wait_job lw3
+j3=$(job_of lw3)
+wait "$p2"; r2=$?
+wait "$p3"; r3=$?
+check "  ... both exit 0 ($r2 $r3)" eval '[ "$r2$r3" = 00 ] && cmp -s "$TMP/cplain" "$TMP/lw2"'
+check "  ... kmuxd never asked it for budget" \
+	not grep -q "job $j2 asked to give up budget" "$KLOG"
+check "  ... the newcomer started after it ended" \
+	eval '[ "$("$KMUX" ps --all --json | python3 -c "
+import json, sys
+js = {j[\"id\"]: j for j in json.load(sys.stdin)}
+print(int(js[$j3][\"start_us\"] >= js[$j2][\"end_us\"]))")" = 1 ]'
 stop_daemon
 finish
