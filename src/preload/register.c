@@ -475,6 +475,22 @@ static int wait_admission(void)
  */
 static pthread_mutex_t grow_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* An ALLOC_UPDATE's who and how much now, for the one-off messages (a
+ * growth ask, a budget given back); the periodic report fills its own. */
+static void alloc_update_now(struct proto_msg *m)
+{
+	*m = (struct proto_msg){ .type = PROTO_ALLOC_UPDATE };
+	m->u.alloc.job = reg.job;
+	m->u.alloc.pid = (uint32_t)reg.pid;
+	m->u.alloc.gpu = reg.gpu0;
+	m->u.alloc.resident = quota_used(&quota_global);
+	m->u.alloc.peak = quota_peak(&quota_global);
+	if (m->u.alloc.peak < m->u.alloc.resident)
+		m->u.alloc.peak = m->u.alloc.resident;
+	m->u.alloc.kernels = atomic_load_explicit(&kmux_launches,
+						  memory_order_relaxed);
+}
+
 static int grow_exchange(int fd, uint64_t want, bool evict, uint64_t *quota)
 {
 	uint8_t tx[512], rx[4096];
@@ -489,17 +505,8 @@ static int grow_exchange(int fd, uint64_t want, bool evict, uint64_t *quota)
 	m.u.hello.pid = (uint32_t)reg.pid;
 	m.u.hello.ident = "libkmux";
 	e = io_send(&io, &m);
-	m = (struct proto_msg){ .type = PROTO_ALLOC_UPDATE };
-	m.u.alloc.job = reg.job;
-	m.u.alloc.pid = (uint32_t)reg.pid;
-	m.u.alloc.gpu = reg.gpu0;
-	m.u.alloc.resident = quota_used(&quota_global);
-	m.u.alloc.peak = quota_peak(&quota_global);
-	if (m.u.alloc.peak < m.u.alloc.resident)
-		m.u.alloc.peak = m.u.alloc.resident;
+	alloc_update_now(&m);
 	m.u.alloc.want = want;
-	m.u.alloc.kernels = atomic_load_explicit(&kmux_launches,
-						 memory_order_relaxed);
 	/* want with EVICT: an evict budget, granted now or refused now. */
 	m.u.alloc.flags = evict ? PROTO_ALLOC_F_EVICT : 0;
 	if (!e)
@@ -634,7 +641,7 @@ static int report(void)
 static int shrink_budget(const struct proto_mem_pressure *p)
 {
 	char want[SIZE_FORMAT_MAX], from[SIZE_FORMAT_MAX], to[SIZE_FORMAT_MAX];
-	struct proto_msg m = { .type = PROTO_ALLOC_UPDATE };
+	struct proto_msg m;
 	uint64_t before, nb = 0, gave;
 	int e;
 
@@ -653,15 +660,7 @@ static int shrink_budget(const struct proto_mem_pressure *p)
 	size_format(nb, to, sizeof(to));
 	log_info("kmuxd: a task waits for GPU %u: asked for %s of budget, "
 		 "gave %s -> %s", p->gpu, want, from, to);
-	m.u.alloc.job = reg.job;
-	m.u.alloc.pid = (uint32_t)reg.pid;
-	m.u.alloc.gpu = reg.gpu0;
-	m.u.alloc.resident = quota_used(&quota_global);
-	m.u.alloc.peak = quota_peak(&quota_global);
-	if (m.u.alloc.peak < m.u.alloc.resident)
-		m.u.alloc.peak = m.u.alloc.resident;
-	m.u.alloc.kernels = atomic_load_explicit(&kmux_launches,
-						 memory_order_relaxed);
+	alloc_update_now(&m);
 	m.u.alloc.want = nb;
 	m.u.alloc.flags = PROTO_ALLOC_F_EVICT | PROTO_ALLOC_F_SHRUNK;
 	pthread_mutex_lock(&reg_lock);

@@ -111,3 +111,15 @@ err_has() { grep -q -- "$1" "$TMP/err"; }
 # cond 'SHELL CONDITION': for check, when a condition has && or ||
 # (`check X [ a ] && [ b ]` would check [ a ] alone).
 cond() { eval "$1"; }
+
+# wait_for SECONDS COMMAND...: until COMMAND succeeds, at most that long.
+wait_for() {
+	local n=$(($1 * 10))
+	shift
+	while [ "$n" -gt 0 ]; do
+		"$@" && return 0
+		sleep 0.1
+		n=$((n - 1))
+	done
+	return 1
+}

@@ -21,17 +21,6 @@ R=40
 not() { ! "$@"; }
 evicts() { sed -nE 's/.*evict; .* ([0-9]+) evictions \(.*/\1/p' "$1"; }
 KLOG=$TMP/state/kmuxd.log
-# wait_for SECONDS COMMAND...: until COMMAND succeeds, at most that long.
-wait_for() {
-	local n=$(($1 * 10))
-	shift
-	while [ "$n" -gt 0 ]; do
-		"$@" && return 0
-		sleep 0.1
-		n=$((n - 1))
-	done
-	return 1
-}
 
 "$M" cycle $R >"$TMP/plain" 2>&1
 

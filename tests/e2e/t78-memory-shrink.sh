@@ -18,17 +18,6 @@ KLOG=$TMP/state/kmuxd.log
 MiB=$((1 << 20))
 
 not() { ! "$@"; }
-# wait_for SECONDS COMMAND...: until COMMAND succeeds, at most that long.
-wait_for() {
-	local n=$(($1 * 10))
-	shift
-	while [ "$n" -gt 0 ]; do
-		"$@" && return 0
-		sleep 0.1
-		n=$((n - 1))
-	done
-	return 1
-}
 state_of() { jq_job "$1" 'j["state"]'; }
 running() { [ "$(state_of "$1")" = running ]; }
 # order A B C: "before" when C started before A and B ended, "after" when
