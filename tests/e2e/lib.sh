@@ -53,4 +53,10 @@ sys.exit(0 if ok else 1)
 PY
 }
 
+# not COMMAND...: succeeds when COMMAND fails (for check).
+not() { ! "$@"; }
+
+# evicts FILE: the evictions in an evict-mode preload's exit line.
+evicts() { sed -nE 's/.*evict; .* ([0-9]+) evictions \(.*/\1/p' "$1"; }
+
 finish() { exit $T_FAILED; }

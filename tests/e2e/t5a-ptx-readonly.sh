@@ -15,7 +15,6 @@ P=$PROGS/ptx-readonly
 pairs() { sed -n 's/^overlapping pairs //p' "$1"; }
 sum() { sed -n 's/^sum //p' "$1"; }
 same_sum() { [ -n "$(sum "$1")" ] && [ "$(sum "$1")" = "$(sum "$2")" ]; }
-not() { ! "$@"; }
 # Every run below without KMUX_PTX_READONLY gets kmux's default.
 unset KMUX_PTX_READONLY
 

@@ -14,7 +14,6 @@ export KMUX_FAKE_GPUS=1:1G
 M=$PROGS/memory
 MiB=$((1 << 20))
 
-not() { ! "$@"; }
 # jq_true ID EXPR: EXPR (Python, j = the job's ps --json object) holds.
 jq_true() { [ "$(jq_job "$1" "$2")" = True ]; }
 

@@ -15,10 +15,6 @@ export KMUX_FAKE_GPUS=1:1G
 M=$PROGS/memory
 R=40
 
-not() { ! "$@"; }
-# evicts FILE: the evictions in the preload's exit line.
-evicts() { sed -nE 's/.*evict; .* ([0-9]+) evictions \(.*/\1/p' "$1"; }
-
 "$M" cycle $R >"$TMP/plain" 2>&1
 check "the plain run reads back the last round" \
 	grep -qx "obj 3 first=$((R * 4)) last=$((R * 4))" "$TMP/plain"

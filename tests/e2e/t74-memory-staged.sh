@@ -14,12 +14,10 @@ export KMUX_FAKE_GPUS=1:1G
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/kmuxd-lib.sh"
 M=$PROGS/memory
-not() { ! "$@"; }
 S=3
 R=60
 
 # exit-line fields of the preload's KMUX_LOG=info memory line
-evicts() { sed -nE 's/.*evict; .* ([0-9]+) evictions \(.*/\1/p' "$1"; }
 restores() { sed -nE 's/.*evict; .* ([0-9]+) restores \(.*/\1/p' "$1"; }
 peak() { sed -nE 's/.*resident \(peak ([0-9]+)\).*/\1/p' "$1"; }
 

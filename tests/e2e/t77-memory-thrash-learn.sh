@@ -18,8 +18,6 @@ export KMUX_FAKE_GPUS=1:1G
 M=$PROGS/memory
 R=40
 
-not() { ! "$@"; }
-evicts() { sed -nE 's/.*evict; .* ([0-9]+) evictions \(.*/\1/p' "$1"; }
 KLOG=$TMP/state/kmuxd.log
 
 "$M" cycle $R >"$TMP/plain" 2>&1

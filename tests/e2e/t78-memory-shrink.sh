@@ -17,7 +17,6 @@ M=$PROGS/memory
 KLOG=$TMP/state/kmuxd.log
 MiB=$((1 << 20))
 
-not() { ! "$@"; }
 state_of() { jq_job "$1" 'j["state"]'; }
 running() { [ "$(state_of "$1")" = running ]; }
 # order A B C: "before" when C started before A and B ended, "after" when
