@@ -946,3 +946,13 @@ void admit_gpu_sample(struct admit_gpu *g, double util, uint64_t mem_used,
 	a = p->util_tau_s > 0.0 ? dt_s / (p->util_tau_s + dt_s) : 1.0;
 	g->util += a * (x - g->util);
 }
+
+uint64_t admit_ask_hold(uint64_t hold, uint64_t quota_asked,
+			uint64_t quota_now)
+{
+	if (!hold || quota_now < quota_asked)
+		return ADMIT_ASK_HOLD_US;
+	if (hold >= ADMIT_ASK_HOLD_MAX_US / 2)
+		return ADMIT_ASK_HOLD_MAX_US;
+	return hold * 2;
+}

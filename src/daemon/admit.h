@@ -396,6 +396,21 @@ int admit_shrink(struct admit_gpu *gpus, size_t n, struct admit_placement *pl,
 		 uint64_t to);
 
 /*
+ * How long kmuxd waits before asking an evict-mode task for budget again
+ * (MEM_PRESSURE with the BUDGET flag).  hold: the wait after the last ask
+ * (0: never asked); quota_asked: its budget when last asked; quota_now: its
+ * budget now.  A task that gave something since is asked again after
+ * ADMIT_ASK_HOLD_US; one that kept its whole budget (everything in use, or
+ * thrashing: kmuxd cannot know its floor) after twice the last wait, up to
+ * ADMIT_ASK_HOLD_MAX_US, so that it is not asked, and does not log a
+ * refusal, every 2 s for its whole life.
+ */
+#define ADMIT_ASK_HOLD_US UINT64_C(2000000)
+#define ADMIT_ASK_HOLD_MAX_US UINT64_C(32000000)
+uint64_t admit_ask_hold(uint64_t hold, uint64_t quota_asked,
+			uint64_t quota_now);
+
+/*
  * A growth admit_grow() refused for now (-ENOSPC): may the task wait for
  * room (its allocation blocked) rather than fail?  The caller counts the
  * task in grow_waiting of its GPUs first.  true while want could ever fit

@@ -125,6 +125,9 @@ struct job {
 	bool evict;
 	uint64_t asked_us;
 	uint64_t shrink_asked_us;	/* last asked for budget (pressure.c) */
+	/* Wait before its next budget ask, and its budget when last asked
+	 * (admit_ask_hold). */
+	uint64_t shrink_hold_us, shrink_quota_asked;
 	/* Submitted to run under --memory=evict (KMUX_MEMORY=evict in the
 	 * environment it was submitted with): admission weighs the working
 	 * set its profile learned (admit_task_evict). */

@@ -20,7 +20,8 @@
  *
  * A task is asked at most once per PRESSURE_HOLD_US: its answer comes in
  * its next usage report (within 250 ms), and the GPU's next sample shows
- * whether that was enough.
+ * whether that was enough.  Budget asks back off (admit_ask_hold): a task
+ * that kept its whole budget is asked again after twice the last wait.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,7 +134,7 @@ static size_t budget_candidates(struct server *srv, const struct admit_gpu *g,
 		*total += budget_givable(j);
 		if (n == PRESSURE_MAX_ASK ||
 		    (j->shrink_asked_us &&
-		     now - j->shrink_asked_us < PRESSURE_HOLD_US))
+		     now - j->shrink_asked_us < j->shrink_hold_us))
 			continue;
 		for (k = n; k > 0 && v[k - 1]->place.quota < j->place.quota;
 		     k--)
@@ -174,6 +175,10 @@ static void ask_budget(struct server *srv, struct admit_gpu *g,
 		m.u.pressure.flags = PROTO_PRESSURE_F_BUDGET;
 		if (!server_client_send(c, &m))
 			continue;
+		v[k]->shrink_hold_us = admit_ask_hold(v[k]->shrink_hold_us,
+						      v[k]->shrink_quota_asked,
+						      v[k]->place.quota);
+		v[k]->shrink_quota_asked = v[k]->place.quota;
 		v[k]->shrink_asked_us = now;
 		size_format(give, b, sizeof(b));
 		log_info("daemon: GPU %u is %s short of commitments: job %lld "

@@ -1657,6 +1657,32 @@ static void test_util_excess_and_release(void **state)
 	assert_float_equal(g.util, 0.0, 1e-12);
 }
 
+
+/* Budget asks back off for a task that keeps its budget, and only for it. */
+static void test_ask_hold(void **state)
+{
+	uint64_t h;
+
+	(void)state;
+	/* Never asked: the base wait. */
+	assert_true(admit_ask_hold(0, 0, 8 * GiB) == ADMIT_ASK_HOLD_US);
+	/* Kept everything: 2, 4, 8, 16, 32 s, then 32 s. */
+	h = admit_ask_hold(0, 0, 8 * GiB);
+	for (int i = 1; i <= 4; i++) {
+		h = admit_ask_hold(h, 8 * GiB, 8 * GiB);
+		assert_true(h == ADMIT_ASK_HOLD_US << i);
+	}
+	assert_true(h == ADMIT_ASK_HOLD_MAX_US);
+	assert_true(admit_ask_hold(h, 8 * GiB, 8 * GiB) ==
+		    ADMIT_ASK_HOLD_MAX_US);
+	/* A budget that grew since (thrash growth) is no answer either. */
+	assert_true(admit_ask_hold(ADMIT_ASK_HOLD_US, 8 * GiB, 9 * GiB) ==
+		    2 * ADMIT_ASK_HOLD_US);
+	/* It gave something since the last ask: back to the base wait. */
+	assert_true(admit_ask_hold(ADMIT_ASK_HOLD_MAX_US, 8 * GiB,
+				   8 * GiB - 1) == ADMIT_ASK_HOLD_US);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1692,6 +1718,7 @@ int main(void)
 		cmocka_unit_test_setup(test_util_excess_and_release, setup),
 		cmocka_unit_test_setup(test_evict_working_set, setup),
 		cmocka_unit_test_setup(test_thrash_hold, setup),
+		cmocka_unit_test(test_ask_hold),
 	};
 	const char *s = getenv("KMUX_TEST_SEED");
 
