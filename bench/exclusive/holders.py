@@ -67,6 +67,11 @@ def start_holders(k, gib, dry):
             raise SystemExit("holders.py: a holder did not start (%r)" % line)
     for p in procs:
         os.kill(p.pid, signal.SIGSTOP)
+    # kill() only sends it: a holder not yet scheduled still runs while the
+    # "held" phase would be timed.  Our children: waitpid says when each
+    # has stopped (and reaps nothing).
+    for p in procs:
+        os.waitpid(p.pid, os.WUNTRACED)
     return procs
 
 

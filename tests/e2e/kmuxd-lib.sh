@@ -50,17 +50,35 @@ start_daemon() {
 	"$KMUX" daemon --kill-grace 1 "$@"
 }
 
-# stop_daemon: SIGTERM, and wait until it is gone.
+# daemon_unlocked: no daemon holds the socket's lock, so one may start.
+daemon_unlocked() {
+	[ ! -e "$KMUX_SOCKET.lock" ] || flock -n "$KMUX_SOCKET.lock" true
+}
+
+# stop_daemon: SIGTERM, and wait until it is gone and its lock free.  A
+# clean stop under ASan on a loaded machine can take seconds: kill -9 only
+# after 30 s (it would skip what the daemon does on its way out).
 stop_daemon() {
 	local p i
 	p=$(daemon_pid)
 	[ -n "$p" ] || return 0
 	kill "$p" 2>/dev/null
-	for i in $(seq 50); do
-		kill -0 "$p" 2>/dev/null || return 0
+	for i in $(seq 300); do
+		kill -0 "$p" 2>/dev/null || break
 		sleep 0.1
 	done
-	kill -9 "$p" 2>/dev/null
+	kill -0 "$p" 2>/dev/null && kill -9 "$p" 2>/dev/null
+	wait_for 30 daemon_unlocked
+}
+
+# kill9_daemon: kill -9 (a crash), and wait until the lock is free: the
+# kernel releases it only once the process is gone, and a daemon started
+# before that finds it held and refuses to start.
+kill9_daemon() {
+	local p
+	p=$(daemon_pid)
+	[ -n "$p" ] && kill -9 "$p" 2>/dev/null
+	wait_for 30 daemon_unlocked
 }
 
 # jq_job ID EXPR: evaluates the Python expression EXPR with `j` bound to

@@ -12,8 +12,7 @@ b=$("$KMUX" submit -m 10G -- echo b-ran)
 check "job $a runs" wait_state "$a" running
 check "job $b is queued" [ "$(jq_job "$b" 'j["state"]')" = queued ]
 apid=$(jq_job "$a" 'j["pid"]')
-kill -9 "$(daemon_pid)"
-sleep 0.2
+kill9_daemon
 check "after kill -9 the socket is stale" [ -S "$KMUX_SOCKET" ]
 expect_rc 0 "ps without a daemon reads its database" "$KMUX" ps
 check "  ... and says so" err_has "no kmuxd is running; these are the jobs as its database"

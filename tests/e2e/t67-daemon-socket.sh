@@ -26,8 +26,7 @@ expect_rc 0 "ps does not take it for a daemon: it reads the database" "$KMUX" ps
 check "  ... and says no kmuxd is running" err_has "no kmuxd is running"
 expect_rc 0 "a daemon starts over the stale socket" start_daemon
 expect_rc 0 "  ... and serves" "$KMUX" ps
-kill -9 "$(daemon_pid)"
-sleep 0.1
+kill9_daemon
 id=$("$KMUX" submit -- echo back)
 expect_rc 0 "after kill -9, submit starts a new daemon on the stale socket" "$KMUX" wait "$id"
 stop_daemon

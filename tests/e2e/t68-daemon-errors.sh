@@ -51,6 +51,13 @@ done
 check "once the disk is full, submit fails (exit $full)" [ "$full" -eq 1 ]
 check "  ... with a clear message" grep -q "cannot queue the job: .*full" "$TMP/full.err"
 check "the job queued before is still queued" [ "$(jq_job "$queued" 'j["state"]')" = queued ]
+# Its start is a write too: on a disk still full it fits only by luck (room
+# left on its row's page; the environment's size decides), else admission
+# waits for room.  Room comes back: a daemon without the cap.
+stop_daemon
+start_daemon
+check "  ... and still queued once there is room again" \
+	[ "$(jq_job "$queued" 'j["state"]')" = queued ]
 "$KMUX" cancel -s KILL "$blocker" "$blocker2"
 expect_rc 0 "  ... and runs when its turn comes" "$KMUX" wait "$queued"
 check "  ... output intact" grep -qx kept <("$KMUX" logs "$queued")

@@ -61,9 +61,10 @@ check "a growth past the GPU fails at once with out of memory" \
 check "  ... the refusal is in the task's own output" \
 	grep -q "no more memory: job .* no room to grow.*more than the GPU holds" "$TMP/h"
 
-# No room now: a declared 10 GiB task holds the GPU for 3 s; a guessed one
-# (4 GiB fits beside it) wants 8 GiB: it waits for the big one to end.
-KMUX_MEM=10G KMUX_NAME=big LD_PRELOAD=$PRELOAD "$R" 9216 3000 >"$TMP/b" 2>&1 &
+# No room now: a declared 10 GiB task holds the GPU (until $TMP/go-big); a
+# guessed one (4 GiB fits beside it) wants 8 GiB: it waits for the big one
+# to end.
+REG_HOLD_FILE=$TMP/go-big KMUX_MEM=10G KMUX_NAME=big LD_PRELOAD=$PRELOAD "$R" 9216 >"$TMP/b" 2>&1 &
 pb=$!
 check "a declared 10 GiB task runs" wait_line "$TMP/b" ready
 KMUX_NAME=grower LD_PRELOAD=$PRELOAD "$R" 8192 >"$TMP/n" 2>&1 &
@@ -75,9 +76,10 @@ check "  ... its allocation has not returned" \
 # A small task that would fit waits too: the room is the grower's.
 KMUX_MEM=1G KMUX_NAME=late LD_PRELOAD=$PRELOAD "$R" 64 >"$TMP/l" 2>&1 &
 pl=$!
-sleep 0.5
+wait_job late
 check "  ... a new 1 GiB task is not admitted meanwhile" \
 	[ "$(jq_job "$(job_of late)" 'j["state"]')" = queued ]
+touch "$TMP/go-big"
 wait "$pb"
 check "  ... the declared task ran unaffected (exit 0)" [ $? -eq 0 ]
 check "  ... with its 9 GiB" has "$TMP/b" "alloc err=0"
@@ -89,15 +91,21 @@ check "  ... its quota grew to 8 GiB" \
 wait "$pl"
 check "  ... then the small task ran (exit 0)" [ $? -eq 0 ]
 
-# Both wait: A (6 GiB) and B (6 GiB) each want 6 GiB more after a while;
+# Both wait: A (6 GiB) and B (6 GiB) each want 6 GiB more once both run;
 # 24 GiB never fit.  A asks first and waits for B; B asks next: every task
 # on the GPU would wait, so B (the last to ask) fails; A then gets its room.
-REG_ALLOC2_MIB=6144 KMUX_NAME=ga LD_PRELOAD=$PRELOAD "$R" 6144 2000 >"$TMP/a" 2>&1 &
+# Each asks when the test says ($TMP/go-a, $TMP/go-b): in that order, and
+# only once both run.
+REG_HOLD_FILE=$TMP/go-a REG_ALLOC2_MIB=6144 KMUX_NAME=ga LD_PRELOAD=$PRELOAD "$R" 6144 >"$TMP/a" 2>&1 &
 pa=$!
 check "deadlock: A runs" wait_line "$TMP/a" ready
-REG_ALLOC2_MIB=6144 KMUX_NAME=gb LD_PRELOAD=$PRELOAD "$R" 6144 4000 >"$TMP/bb" 2>&1 &
+REG_HOLD_FILE=$TMP/go-b REG_ALLOC2_MIB=6144 KMUX_NAME=gb LD_PRELOAD=$PRELOAD "$R" 6144 >"$TMP/bb" 2>&1 &
 pbb=$!
 check "  ... B runs beside it" wait_line "$TMP/bb" ready
+touch "$TMP/go-a"
+check "  ... A asks first, and waits" \
+	wait_log "job $(job_of ga) waits to grow from 6.00 GiB to 12.00 GiB"
+touch "$TMP/go-b"
 wait "$pbb"
 check "  ... B, the last to ask, fails its second allocation" \
 	has "$TMP/bb" "alloc2 err=2"

@@ -14,6 +14,8 @@
 # copy of them; JOBMIX_LEARN=0, the first call: none); bad mode names
 # and repeat counts refused before anything runs; a pair the budget cannot
 # hold skipped whole, and said so.
+# e2e-timeout: 300
+# (68-81 s seen beside two busy loops and other tests on 2 cores)
 . "$(dirname "$0")/lib.sh"
 if [ "$(basename "$BUILD")" = build-san ]; then
 	ok "skipped under the sanitizer build (a benchmark script's test)"

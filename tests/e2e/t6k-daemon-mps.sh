@@ -93,8 +93,7 @@ CUDA_MPS_PIPE_DIRECTORY=/elsewhere \
 check "  ... gets kmuxd's" grep -qx "pipe=$PIPE log=$LOGD" "$TMP/out"
 
 # --- kill -9 of kmuxd: the control daemon answers and is re-used ---------
-kill -9 "$(daemon_pid)"
-sleep 0.2
+kill9_daemon
 expect_rc 0 "kmuxd --mps restarts after kill -9" start_daemon --mps
 check "  ... re-using the control daemon: no second -d" [ "$(ndash_d)" = 1 ]
 check "  ... and says so" grep -q "re-using the MPS control daemon that answers in $PIPE" \
@@ -114,8 +113,7 @@ check "  ... and logs that it stopped" grep -q "the MPS control daemon in $PIPE 
 # --- kill -9 with the control daemon gone too: a new one is started -------
 expect_rc 0 "kmuxd --mps starts again" start_daemon --mps
 check "  ... with a new -d (none answered)" [ "$(ndash_d)" = 2 ]
-kill -9 "$(daemon_pid)"
-sleep 0.2
+kill9_daemon
 rm -f "$PIPE/stub-running"	# the control daemon died too
 expect_rc 0 "kmuxd --mps restarts after both died" start_daemon --mps
 check "  ... starting a third -d" [ "$(ndash_d)" = 3 ]

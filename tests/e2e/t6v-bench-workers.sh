@@ -56,13 +56,36 @@ expect_rc() {
 rec() {	# FILE EXPR: EXPR over the record r in FILE
 	python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"
 }
+# request_taken PID: the submit client PID sent its request (it sleeps in
+# read(2) on its socket, waiting for the record) and the server accepted
+# and read it (no socket at the server's path has a connection or a byte
+# waiting): the job is the server's, queued or running.  What a test
+# needs to know before it makes the client leave or stops the server.
+case $(uname -m) in aarch64 | riscv64) SYS_READ=63 ;; *) SYS_READ=0 ;; esac
+request_taken() {
+	local sc fd
+	read -r sc fd _ <"/proc/$1/syscall" 2>/dev/null || return 1
+	[ "$sc" = "$SYS_READ" ] || return 1
+	case $(readlink "/proc/$1/fd/$((fd))") in socket:*) ;; *) return 1 ;; esac
+	ss -xna | awk -v p="$KMUX_BENCH_SOCKET" '$5 == p && $3 != 0 {n++} END {exit n > 0}'
+}
+# until SECONDS COMMAND...: until COMMAND succeeds, at most that long.
+until_ok() {
+	local n=$(($1 * 10))
+	shift
+	until "$@"; do
+		n=$((n - 1))
+		[ "$n" -gt 0 ] || return 1
+		sleep 0.1
+	done
+}
 
 expect_rc 5 "submit without a server: exit 5" "$KMUX" bench submit -- job.py 0
 check "  ... says so" grep -q "no bench server at $TMP/bench.sock" "$TMP/err"
 
 SERVER_ONLY=1 "$KMUX" bench serve -w 2 2>"$TMP/serve.err" &
 SERVE=$!
-for _ in $(seq 50); do [ -S "$TMP/bench.sock" ] && break; sleep 0.1; done
+for _ in $(seq 300); do [ -S "$TMP/bench.sock" ] && break; sleep 0.1; done
 check "serve listens on a socket of mode 0600" \
 	[ "$(stat -c %a "$TMP/bench.sock")" = 600 ]
 expect_rc 1 "a second serve on the same socket is refused" "$KMUX" bench serve -w 1
@@ -263,7 +286,7 @@ victim=$(cat "$TMP/c1")
 kill -INT "$cp"
 wait "$cp"
 check "an interrupted submit (SIGINT) exits 130" [ $? = 130 ]
-for _ in $(seq 30); do kill -0 "$victim" 2>/dev/null || break; sleep 0.1; done
+for _ in $(seq 100); do kill -0 "$victim" 2>/dev/null || break; sleep 0.1; done
 check "  ... the server killed the job's worker" cond '! kill -0 "$victim" 2>/dev/null'
 check "  ... and says so" grep -q "cancelled: its client left; killing worker" "$TMP/serve.err"
 "$KMUX" bench submit -- job.py 0 >"$TMP/a1" 2>/dev/null &
@@ -284,14 +307,15 @@ q2=$!
 for _ in $(seq 100); do [ -s "$TMP/q1" ] && [ -s "$TMP/q2" ] && break; sleep 0.1; done
 "$KMUX" bench submit -- sleepy.py "$TMP/q3" >/dev/null 2>&1 &
 q3=$!
-sleep 0.3
+check "  ... a third job is taken, and waits" until_ok 10 request_taken "$q3"
+# Its hangup is seen at the latest with the others' below, before their
+# workers are gone: no wait needed.
 { kill -KILL "$q3"; wait "$q3"; } 2>/dev/null
-sleep 0.3
 kill -TERM "$q1" "$q2"
 wait "$q1"; r1=$?
 wait "$q2"; r2=$?
 check "terminated submits (SIGTERM) exit 143" [ "$r1 $r2" = "143 143" ]
-for _ in $(seq 30); do grep -q "dropped before it ran" "$TMP/serve.err" && break; sleep 0.1; done
+for _ in $(seq 100); do grep -q "dropped before it ran" "$TMP/serve.err" && break; sleep 0.1; done
 check "  ... the queued job whose client was killed is dropped" grep -q "sleepy.py $TMP/q3) dropped before it ran: its client left" "$TMP/serve.err"
 expect_rc 0 "  ... the workers come back: a job runs" "$KMUX" bench submit -- job.py 0
 sleep 0.5
@@ -300,12 +324,15 @@ check "  ... the cancelled workers are gone" cond '! kill -0 "$(cat "$TMP/q1")" 
 
 # Two jobs running, a third queued, then SIGTERM.
 pids=$(pgrep -P "$SERVE")
-for n in 1 2 3; do
-	"$KMUX" bench submit -- sleepy.py "$TMP/t$n" >"$TMP/k$n" 2>"$TMP/k$n.err" &
-	eval "sp$n=\$!"
-	sleep 0.2
-done
-for _ in $(seq 50); do [ -e "$TMP/t1" ] && [ -e "$TMP/t2" ] && break; sleep 0.1; done
+"$KMUX" bench submit -- sleepy.py "$TMP/t1" >"$TMP/k1" 2>"$TMP/k1.err" &
+sp1=$!
+until_ok 10 test -s "$TMP/t1"
+"$KMUX" bench submit -- sleepy.py "$TMP/t2" >"$TMP/k2" 2>"$TMP/k2.err" &
+sp2=$!
+until_ok 10 test -s "$TMP/t2"
+"$KMUX" bench submit -- sleepy.py "$TMP/t3" >"$TMP/k3" 2>"$TMP/k3.err" &
+sp3=$!
+check "two jobs run, a third is taken and queued" until_ok 10 request_taken "$sp3"
 kill -TERM "$SERVE"
 wait "$SERVE"
 check "SIGTERM: serve exits 0" [ $? = 0 ]
@@ -338,10 +365,14 @@ expect_rc 1 "run --workers, workers that cannot start: exit 1" \
 check "  ... the Python command failed as such, the plain one ran" \
 	[ "$(python3 -c 'import json, sys; print(sorted((r["i"], r["exit"], r.get("error")) for r in map(json.loads, open(sys.argv[1]))))' "$TMP/np.json")" = "[(0, 127, 'no worker could start'), (1, 0, None)]" ]
 
-# Stopped (a timeout): the workers and what they run are gone.
-timeout --preserve-status -s INT 1.5 "$KMUX" bench run -w 2 "sleepy.py $TMP/s1" "sleepy.py $TMP/s2" "sleepy.py $TMP/s3" >"$TMP/st.json" 2>/dev/null
+# Stopped (SIGINT once two jobs run): the workers and what they run are
+# gone.
+"$KMUX" bench run -w 2 "sleepy.py $TMP/s1" "sleepy.py $TMP/s2" "sleepy.py $TMP/s3" >"$TMP/st.json" 2>/dev/null &
+br=$!
+until_ok 30 cond '[ -s "$TMP/s1" ] && [ -s "$TMP/s2" ]'
+kill -INT "$br"
+wait "$br"
 check "run --workers stopped by SIGINT: exit 1" [ $? = 1 ]
-sleep 0.3
 check "  ... both running jobs killed, recorded with their signal" \
 	[ "$(python3 -c 'import json, sys; print(sorted(r["signal"] for r in map(json.loads, open(sys.argv[1]))))' "$TMP/st.json")" = "[15, 15]" ]
 check "  ... their workers gone, the third never started" \

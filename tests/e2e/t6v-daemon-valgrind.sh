@@ -14,7 +14,7 @@ valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=defini
 	--child-silent-after-fork=yes --log-file="$TMP/vg.log" \
 	"$KMUX" daemon --foreground --kill-grace 0.5 2>"$TMP/daemon.err" &
 vg=$!
-for i in $(seq 100); do [ -S "$KMUX_SOCKET" ] && break; sleep 0.1; done
+for i in $(seq 600); do [ -S "$KMUX_SOCKET" ] && break; sleep 0.1; done
 check "the daemon listens under valgrind" [ -S "$KMUX_SOCKET" ]
 a=$("$KMUX" submit -m 10G -- sh -c 'echo a; sleep 0.3')
 b=$("$KMUX" submit -m 10G -- echo b)
@@ -30,7 +30,7 @@ expect_rc 0 "memcheck: kmux top --once" "${VG[@]}" "$KMUX" top --once
 expect_rc 0 "memcheck: kmux logs" "${VG[@]}" "$KMUX" logs "$a"
 expect_rc 3 "memcheck: kmux cancel of an unknown job" "${VG[@]}" "$KMUX" cancel 99
 d=$("$KMUX" submit -- sleep 30)
-wait_state "$d" running 100
+wait_state "$d" running 300
 "$KMUX" cancel "$d"
 expect_rc 143 "cancel of a running job" "$KMUX" wait "$d"
 e=$("$KMUX" submit -- "$TMP/missing-program")

@@ -14,6 +14,10 @@
  *                              (a task whose need grows as it runs)
  *   done                       freed, about to exit 0
  *
+ * REG_HOLD_FILE=PATH: after the hold, go on only once PATH exists, so that
+ * a test ends the hold when it has seen what it looks for, not after a
+ * time that a loaded machine may overrun.
+ *
  * REG_FORK_MS=n: at "ready", fork a child that sleeps n ms and exits
  * without touching CUDA (a data loader's worker): it must not keep the
  * parent's registration alive.
@@ -82,6 +86,9 @@ int main(int argc, char **argv)
 	}
 	if (kernels == 0)
 		sleep_ms(hold);
+	if (getenv("REG_HOLD_FILE"))
+		while (access(getenv("REG_HOLD_FILE"), F_OK))
+			sleep_ms(10);
 	if (getenv("REG_ALLOC2_MIB")) {
 		r = cuMemAlloc(&p2, strtoul(getenv("REG_ALLOC2_MIB"), NULL, 10) *
 				    MIB);
