@@ -510,6 +510,7 @@ CUresult mm_alloc(CUdeviceptr *dptr, uint64_t size)
 
 	if (!dptr)
 		return CUDA_ERROR_INVALID_VALUE;
+	mm_susp_check();
 	r = mm_granularity(dev, &g);
 	if (r != CUDA_SUCCESS)
 		return r;
