@@ -33,7 +33,8 @@ sys.exit(0 if any(j["suspended"] for j in json.load(sys.stdin)) else 1)'
 
 # --- (a) thrashing tasks, not all fit ---------------------------------------
 CY="cycle 120 50"	# 120 rounds 50 ms apart: ~6 s; 16 MiB touched a round
-"$M" $CY >"$TMP/cplain" 2>&1
+"$M" $CY >"$TMP/cplain" 2>&1 &	# meanwhile: it sleeps most of its time
+pp=$!
 start_daemon
 for t in x y z; do
 	KMUX_LOG=info "$KMUX" run --memory=evict --mem 8M -n "cy-$t" -- "$M" $CY \
@@ -47,6 +48,7 @@ check "(a) a task is suspended (ps --json), and ps says so" \
 wait "$p_x"; rx=$?
 wait "$p_y"; ry=$?
 wait "$p_z"; rz=$?
+wait "$pp"
 check "(a) all three exit 0 ($rx $ry $rz)" eval '[ "$rx$ry$rz" = 000 ]'
 for t in x y z; do
 	check "(a) $t: the plain run's results" cmp "$TMP/cplain" "$TMP/$t"
@@ -66,6 +68,8 @@ stop_daemon
 export KMUX_FAKE_GPUS=1:24M	# 22.8 MiB committable: two 10 MiB budgets
 ST="staged 3 200 20"		# ~12 s
 rm -f "$TMP/state/kmux.db"*
+"$M" $ST >"$TMP/splain" 2>&1 &	# meanwhile, as above
+pp=$!
 touch "$TMP/go0"
 "$M" regrow "$TMP/go0" >"$TMP/rplain" 2>&1
 check "the plain regrow run allocates and reads back" \
@@ -111,7 +115,7 @@ wait "$p_c"; rc=$?
 check "(b) all three exit 0 ($ra $rb $rc)" eval '[ "$ra$rb$rc" = 000 ]'
 check "(b) A allocated and read back the plain run's results" cmp "$TMP/rplain" "$TMP/a"
 check "(b) B and C: the plain staged results" \
-	eval '"$M" $ST >"$TMP/splain" 2>&1 && cmp "$TMP/splain" "$TMP/b" && cmp "$TMP/splain" "$TMP/c"'
+	eval 'wait "$pp" && cmp "$TMP/splain" "$TMP/b" && cmp "$TMP/splain" "$TMP/c"'
 check "(b) A waited for its admitted 10 MiB and got it" \
 	eval 'grep -q "memory: resumed with a budget of $((10 * MiB)) bytes" "$TMP/a.err" &&
 		grep -q "daemon: job $ja resumes with 10 MiB (its working set)" "$KLOG"'
