@@ -51,7 +51,13 @@ void view_state(const struct proto_job_rec *r, char *buf, size_t len)
 
 	if (!name)
 		name = "?";
-	if (r->state == PROTO_JOB_QUEUED || r->state == PROTO_JOB_RUNNING) {
+	/* Running but waiting for room for its working set (evict mode's
+	 * load control). */
+	if (r->state == PROTO_JOB_RUNNING &&
+	    (r->flags & PROTO_JOBREC_F_SUSPENDED)) {
+		snprintf(buf, len, "suspended");
+	} else if (r->state == PROTO_JOB_QUEUED ||
+		   r->state == PROTO_JOB_RUNNING) {
 		snprintf(buf, len, "%s", name);
 	} else if (r->signal) {
 		snprintf(buf, len, "%s %s",
@@ -218,6 +224,8 @@ static cJSON *job_json(const struct proto_job_rec *r, uint64_t now_us)
 	add_u64(o, "mem_reserved", r->mem_reserved);
 	add_u64(o, "evicts", r->evicts);
 	add_u64(o, "restores", r->restores);
+	cJSON_AddBoolToObject(o, "suspended",
+			      (r->flags & PROTO_JOBREC_F_SUSPENDED) != 0);
 	cJSON_AddNumberToObject(o, "kernel_rate", r->kernel_rate);
 	add_u64(o, "submit_us", r->submit_us);
 	cJSON_AddItemToObject(o, "start_us", u64_or_null(r->start_us));

@@ -276,7 +276,10 @@ static bool alloc_update_ok(const struct proto_alloc_update *m)
 	       !(m->flags & ~PROTO_ALLOC_F_MASK) &&
 	       (!m->thrash_ws || (m->flags & PROTO_ALLOC_F_EVICT)) &&
 	       (!(m->flags & PROTO_ALLOC_F_SHRUNK) ||
-		((m->flags & PROTO_ALLOC_F_EVICT) && m->want > 0));
+		((m->flags & PROTO_ALLOC_F_EVICT) && m->want > 0)) &&
+	       (!(m->flags & PROTO_ALLOC_F_SUSPEND) ||
+		((m->flags & PROTO_ALLOC_F_EVICT) && m->want > 0 &&
+		 !(m->flags & PROTO_ALLOC_F_SHRUNK)));
 }
 
 static bool job_rec_ok(const struct proto_job_rec *r)
@@ -285,6 +288,8 @@ static bool job_rec_ok(const struct proto_job_rec *r)
 	       r->state <= PROTO_JOB_STATE_MAX &&
 	       exit_ok(r->exit_code, r->signal) &&
 	       r->ngpus >= 1 && r->ngpus <= PROTO_MAX_GPUS &&
+	       !(r->flags & ~PROTO_JOBREC_F_MASK) &&
+	       (!r->flags || r->state == PROTO_JOB_RUNNING) &&
 	       slen(r->name) < PROTO_MAX_NAME;
 }
 
@@ -434,8 +439,7 @@ static int rd_job_rec(struct rd *r, struct proto_job_rec *rec)
 	rec->mem_reserved = le64toh(w.mem_reserved);
 	rec->evicts = le64toh(w.evicts);
 	rec->restores = le64toh(w.restores);
-	if (w.reserved != 0)
-		return -EBADMSG;
+	rec->flags = le32toh(w.flags);
 	if (rd_str(r, &rec->name) < 0 || rd_str(r, &rec->cmd) < 0)
 		return -EBADMSG;
 	return job_rec_ok(rec) ? 0 : -EBADMSG;
@@ -460,6 +464,7 @@ static void wr_job_rec(struct wr *w, const struct proto_job_rec *rec)
 		.mem_quota = htole64(rec->mem_quota),
 		.mem_used = htole64(rec->mem_used),
 		.kernel_rate = htole32(rec->kernel_rate),
+		.flags = htole32(rec->flags),
 		.mem_evicted = htole64(rec->mem_evicted),
 		.mem_reserved = htole64(rec->mem_reserved),
 		.evicts = htole64(rec->evicts),

@@ -54,7 +54,7 @@
 #include <stdint.h>
 
 #define PROTO_MAGIC 0x58554d4bu		/* the bytes "KMUX" read as u32 LE */
-#define PROTO_VERSION 7
+#define PROTO_VERSION 8
 #define PROTO_HDR_SIZE 16
 #define PROTO_MAX_MSG (1u << 20)	/* header included */
 #define PROTO_MAX_PAYLOAD (PROTO_MAX_MSG - PROTO_HDR_SIZE)
@@ -155,7 +155,20 @@ enum proto_job_state {
 					 * F_BUDGET: want is the new, lower
 					 * budget (kmuxd lowers the commitment;
 					 * no reply) */
-#define PROTO_ALLOC_F_MASK 0x3u
+#define PROTO_ALLOC_F_SUSPEND 0x4u	/* v8, with EVICT and want: the task
+					 * cannot get room, evicted all it could
+					 * (resident is what it still holds) and
+					 * waits for want; kmuxd lowers its
+					 * commitment to resident and answers
+					 * ADMIT once it can commit want (or,
+					 * past --grow-wait or when all wait,
+					 * the budget it had: quota < want) */
+#define PROTO_ALLOC_F_MASK 0x7u
+
+/* Job record flags (v8; the record's former reserved word). */
+#define PROTO_JOBREC_F_SUSPENDED 0x1u	/* running, suspended: waits for
+					 * room for its working set */
+#define PROTO_JOBREC_F_MASK 0x1u
 
 /* MEM_PRESSURE flags (v7). */
 #define PROTO_PRESSURE_F_BUDGET 0x1u	/* give up budget (a queued task is
@@ -299,7 +312,7 @@ struct proto_wire_job_rec {		/* + str name, str cmd */
 	uint64_t mem_quota;
 	uint64_t mem_used;
 	uint32_t kernel_rate;
-	uint32_t reserved;
+	uint32_t flags;			/* v8: PROTO_JOBREC_F_*; was reserved */
 	/* v4 */
 	uint64_t mem_evicted;
 	uint64_t mem_reserved;
@@ -551,6 +564,7 @@ struct proto_job_rec {
 	uint64_t mem_quota;		/* bytes per GPU admitted with, 0: not yet */
 	uint64_t mem_used;		/* resident bytes its preload reported last */
 	uint32_t kernel_rate;		/* kernel launches per second, recently */
+	uint32_t flags;			/* PROTO_JOBREC_F_* */
 	/* Its memory manager's last report (running jobs; else 0). */
 	uint64_t mem_evicted, mem_reserved, evicts, restores;
 	const char *name;

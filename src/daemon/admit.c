@@ -770,7 +770,9 @@ uint64_t admit_grow_room(const struct admit_gpu *gpus, size_t n,
 			return 0;
 		g = &gpus[pl->slot[i]];
 		cap = admit_capacity(g, p);
-		if (g->grow_waiting > 0 || g->mem_committed >= cap)
+		/* A suspended waiter gave its room up for its neighbours:
+		 * only other (quota-mode) waiters keep it for themselves. */
+		if (g->grow_waiting > g->suspended || g->mem_committed >= cap)
 			return 0;
 		if (cap - g->mem_committed < room)
 			room = cap - g->mem_committed;

@@ -76,6 +76,11 @@ struct admit_gpu {
 	/* Running tasks here waiting for their quota to grow (the daemon
 	 * counts them); while > 0 the GPU takes no new task. */
 	uint32_t grow_waiting;
+	/* Of those, evict-mode tasks suspended for room (load control,
+	 * docs/design-memory.md): they hold new tasks off like any waiter,
+	 * but not their running neighbours' evict growth
+	 * (admit_grow_room), so the room they gave up goes to those. */
+	uint32_t suspended;
 	/* Running evict-mode tasks here that thrash and were refused the
 	 * budget they asked for (the daemon counts them, admit_thrash_hold):
 	 * while > 0 the GPU takes no new task either, so the room its
@@ -359,7 +364,8 @@ int admit_grow(struct admit_gpu *gpus, size_t n, struct admit_placement *pl,
  * An evict-mode task thrashes and asks for more budget, granted now or not
  * at all: the bytes every GPU of pl can still commit (the least of them),
  * 0 when one has none or a task there waits to grow (its need comes
- * first).  The caller grows by at most that much with admit_grow().
+ * first; a suspended one, counted in suspended, does not keep it: it gave
+ * its room up so that its neighbours stop thrashing).  The caller grows by at most that much with admit_grow().
  */
 uint64_t admit_grow_room(const struct admit_gpu *gpus, size_t n,
 			 const struct admit_placement *pl,

@@ -164,6 +164,14 @@ struct job {
 	uint32_t grow_seq;
 	uint64_t grow_want;
 	uint64_t grow_since_us;
+	/* Evict mode, load control (docs/design-memory.md): its preload
+	 * evicted all it could and waits on grow_conn for grow_want; its
+	 * commitment went down to what it still holds.  susp_quota: its
+	 * quota before, which it resumes with (susp_fallback) once the
+	 * wait passes --grow-wait or every task on its GPUs waits. */
+	bool suspended;
+	bool susp_fallback;
+	uint64_t susp_quota;
 };
 
 /* A client blocked in WAIT. */

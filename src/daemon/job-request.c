@@ -184,6 +184,9 @@ static void send_job_list(struct conn *c, uint32_t seq, struct db_job *v,
 			r->mem_reserved = live->mem_reserved;
 			r->evicts = live->evicts;
 			r->restores = live->restores;
+			if (live->suspended &&
+			    live->state == PROTO_JOB_RUNNING)
+				r->flags |= PROTO_JOBREC_F_SUSPENDED;
 		}
 	}
 	/* Newest first to keep: the oldest ended jobs matter least. */
@@ -786,7 +789,22 @@ static void grow_count(struct server *srv, const struct job *j, int d)
 			g->grow_waiting++;
 		else if (g->grow_waiting > 0)
 			g->grow_waiting--;
+		if (!j->suspended)
+			continue;
+		if (d > 0)
+			g->suspended++;
+		else if (g->suspended > 0)
+			g->suspended--;
 	}
+}
+
+/* j's wait is over (granted, refused or gone): out of the counts. */
+static void grow_done(struct server *srv, struct job *j)
+{
+	grow_count(srv, j, -1);
+	j->grow_conn = NULL;
+	j->suspended = false;
+	j->susp_fallback = false;
 }
 
 void job_grow_drop(struct server *srv, struct job *j, int err,
@@ -796,7 +814,6 @@ void job_grow_drop(struct server *srv, struct job *j, int err,
 
 	if (!j->grow_conn)
 		return;
-	grow_count(srv, j, -1);
 	if (err) {
 		size_format(j->place.quota, q, sizeof(q));
 		size_format(j->grow_want, w, sizeof(w));
@@ -806,7 +823,7 @@ void job_grow_drop(struct server *srv, struct job *j, int err,
 				    "no room to grow from %s to %s on its GPUs "
 				    "(%s)", (long long)j->id, q, w, why);
 	}
-	j->grow_conn = NULL;
+	grow_done(srv, j);
 }
 
 /*
@@ -831,6 +848,7 @@ static void job_want_evict(struct conn *c, const struct proto_msg *m,
 	struct server *srv = c->srv;
 	uint64_t room;
 	char q[SIZE_FORMAT_MAX], w[SIZE_FORMAT_MAX];
+	bool ever;
 
 	if (want <= j->place.quota) {
 		grow_answer(srv, c, m->seq, j);	/* it has it already */
@@ -851,9 +869,9 @@ static void job_want_evict(struct conn *c, const struct proto_msg *m,
 	size_format(j->place.quota, q, sizeof(q));
 	size_format(m->u.alloc.want, w, sizeof(w));
 	j->thrash_ask_us = server_now_us();
-	if (!j->thrash_held && admit_thrash_hold(srv->gpus, srv->ngpus,
-						 &j->place, want,
-						 &srv->policy)) {
+	ever = admit_thrash_hold(srv->gpus, srv->ngpus, &j->place, want,
+				 &srv->policy);
+	if (!j->thrash_held && ever) {
 		for (uint32_t i = 0; i < j->place.ngpus; i++)
 			srv->gpus[j->place.slot[i]].thrash_hold++;
 		j->thrash_held = true;
@@ -865,9 +883,58 @@ static void job_want_evict(struct conn *c, const struct proto_msg *m,
 			 "evict budget from %s to %s (more than its GPUs "
 			 "hold: it evicts on)", (long long)j->id, q, w);
 	}
-	server_client_error(c, m->seq, ENOSPC, "job %lld: no room now to "
-			    "grow the evict budget from %s to %s on its GPUs",
-			    (long long)j->id, q, w);
+	/* E2BIG: never (more than its GPUs hold), so suspending for it
+	 * would not help (v8 preloads suspend on ENOSPC only). */
+	server_client_error(c, m->seq, ever ? ENOSPC : E2BIG, "job %lld: no "
+			    "room %sto grow the evict budget from %s to %s on "
+			    "its GPUs", (long long)j->id, ever ? "now " : "",
+			    q, w);
+}
+
+/*
+ * want with PROTO_ALLOC_F_SUSPEND (load control, docs/design-memory.md):
+ * an evict-mode task cannot get the room it needs (refused while it
+ * thrashes, or a budget it gave back is now too small), evicted all it
+ * could and blocks until it may have want.  Its commitment drops to what
+ * it still holds (resident, rounded up to a MiB), so the room goes to its
+ * neighbours' growth; it waits like a quota-mode growth (grow_conn, in the
+ * order asked, before any new task on its GPUs), and job_grow_retry()
+ * answers ADMIT once its GPUs can commit want, or with its old quota
+ * (susp_quota) past --grow-wait or when every task there waits.
+ */
+static void job_suspend(struct conn *c, const struct proto_msg *m,
+			struct job *j, uint64_t want)
+{
+	const uint64_t mib = UINT64_C(1) << 20;
+	struct server *srv = c->srv;
+	uint64_t hold = m->u.alloc.resident;
+	char q[SIZE_FORMAT_MAX], h[SIZE_FORMAT_MAX], w[SIZE_FORMAT_MAX];
+	char err[ERRLEN];
+
+	hold = hold > UINT64_MAX - (mib - 1) ? UINT64_MAX
+					     : (hold + mib - 1) & ~(mib - 1);
+	if (hold < mib)
+		hold = mib;
+	size_format(j->place.quota, q, sizeof(q));
+	j->susp_quota = j->place.quota;
+	if (hold < j->place.quota &&
+	    admit_shrink(srv->gpus, srv->ngpus, &j->place, hold) == 0 &&
+	    db_job_set_quota(srv->db, j->id, hold, err, sizeof(err)))
+		log_warn("daemon: job %lld: %s", (long long)j->id, err);
+	size_format(j->place.quota, h, sizeof(h));
+	size_format(want, w, sizeof(w));
+	j->suspended = true;
+	j->susp_fallback = false;
+	j->grow_conn = c;
+	j->grow_seq = m->seq;
+	j->grow_want = want;
+	j->grow_since_us = server_now_us();
+	grow_count(srv, j, +1);
+	log_info("daemon: job %lld suspended: no room for its working set; "
+		 "holds %s (was %s), waits for %s", (long long)j->id, h, q, w);
+	/* Its wait holds new tasks off its GPUs now (grow_waiting). */
+	job_thrash_release(srv, j, "it is suspended");
+	server_kick(srv);
 }
 
 static void job_want(struct conn *c, const struct proto_msg *m, struct job *j)
@@ -892,6 +959,10 @@ static void job_want(struct conn *c, const struct proto_msg *m, struct job *j)
 	}
 	want = want > UINT64_MAX - (mib - 1) ? UINT64_MAX
 					     : (want + mib - 1) & ~(mib - 1);
+	if (m->u.alloc.flags & PROTO_ALLOC_F_SUSPEND) {
+		job_suspend(c, m, j, want);
+		return;
+	}
 	if (m->u.alloc.flags & PROTO_ALLOC_F_EVICT) {
 		job_want_evict(c, m, j, want);
 		return;
@@ -954,13 +1025,56 @@ static struct job *grow_stuck(struct server *srv)
 	struct job *j, *best = NULL;
 
 	TAILQ_FOREACH(j, &srv->running, entry) {
-		if (!j->grow_conn || admit_grow_may_wait(srv->gpus, srv->ngpus,
-				&j->place, j->grow_want, &srv->policy))
+		if (!j->grow_conn || (j->suspended && j->susp_fallback) ||
+		    admit_grow_may_wait(srv->gpus, srv->ngpus, &j->place,
+					j->grow_want, &srv->policy))
 			continue;
 		if (!best || grow_before(best, j))
 			best = j;
 	}
 	return best;
+}
+
+/* What a waiting job is granted: its want, or a suspended job resuming
+ * without it, the quota it had before. */
+static uint64_t grow_target(const struct job *j)
+{
+	if (j->suspended && j->susp_fallback)
+		return j->susp_quota;
+	return j->grow_want;
+}
+
+/* Grant the first waiting job (in the order asked) whose target fits. */
+static bool grow_grant_one(struct server *srv)
+{
+	struct job *j;
+
+	for (j = grow_next(srv, NULL); j; j = grow_next(srv, j)) {
+		if (grow_try(srv, j, grow_target(j)))
+			continue;
+		grow_answer(srv, j->grow_conn, j->grow_seq, j);
+		if (j->suspended)
+			log_info("daemon: job %lld resumes with %llu MiB (%s)",
+				 (long long)j->id,
+				 (unsigned long long)(j->place.quota >> 20),
+				 j->susp_fallback ? "its quota before"
+						  : "its working set");
+		grow_done(srv, j);
+		return true;
+	}
+	return false;
+}
+
+/* A suspended job stops waiting for its want: it resumes with its old
+ * quota as soon as that fits (first in line, as before). */
+static void susp_fall_back(struct job *j, const char *why)
+{
+	if (j->susp_fallback)
+		return;
+	j->susp_fallback = true;
+	log_info("daemon: job %lld stops waiting for its working set (%s): "
+		 "it resumes with %llu MiB once that fits", (long long)j->id,
+		 why, (unsigned long long)(j->susp_quota >> 20));
 }
 
 void job_grow_retry(struct server *srv)
@@ -971,30 +1085,36 @@ void job_grow_retry(struct server *srv)
 	/* Whoever waited longest gets the room that freed; a later, smaller
 	 * growth that fits goes too (it blocks its task just the same).
 	 * After each grant the room changed: from the first again. */
-	for (bool granted = true; granted;) {
-		granted = false;
-		for (j = grow_next(srv, NULL); j; j = grow_next(srv, j)) {
-			if (grow_try(srv, j, j->grow_want))
-				continue;
-			grow_answer(srv, j->grow_conn, j->grow_seq, j);
-			grow_count(srv, j, -1);
-			j->grow_conn = NULL;
-			granted = true;
-			break;
-		}
-	}
-	TAILQ_FOREACH(j, &srv->running, entry)
-		if (j->grow_conn && srv->policy.grow_wait_us &&
-		    now - j->grow_since_us >= srv->policy.grow_wait_us)
+	while (grow_grant_one(srv))
+		;
+	TAILQ_FOREACH(j, &srv->running, entry) {
+		if (!j->grow_conn || !srv->policy.grow_wait_us ||
+		    now - j->grow_since_us < srv->policy.grow_wait_us)
+			continue;
+		if (j->suspended)
+			susp_fall_back(j, "waited too long");
+		else
 			job_grow_drop(srv, j, ENOSPC, "waited too long");
+	}
+	while (grow_grant_one(srv))
+		;
 	TAILQ_FOREACH(j, &srv->running, entry)
 		if (j->thrash_held && now - j->thrash_ask_us >= JOB_THRASH_HOLD_US)
 			job_thrash_release(srv, j, "it stopped asking for room");
 	/* A deadlock: refuse the last asker, one at a time (the others may
-	 * then wait for the memory it frees as it fails). */
-	while ((j = grow_stuck(srv)))
-		job_grow_drop(srv, j, ENOSPC,
-			      "every task on its GPUs waits for memory");
+	 * then wait for the memory it frees as it fails).  A suspended one
+	 * is not refused: it resumes with the quota it had (its neighbours,
+	 * suspended too, hold only their floors, so that fits). */
+	while ((j = grow_stuck(srv))) {
+		if (j->suspended) {
+			susp_fall_back(j, "every task on its GPUs waits");
+			while (grow_grant_one(srv))
+				;
+		} else {
+			job_grow_drop(srv, j, ENOSPC,
+				      "every task on its GPUs waits for memory");
+		}
+	}
 }
 
 void job_alloc_update(struct conn *c, const struct proto_msg *m)

@@ -45,6 +45,7 @@
 #include "quota.h"
 #include "shrink.h"
 #include "streams.h"
+#include "suspend.h"
 #include "thrash.h"
 
 #define MM_BUCKETS 1024
@@ -110,6 +111,23 @@ static atomic_bool mm_shrunk;		/* evict: mm_shrink gave budget back */
 static uint64_t mm_first_ms;		/* mm_mu: evict, first operation's time */
 
 int (*mm_grow_budget)(uint64_t want, uint64_t *granted);
+int (*mm_suspend_budget)(uint64_t want, uint64_t *granted);
+
+/*
+ * Load control (suspend.h): MM_SUSP_PENDING asks the next thread at an
+ * operation boundary to suspend the task for mm_susp_want bytes; while
+ * one does (MM_SUSP_ON) every other thread arriving at a boundary waits
+ * on mm_susp_cv.  mm_susp_mu guards both; mm_susp is read without it
+ * first (one relaxed load per operation).  Lock order: mm_susp_mu is
+ * never held with mm_mu, nor across the wait for kmuxd.
+ */
+enum { MM_SUSP_NONE, MM_SUSP_PENDING, MM_SUSP_ON };
+static pthread_mutex_t mm_susp_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t mm_susp_cv = PTHREAD_COND_INITIALIZER;
+static atomic_int mm_susp;
+static uint64_t mm_susp_want;		/* mm_susp_mu */
+static struct suspend_asks mm_asks;	/* mm_mu */
+static uint64_t mm_budget_max;		/* mm_mu: the largest budget held */
 
 static unsigned mm_bucket(uint64_t base)
 {
@@ -206,7 +224,7 @@ static void mm_report(void)
 {
 	struct mm_host_stats h;
 	struct mm_stats s;
-	char grew[160] = "", ratio[160] = "", fast[96] = "", shrank[96] = "";
+	char grew[160] = "", ratio[160] = "", fast[96] = "", shrank[128] = "";
 
 	mm_get_stats(&s);
 	pthread_mutex_lock(&mm_mu);
@@ -237,6 +255,10 @@ static void mm_report(void)
 		snprintf(shrank, sizeof(shrank), "; budget shrank %llu times "
 			 "to %llu bytes", (unsigned long long)s.shrinks,
 			 (unsigned long long)s.shrunk_to);
+	if (mm_on == MM_EVICT && s.suspends)
+		snprintf(shrank + strlen(shrank), sizeof(shrank) -
+			 strlen(shrank), "; suspended %llu times",
+			 (unsigned long long)s.suspends);
 	if (mm_on == MM_LAZY)
 		snprintf(fast, sizeof(fast), "; fast path: %llu operations, "
 			 "%llu objects unbacked now",
@@ -365,6 +387,118 @@ static CUresult mm_granularity(int dev, size_t *g)
 	return r;
 }
 
+static uint64_t mm_budget_max_get(void)
+{
+	uint64_t m, l = atomic_load(&quota_global.limit);
+
+	pthread_mutex_lock(&mm_mu);
+	m = mm_budget_max > l ? mm_budget_max : l;
+	pthread_mutex_unlock(&mm_mu);
+	return m;
+}
+
+static uint64_t mm_evict_lru(uint64_t give, uint64_t idle_before);
+
+/*
+ * Suspend the task (no lock held, in the thread at an operation
+ * boundary; the others wait at theirs): evict every object that may go,
+ * tell kmuxd what it still holds and wait until it grants want bytes of
+ * budget.  Objects come back when touched, as after any eviction.  The
+ * budget is never lowered here: on any failure (no daemon, the daemon
+ * died, an old one) the task resumes with what it had, evicting.
+ */
+static void mm_suspend_now(uint64_t want)
+{
+	uint64_t before, hold, freed, got = 0;
+	int e;
+
+	pthread_mutex_lock(&mm_mu);
+	freed = REAL(cuCtxPushCurrent_v2) && REAL(cuCtxPopCurrent_v2) ?
+		mm_evict_lru(UINT64_MAX, UINT64_MAX) : 0;
+	hold = quota_used(&quota_global);
+	before = atomic_load(&quota_global.limit);
+	mm_st.suspends++;
+	pthread_mutex_unlock(&mm_mu);
+	log_info("memory: no room to grow the budget of %llu bytes to %llu: "
+		 "suspended (evicted %llu bytes, holds %llu); waiting for "
+		 "kmuxd", (unsigned long long)before, (unsigned long long)want,
+		 (unsigned long long)freed, (unsigned long long)hold);
+	e = mm_suspend_budget(want, &got);
+	pthread_mutex_lock(&mm_mu);
+	if (!e && got) {
+		/* What kmuxd committed: want, or past its wait bound the
+		 * budget before (never below what is charged: all that
+		 * could go went). */
+		atomic_store(&quota_global.limit, got);
+		if (got > mm_budget_max)
+			mm_budget_max = got;
+		if (got >= want)
+			mm_st.grows++;
+	} else if (e == -ENOTCONN && mm_budget_max > before) {
+		/* The daemon is gone: nobody holds the room it lent; it
+		 * resumes with the most it held (a daemon that comes back
+		 * takes what it holds as committed). */
+		atomic_store(&quota_global.limit, mm_budget_max);
+	}
+	pthread_mutex_unlock(&mm_mu);
+	if (e)
+		log_info("memory: resumed without kmuxd's grant (%s); the "
+			 "budget is %llu bytes", strerror(-e),
+			 (unsigned long long)atomic_load(&quota_global.limit));
+	else
+		log_info("memory: resumed with a budget of %llu bytes "
+			 "(asked %llu)", (unsigned long long)got,
+			 (unsigned long long)want);
+}
+
+/* An operation boundary while a suspension is asked for or under way. */
+static void mm_susp_boundary(void)
+{
+	uint64_t want;
+
+	pthread_mutex_lock(&mm_susp_mu);
+	while (atomic_load(&mm_susp) == MM_SUSP_ON)
+		pthread_cond_wait(&mm_susp_cv, &mm_susp_mu);
+	if (atomic_load(&mm_susp) != MM_SUSP_PENDING) {
+		pthread_mutex_unlock(&mm_susp_mu);
+		return;
+	}
+	atomic_store(&mm_susp, MM_SUSP_ON);
+	want = mm_susp_want;
+	pthread_mutex_unlock(&mm_susp_mu);
+	mm_suspend_now(want);
+	pthread_mutex_lock(&mm_susp_mu);
+	atomic_store(&mm_susp, MM_SUSP_NONE);
+	pthread_cond_broadcast(&mm_susp_cv);
+	pthread_mutex_unlock(&mm_susp_mu);
+}
+
+static inline void mm_susp_check(void)
+{
+	if (unlikely(atomic_load_explicit(&mm_susp, memory_order_relaxed)))
+		mm_susp_boundary();
+}
+
+/* Ask for a suspension at the next boundary (any thread); one at a time. */
+static void mm_susp_request(uint64_t want)
+{
+	if (!mm_suspend_budget)
+		return;
+	pthread_mutex_lock(&mm_susp_mu);
+	if (atomic_load(&mm_susp) == MM_SUSP_NONE) {
+		mm_susp_want = want;
+		atomic_store(&mm_susp, MM_SUSP_PENDING);
+	}
+	pthread_mutex_unlock(&mm_susp_mu);
+}
+
+/* Suspend now, from this boundary (or wait for the suspension under way). */
+static void mm_suspend_for(uint64_t want)
+{
+	mm_susp_request(want);
+	mm_susp_boundary();
+}
+
 CUresult mm_alloc(CUdeviceptr *dptr, uint64_t size)
 {
 	int dev = mm_device();
@@ -376,6 +510,7 @@ CUresult mm_alloc(CUdeviceptr *dptr, uint64_t size)
 
 	if (!dptr)
 		return CUDA_ERROR_INVALID_VALUE;
+	mm_susp_check();
 	r = mm_granularity(dev, &g);
 	if (r != CUDA_SUCCESS)
 		return r;
@@ -388,8 +523,15 @@ CUresult mm_alloc(CUdeviceptr *dptr, uint64_t size)
 	if (quota_on && mm_on == MM_EVICT && span > quota_global.limit) {
 		uint64_t got = 0;
 
-		if (!atomic_load(&mm_shrunk) || !mm_grow_budget ||
-		    mm_grow_budget(span, &got) || span > quota_global.limit)
+		if (!atomic_load(&mm_shrunk) || !mm_grow_budget)
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		/* Room now, or else wait for the budget it gave back
+		 * (suspend.h) rather than fail. */
+		if (mm_grow_budget(span, &got) &&
+		    suspend_for_need(span, atomic_load(&quota_global.limit),
+				     mm_budget_max_get()))
+			mm_suspend_for(mm_budget_max_get());
+		if (span > quota_global.limit)
 			return CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	if (quota_on && mm_on == MM_LAZY && quota_reserve(span))
@@ -709,6 +851,7 @@ int mm_reserve(uint64_t n)
 
 	if (mm_on != MM_EVICT)
 		return quota_reserve(n) ? -ENOSPC : 0;
+	mm_susp_check();
 	if (!quota_try_reserve(&quota_global, n))
 		return 0;
 	pthread_mutex_lock(&mm_mu);
@@ -781,12 +924,24 @@ static void mm_grow(uint64_t want)
 	uint64_t before = atomic_load(&quota_global.limit), got = 0;
 	int e;
 
+	bool suspend = false;
+
 	e = mm_grow_budget(want, &got);
 	pthread_mutex_lock(&mm_mu);
 	mm_st.grow_asks++;
 	if (!e && got > before)
 		mm_st.grows++;
+	if (!e && got > mm_budget_max)
+		mm_budget_max = got;
+	/* Thrashed on through a window after a refusal: stop competing
+	 * (suspend.h), at the next operation boundary. */
+	if (e == -E2BIG)
+		mm_asks.refused = 0;	/* never fits: suspending won't help */
+	else
+		suspend = suspend_after_ask(&mm_asks, !e && got >= want);
 	pthread_mutex_unlock(&mm_mu);
+	if (suspend)
+		mm_susp_request(want);
 	if (e)
 		log_info("memory: thrashing (restores are most of what "
 			 "operations touch); kmuxd did not grow the budget of "
@@ -801,8 +956,8 @@ static void mm_grow(uint64_t want)
 			 (unsigned long long)want);
 }
 
-CUresult mm_op_begin(struct mm_op *op, const uint64_t *bases, int n, int all,
-		     int pin, CUstream stream, int per_thread)
+static CUresult mm_op_once(struct mm_op *op, const uint64_t *bases, int n,
+			   int all, int pin, CUstream stream, int per_thread)
 {
 	uint64_t user = stream_norm(stream, per_thread), seq;
 	struct mm_obj *o, *mine[MM_MAX_TOUCH];
@@ -859,6 +1014,7 @@ CUresult mm_op_begin(struct mm_op *op, const uint64_t *bases, int n, int all,
 		op->locked = 0;
 		return r;
 	}
+	op->need = need;
 	restored = mm_st.restore_bytes - restored;	/* by this operation */
 	thrash_run_note(&mm_run, touched, restored);
 	if (need > mm_st.op_need)
@@ -874,6 +1030,28 @@ CUresult mm_op_begin(struct mm_op *op, const uint64_t *bases, int n, int all,
 	if (mm_grow_budget && quota_on)
 		mm_thrash_check(op, touched, restored);
 	return r;
+}
+
+CUresult mm_op_begin(struct mm_op *op, const uint64_t *bases, int n, int all,
+		     int pin, CUstream stream, int per_thread)
+{
+	CUresult r;
+
+	mm_susp_check();
+	op->need = 0;
+	r = mm_op_once(op, bases, n, all, pin, stream, per_thread);
+	/* A budget given back that this operation needs again: wait for
+	 * it (suspend.h) rather than fail, then try once more. */
+	if (r != CUDA_ERROR_OUT_OF_MEMORY || mm_on != MM_EVICT || !quota_on ||
+	    !mm_suspend_budget || !atomic_load(&mm_shrunk) || !op->locked ||
+	    !suspend_for_need(op->need, atomic_load(&quota_global.limit),
+			      mm_budget_max))
+		return r;
+	op->locked = 0;
+	op->grow_to = 0;
+	pthread_mutex_unlock(&mm_mu);
+	mm_suspend_for(mm_budget_max_get());
+	return mm_op_once(op, bases, n, all, pin, stream, per_thread);
 }
 
 CUresult mm_op_begin_acc(struct mm_op *op, const struct access *acc, int n,
@@ -1032,6 +1210,12 @@ uint64_t mm_shrink(uint64_t give, uint64_t *new_budget)
 	limit = atomic_load(&quota_global.limit);
 	used = quota_used(&quota_global);
 	gran = mm_any_gran();
+	if (limit > mm_budget_max)
+		mm_budget_max = limit;
+	/* Suspended (or about to be): it holds only its floor already. */
+	nb = 0;
+	if (atomic_load(&mm_susp) != MM_SUSP_NONE)
+		goto out;
 	for (o = mm_list.next; o != &mm_list; o = o->next)
 		if ((o->touched_ms && o->touched_ms >= cutoff) ||
 		    (o->pinned && o->state == MM_RESIDENT))

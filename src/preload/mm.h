@@ -65,6 +65,7 @@ int mm_reserve(uint64_t n);
 struct mm_op {
 	int locked;
 	uint64_t grow_to;	/* evict: thrashing, ask for this budget */
+	uint64_t need;		/* evict: bytes of the objects it touches */
 };
 
 #define MM_MAX_TOUCH 66
@@ -112,6 +113,16 @@ uint64_t mm_shrink(uint64_t give, uint64_t *new_budget);
  */
 extern int (*mm_grow_budget)(uint64_t want, uint64_t *granted);
 
+/*
+ * Evict mode, registered with kmuxd (register.c sets it): the task is
+ * suspended (load control, suspend.h): it evicted all it could; tell
+ * kmuxd what it still holds and block until kmuxd commits want bytes of
+ * budget.  0 and *granted (want, or past kmuxd's wait bound the budget it
+ * had), or -errno (no daemon, it died, refused): the caller resumes with
+ * the budget it had.  Called with no lock held.
+ */
+extern int (*mm_suspend_budget)(uint64_t want, uint64_t *granted);
+
 /* A context goes away: pinned buffers kept for it go with it. */
 void mm_ctx_gone(CUcontext ctx);
 
@@ -137,6 +148,7 @@ struct mm_stats {
 	/* Evict: the most bytes one operation touched (the floor of a
 	 * shrink), budget shrinks for kmuxd and the last budget so given. */
 	uint64_t op_need, shrinks, shrunk_to;
+	uint64_t suspends;	/* load control: times it suspended */
 	/* Evict: the whole run's bytes touched by operations and restored
 	 * for them (thrash_run), and, when that thrashed
 	 * (thrash_run_verdict), peak_backed rounded up to a MiB (else 0):

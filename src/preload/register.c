@@ -491,8 +491,15 @@ static void alloc_update_now(struct proto_msg *m)
 						  memory_order_relaxed);
 }
 
-static int grow_exchange(int fd, uint64_t want, bool evict, uint64_t *quota)
+/*
+ * flags: 0 (a quota growth: kmuxd may make it wait), PROTO_ALLOC_F_EVICT
+ * (an evict budget, answered at once) or with PROTO_ALLOC_F_SUSPEND too
+ * (a suspended task: it waits as a quota growth does).
+ */
+static int grow_exchange(int fd, uint64_t want, uint32_t flags,
+			 uint64_t *quota, bool *answered)
 {
+	bool at_once = flags == PROTO_ALLOC_F_EVICT;
 	uint8_t tx[512], rx[4096];
 	struct reg_io io = { .fd = fd, .rx = rx, .tx = tx,
 			     .rx_cap = sizeof(rx), .tx_cap = sizeof(tx) };
@@ -508,7 +515,7 @@ static int grow_exchange(int fd, uint64_t want, bool evict, uint64_t *quota)
 	alloc_update_now(&m);
 	m.u.alloc.want = want;
 	/* want with EVICT: an evict budget, granted now or refused now. */
-	m.u.alloc.flags = evict ? PROTO_ALLOC_F_EVICT : 0;
+	m.u.alloc.flags = flags;
 	if (!e)
 		e = io_send(&io, &m);
 	asked = io.seq;
@@ -519,8 +526,8 @@ static int grow_exchange(int fd, uint64_t want, bool evict, uint64_t *quota)
 	 * a daemon that dies closes the connection and ends the wait.  An
 	 * evict budget's answer never waits for room: a bounded wait.
 	 */
-	while (!e && !(e = io_recv(&io, &m, hello_ok && !evict ? -1
-							       : REG_REPLY_MS))) {
+	while (!e && !(e = io_recv(&io, &m, hello_ok && !at_once ? -1
+								 : REG_REPLY_MS))) {
 		if (m.seq != asked) {
 			hello_ok = true;
 			continue;
@@ -529,6 +536,8 @@ static int grow_exchange(int fd, uint64_t want, bool evict, uint64_t *quota)
 			*quota = m.u.admit.quota;
 			return 0;
 		}
+		if (answered)
+			*answered = true;
 		if (m.type == PROTO_ERROR) {
 			log_info("kmuxd: no more memory: %s",
 				 m.u.error.message);
@@ -550,7 +559,7 @@ static int reg_grow(uint64_t want)
 		return 0;
 	}
 	fd = conn_open(reg.sock);
-	e = fd < 0 ? fd : grow_exchange(fd, want, false, &quota);
+	e = fd < 0 ? fd : grow_exchange(fd, want, 0, &quota, NULL);
 	if (fd >= 0)
 		close(fd);
 	if (e == 0 && quota > atomic_load(&quota_global.limit))
@@ -573,7 +582,8 @@ static int reg_evict_grow(uint64_t want, uint64_t *granted)
 
 	pthread_mutex_lock(&grow_lock);
 	fd = conn_open(reg.sock);
-	e = fd < 0 ? fd : grow_exchange(fd, want, true, &quota);
+	e = fd < 0 ? fd : grow_exchange(fd, want, PROTO_ALLOC_F_EVICT,
+					   &quota, NULL);
 	if (fd >= 0)
 		close(fd);
 	now = atomic_load(&quota_global.limit);
@@ -582,6 +592,33 @@ static int reg_evict_grow(uint64_t want, uint64_t *granted)
 	*granted = quota > now ? quota : now;
 	pthread_mutex_unlock(&grow_lock);
 	return e;
+}
+
+/*
+ * mm_suspend_budget (mm.h): the task is suspended; ask for want and block
+ * until kmuxd commits it (its answer may take as long as its neighbours
+ * keep the memory; a daemon that dies closes the connection).  The
+ * message's resident is what the task still holds: kmuxd lowers its
+ * commitment to that meanwhile.  Not under grow_lock: the helper thread
+ * must stay free to answer kmuxd meanwhile (mm_shrink gives nothing while
+ * suspended), and kmuxd answers a crossing thrash ask with EBUSY.
+ */
+static int reg_suspend(uint64_t want, uint64_t *granted)
+{
+	uint64_t quota = 0;
+	int fd, e;
+
+	bool answered = false;
+
+	fd = conn_open(reg.sock);
+	e = fd < 0 ? fd : grow_exchange(fd, want, PROTO_ALLOC_F_EVICT |
+					PROTO_ALLOC_F_SUSPEND, &quota,
+					&answered);
+	if (fd >= 0)
+		close(fd);
+	*granted = e ? 0 : quota;
+	/* No answer at all: the daemon is gone (or never was). */
+	return e && !answered ? -ENOTCONN : e;
 }
 
 /* --- the helper thread ---------------------------------------------------- */
@@ -812,6 +849,7 @@ static void reg_atfork_child(void)
 	/* Not this process's registration to grow. */
 	quota_grow = NULL;
 	mm_grow_budget = NULL;
+	mm_suspend_budget = NULL;
 	pthread_mutex_init(&grow_lock, NULL);
 }
 
@@ -925,10 +963,12 @@ static void reg_init(void)
 	 * Under the memory manager's evict mode the quota is its budget: an
 	 * allocation evicts rather than grows it, and only thrashing asks.
 	 */
-	if (mm_on != MM_EVICT)
+	if (mm_on != MM_EVICT) {
 		quota_grow = reg_grow;
-	else
+	} else {
 		mm_grow_budget = reg_evict_grow;
+		mm_suspend_budget = reg_suspend;
+	}
 	region_gates_map(reg.sock, reg.gpu0);
 	atomic_store(&reg_up, true);
 	e = start_thread();

@@ -192,6 +192,9 @@ static const struct proto_job_rec recs[] = {
 	  .cmd = "python3 train.py" },
 	{ .id = 2, .state = PROTO_JOB_EXITED, .exit_code = 1, .ngpus = 2,
 	  .name = "", .cmd = "./a.out" },
+	{ .id = 3, .gpus = 1, .state = PROTO_JOB_RUNNING,
+	  .exit_code = PROTO_EXIT_UNKNOWN, .ngpus = 1, .mem_quota = 8 << 20,
+	  .flags = PROTO_JOBREC_F_SUSPENDED, .name = "", .cmd = "./m" },
 };
 static const uint8_t logb[] = "epoch 1 loss 0.5\n";
 
@@ -221,7 +224,7 @@ static int write_seed(const char *dir, const char *name,
 
 int main(int argc, char **argv)
 {
-	struct proto_msg m[32];
+	struct proto_msg m[40];
 	int i = 0, rc = 0;
 
 	if (argc != 2) {
@@ -267,7 +270,7 @@ int main(int argc, char **argv)
 					     .mps_log = "/r/s.mps/log" };
 	m[i++].u.admit.gpus[1] = 1;
 	m[i].type = PROTO_JOB_LIST;
-	m[i++].u.jobs = (struct proto_job_list){ 2, recs, NULL, 0 };
+	m[i++].u.jobs = (struct proto_job_list){ 3, recs, NULL, 0 };
 	m[i].type = PROTO_EXITED;
 	m[i++].u.exited = (struct proto_exited){ 1, PROTO_JOB_EXITED, 0, 0 };
 	m[i].type = PROTO_GPU_LIST;
@@ -298,12 +301,19 @@ int main(int argc, char **argv)
 	m[i++].u.alloc = (struct proto_alloc_update){ .job = 1, .pid = 99,
 		.gpu = 0, .resident = 10, .peak = 20, .want = 8 << 20,
 		.flags = PROTO_ALLOC_F_EVICT | PROTO_ALLOC_F_SHRUNK };
+	m[i].type = PROTO_ALLOC_UPDATE;
+	m[i++].u.alloc = (struct proto_alloc_update){ .job = 1, .pid = 99,
+		.gpu = 0, .resident = 2 << 20, .peak = 20 << 20,
+		.want = 16 << 20,
+		.flags = PROTO_ALLOC_F_EVICT | PROTO_ALLOC_F_SUSPEND };
 
 	for (int k = 0; k < i; k++) {
 		char name[64];
 
 		m[k].seq = (uint32_t)k;
-		snprintf(name, sizeof(name), "%03u-%s", m[k].type,
+		/* k too: several samples of one type (ALLOC_UPDATE's
+		 * flags) must not overwrite each other. */
+		snprintf(name, sizeof(name), "%03u-%02d-%s", m[k].type, k,
 			 proto_type_name(m[k].type));
 		if (write_seed(argv[1], name, &m[k]) < 0)
 			rc = 1;

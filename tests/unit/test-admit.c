@@ -818,7 +818,15 @@ static void test_grow_room(void **state)
 	assert_int_equal(admit_grow_room(g, 2, &pl, &pol), 30 * GiB);
 	g[1].grow_waiting = 1;
 	assert_int_equal(admit_grow_room(g, 2, &pl, &pol), 0);
+	/* A suspended waiter gave its room up for its neighbours (load
+	 * control): it does not keep it from them; a second, quota-mode
+	 * waiter does. */
+	g[1].suspended = 1;
+	assert_int_equal(admit_grow_room(g, 2, &pl, &pol), 30 * GiB);
+	g[1].grow_waiting = 2;
+	assert_int_equal(admit_grow_room(g, 2, &pl, &pol), 0);
 	g[1].grow_waiting = 0;
+	g[1].suspended = 0;
 	/* Bad placements have no room. */
 	pl.slot[1] = 7;
 	assert_int_equal(admit_grow_room(g, 2, &pl, &pol), 0);

@@ -64,6 +64,9 @@ static const struct proto_job_rec jobs3[] = {
 	  .mem_evicted = UINT64_MAX, .mem_reserved = UINT64_MAX,
 	  .evicts = UINT64_MAX, .restores = UINT64_MAX, .name = "x",
 	  .cmd = NULL },
+	{ .id = 4, .gpus = 0x2, .state = PROTO_JOB_RUNNING,
+	  .exit_code = PROTO_EXIT_UNKNOWN, .ngpus = 1, .mem_quota = 8 << 20,
+	  .flags = PROTO_JOBREC_F_SUSPENDED, .name = "s", .cmd = "./m" },
 };
 
 static const uint8_t log_bytes[] = { 0, 1, 2, 'h', 'i', '\n', 0xff, 0 };
@@ -149,7 +152,7 @@ static void sample(uint16_t type, struct proto_msg *m)
 		m->u.admit.mps_log = "/run/user/1000/kmux/sock.mps/log";
 		break;
 	case PROTO_JOB_LIST:
-		m->u.jobs = (struct proto_job_list){ .count = 3, .vec = jobs3 };
+		m->u.jobs = (struct proto_job_list){ .count = 4, .vec = jobs3 };
 		break;
 	case PROTO_EXITED:
 		m->u.exited = (struct proto_exited){ 22, PROTO_JOB_EXITED,
@@ -343,6 +346,7 @@ static void msg_eq(const struct proto_msg *a, const struct proto_msg *b)
 			assert_true(r.mem_reserved == w->mem_reserved);
 			assert_true(r.evicts == w->evicts);
 			assert_true(r.restores == w->restores);
+			assert_int_equal(r.flags, w->flags);
 			str_eq(r.name, w->name);
 			str_eq(r.cmd, w->cmd);
 		}
@@ -491,7 +495,7 @@ static void test_typed_encoders(void **state)
 static void test_golden_bytes(void **state)
 {
 	static const uint8_t want[] = {
-		'K', 'M', 'U', 'X', 7, 0, 106, 0,	/* magic, v7, WAIT */
+		'K', 'M', 'U', 'X', 8, 0, 106, 0,	/* magic, v8, WAIT */
 		8, 0, 0, 0, 0x78, 0x56, 0x34, 0x12,	/* length 8, seq */
 		0x2a, 0, 0, 0, 0, 0, 0, 0x80,		/* job */
 	};
@@ -506,7 +510,7 @@ static void test_golden_bytes(void **state)
 
 	/* REGISTER, the preload's layout (v2). */
 	static const uint8_t reg[] = {
-		'K', 'M', 'U', 'X', 7, 0, 103, 0,
+		'K', 'M', 'U', 'X', 8, 0, 103, 0,
 		65, 0, 0, 0, 1, 0, 0, 0,
 		7, 0, 0, 0, 0, 0, 0, 0,		/* job */
 		9, 0, 0, 0, 0, 0, 0, 0,		/* pid_start */
@@ -532,7 +536,7 @@ static void test_golden_bytes(void **state)
 	/* MEM_PRESSURE (v4; flags v7). */
 	{
 		static const uint8_t mp[] = {
-			'K', 'M', 'U', 'X', 7, 0, 210, 0,
+			'K', 'M', 'U', 'X', 8, 0, 210, 0,
 			16, 0, 0, 0, 5, 0, 0, 0,
 			0, 0, 0, 0x03, 0, 0, 0, 0,	/* give 48 MiB */
 			2, 0, 0, 0, 1, 0, 0, 0,		/* gpu 2, flags */
@@ -916,6 +920,15 @@ static void test_encoder_rejects_invalid(void **state)
 	    m.u.alloc.flags = PROTO_ALLOC_F_SHRUNK);
 	BAD(PROTO_ALLOC_UPDATE, m.u.alloc.want = 0;
 	    m.u.alloc.flags = PROTO_ALLOC_F_EVICT | PROTO_ALLOC_F_SHRUNK);
+	/* A suspended task's ask (v8): evict mode's, with a want, and never
+	 * a budget given back at the same time. */
+	BAD(PROTO_ALLOC_UPDATE, m.u.alloc.thrash_ws = 0; m.u.alloc.want = 5;
+	    m.u.alloc.flags = PROTO_ALLOC_F_SUSPEND);
+	BAD(PROTO_ALLOC_UPDATE, m.u.alloc.want = 0;
+	    m.u.alloc.flags = PROTO_ALLOC_F_EVICT | PROTO_ALLOC_F_SUSPEND);
+	BAD(PROTO_ALLOC_UPDATE, m.u.alloc.want = 5;
+	    m.u.alloc.flags = PROTO_ALLOC_F_EVICT | PROTO_ALLOC_F_SUSPEND |
+			      PROTO_ALLOC_F_SHRUNK);
 	BAD(PROTO_PS, m.u.ps.flags = 2);
 	BAD(PROTO_PS, m.u.ps.states = 1);	/* bit 0 is no state */
 	BAD(PROTO_PS, m.u.ps.states = 1u << 6);
@@ -973,6 +986,13 @@ static void test_encoder_rejects_invalid(void **state)
 		r[0] = jobs3[0];
 		BAD(PROTO_JOB_LIST, r[0].name = longname; m.u.jobs.vec = r;
 		    m.u.jobs.count = 1);
+		r[0] = jobs3[0];
+		/* Only a running job is suspended; no unknown flag. */
+		BAD(PROTO_JOB_LIST, r[0].flags = PROTO_JOBREC_F_SUSPENDED;
+		    m.u.jobs.vec = r; m.u.jobs.count = 1);
+		r[0] = jobs3[3];
+		BAD(PROTO_JOB_LIST, r[0].flags = PROTO_JOBREC_F_MASK + 1;
+		    m.u.jobs.vec = r; m.u.jobs.count = 1);
 	}
 	m.type = 150;
 	assert_int_equal(proto_encode(&out, &m), -EINVAL);
@@ -1385,10 +1405,10 @@ static void test_random_mutations(void **state)
 static void test_fuzzer_regressions(void **state)
 {
 	/* REGISTER with an empty argv: block_ok() did NULL + 0 (UBSan).
-	 * Found on protocol v1; here in v2's layout (v3 to v7 keep it), the
+	 * Found on protocol v1; here in v2's layout (v3 to v8 keep it), the
 	 * same fault. */
 	static const uint8_t reg_empty_argv[] = {
-		0x4b, 0x4d, 0x55, 0x58, 0x07, 0x00, 0x67, 0x00,
+		0x4b, 0x4d, 0x55, 0x58, 0x08, 0x00, 0x67, 0x00,
 		0x3d, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00,
 		0x00, 0x00, 0x00, 0x00, 0x14, 0x00, 0x00, 0x00, /* job */
 		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* pid_start */

@@ -37,6 +37,14 @@
  *                    makes stages last seconds whatever the build):
  *                      stage S sum=X     per stage, over its requests
  *                      staged check=C    an FNV-1a of every result
+ *   memory regrow FILE [MS]  two 4 MiB objects filled with 1 and 2; the
+ *                    first refilled every MS ms (default 20) until FILE
+ *                    exists (at most 60 s), the second idle meanwhile (a
+ *                    budget to give back); then an 8 MiB object filled
+ *                    with 3 (t7a: more than the budget given back left,
+ *                    within the one it was admitted with), all read back:
+ *                      regrow alloc err=E
+ *                      obj I first=F last=L
  *   memory freebusy  a 4 MiB object filled and read back (backed: lazy's
  *                    fast path from then on), then a 20 ms kernel writing
  *                    it on a stream of its own and the free right after
@@ -254,6 +262,37 @@ static void c_staged(int stages, int reqs, int ms)
 	free(h);
 }
 
+static void c_regrow(const char *go, int ms)
+{
+	size_t n = 4 * MIB / 4;
+	CUdeviceptr o[3];
+	struct stat st;
+	unsigned f, l;
+	CUresult r;
+
+	for (int i = 0; i < 2; i++) {
+		CHECK(cuMemAlloc(&o[i], 4 * MIB));
+		CHECK(fill(o[i], (unsigned)i + 1, (int)n));
+	}
+	CHECK(cuCtxSynchronize());
+	for (int t = 0; t < 60000 / ms && stat(go, &st); t++) {
+		CHECK(fill(o[0], 1, (int)n));
+		CHECK(cuCtxSynchronize());
+		usleep((useconds_t)ms * 1000);
+	}
+	r = cuMemAlloc(&o[2], 8 * MIB);
+	printf("regrow alloc err=%d\n", (int)r);
+	if (r == CUDA_SUCCESS)
+		CHECK(fill(o[2], 3, (int)(2 * n)));
+	for (int i = 0; i < 3; i++) {
+		if (i == 2 && r != CUDA_SUCCESS)
+			break;
+		ends(o[i], i == 2 ? 2 * n : n, &f, &l);
+		printf("obj %d first=%u last=%u\n", i, f, l);
+		CHECK(cuMemFree(o[i]));
+	}
+}
+
 static void c_freebusy(void)
 {
 	size_t n = 4 * MIB / 4;
@@ -304,6 +343,9 @@ int main(int argc, char **argv)
 		c_keep();
 	else if (!strcmp(c, "idle") && argc > 2)
 		c_idle(argv[2]);
+	else if (!strcmp(c, "regrow") && argc > 2)
+		c_regrow(argv[2], argc > 3 && atoi(argv[3]) > 0 ?
+				  atoi(argv[3]) : 20);
 	else if (!strcmp(c, "cycle") && argc > 2 && atoi(argv[2]) > 0)
 		c_cycle(atoi(argv[2]), argc > 3 ? atoi(argv[3]) : 0);
 	else if (!strcmp(c, "staged") && argc > 3 && atoi(argv[2]) > 0 &&
@@ -312,7 +354,8 @@ int main(int argc, char **argv)
 			 argc > 4 ? atoi(argv[4]) : 0);
 	else {
 		fprintf(stderr, "usage: memory context|unused|touch|objects|oom|keep|"
-			"freebusy|idle FILE|cycle ROUNDS [MS]|staged STAGES REQUESTS [MS]\n");
+			"freebusy|idle FILE|regrow FILE [MS]|cycle ROUNDS [MS]|\n"
+			"staged STAGES REQUESTS [MS]\n");
 		return 2;
 	}
 	CHECK(cuCtxSynchronize());
