@@ -9,6 +9,16 @@ static uint64_t thrash_sat_add(uint64_t a, uint64_t b)
 	return b > UINT64_MAX - a ? UINT64_MAX : a + b;
 }
 
+/* restored >= touched / THRASH_RUN_DIV, exactly and without overflow. */
+static bool thrash_steady(uint64_t touched, uint64_t restored)
+{
+	if (!touched)
+		return false;
+	if (restored > UINT64_MAX / THRASH_RUN_DIV)
+		return true;
+	return restored * THRASH_RUN_DIV >= touched;
+}
+
 bool thrash_note(struct thrash *t, uint64_t touched, uint64_t restored,
 		 uint64_t budget, uint64_t now_ms)
 {
@@ -25,6 +35,11 @@ bool thrash_note(struct thrash *t, uint64_t touched, uint64_t restored,
 	if (t->touched < span)
 		return false;
 	bad = t->restored >= t->touched / THRASH_MISS_DIV;
+	t->steady = (t->steady << 1 |
+		     thrash_steady(t->touched, t->restored)) &
+		    ((1u << THRASH_STEADY_SPAN) - 1);
+	if (__builtin_popcount(t->steady) >= THRASH_STEADY_WINDOWS)
+		bad = true;
 	t->windows++;
 	t->touched = 0;
 	t->restored = 0;
@@ -47,11 +62,7 @@ void thrash_run_note(struct thrash_run *r, uint64_t touched,
 
 bool thrash_run_verdict(const struct thrash_run *r)
 {
-	if (!r->touched)
-		return false;
 	/* Multiplied, not divided: touched below THRASH_RUN_DIV would make
 	 * touched / THRASH_RUN_DIV 0, and nothing restored "thrash". */
-	if (r->restored > UINT64_MAX / THRASH_RUN_DIV)
-		return true;
-	return r->restored * THRASH_RUN_DIV >= r->touched;
+	return thrash_steady(r->touched, r->restored);
 }

@@ -25,10 +25,28 @@
 #define THRASH_WINDOW 2		/* budgets of touched bytes per window */
 #define THRASH_MISS_DIV 2	/* thrash: restored >= touched / this */
 #define THRASH_ASK_GAP_MS 1000	/* at most one ask per this */
+/*
+ * Steady restores thrash too: at least THRASH_STEADY_WINDOWS of the last
+ * THRASH_STEADY_SPAN windows each restored 1/THRASH_RUN_DIV or more of
+ * what it touched (the whole run's rule, below, and why that share
+ * already costs more than the kernels' own memory traffic).  One window
+ * with restores now and then is a phase or a stage coming back (what
+ * eviction is for: the staged pipeline restores in one window of
+ * thousands); most recent windows restoring means the task brings its
+ * objects back over and over: what it cycles through does not fit.  Half
+ * of a span, not every window in a row, so that restores at a period
+ * longer than a window (objects coming back once per phase) count.
+ * bench/results/memory.md run 11: reductions and image_pipeline restored
+ * about half of what they touched over the run, 3-20x slower than under
+ * quota, and never asked, since no single window reached half.
+ */
+#define THRASH_STEADY_SPAN 8
+#define THRASH_STEADY_WINDOWS 4
 
 struct thrash {
 	uint64_t touched, restored;	/* bytes, in the current window */
 	uint64_t windows, thrashing;	/* windows closed, and thrashing */
+	uint32_t steady;		/* the last windows at 1/RUN_DIV, a bit each */
 	uint64_t last_ask_ms;		/* 0: never asked */
 	bool asked;
 };
@@ -36,7 +54,8 @@ struct thrash {
 /*
  * One operation: touched bytes of objects, restored bytes of them, under a
  * budget of budget bytes, at now_ms (a monotonic clock).  True when a
- * window closed thrashing and no ask was made in the last
+ * window closed thrashing (half restored, or steady restores: above) and
+ * no ask was made in the last
  * THRASH_ASK_GAP_MS: the caller should ask for a larger budget now (the
  * ask is recorded).  A budget of 0 never thrashes.
  */

@@ -68,13 +68,51 @@ static void test_idle_restores(void **state)
 	int asks = 0;
 
 	(void)state;
-	/* A hot set that fits, and one idle object restored every 10th
-	 * operation: 1 part in 4 of what is touched is restored. */
-	for (int i = 0; i < 10000; i++)
-		asks += thrash_note(&t, 30, i % 10 ? 0 : 100, 1000,
+	/* A hot set that fits, and an idle object (100) restored every
+	 * 1000th operation: one window in 15 restores, a third of it. */
+	for (int i = 0; i < 100000; i++)
+		asks += thrash_note(&t, 30, i % 1000 ? 0 : 100, 1000,
 				    (uint64_t)i * 1000);
 	assert_int_equal(asks, 0);
-	assert_true(t.windows > 100);
+	assert_true(t.windows > 1000);
+	assert_int_equal(t.thrashing, 0);
+}
+
+/* Steady restores below half of each window (THRASH_STEADY_*). */
+static void test_steady(void **state)
+{
+	struct thrash t = { 0 };
+	uint64_t ms = 0;
+	int asks = 0, w;
+
+	(void)state;
+	/* reductions under a budget too small: 45% restored per window,
+	 * never half; asks at the 4th window. */
+	for (w = 1; w <= 3; w++)
+		assert_false(thrash_note(&t, 200, 90, 100, ms += 2000));
+	assert_true(thrash_note(&t, 200, 90, 100, ms += 2000));
+	/* 1/64 exactly counts, a byte less does not. */
+	t = (struct thrash){ 0 };
+	for (w = 1; w <= 3; w++)
+		assert_false(thrash_note(&t, 6400, 100, 3200, ms += 2000));
+	assert_true(thrash_note(&t, 6400, 100, 3200, ms += 2000));
+	t = (struct thrash){ 0 };
+	for (w = 1; w <= 20; w++)
+		asks += thrash_note(&t, 6400, 99, 3200, ms += 2000);
+	assert_int_equal(asks, 0);
+	/* Every other window restores (a period longer than a window): 4
+	 * of the last 8 at the 7th window. */
+	t = (struct thrash){ 0 };
+	for (w = 1; w <= 6; w++)
+		assert_false(thrash_note(&t, 200, w % 2 ? 50 : 0, 100,
+					 ms += 2000));
+	assert_true(thrash_note(&t, 200, 50, 100, ms += 2000));
+	/* Every third window: 3 of 8 at most, never. */
+	t = (struct thrash){ 0 };
+	asks = 0;
+	for (w = 1; w <= 300; w++)
+		asks += thrash_note(&t, 200, w % 3 ? 0 : 90, 100, ms += 2000);
+	assert_int_equal(asks, 0);
 	assert_int_equal(t.thrashing, 0);
 }
 
@@ -179,7 +217,8 @@ static void test_run_patterns(void **state)
 	int asks = 0;
 
 	(void)state;
-	/* 3 objects of 4 MiB, budget 8: each used 8 times in a row. */
+	/* 3 objects of 4 MiB, budget 8: each used 8 times in a row; every
+	 * other window restores one: the windows ask too, now (steady). */
 	for (int i = 0; i < 3000; i++) {
 		uint64_t rest = i % 8 == 0 && i >= 16 ? 4 * mib : 0;
 
@@ -187,16 +226,24 @@ static void test_run_patterns(void **state)
 		asks += thrash_note(&t, 4 * mib, rest, 8 * mib,
 				    (uint64_t)i * 2000);
 	}
-	assert_int_equal(asks, 0);
+	assert_true(asks > 0);
 	assert_true(thrash_run_verdict(&ph));
 	/* staged.cu: 3 stages of 512 MiB, 32768 requests each, one restore
 	 * of the stage's weights per stage. */
+	t = (struct thrash){ 0 };
+	asks = 0;
 	for (int s = 0; s < 3; s++) {
 		thrash_run_note(&st, 512 * mib, 512 * mib);
-		for (int q = 0; q < 32768; q++)
+		asks += thrash_note(&t, 512 * mib, 512 * mib, 776 * mib,
+				    (uint64_t)s * 100000);
+		for (int q = 0; q < 32768; q++) {
 			thrash_run_note(&st, 512 * mib, 0);
+			asks += thrash_note(&t, 512 * mib, 0, 776 * mib,
+					    (uint64_t)s * 100000 + q);
+		}
 	}
 	assert_false(thrash_run_verdict(&st));
+	assert_int_equal(asks, 0);
 }
 
 int main(void)
@@ -205,6 +252,7 @@ int main(void)
 		cmocka_unit_test(test_cyclic_scale_free),
 		cmocka_unit_test(test_rate_limit),
 		cmocka_unit_test(test_idle_restores),
+		cmocka_unit_test(test_steady),
 		cmocka_unit_test(test_window),
 		cmocka_unit_test(test_edges),
 		cmocka_unit_test(test_run_ratio),
