@@ -38,6 +38,24 @@ check "  ... evictions stopped: a few before the growth, none per round after" \
 	[ "$(evicts "$TMP/grow.err")" -lt 16 ]
 check "  ... the daemon logged the growth" \
 	grep -q "daemon: job [0-9]* grew from 8.00 MiB to 16.00 MiB" "$TMP/state/kmuxd.log"
+
+# Steady restores below half: object 0 hot, 1..3 each back once in three
+# rounds; a quarter of every round restored.  The half rule alone never
+# asks; 4 of 8 windows at 1/64 or more do (src/preload/thrash.h).
+H=40
+"$M" hot $H >"$TMP/hplain" 2>&1
+env LD_PRELOAD="$PRELOAD" KMUX_MEMORY=evict KMUX_MEM_BUDGET=8M KMUX_LOG=info \
+	"$M" hot $H >"$TMP/hot-alone" 2>"$TMP/hot-alone.err"
+check "hot: no daemon, identical results" cmp "$TMP/hplain" "$TMP/hot-alone"
+check "  ... a restore per round, about (never half a window)" \
+	[ "$(evicts "$TMP/hot-alone.err")" -ge $((H / 2)) ]
+KMUX_LOG=info "$KMUX" run --memory=evict --mem 8M -n hot -- "$M" hot $H \
+	>"$TMP/hot" 2>"$TMP/hot.err"
+check "hot: room, identical results" cmp "$TMP/hplain" "$TMP/hot"
+check "  ... steady restores asked, and the budget grew to 16 MiB" \
+	grep -q "thrashing .*kmuxd grew the budget from 8388608 to 16777216 bytes" "$TMP/hot.err"
+check "  ... restores stopped early (a few rounds' worth)" \
+	[ "$(evicts "$TMP/hot.err")" -lt $((H / 2)) ]
 stop_daemon
 
 # No room on the GPU: refused at once, the task thrashes on, correct.  A

@@ -27,6 +27,12 @@
  *                    cyclic working set larger than the evict budget
  *                    thrashes; t78: one that is all busy gives nothing):
  *                      obj I first=F last=L
+ *   memory hot R     four 4 MiB objects; each of R rounds fills object 0
+ *                    three times, then one of objects 1..3 in turn (t73:
+ *                    under an 8 MiB LRU budget a quarter of what a round
+ *                    touches comes back from the host, never half of a
+ *                    window, every window):
+ *                      obj I first=F last=L
  *   memory staged S R [MS]  bench/memory/staged.cu's pattern (the memory mix's
  *                    stand-in, t74): S 4 MiB "weight" objects loaded
  *                    from the host, kept to the end; R requests through
@@ -212,6 +218,26 @@ static void c_cycle(int rounds, int ms)
 	}
 }
 
+static void c_hot(int rounds)
+{
+	size_t n = 4 * MIB / 4;
+	CUdeviceptr o[4];
+	unsigned f, l;
+
+	for (int i = 0; i < 4; i++)
+		CHECK(cuMemAlloc(&o[i], 4 * MIB));
+	for (int r = 0; r < rounds; r++) {
+		for (int k = 0; k < 3; k++)
+			CHECK(fill(o[0], (unsigned)(r * 4 + k + 1), (int)n));
+		CHECK(fill(o[1 + r % 3], (unsigned)(r + 1000), (int)n));
+	}
+	for (int i = 0; i < 4; i++) {
+		ends(o[i], n, &f, &l);
+		printf("obj %d first=%u last=%u\n", i, f, l);
+		CHECK(cuMemFree(o[i]));
+	}
+}
+
 static void c_staged(int stages, int reqs, int ms)
 {
 	const size_t n = 4 * MIB / 4, slice = 1024;
@@ -348,13 +374,15 @@ int main(int argc, char **argv)
 				  atoi(argv[3]) : 20);
 	else if (!strcmp(c, "cycle") && argc > 2 && atoi(argv[2]) > 0)
 		c_cycle(atoi(argv[2]), argc > 3 ? atoi(argv[3]) : 0);
+	else if (!strcmp(c, "hot") && argc > 2 && atoi(argv[2]) > 0)
+		c_hot(atoi(argv[2]));
 	else if (!strcmp(c, "staged") && argc > 3 && atoi(argv[2]) > 0 &&
 		 atoi(argv[3]) > 0)
 		c_staged(atoi(argv[2]), atoi(argv[3]),
 			 argc > 4 ? atoi(argv[4]) : 0);
 	else {
 		fprintf(stderr, "usage: memory context|unused|touch|objects|oom|keep|"
-			"freebusy|idle FILE|regrow FILE [MS]|cycle ROUNDS [MS]|\n"
+			"freebusy|idle FILE|regrow FILE [MS]|cycle ROUNDS [MS]|hot ROUNDS|\n"
 			"staged STAGES REQUESTS [MS]\n");
 		return 2;
 	}
