@@ -91,6 +91,10 @@ j = jobs.get(int(sys.argv[1]))
 print(eval(sys.argv[2]) if j is not None else "NOJOB")' "$1" "$2"
 }
 
+# job_state ID: the job's state in `kmux ps --all --json`; job_running ID.
+job_state() { jq_job "$1" 'j["state"]'; }
+job_running() { [ "$(job_state "$1")" = running ]; }
+
 # top_json EXPR: evaluates EXPR with `t` bound to `kmux top --once --json`.
 top_json() {
 	"$KMUX" top --once --json | python3 -c '

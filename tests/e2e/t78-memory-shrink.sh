@@ -17,8 +17,6 @@ M=$PROGS/memory
 KLOG=$TMP/state/kmuxd.log
 MiB=$((1 << 20))
 
-state_of() { jq_job "$1" 'j["state"]'; }
-running() { [ "$(state_of "$1")" = running ]; }
 # order A B C: "before" when C started before A and B ended, "after" when
 # it started after one of them ended (ps --all --json); else an error.
 order() {
@@ -45,7 +43,7 @@ done
 ja=$(job_of st-a)
 jb=$(job_of st-b)
 check "two staged tasks run at 10 MiB budgets" \
-	wait_for 10 eval 'running "$ja" && running "$jb"'
+	wait_for 10 eval 'job_running "$ja" && job_running "$jb"'
 # Their idle stages must have been idle for MM_IDLE_MS, and the stage-0
 # restore must be a small part of what they touched (the whole-run thrash
 # verdict, 1/64: 64 requests, ~1.3 s): until then they would keep it all.
@@ -56,14 +54,14 @@ p_c=$!
 wait_job st-c
 jc=$(job_of st-c)
 check "the third is admitted (after the others gave budget back)" \
-	wait_for 15 eval '[ "$(state_of "$jc")" != queued ]'
+	wait_for 15 eval '[ "$(job_state "$jc")" != queued ]'
 check "  ... kmuxd asked for budget, saying how short it was" \
 	grep -Eq "daemon: GPU 0 is [0-9.]+ MiB short of commitments: job ($ja|$jb) asked to give up budget" "$KLOG"
 check "  ... both gave 10 MiB -> 6 MiB (one stage and pass-through bytes)" \
 	eval 'grep -q "daemon: job $ja gave up budget: 10.00 MiB -> 6.00 MiB" "$KLOG" &&
 		grep -q "daemon: job $jb gave up budget: 10.00 MiB -> 6.00 MiB" "$KLOG"'
 check "  ... ps shows the lower quota" \
-	eval '[ "$(jq_job "$ja" "j[\"mem_quota\"] >> 20")" = 6 ] || [ "$(state_of "$ja")" != running ]'
+	eval '[ "$(jq_job "$ja" "j[\"mem_quota\"] >> 20")" = 6 ] || [ "$(job_state "$ja")" != running ]'
 wait "$p_a"; ra=$?
 wait "$p_b"; rb=$?
 wait "$p_c"; rc=$?
@@ -97,7 +95,7 @@ done
 jx=$(job_of cy-x)
 jy=$(job_of cy-y)
 check "two busy tasks run at 16 MiB budgets" \
-	wait_for 10 eval 'running "$jx" && running "$jy"'
+	wait_for 10 eval 'job_running "$jx" && job_running "$jy"'
 sleep 1
 KMUX_LOG=info "$KMUX" run --memory=evict --mem 16M -n cy-z -- "$M" $CY \
 	>"$TMP/z" 2>"$TMP/z.err" &

@@ -22,8 +22,6 @@ M=$PROGS/memory
 KLOG=$TMP/state/kmuxd.log
 MiB=$((1 << 20))
 
-state_of() { jq_job "$1" 'j["state"]'; }
-running() { [ "$(state_of "$1")" = running ]; }
 suspended() { [ "$(jq_job "$1" 'j["suspended"]')" = True ]; }
 any_suspended() {
 	"$KMUX" ps --json | python3 -c '
@@ -94,12 +92,12 @@ run_b() {
 	p_c=$!
 	wait_job rg-c
 	jc=$(job_of rg-c)
-	wait_for 20 running "$jc"
+	wait_for 20 job_running "$jc"
 }
 
 start_daemon
 run_b "$TMP/go1"
-check "(b) the third is admitted once the first two gave budget back" running "$jc"
+check "(b) the third is admitted once the first two gave budget back" job_running "$jc"
 # 4 MiB (its floor: the busy object) when asked first for the whole 7.2
 # MiB short, 6 MiB when asked second for what B's giving left short.
 check "(b) ... A gave 10 -> 4 or 6 MiB, below the 8 it will allocate" \

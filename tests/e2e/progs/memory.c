@@ -197,45 +197,53 @@ static void c_idle(const char *go)
 	}
 }
 
-static void c_cycle(int rounds, int ms)
-{
-	size_t n = 4 * MIB / 4;
-	CUdeviceptr o[4];
-	unsigned f, l;
+/* Four 4 MiB objects: cycle's and hot's, read back and freed at the end. */
+#define FOUR_WORDS (4 * MIB / 4)
 
+static void four_alloc(CUdeviceptr o[4])
+{
 	for (int i = 0; i < 4; i++)
 		CHECK(cuMemAlloc(&o[i], 4 * MIB));
-	for (int r = 0; r < rounds; r++) {
-		for (int i = 0; i < 4; i++)
-			CHECK(fill(o[i], (unsigned)(r * 4 + i + 1), (int)n));
-		if (ms)
-			usleep((useconds_t)ms * 1000);
-	}
+}
+
+static void four_report(CUdeviceptr o[4])
+{
+	unsigned f, l;
+
 	for (int i = 0; i < 4; i++) {
-		ends(o[i], n, &f, &l);
+		ends(o[i], FOUR_WORDS, &f, &l);
 		printf("obj %d first=%u last=%u\n", i, f, l);
 		CHECK(cuMemFree(o[i]));
 	}
 }
 
+static void c_cycle(int rounds, int ms)
+{
+	CUdeviceptr o[4];
+
+	four_alloc(o);
+	for (int r = 0; r < rounds; r++) {
+		for (int i = 0; i < 4; i++)
+			CHECK(fill(o[i], (unsigned)(r * 4 + i + 1),
+				   (int)FOUR_WORDS));
+		if (ms)
+			usleep((useconds_t)ms * 1000);
+	}
+	four_report(o);
+}
+
 static void c_hot(int rounds)
 {
-	size_t n = 4 * MIB / 4;
 	CUdeviceptr o[4];
-	unsigned f, l;
 
-	for (int i = 0; i < 4; i++)
-		CHECK(cuMemAlloc(&o[i], 4 * MIB));
+	four_alloc(o);
 	for (int r = 0; r < rounds; r++) {
 		for (int k = 0; k < 3; k++)
-			CHECK(fill(o[0], (unsigned)(r * 4 + k + 1), (int)n));
-		CHECK(fill(o[1 + r % 3], (unsigned)(r + 1000), (int)n));
+			CHECK(fill(o[0], (unsigned)(r * 4 + k + 1),
+				   (int)FOUR_WORDS));
+		CHECK(fill(o[1 + r % 3], (unsigned)(r + 1000), (int)FOUR_WORDS));
 	}
-	for (int i = 0; i < 4; i++) {
-		ends(o[i], n, &f, &l);
-		printf("obj %d first=%u last=%u\n", i, f, l);
-		CHECK(cuMemFree(o[i]));
-	}
+	four_report(o);
 }
 
 static void c_staged(int stages, int reqs, int ms)
