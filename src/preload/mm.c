@@ -922,9 +922,8 @@ static void mm_thrash_check(struct mm_op *op, uint64_t touched,
 static void mm_grow(uint64_t want)
 {
 	uint64_t before = atomic_load(&quota_global.limit), got = 0;
-	int e;
-
 	bool suspend = false;
+	int e;
 
 	e = mm_grow_budget(want, &got);
 	pthread_mutex_lock(&mm_mu);

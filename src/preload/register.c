@@ -606,9 +606,8 @@ static int reg_evict_grow(uint64_t want, uint64_t *granted)
 static int reg_suspend(uint64_t want, uint64_t *granted)
 {
 	uint64_t quota = 0;
-	int fd, e;
-
 	bool answered = false;
+	int fd, e;
 
 	fd = conn_open(reg.sock);
 	e = fd < 0 ? fd : grow_exchange(fd, want, PROTO_ALLOC_F_EVICT |
