@@ -365,7 +365,8 @@ int admit_grow(struct admit_gpu *gpus, size_t n, struct admit_placement *pl,
  * at all: the bytes every GPU of pl can still commit (the least of them),
  * 0 when one has none or a task there waits to grow (its need comes
  * first; a suspended one, counted in suspended, does not keep it: it gave
- * its room up so that its neighbours stop thrashing).  The caller grows by at most that much with admit_grow().
+ * its room up so that its neighbours stop thrashing).  The caller grows by
+ * at most that much with admit_grow().
  */
 uint64_t admit_grow_room(const struct admit_gpu *gpus, size_t n,
 			 const struct admit_placement *pl,
