@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "ptx-readonly.h"
+#include "ptx-range.h"
 #include "codec-dl.h"
 
 #define ALL_PARAMS (~(uint64_t)0)
@@ -104,6 +105,7 @@ struct body {
 	uint64_t escaped;	/* params written or escaped unconditionally */
 	const uint32_t *psize;	/* parameter byte sizes (the entry's) */
 	bool poisoned;		/* something not understood */
+	struct ptxr_prog *rp;	/* the same body for ptx-range.c, or NULL */
 };
 
 /* ---- small helpers ---- */
@@ -213,6 +215,7 @@ void ptxro_module_release(struct ptxro_module *m)
 		free(m->e[i].name);
 		free(m->e[i].size);
 		free(m->e[i].ext);
+		ptxr_unref(m->e[i].range);
 	}
 	free(m->e);
 	memset(m, 0, sizeof(*m));
@@ -808,8 +811,158 @@ static int x_classify(struct body *b, struct ins *in, const char *op,
 	return 0;
 }
 
+/* The special register at [s, e) ("%tid.x"), PTXR_S_OTHER if unknown. */
+static uint8_t range_spec(const char *s, size_t n)
+{
+	static const char *const dims[] = { "%tid.", "%ntid.", "%ctaid.",
+					    "%nctaid." };
+
+	for (int d = 0; d < 4; d++) {
+		size_t l = strlen(dims[d]);
+
+		if (n == l + 1 && memcmp(s, dims[d], l) == 0 &&
+		    s[l] >= 'x' && s[l] <= 'z')
+			return (uint8_t)(PTXR_S_TID + 3 * d + (s[l] - 'x'));
+	}
+	if (word_is(s, n, "%laneid"))
+		return PTXR_S_LANEID;
+	if (word_is(s, n, "WARP_SZ"))
+		return PTXR_S_WARPSZ;
+	return PTXR_S_OTHER;
+}
+
+/* One operand for ptx-range.c.  Returns 0 or -ENOMEM. */
+static int range_opnd(struct body *b, const char *s, const char *e,
+		      struct ptxr_opnd *o)
+{
+	int64_t v;
+	size_t n;
+	int r;
+
+	trim(&s, &e);
+	*o = (struct ptxr_opnd){ .kind = PTXR_O_OTHER, .reg = -1 };
+	if (s >= e)
+		return 0;
+	if (*s == '[') {
+		r = parse_addr(b, s, e, &v);
+		if (r == -ENOMEM)
+			return r;
+		if (r >= 0) {
+			*o = (struct ptxr_opnd){ .kind = PTXR_O_ADDR, .reg = r,
+						 .imm = v };
+			return 0;
+		}
+		/* [name] or [name+c]: a parameter, or a symbol's memory. */
+		s = skip_space(s + 1);
+		n = ident_len(s);
+		if (n && *s != '%') {
+			const char *t = skip_space(s + n);
+			int i = param_index(b, s, n);
+
+			v = 0;
+			if (*t == '+' && !parse_imm(t + 1, e - 1, &v))
+				return 0;
+			if (*t != '+' && *t != ']')
+				return 0;
+			*o = (struct ptxr_opnd){ .kind = i >= 0 ? PTXR_O_PARAM :
+							PTXR_O_ADDR,
+						 .reg = i, .imm = v };
+		}
+		return 0;
+	}
+	if (*s == '%' || word_is(s, (size_t)(e - s), "WARP_SZ")) {
+		n = ident_len(s);
+		if (s + n != e)
+			return 0;
+		if (memchr(s, '.', n) || *s != '%') {
+			o->kind = PTXR_O_SPEC;
+			o->spec = range_spec(s, n);
+			return 0;
+		}
+		r = reg_index(b, s, n);
+		if (r < 0)
+			return r;
+		*o = (struct ptxr_opnd){ .kind = PTXR_O_REG, .reg = r };
+		return 0;
+	}
+	if (parse_imm(s, e, &v))
+		*o = (struct ptxr_opnd){ .kind = PTXR_O_IMM, .reg = -1,
+					 .imm = v };
+	return 0;
+}
+
+/* Hand instruction in (parsed from op and its operands) to ptx-range.c. */
+static int range_add(struct body *b, const struct ins *in, const char *op,
+		     size_t oplen, const char **ps, const char **pe, int nops,
+		     int guard, bool guard_neg)
+{
+	struct ptxr_opnd src[OPERANDS_MAX];
+	int dst[OPERANDS_MAX];
+	struct ptxr_desc d = { .op = op, .oplen = oplen, .dst = dst,
+			       .src = src, .guard = guard,
+			       .guard_neg = guard_neg };
+	int first = 0, r;
+
+	if (!b->rp)
+		return 0;
+	switch (in->cls) {
+	case INS_PURE:
+		d.kind = PTXR_K_PURE;
+		break;
+	case INS_LOAD:
+		d.kind = PTXR_K_LOAD;
+		break;
+	case INS_LDPARAM:
+		d.kind = PTXR_K_LDPARAM;
+		break;
+	case INS_STORE:
+		d.kind = PTXR_K_STORE;
+		break;
+	case INS_ESCAPE:
+		d.kind = in->xop == X_MEM || in->nadr ? PTXR_K_STORE :
+							PTXR_K_OTHER;
+		break;
+	default:
+		d.kind = PTXR_K_OTHER;
+		break;
+	}
+	if (word_is(op, oplen, "call") || (oplen > 5 &&
+					   memcmp(op, "call.", 5) == 0))
+		d.kind = PTXR_K_OTHER;
+	if (in->xop == X_MEM) {
+		d.mem_width = in->xwidth;
+		d.mem_global = in->xglobal;
+	}
+	/* Destinations: what the readonly pass took as defined. */
+	if (in->cls == INS_PURE || in->cls == INS_LOAD ||
+	    in->cls == INS_LDPARAM ||
+	    ((in->cls == INS_ESCAPE || in->cls == INS_UNKNOWN) && in->ndst)) {
+		for (int i = 0; i < in->ndst && i < OPERANDS_MAX; i++)
+			dst[d.ndst++] = b->pool[in->dst + i];
+		first = nops ? 1 : 0;
+	}
+	if (word_is(op, oplen, "bra") || word_is(op, oplen, "bra.uni")) {
+		const char *t = ps[0], *te = pe[0];
+
+		if (nops != 1)
+			return 0;
+		trim(&t, &te);
+		d.target = t;
+		d.tlen = (size_t)(te - t);
+		first = 1;
+		d.ndst = 0;
+	}
+	for (int i = first; i < nops; i++) {
+		r = range_opnd(b, ps[i], pe[i], &src[d.nsrc++]);
+		if (r < 0)
+			return r;
+	}
+	return ptxr_add(b->rp, &d);
+}
+
 /* One instruction statement [s, e) (guard and label already gone). */
-static int parse_ins(struct body *b, const char *s, const char *e)
+static int parse_ins(struct body *b, const char *s, const char *e,
+		     int guard, bool guard_neg)
 {
 	const char *ps[OPERANDS_MAX], *pe[OPERANDS_MAX];
 	struct ins in = { .cls = INS_UNKNOWN };
@@ -925,6 +1078,9 @@ static int parse_ins(struct body *b, const char *s, const char *e)
 	r = x_classify(b, &in, op, oplen, base, ps, pe, nops);
 	if (r < 0)
 		return r;
+	r = range_add(b, &in, op, oplen, ps, pe, nops, guard, guard_neg);
+	if (r < 0)
+		return r;
 	if (grow((void **)&b->ins, &b->capins, b->nins + 1, sizeof(in)) < 0)
 		return -ENOMEM;
 	b->ins[b->nins++] = in;
@@ -944,9 +1100,9 @@ static int parse_body(struct body *b, const char *s, const char *e)
 {
 	while (s < e) {
 		const char *t, *stmt;
-		bool quoted;
+		bool quoted, guard_neg;
 		size_t n;
-		int r;
+		int r, guard;
 
 		s = skip_space(s);
 		if (s >= e)
@@ -959,6 +1115,8 @@ static int parse_body(struct body *b, const char *s, const char *e)
 		t = skip_space(s + n);
 		if (n && *s != '%' && *s != '.' && *t == ':' &&
 		    t[1] != ':') {	/* label */
+			if (b->rp && ptxr_label(b->rp, s, n) < 0)
+				return -ENOMEM;
 			s = t + 1;
 			continue;
 		}
@@ -982,15 +1140,22 @@ static int parse_body(struct body *b, const char *s, const char *e)
 		}
 		if (quoted)	/* strings belong to directives */
 			return -EINVAL;
+		guard = -1;
+		guard_neg = false;
 		if (*stmt == '@') {	/* guard predicate */
 			stmt++;
-			if (*stmt == '!')
+			if (*stmt == '!') {
+				guard_neg = true;
 				stmt++;
+			}
 			if (*stmt != '%')
 				return -EINVAL;
+			guard = reg_index(b, stmt, ident_len(stmt));
+			if (guard < 0)
+				return guard;
 			stmt = skip_space(stmt + ident_len(stmt));
 		}
-		r = parse_ins(b, stmt, t);
+		r = parse_ins(b, stmt, t, guard, guard_neg);
 		if (r < 0)
 			return r;
 	}
@@ -1265,8 +1430,40 @@ static int body_extents(struct body *b, int np, struct ptxro_entry *e)
 	return 0;
 }
 
+/*
+ * Keep the body for ptx-range.c when some pointer parameter that does not
+ * escape lacks an exact extent: its range is solved per launch geometry.
+ */
+static int body_range(struct body *b, struct ptxro_entry *e)
+{
+	uint64_t cand = 0, *taint;
+	int r;
+
+	for (int i = 0; i < e->nparams && i < PTXRO_MAX_PARAMS; i++)
+		if (e->size[i] == 8)
+			cand |= param_bit(i);
+	cand &= ~b->escaped & ~e->has_extent;
+	if (!cand || !b->rp || b->nreg == 0)
+		return 0;
+	taint = malloc((size_t)b->nreg * sizeof(*taint));
+	if (!taint)
+		return -ENOMEM;
+	for (int i = 0; i < b->nreg; i++)
+		taint[i] = b->reg[i].taint;
+	r = ptxr_finish(b->rp, b->nreg, taint, e->size, e->nparams, cand);
+	free(taint);
+	if (r == -ENOMEM)
+		return r;
+	if (r == 0) {
+		e->range = b->rp;
+		b->rp = NULL;
+	}
+	return 0;
+}
+
 static void body_release(struct body *b)
 {
+	ptxr_unref(b->rp);
 	for (int i = 0; i < b->np; i++)
 		free(b->pname[i]);
 	free(b->pname);
@@ -1361,6 +1558,9 @@ static const char *parse_entry(const char *p, struct ptxro_module *m,
 		goto bad;
 	/* q is past the closing brace. */
 	b.psize = e->size;
+	b.rp = ptxr_new();
+	if (!b.rp)
+		goto nomem;
 	{
 		int r = parse_body(&b, body, q - 1);
 
@@ -1378,6 +1578,8 @@ static const char *parse_entry(const char *p, struct ptxro_module *m,
 		e->readonly = ~w & mask;
 		/* An unsettled fixpoint (w all ones) proves nothing. */
 		if (w != ALL_PARAMS && body_extents(&b, e->nparams, e) < 0)
+			goto nomem;
+		if (w != ALL_PARAMS && body_range(&b, e) < 0)
 			goto nomem;
 	}
 	body_release(&b);

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct ptxr_prog;
+
 #define PTXRO_MAX_PARAMS 64	/* params past this are never proven */
 
 /* Bytes from a pointer parameter's value: [lo, hi), lo < hi. */
@@ -40,6 +42,12 @@ struct ptxro_entry {
 	 */
 	uint64_t has_extent;
 	struct ptxro_extent *ext;
+	/*
+	 * The body for ptx-range.h when some pointer parameter without an
+	 * exact extent may get a range for a given launch geometry; NULL
+	 * when none can.  Counted (ptxr_ref/ptxr_unref).
+	 */
+	struct ptxr_prog *range;
 };
 
 struct ptxro_module {
