@@ -47,6 +47,7 @@
 
 #include "compiler.h"
 #include "kparams.h"
+#include "ptx-range.h"
 
 #define KP_FIRST_BITS 12
 #define KP_PROBE_MAX 32
@@ -95,6 +96,21 @@ static _Atomic(struct kernel_info *) kp_retired;
  * arithmetic of kp_range() free of overflow.
  */
 #define KP_EXTENT_MAX ((int64_t)1 << 40)
+
+/*
+ * Geometry-dependent ranges (kernel_info.range): solved once per launch
+ * geometry, the last one kept per kernel.  A kernel launched with ever new
+ * geometries stops being solved after this many (each solve costs tens of
+ * microseconds to milliseconds, on the launch path).
+ */
+#define KP_GEO_SOLVES_MAX 64
+
+struct kp_geo {
+	unsigned grid[3], block[3];
+	uint64_t has_extent;
+	struct kp_geo *retired;		/* replaced ones, never freed */
+	struct kparams_extent ext[];	/* kernel_info.nparams */
+};
 
 static bool kp_extent_ok(const struct kparams_extent *e)
 {
@@ -239,6 +255,7 @@ static struct kernel_info *kp_insert(struct kernel_info *ki)
 			/* e is now what occupies the slot: never NULL again. */
 			while (e->func == ki->func) {
 				if (e->gen >= ki->gen) {
+					ptxr_unref(ki->range);
 					free(ki);
 					return e;
 				}
@@ -254,6 +271,7 @@ static struct kernel_info *kp_insert(struct kernel_info *ki)
 		}
 		tb = kp_next_table(tb);
 		if (!tb) {
+			ptxr_unref(ki->range);
 			free(ki);
 			return NULL;
 		}
@@ -387,10 +405,13 @@ static struct kernel_info *kp_learn(const void *f, unsigned long gen)
 	ki->nparams = n;
 	ki->param_bytes = pb;
 	ki->readonly = 0;
+	ki->range = NULL;
+	atomic_init(&ki->geo, NULL);
+	atomic_init(&ki->geo_solves, 0);
 	if (asks) {
 		memset(ext, 0, next);
 		ki->readonly = ro(f, via == KP_VIA_KERNEL, copy, n, ki->size,
-				  &has_ext, ext);
+				  &has_ext, ext, &ki->range);
 		if (n < 64)
 			has_ext &= ((uint64_t)1 << n) - 1;
 		for (int i = 0; i < n && i < 64; i++)
@@ -621,9 +642,67 @@ static int kp_parse_extra(void **extra, const unsigned char **buf,
 	return 0;
 }
 
+/* The extents of ki for one geometry: cached, solved, or NULL. */
+static const struct kp_geo *kp_geo_for(const struct kernel_info *ki,
+				       const unsigned grid[3],
+				       const unsigned block[3])
+{
+	struct kernel_info *mki = (struct kernel_info *)ki;
+	struct kp_geo *g = atomic_load_explicit(&mki->geo,
+						memory_order_acquire);
+	struct ptxr_geom pg;
+	int64_t lo[PTXR_MAX_PARAMS], hi[PTXR_MAX_PARAMS];
+	uint64_t has = 0;
+	int n = ki->nparams;
+
+	if (g && memcmp(g->grid, grid, sizeof(g->grid)) == 0 &&
+	    memcmp(g->block, block, sizeof(g->block)) == 0)
+		return g;
+	if (n <= 0 || atomic_fetch_add(&mki->geo_solves, 1) >=
+			      KP_GEO_SOLVES_MAX)
+		return NULL;
+	for (int d = 0; d < 3; d++) {
+		pg.grid[d] = grid[d];
+		pg.block[d] = block[d];
+	}
+	if (ptxr_solve(ki->range, &pg, &has, lo, hi) < 0)
+		has = 0;
+	g = calloc(1, sizeof(*g) + (size_t)n * sizeof(g->ext[0]));
+	if (!g)
+		return NULL;
+	memcpy(g->grid, grid, sizeof(g->grid));
+	memcpy(g->block, block, sizeof(g->block));
+	/* Exact extents stand; ranges fill in the parameters without one. */
+	for (int i = 0; i < n && i < 64; i++) {
+		uint64_t bit = (uint64_t)1 << i;
+
+		if (ki->has_extent & bit) {
+			g->ext[i] = ki->ext[i];
+			g->has_extent |= bit;
+		} else if (has & bit) {
+			g->ext[i] = (struct kparams_extent){ lo[i], hi[i] };
+			if (kp_extent_ok(&g->ext[i]))
+				g->has_extent |= bit;
+		}
+	}
+	/* Whoever holds the old one keeps it: replaced, never freed. */
+	g->retired = atomic_exchange_explicit(&mki->geo, g,
+					      memory_order_acq_rel);
+	return g;
+}
+
 int kparams_collect(struct alloc_table *t, const struct kernel_info *ki,
 		    void **kernel_params, void **extra, struct access *out,
 		    int max, unsigned *flags)
+{
+	return kparams_collect_at(t, ki, NULL, NULL, kernel_params, extra,
+				  out, max, flags);
+}
+
+int kparams_collect_at(struct alloc_table *t, const struct kernel_info *ki,
+		       const unsigned grid[3], const unsigned block[3],
+		       void **kernel_params, void **extra, struct access *out,
+		       int max, unsigned *flags)
 {
 	struct kp_collect c;
 	const unsigned char *buf;
@@ -638,6 +717,14 @@ int kparams_collect(struct alloc_table *t, const struct kernel_info *ki,
 	c.readonly = ki ? ki->readonly : 0;
 	c.has_extent = ki ? ki->has_extent : 0;
 	c.ext = ki ? ki->ext : NULL;
+	if (ki && ki->range && grid && block) {
+		const struct kp_geo *g = kp_geo_for(ki, grid, block);
+
+		if (g) {
+			c.has_extent = g->has_extent;
+			c.ext = g->ext;
+		}
+	}
 	c.max = max < 0 ? 0 : max;
 	c.n = 0;
 	c.flags = 0;

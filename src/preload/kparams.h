@@ -21,6 +21,9 @@
 #define KPARAMS_MAX 256	/* more parameters than this: layout unknown */
 
 /* Bytes from a pointer parameter's value: [lo, hi), lo < hi. */
+struct ptxr_prog;
+struct kp_geo;
+
 struct kparams_extent {
 	int64_t lo, hi;
 };
@@ -47,6 +50,14 @@ struct kernel_info {
 	 */
 	uint64_t has_extent;
 	const struct kparams_extent *ext;
+	/*
+	 * The kernel's body for ranges that depend on the launch geometry
+	 * (ptx-range.h), NULL when none; kparams_collect_at() solves it once
+	 * per geometry and keeps the last answer in geo (kparams.c).
+	 */
+	struct ptxr_prog *range;
+	_Atomic(struct kp_geo *) geo;
+	atomic_uint geo_solves;
 	/*
 	 * The one field that changes after publication: the stream
 	 * scheduler's cached KMUX_BARRIER_KERNELS verdict (KPARAMS_CLASS_*),
@@ -79,12 +90,14 @@ void kparams_set_driver(const struct kparams_driver *drv);
  * kernel API answered its layout), its name and driver layout.  Returns
  * the read-only mask; sets bit i of *has_ext and ext[i] (ext has nparams
  * entries, i < 64) for each pointer parameter with an exact extent, and
- * clears the other bits.  NULL: nobody.
+ * clears the other bits; *range gets a counted reference to the kernel's
+ * body for geometry-dependent ranges, or NULL.  NULL: nobody.
  */
 typedef uint64_t (*kparams_readonly_fn)(const void *f, int is_kernel,
 					const char *name, int nparams,
 					const uint32_t *size, uint64_t *has_ext,
-					struct kparams_extent *ext);
+					struct kparams_extent *ext,
+					struct ptxr_prog **range);
 void kparams_set_readonly(kparams_readonly_fn fn);
 
 /*
@@ -143,5 +156,16 @@ struct access {
 int kparams_collect(struct alloc_table *t, const struct kernel_info *ki,
 		    void **kernel_params, void **extra, struct access *out,
 		    int max, unsigned *flags);
+
+/*
+ * The same for a launch of grid x block threads: a parameter whose range
+ * the kernel's body bounds for that geometry (kernel_info.range) counts
+ * only the bytes of its allocation in that range.  grid or block NULL:
+ * kparams_collect().
+ */
+int kparams_collect_at(struct alloc_table *t, const struct kernel_info *ki,
+		       const unsigned grid[3], const unsigned block[3],
+		       void **kernel_params, void **extra, struct access *out,
+		       int max, unsigned *flags);
 
 #endif

@@ -502,9 +502,12 @@ static bool defines(const struct ptxr_prog *p, const struct rins *r, int reg)
 
 static int cfg_blocks(struct ptxr_prog *p)
 {
-	uint8_t *lead = calloc((size_t)p->nins + 1, 1);
+	uint8_t *lead;
 	int nb = 0;
 
+	if (p->nins <= 0)
+		return -EINVAL;
+	lead = calloc((size_t)p->nins + 1, 1);
 	if (!lead)
 		return -ENOMEM;
 	lead[0] = 1;

@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "ptx-range.h"
 #include "ptx-readonly.h"
 #include "ptx-table.h"
 
@@ -154,9 +155,12 @@ static struct ptxro_module ptxtab_merge(struct ptxro_module *m)
 			 * extents for a name seen twice in one image.
 			 */
 			old->has_extent = 0;
+			ptxr_unref(old->range);
+			old->range = NULL;
 			free(e->name);
 			free(e->size);
 			free(e->ext);
+			ptxr_unref(e->range);
 			continue;
 		}
 		/* Names are few per image: out grows to at most m->n. */
@@ -169,6 +173,7 @@ static struct ptxro_module ptxtab_merge(struct ptxro_module *m)
 					free(m->e[j].name);
 					free(m->e[j].size);
 					free(m->e[j].ext);
+					ptxr_unref(m->e[j].range);
 				}
 				break;
 			}
@@ -282,7 +287,8 @@ void ptxtab_modules_gone(void)
 static int ptxtab_owner_verdict(enum ptxtab_owner kind, const void *handle,
 				const char *name, int nparams,
 				const uint32_t *size, uint64_t *ro,
-				uint64_t *has_ext, struct kparams_extent *ext)
+				uint64_t *has_ext, struct kparams_extent *ext,
+				struct ptxr_prog **range)
 {
 	struct ptxtab_image *img;
 	struct ptxro_entry *e;
@@ -300,6 +306,11 @@ static int ptxtab_owner_verdict(enum ptxtab_owner kind, const void *handle,
 				if (*has_ext >> i & 1)
 					ext[i] = (struct kparams_extent){
 						e->ext[i].lo, e->ext[i].hi };
+		}
+		if (ptxtab_extents_on && e->range) {
+			ptxr_unref(*range);
+			ptxr_ref(e->range);
+			*range = e->range;
 		}
 		atomic_fetch_add(&ptxtab_kernels, 1);
 	} else if (e) {
@@ -323,7 +334,8 @@ static int ptxtab_probe_libraries(const void *f, const char *name,
 				  int nparams, const uint32_t *size,
 				  const struct ptxtab_driver *drv,
 				  uint64_t *ro, uint64_t *has_ext,
-				  struct kparams_extent *ext)
+				  struct kparams_extent *ext,
+				  struct ptxr_prog **range)
 {
 	const void *lib[PTXTAB_PROBE_MAX];
 	int n = 0;
@@ -341,7 +353,8 @@ static int ptxtab_probe_libraries(const void *f, const char *name,
 		e = ptxtab_entry(&ptxtab_img[i].m, name);
 		/* Nothing to gain from proving an owner with no verdict. */
 		if (!e || !(e->readonly ||
-			    (ptxtab_extents_on && e->has_extent)) ||
+			    (ptxtab_extents_on &&
+			     (e->has_extent || e->range))) ||
 		    !ptxtab_same_layout(e, nparams, size))
 			continue;
 		lib[n++] = ptxtab_img[i].handle;
@@ -360,20 +373,21 @@ static int ptxtab_probe_libraries(const void *f, const char *name,
 		     (const void *)g == f))
 			return ptxtab_owner_verdict(PTXTAB_LIBRARY, lib[i],
 						    name, nparams, size, ro,
-						    has_ext, ext);
+						    has_ext, ext, range);
 	}
 	return 0;
 }
 
 uint64_t ptxtab_readonly(const void *f, int is_kernel, const char *name,
 			 int nparams, const uint32_t *size, uint64_t *has_ext,
-			 struct kparams_extent *ext)
+			 struct kparams_extent *ext, struct ptxr_prog **range)
 {
 	struct ptxtab_driver drv;
 	uint64_t ro = 0;
 	int owned = 0;
 
 	*has_ext = 0;
+	*range = NULL;
 	if (!ptxtab_on || !f || !name || nparams <= 0)
 		return 0;
 	pthread_mutex_lock(&ptxtab_mu);
@@ -385,7 +399,7 @@ uint64_t ptxtab_readonly(const void *f, int is_kernel, const char *name,
 		if (drv.func_get_module(&m, (CUfunction)f) == CUDA_SUCCESS && m)
 			owned = ptxtab_owner_verdict(PTXTAB_MODULE, m, name,
 						     nparams, size, &ro,
-						     has_ext, ext);
+						     has_ext, ext, range);
 	}
 	if (!owned && is_kernel && drv.kernel_get_library) {
 		CUlibrary l = NULL;
@@ -394,11 +408,11 @@ uint64_t ptxtab_readonly(const void *f, int is_kernel, const char *name,
 		    l)
 			owned = ptxtab_owner_verdict(PTXTAB_LIBRARY, l, name,
 						     nparams, size, &ro,
-						     has_ext, ext);
+						     has_ext, ext, range);
 	}
 	if (!owned &&
 	    !ptxtab_probe_libraries(f, name, nparams, size, &drv, &ro,
-				    has_ext, ext))
+				    has_ext, ext, range))
 		atomic_fetch_add(&ptxtab_unowned, 1);
 	atomic_fetch_add(&ptxtab_params_ro,
 			 (unsigned long)__builtin_popcountll(ro));

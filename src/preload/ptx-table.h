@@ -76,11 +76,13 @@ void ptxtab_modules_gone(void);
  * image is unknown or unreadable, the option is off, or the layout
  * differs.  The same image's extents go to *has_ext (bit i) and ext[i]
  * (nparams entries), none when KMUX_PTX_EXTENTS=0 or the image has the
- * name twice.  Asks the driver; callers cache the answer (kparams.h).
+ * name twice.  *range: a counted reference to the image's body of f for
+ * geometry-dependent ranges (ptx-range.h), or NULL, on the same terms as
+ * extents.  Asks the driver; callers cache the answer (kparams.h).
  */
 uint64_t ptxtab_readonly(const void *f, int is_kernel, const char *name,
 			 int nparams, const uint32_t *size, uint64_t *has_ext,
-			 struct kparams_extent *ext);
+			 struct kparams_extent *ext, struct ptxr_prog **range);
 
 /* KMUX_LOG=info counters, at exit. */
 void ptxtab_report(void);

@@ -74,10 +74,13 @@ static void launch_op_begin(struct launch_op *op, enum trace_api api,
 	if (f) {
 		tl->ki = kparams_info(f);
 		if (tl->ki)
-			tl->nacc = kparams_collect(alloc_table_global(), tl->ki,
-						   params, extra, op->acc,
-						   LAUNCH_MAX_ACCESS,
-						   &tl->kflags);
+			tl->nacc = kparams_collect_at(alloc_table_global(),
+						      tl->ki, grid ? tl->grid :
+						      NULL, block ? tl->block :
+						      NULL, params, extra,
+						      op->acc,
+						      LAUNCH_MAX_ACCESS,
+						      &tl->kflags);
 	}
 	tl->acc = op->acc;
 	tl->t_begin = trace_stamp();

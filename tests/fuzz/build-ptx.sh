@@ -16,7 +16,8 @@ fuzz_init build-ptx.sh "$@"
 mkdir -p "$OUT/corpus-ptx"
 "$CLANG" -std=gnu11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Werror -iquote src/preload \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-	tests/fuzz/fuzz-ptx.c src/preload/ptx-readonly.c src/preload/codec-dl.c \
+	tests/fuzz/fuzz-ptx.c src/preload/ptx-readonly.c src/preload/ptx-range.c \
+	src/preload/codec-dl.c \
 	-ldl -lpthread \
 	-o "$OUT/fuzz-ptx"
 fuzz_run "$OUT/fuzz-ptx" 65536 "$OUT/corpus-ptx" tests/fuzz/corpus-ptx

@@ -4,7 +4,7 @@
 
 UNIT_TESTS += test-ptx-readonly
 
-TEST_PTXRO_SRCS = tests/unit/test-ptx-readonly.c src/preload/ptx-readonly.c \
+TEST_PTXRO_SRCS = tests/unit/test-ptx-readonly.c src/preload/ptx-readonly.c src/preload/ptx-range.c \
 	src/preload/codec-dl.c
 TEST_PTXRO_OBJS = $(TEST_PTXRO_SRCS:%.c=$(BUILD)/obj/unit/test-ptx-readonly/%.o)
 

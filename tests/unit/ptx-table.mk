@@ -4,7 +4,7 @@
 UNIT_TESTS += test-ptx-table
 
 TEST_PTXTAB_SRCS = tests/unit/test-ptx-table.c src/preload/ptx-table.c \
-	src/preload/ptx-readonly.c src/preload/codec-dl.c src/common/log.c
+	src/preload/ptx-readonly.c src/preload/ptx-range.c src/preload/codec-dl.c src/common/log.c
 TEST_PTXTAB_OBJS = $(TEST_PTXTAB_SRCS:%.c=$(BUILD)/obj/unit/test-ptx-table/%.o)
 
 $(TEST_PTXTAB_OBJS): $(BUILD)/obj/unit/test-ptx-table/%.o: %.c

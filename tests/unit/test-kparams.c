@@ -871,10 +871,12 @@ static int ro_seen_kernel = -1;
 /* A readonly prover that proves parameter 1 of kernels named "other". */
 static uint64_t fake_readonly(const void *f, int is_kernel, const char *name,
 			      int nparams, const uint32_t *size,
-			      uint64_t *has_ext, struct kparams_extent *ext)
+			      uint64_t *has_ext, struct kparams_extent *ext,
+			      struct ptxr_prog **range)
 {
 	(void)size;
 	(void)ext;
+	*range = NULL;
 	*has_ext = 0;
 	ro_seen_f = f;
 	ro_seen_kernel = is_kernel;
@@ -928,8 +930,10 @@ static void test_invalidate_relearns(void **state)
  */
 static uint64_t fake_extents(const void *f, int is_kernel, const char *name,
 			     int nparams, const uint32_t *size,
-			     uint64_t *has_ext, struct kparams_extent *ext)
+			     uint64_t *has_ext, struct kparams_extent *ext,
+			     struct ptxr_prog **range)
 {
+	*range = NULL;
 	(void)f;
 	(void)is_kernel;
 	(void)size;

@@ -117,13 +117,16 @@ static char h_mod_a, h_mod_b, h_mod_file, h_lib, h_lib_file, h_libmod,
 	h_libfilemod;
 static char h_fa, h_fb, h_ffile, h_k, h_kf, h_kfile, h_kfilef;
 
+/* The kernels here have constant offsets only: ranges are not asked. */
+static struct ptxr_prog *range_none;
+
 static uint64_t ro(const void *f, int is_kernel)
 {
 	struct kparams_extent ext[5];
 	uint64_t has_ext;
 
 	return ptxtab_readonly(f, is_kernel, "mix", 5, mix_size, &has_ext,
-			       ext);
+			       ext, &range_none);
 }
 
 static int setup(void **state)
@@ -186,14 +189,15 @@ static void test_layout_must_match(void **state)
 	struct kparams_extent ext[5];
 	uint64_t he;
 
-	assert_int_equal(ptxtab_readonly(&h_fa, 0, "mix", 5, other, &he, ext),
+	assert_int_equal(ptxtab_readonly(&h_fa, 0, "mix", 5, other, &he, ext,
+					 &range_none),
 			 0);
 	assert_int_equal(he, 0);
 	assert_int_equal(ptxtab_readonly(&h_fa, 0, "mix", 4, mix_size, &he,
-					 ext), 0);
+					 ext, &range_none), 0);
 	assert_int_equal(he, 0);
 	assert_int_equal(ptxtab_readonly(&h_fa, 0, "nope", 5, mix_size, &he,
-					 ext), 0);
+					 ext, &range_none), 0);
 	assert_int_equal(he, 0);
 	assert_int_equal(ro(&h_fa, 0), RO_READS);
 }
@@ -298,7 +302,8 @@ static void test_on_by_default(void **state)
 static void ext_of(const void *f, int is_kernel, uint64_t *he,
 		   struct kparams_extent *ext)
 {
-	ptxtab_readonly(f, is_kernel, "mix", 5, mix_size, he, ext);
+	ptxtab_readonly(f, is_kernel, "mix", 5, mix_size, he, ext,
+			&range_none);
 }
 
 static void test_extents(void **state)
