@@ -48,6 +48,7 @@
 
 int ptxtab_on;
 int ptxtab_extents_on;
+int ptxtab_ranges_on;
 
 /* The verdicts of one loaded image, one entry per kernel name. */
 struct ptxtab_image {
@@ -65,7 +66,7 @@ static unsigned long ptxtab_images, ptxtab_errors, ptxtab_analysed;
 static unsigned long ptxtab_unloads;
 static bool ptxtab_told_no_codec;
 static atomic_ulong ptxtab_kernels, ptxtab_params_ro, ptxtab_mismatch,
-	ptxtab_unowned, ptxtab_params_ext;
+	ptxtab_unowned, ptxtab_params_ext, ptxtab_ranged;
 
 int ptxtab_init(const char *value, int scheduling)
 {
@@ -85,6 +86,17 @@ int ptxtab_extents_init(const char *value)
 	    strcmp(value, "1") != 0)
 		log_warn("KMUX_PTX_EXTENTS=%s: only 0 turns the exact extents "
 			 "off; they stay on", value);
+	return 0;
+}
+
+int ptxtab_ranges_init(const char *value)
+{
+	ptxtab_ranges_on = ptxtab_extents_on &&
+			   !(value && strcmp(value, "0") == 0);
+	if (value && *value && strcmp(value, "0") != 0 &&
+	    strcmp(value, "1") != 0)
+		log_warn("KMUX_PTX_RANGES=%s: only 0 turns the ranges off; "
+			 "they stay on", value);
 	return 0;
 }
 
@@ -307,10 +319,11 @@ static int ptxtab_owner_verdict(enum ptxtab_owner kind, const void *handle,
 					ext[i] = (struct kparams_extent){
 						e->ext[i].lo, e->ext[i].hi };
 		}
-		if (ptxtab_extents_on && e->range) {
+		if (ptxtab_ranges_on && e->range) {
 			ptxr_unref(*range);
 			ptxr_ref(e->range);
 			*range = e->range;
+			atomic_fetch_add(&ptxtab_ranged, 1);
 		}
 		atomic_fetch_add(&ptxtab_kernels, 1);
 	} else if (e) {
@@ -353,8 +366,8 @@ static int ptxtab_probe_libraries(const void *f, const char *name,
 		e = ptxtab_entry(&ptxtab_img[i].m, name);
 		/* Nothing to gain from proving an owner with no verdict. */
 		if (!e || !(e->readonly ||
-			    (ptxtab_extents_on &&
-			     (e->has_extent || e->range))) ||
+			    (ptxtab_extents_on && e->has_extent) ||
+			    (ptxtab_ranges_on && e->range)) ||
 		    !ptxtab_same_layout(e, nparams, size))
 			continue;
 		lib[n++] = ptxtab_img[i].handle;
@@ -430,15 +443,15 @@ void ptxtab_report(void)
 		 "decompressed), %u without PTX, %u compressed PTX skipped, %u "
 		 "malformed, %lu kernels "
 		 "analysed; %lu launched kernels matched, %lu parameters "
-		 "proven read-only, %lu with exact extents, %lu layout "
-		 "mismatches, %lu launched "
+		 "proven read-only, %lu with exact extents, %lu kernels "
+		 "with ranges by geometry, %lu layout mismatches, %lu launched "
 		 "kernels without a readable image, %lu images unloaded, "
 		 "%lu errors",
 		 (int)getpid(), ptxtab_images, ptxtab_st.ptx,
 		 ptxtab_st.decompressed, ptxtab_st.no_ptx, ptxtab_st.compressed,
 		 ptxtab_st.bad, ptxtab_analysed, atomic_load(&ptxtab_kernels),
 		 atomic_load(&ptxtab_params_ro),
-		 atomic_load(&ptxtab_params_ext),
+		 atomic_load(&ptxtab_params_ext), atomic_load(&ptxtab_ranged),
 		 atomic_load(&ptxtab_mismatch), atomic_load(&ptxtab_unowned),
 		 ptxtab_unloads, ptxtab_errors);
 	pthread_mutex_unlock(&ptxtab_mu);

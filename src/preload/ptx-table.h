@@ -39,6 +39,15 @@ int ptxtab_init(const char *value, int scheduling);
 int ptxtab_extents_init(const char *value);
 
 /*
+ * Non-zero when launches also get ranges that depend on their geometry
+ * (ptx-range.h): extents are on and KMUX_PTX_RANGES is not "0".
+ */
+extern int ptxtab_ranges_on;
+
+/* After ptxtab_extents_init(): value is KMUX_PTX_RANGES.  Returns 0. */
+int ptxtab_ranges_init(const char *value);
+
+/*
  * The driver entry points used to find which loaded image a launched
  * function comes from, passed in so the table is testable without a
  * driver.  Any may be NULL (that way of finding the owner is skipped).
