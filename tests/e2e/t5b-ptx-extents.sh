@@ -3,8 +3,11 @@
 # update one 4-byte slot of one allocation (out = &arr[k]) through a PTX
 # store at a constant offset run side by side; with KMUX_PTX_EXTENTS=0 (or
 # KMUX_PTX_READONLY=0, the same scan) they run one after another.  Two
-# launches on the same slot stay ordered, and a kernel that indexes the
-# pointer keeps the whole allocation.  simcuda's overlap check (byte
+# launches on the same slot stay ordered.  A kernel that indexes the
+# pointer with the thread id gets a range by its launch geometry (ptx-range):
+# one thread reaches 4 bytes (side by side again), four threads 16 bytes
+# (neighbouring slots ordered); KMUX_PTX_RANGES=0 gives it the whole
+# allocation.  simcuda's overlap check (byte
 # ranges) finds no conflicting pair and the outputs equal the unscheduled
 # run.
 . "$(dirname "$0")/lib.sh"
@@ -15,7 +18,7 @@ sum() { sed -n 's/^sum //p' "$1"; }
 same_sum() { [ -n "$(sum "$1")" ] && [ "$(sum "$1")" = "$(sum "$2")" ]; }
 unset KMUX_PTX_READONLY KMUX_PTX_EXTENTS
 
-for mode in slots same indexed; do
+for mode in slots same indexed wide; do
 	"$P" "$mode" >"$TMP/p-$mode" 2>&1
 	check "$mode unscheduled: nothing overlaps" [ "$(pairs "$TMP/p-$mode")" = 0 ]
 	KMUX_STREAMS=4 KMUX_LOG=info LD_PRELOAD=$PRELOAD "$P" "$mode" \
@@ -41,10 +44,19 @@ check "KMUX_PTX_EXTENTS=0: no extent given" \
 # above proves that no two launches on one slot did).
 check "same: launches on different slots overlap ($(pairs "$TMP/same") pairs)" \
 	[ "$(pairs "$TMP/same")" -ge 1 ]
-check "indexed: no extent, the whole allocation, serialized" \
-	[ "$(pairs "$TMP/indexed")" = 0 ]
-check "indexed: the exit line counts no extent" \
-	grep -q 'proven read-only, 0 with exact extents' "$TMP/indexed"
+check "indexed: one thread, a 4-byte range: the launches overlap ($(pairs "$TMP/indexed") pairs)" \
+	[ "$(pairs "$TMP/indexed")" -ge 1 ]
+check "indexed: the exit line counts no exact extent, one ranged kernel" \
+	grep -q 'proven read-only, 0 with exact extents, 1 kernels with ranges' "$TMP/indexed"
+# wide: launch k reaches [8k, 8k + 16): k and k + 1 overlap in bytes, so
+# they stay ordered (the overlap check above), k and k + 2 may not.
+KMUX_PTX_RANGES=0 KMUX_STREAMS=4 KMUX_LOG=info LD_PRELOAD=$PRELOAD "$P" indexed \
+	>"$TMP/indexed-norange" 2>&1
+check "indexed, KMUX_PTX_RANGES=0: the whole allocation, serialized" \
+	[ "$(pairs "$TMP/indexed-norange")" = 0 ]
+check "indexed, KMUX_PTX_RANGES=0: no ranged kernel" \
+	grep -q '0 kernels with ranges' "$TMP/indexed-norange"
+check "indexed, KMUX_PTX_RANGES=0: same outputs" same_sum "$TMP/indexed-norange" "$TMP/p-indexed"
 
 # Only "0" is off: anything else keeps the default (with a warning).
 KMUX_PTX_EXTENTS=off KMUX_STREAMS=4 KMUX_LOG=warn LD_PRELOAD=$PRELOAD "$P" slots \

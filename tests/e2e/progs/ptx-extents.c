@@ -9,7 +9,11 @@
  *     same	slots 0, 1, 0, 1: the two launches on one slot stay ordered,
  *		those on different slots may overlap
  *     indexed	four distinct slots, but the PTX indexes the pointer with
- *		the thread id: no extent, the whole allocation, serialized
+ *		the thread id: no exact extent; one thread per launch, so
+ *		the range for that geometry is [out, out + 4) again
+ *     wide	as indexed with four threads: each launch reaches 16
+ *		bytes, so launches on neighbouring slots (8 bytes apart)
+ *		overlap and stay ordered
  *
  * Prints "overlapping pairs K" (slot kernels that ran at the same time),
  * "sum S" (a hash of the slots: their order-dependent updates) and
@@ -43,7 +47,7 @@ static const char ptx_head[] =
 /* *out = v: one store at offset 0 of the parameter's value. */
 static const char ptx_exact[] = "\tst.global.u32 [%rd2], %r1;\n";
 
-/* out[tid.x] = v: index arithmetic, no extent. */
+/* out[tid.x] = v: index arithmetic, a range by the block size. */
 static const char ptx_indexed[] =
 	"\tmov.u32 %r2, %tid.x;\n"
 	"\tmul.wide.u32 %rd3, %r2, 4;\n"
@@ -66,13 +70,14 @@ int main(int argc, char **argv)
 	CUfunction f;
 	char msg[512];
 	int pairs;
+	unsigned threads = !strcmp(mode, "wide") ? 4 : 1;
 
 	if (!strcmp(mode, "slots") || !strcmp(mode, "same"))
 		body = ptx_exact;
-	else if (!strcmp(mode, "indexed"))
+	else if (!strcmp(mode, "indexed") || !strcmp(mode, "wide"))
 		body = ptx_indexed;
 	else {
-		fprintf(stderr, "usage: ptx-extents slots|same|indexed\n");
+		fprintf(stderr, "usage: ptx-extents slots|same|indexed|wide\n");
 		return 2;
 	}
 	slash = strrchr(mod, '/');
@@ -98,8 +103,8 @@ int main(int argc, char **argv)
 			unsigned us = 20000;
 			void *a[] = { &out, &v, &us };
 
-			CHECK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, a,
-					     NULL));
+			CHECK(cuLaunchKernel(f, 1, 1, 1, threads, 1, 1, 0,
+					     NULL, a, NULL));
 		}
 	}
 	CHECK(cuMemcpyDtoH(host, arr, sizeof(host)));

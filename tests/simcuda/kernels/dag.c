@@ -16,7 +16,8 @@
  *	among its parameters, which kmux cannot see (`kmux verify` must)
  *   nop8(p0, ..., p7)	eight pointers, touches nothing: the host cost of
  *			a launch with many pointer parameters (launch-cost)
- *   slot(unsigned *p, unsigned v, unsigned us)	*p = *p * 3 + v: one word
+ *   slot(unsigned *p, unsigned v, unsigned us)	p[t] = p[t] * 3 + v for
+ *			each thread t < blockDim.x: one word per thread
  *			(ptx-extents: several slots of one allocation)
  */
 #include <string.h>
@@ -103,9 +104,10 @@ static void slot(struct sim_kctx *k, void **params)
 	unsigned *p;
 
 	k->duration_us = SIM_ARG(params, 2, unsigned);
-	p = sim_mem(k, SIM_ARG(params, 0, CUdeviceptr), sizeof(*p), SIM_RW);
-	if (p)
-		*p = *p * 3 + SIM_ARG(params, 1, unsigned);
+	p = sim_mem(k, SIM_ARG(params, 0, CUdeviceptr),
+		    sizeof(*p) * k->block[0], SIM_RW);
+	for (unsigned t = 0; p && t < k->block[0]; t++)
+		p[t] = p[t] * 3 + SIM_ARG(params, 1, unsigned);
 }
 
 const struct sim_kernel simcuda_kernels[] = {
