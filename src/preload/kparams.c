@@ -100,10 +100,11 @@ static _Atomic(struct kernel_info *) kp_retired;
 /*
  * Geometry-dependent ranges (kernel_info.range): solved once per launch
  * geometry, the last one kept per kernel.  A kernel launched with ever new
- * geometries stops being solved after this many (each solve costs tens of
- * microseconds to milliseconds, on the launch path).
+ * geometries stops being solved after this many, or after a few that
+ * proved nothing (a solve costs 10 us to a few ms, on the launch path:
+ * 130 us for mha's GEMM tiles, 4 ms for CUB's largest reductions).
  */
-#define KP_GEO_SOLVES_MAX 64
+#define KP_GEO_SOLVES_MAX 16
 
 struct kp_geo {
 	unsigned grid[3], block[3];
@@ -667,6 +668,9 @@ static const struct kp_geo *kp_geo_for(const struct kernel_info *ki,
 	}
 	if (ptxr_solve(ki->range, &pg, &has, lo, hi) < 0)
 		has = 0;
+	/* Nothing for this geometry: likely none for any; stop sooner. */
+	if (!has)
+		atomic_fetch_add(&mki->geo_solves, KP_GEO_SOLVES_MAX / 4);
 	g = calloc(1, sizeof(*g) + (size_t)n * sizeof(g->ext[0]));
 	if (!g)
 		return NULL;

@@ -879,16 +879,16 @@ static int cfg_refine(struct ptxr_prog *p)
 		    p->ins[set].cmp == C_NONE || p->ins[set].guard >= 0 ||
 		    p->ins[set].ndst != 1)
 			continue;
-		for (int i = set + 1; i < last && set >= 0; i++)
+		p->refine[b] = set;
+		for (int i = set + 1; i < last; i++)
 			for (int k = 0; k < 2; k++) {
 				const struct ptxr_opnd *o =
 					&p->opnd[p->ins[set].src + k];
 
 				if (o->kind == PTXR_O_REG &&
 				    defines(p, &p->ins[i], o->reg))
-					set = -1;
+					p->refine[b] = -1;
 			}
-		p->refine[b] = set;
 	}
 	return 0;
 }

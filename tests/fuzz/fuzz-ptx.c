@@ -9,7 +9,31 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ptx-range.h"
 #include "ptx-readonly.h"
+
+/* The ranges of e for a geometry taken from the input's first bytes. */
+static void solve_ranges(const struct ptxro_entry *e, const uint8_t *data,
+			 size_t size)
+{
+	struct ptxr_geom g = { { 1, 1, 1 }, { 1, 1, 1 } };
+	int64_t lo[PTXR_MAX_PARAMS], hi[PTXR_MAX_PARAMS];
+	uint64_t has;
+
+	if (!e->range)
+		return;
+	if (size >= 2) {
+		g.grid[0] = 1u + data[0] * 97u;
+		g.block[0] = 1u + data[1] * 4u;
+	}
+	if (ptxr_solve(e->range, &g, &has, lo, hi) < 0)
+		return;
+	if (has & ~ptxr_candidates(e->range))
+		abort();
+	for (int j = 0; j < PTXR_MAX_PARAMS; j++)
+		if ((has >> j & 1) && lo[j] >= hi[j])
+			abort();
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -28,12 +52,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (e->nparams < 64 &&
 			    (e->readonly >> e->nparams) != 0)
 				abort();
+			solve_ranges(e, data, size);
 		}
 	}
 	ptxro_module_release(&m);
 	/* The same bytes as text, whatever they start with. */
 	ptxro_module_init(&m);
 	(void)ptxro_parse((const char *)data, size, &m);
+	for (int i = 0; i < m.n; i++)
+		solve_ranges(&m.e[i], data, size);
 	ptxro_module_release(&m);
 	return 0;
 }
