@@ -67,9 +67,14 @@ struct sched_astate {
 	uint64_t lo, hi;	/* sub-state: its byte range */
 };
 
-#define SCHED_SUB_MAX	8
-/* Ids a sub-state may be derived from: bits 58..60 and 63 free. */
-#define SCHED_SUB_BITS	((1ull << 63) | (7ull << 58))
+/*
+ * Sub-states per allocation: enough for one slice per head, layer or
+ * task of one buffer (mha's 16 heads); an access consults each one its
+ * range overlaps, so this also bounds that scan.
+ */
+#define SCHED_SUB_MAX	64
+/* Ids a sub-state may be derived from: bits 57..63 free. */
+#define SCHED_SUB_BITS	((1ull << 63) | (63ull << 57))
 
 static inline int sched_sub_ok(uint64_t id)
 {
@@ -78,7 +83,7 @@ static inline int sched_sub_ok(uint64_t id)
 
 static inline uint64_t sched_sub_id(uint64_t id, int k)
 {
-	return (1ull << 63) | ((uint64_t)k << 58) | id;
+	return (1ull << 63) | ((uint64_t)k << 57) | id;
 }
 
 /*

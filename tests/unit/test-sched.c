@@ -188,13 +188,13 @@ static void test_ranges_whole_and_limits(void **state)
 	 * so a later disjoint range still waits for it.
 	 */
 	s = new_sched(16, 0);
-	for (int k = 0; k <= 8; k++) {
+	for (int k = 0; k <= 64; k++) {	/* SCHED_SUB_MAX + 1 ranges */
 		snprintf(spec, sizeof(spec), "w1@%d+4", 4 * k);
 		d = sub(s, spec);
 		assert_int_equal(d.nwait, 0);
 	}
 	deps = stats(s).deps;
-	sub(s, "w1@400+4");
+	sub(s, "w1@1000+4");
 	assert_int_equal(stats(s).deps - deps, 1);
 	/* Rename moves the sub-states; forget drops them all. */
 	assert_int_equal(sched_rename(s, 1, 7), 0);
