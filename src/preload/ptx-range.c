@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "ptx-range.h"
+#include "ptx-text.h"
 
 /* Blocks x registers analysed per launch; more: no ranges. */
 #define RANGE_CELLS_MAX ((size_t)1 << 18)
@@ -138,24 +139,6 @@ struct ptxr_prog {
 
 /* ---- building ---- */
 
-static int grow(void **p, int *cap, int need, size_t elem)
-{
-	int n;
-	void *q;
-
-	if (need <= *cap)
-		return 0;
-	n = *cap ? *cap * 2 : 16;
-	while (n < need)
-		n *= 2;
-	q = realloc(*p, (size_t)n * elem);
-	if (!q)
-		return -ENOMEM;
-	*p = q;
-	*cap = n;
-	return 0;
-}
-
 struct ptxr_prog *ptxr_new(void)
 {
 	struct ptxr_prog *p = calloc(1, sizeof(*p));
@@ -207,25 +190,14 @@ int ptxr_label(struct ptxr_prog *p, const char *name, size_t len)
 {
 	char *n;
 
-	if (grow((void **)&p->lab, &p->caplab, p->nlab + 1, sizeof(*p->lab)))
+	if (ptx_grow((void **)&p->lab, &p->caplab, p->nlab + 1,
+		     sizeof(*p->lab)))
 		return -ENOMEM;
 	n = strndup(name, len);
 	if (!n)
 		return -ENOMEM;
 	p->lab[p->nlab++] = (struct label){ .name = n, .at = p->nins };
 	return 0;
-}
-
-/* Opcode component ".w" present (whole component). */
-static bool has(const char *op, size_t n, const char *w)
-{
-	size_t wl = strlen(w);
-
-	for (size_t i = 0; i + wl <= n; i++)
-		if (op[i] == '.' && memcmp(op + i, w, wl) == 0 &&
-		    (i + wl == n || op[i + wl] == '.'))
-			return true;
-	return false;
 }
 
 /* A type component (without its dot) that is not an integer. */
@@ -237,7 +209,8 @@ static bool comp_is_float(const char *c, size_t n)
 	if (n >= 2 && c[0] == 'f' && c[1] >= '0' && c[1] <= '9')
 		return true;
 	for (size_t i = 0; i < sizeof(pre) / sizeof(pre[0]); i++)
-		if (n >= strlen(pre[i]) && memcmp(c, pre[i], strlen(pre[i])) == 0)
+		if (n >= strlen(pre[i]) &&
+		    memcmp(c, pre[i], strlen(pre[i])) == 0)
 			return true;
 	return false;
 }
@@ -308,10 +281,11 @@ static uint8_t setp_cmp(const char *op, size_t n, uint8_t *uns)
 	};
 
 	/* A combined predicate (setp.lt.and.s32 p, a, b, q) narrows less. */
-	if (has(op, n, ".and") || has(op, n, ".or") || has(op, n, ".xor"))
+	if (ptx_op_has(op, n, ".and") || ptx_op_has(op, n, ".or") ||
+	    ptx_op_has(op, n, ".xor"))
 		return C_NONE;
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
-		if (has(op, n, t[i].name)) {
+		if (ptx_op_has(op, n, t[i].name)) {
 			*uns = t[i].uns;
 			return t[i].cmp;
 		}
@@ -326,7 +300,8 @@ static void decode_pure(struct rins *r, const char *op, size_t n,
 	bool fl;
 	int k = int_types(op, n, w, s, &fl);
 	bool one_int = k == 1 && !fl;
-	bool plain = one_int && !has(op, n, ".sat") && !has(op, n, ".cc");
+	bool plain = one_int && !ptx_op_has(op, n, ".sat") &&
+		     !ptx_op_has(op, n, ".cc");
 
 	r->op = OP_TOP;
 	r->w = w[0];
@@ -342,13 +317,14 @@ static void decode_pure(struct rins *r, const char *op, size_t n,
 		if (one_int && nsrc == 1)
 			r->op = OP_MOV;
 	} else if (base_is(op, base, "cvt")) {
-		if (k == 2 && !fl && !has(op, n, ".sat")) {
+		if (k == 2 && !fl && !ptx_op_has(op, n, ".sat")) {
 			r->op = OP_CVT;
 			r->sw = w[1];
 			r->ssgn = s[1];
 		}
 	} else if (base_is(op, base, "cvta")) {
-		if (nsrc == 1 && has(op, n, ".to") && has(op, n, ".global") &&
+		if (nsrc == 1 && ptx_op_has(op, n, ".to") &&
+		    ptx_op_has(op, n, ".global") &&
 		    w[0] == 8)
 			r->op = OP_CVTA;
 	} else if (base_is(op, base, "setp")) {
@@ -367,11 +343,11 @@ static void decode_pure(struct rins *r, const char *op, size_t n,
 	} else if (base_is(op, base, "sub") && nsrc == 2) {
 		r->op = OP_SUB;
 	} else if (base_is(op, base, "mul") && nsrc == 2) {
-		r->op = has(op, n, ".wide") ? OP_MULW :
-			has(op, n, ".lo") ? OP_MUL : OP_TOP;
+		r->op = ptx_op_has(op, n, ".wide") ? OP_MULW :
+			ptx_op_has(op, n, ".lo") ? OP_MUL : OP_TOP;
 	} else if (base_is(op, base, "mad") && nsrc == 3) {
-		r->op = has(op, n, ".wide") ? OP_MADW :
-			has(op, n, ".lo") ? OP_MAD : OP_TOP;
+		r->op = ptx_op_has(op, n, ".wide") ? OP_MADW :
+			ptx_op_has(op, n, ".lo") ? OP_MAD : OP_TOP;
 	} else if (base_is(op, base, "shl") && nsrc == 2) {
 		r->op = OP_SHL;
 	} else if (base_is(op, base, "shr") && nsrc == 2) {
@@ -415,8 +391,9 @@ int ptxr_add(struct ptxr_prog *p, const struct ptxr_desc *d)
 		break;
 	case PTXR_K_LDPARAM:
 		r.op = OP_LDPARAM;
-		r.w = has(d->op, d->oplen, ".u64") || has(d->op, d->oplen, ".b64") ||
-		      has(d->op, d->oplen, ".s64") ? 8 : 0;
+		r.w = ptx_op_has(d->op, d->oplen, ".u64") ||
+		      ptx_op_has(d->op, d->oplen, ".b64") ||
+		      ptx_op_has(d->op, d->oplen, ".s64") ? 8 : 0;
 		break;
 	default:
 		r.op = OP_ESC;
@@ -436,7 +413,7 @@ int ptxr_add(struct ptxr_prog *p, const struct ptxr_desc *d)
 			p->bad = true;
 			r.op = OP_ESC;
 		} else {
-			if (grow((void **)&p->tname, &p->captname,
+			if (ptx_grow((void **)&p->tname, &p->captname,
 				 p->ntname + 1, sizeof(*p->tname)))
 				return -ENOMEM;
 			t = strndup(d->target, d->tlen);
@@ -446,11 +423,11 @@ int ptxr_add(struct ptxr_prog *p, const struct ptxr_desc *d)
 			r.target = p->ntname++;
 		}
 	}
-	if (grow((void **)&p->dst, &p->capdst, p->ndst + d->ndst + 1,
+	if (ptx_grow((void **)&p->dst, &p->capdst, p->ndst + d->ndst + 1,
 		 sizeof(int)) ||
-	    grow((void **)&p->opnd, &p->capopnd, p->nopnd + d->nsrc + 1,
+	    ptx_grow((void **)&p->opnd, &p->capopnd, p->nopnd + d->nsrc + 1,
 		 sizeof(*p->opnd)) ||
-	    grow((void **)&p->ins, &p->capins, p->nins + 1, sizeof(r)))
+	    ptx_grow((void **)&p->ins, &p->capins, p->nins + 1, sizeof(r)))
 		return -ENOMEM;
 	r.dst = p->ndst;
 	r.ndst = d->ndst;
@@ -698,7 +675,7 @@ static int loop_ivs(struct ptxr_prog *p, struct loop *l)
 		    !(c->kind == PTXR_O_REG && c->reg != d && !defs[c->reg]) &&
 		    c->kind != PTXR_O_SPEC)
 			continue;
-		if (grow((void **)&p->iv, &p->capiv, p->niv + 1,
+		if (ptx_grow((void **)&p->iv, &p->capiv, p->niv + 1,
 			 sizeof(*p->iv)))
 			goto nomem;
 		p->iv[p->niv++] = (struct ivar){ .reg = d, .step = *c,
@@ -737,11 +714,13 @@ static int loop_ivs(struct ptxr_prog *p, struct loop *l)
 			side = 0;
 		else if (o[1].kind == PTXR_O_REG && o[1].reg == v->reg)
 			side = 1;
-		if (side < 0 || defat[v->reg] > set || s->w != p->ins[defat[v->reg]].w)
+		if (side < 0 || defat[v->reg] > set ||
+		    s->w != p->ins[defat[v->reg]].w)
 			continue;
 		bound = &o[1 - side];
 		if (bound->kind == PTXR_O_REG &&
-		    (bound->reg < 0 || bound->reg >= p->nreg || defs[bound->reg]))
+		    (bound->reg < 0 || bound->reg >= p->nreg ||
+		     defs[bound->reg]))
 			continue;
 		if (bound->kind != PTXR_O_REG && bound->kind != PTXR_O_IMM &&
 		    bound->kind != PTXR_O_SPEC)
@@ -750,7 +729,8 @@ static int loop_ivs(struct ptxr_prog *p, struct loop *l)
 			cmp = swap[cmp];
 		if (br->guard_neg)
 			cmp = neg[cmp];
-		l->test = (struct ltest){ .iv = l->iv0 + k, .cmp = cmp, .sgn = s->sgn, .w = s->w,
+		l->test = (struct ltest){ .iv = l->iv0 + k, .cmp = cmp,
+					  .sgn = s->sgn, .w = s->w,
 					  .bound = *bound };
 		l->has_test = true;
 		break;
@@ -1224,7 +1204,8 @@ static struct av arith(struct solver *s, const struct rins *r)
 		}
 		if (a.k == AV_PTR && b.k == AV_INT)
 			return r->op == OP_ADD ? ptr(&a, b.lo, b.hi) :
-						 ptr(&a, -(i128)b.hi, -(i128)b.lo);
+						 ptr(&a, -(i128)b.hi,
+						     -(i128)b.lo);
 		if (a.k == AV_PTR || b.k == AV_PTR) {
 			if (r->op == OP_SUB && a.k == AV_PTR && b.k == AV_PTR &&
 			    a.param == b.param && a.global == b.global)

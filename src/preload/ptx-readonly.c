@@ -24,6 +24,7 @@
 
 #include "ptx-readonly.h"
 #include "ptx-range.h"
+#include "ptx-text.h"
 #include "codec-dl.h"
 
 #define ALL_PARAMS (~(uint64_t)0)
@@ -122,24 +123,6 @@ static bool is_space(char c)
 	       c == '\f' || c == '\v';
 }
 
-static int grow(void **p, int *cap, int need, size_t elem)
-{
-	void *q;
-	int nc;
-
-	if (need <= *cap)
-		return 0;
-	nc = *cap ? *cap * 2 : 16;
-	while (nc < need)
-		nc *= 2;
-	q = realloc(*p, (size_t)nc * elem);
-	if (!q)
-		return -ENOMEM;
-	*p = q;
-	*cap = nc;
-	return 0;
-}
-
 /*
  * A copy of the text with comments replaced by spaces and NULs by spaces,
  * NUL-terminated; strings are kept (the scanner skips them).
@@ -226,7 +209,7 @@ static struct ptxro_entry *module_add(struct ptxro_module *m,
 {
 	struct ptxro_entry *e;
 
-	if (grow((void **)&m->e, &m->cap, m->n + 1, sizeof(*m->e)) < 0)
+	if (ptx_grow((void **)&m->e, &m->cap, m->n + 1, sizeof(*m->e)) < 0)
 		return NULL;
 	e = &m->e[m->n];
 	memset(e, 0, sizeof(*e));
@@ -372,7 +355,7 @@ static int reg_index(struct body *b, const char *p, size_t n)
 			return b->hslot[h];
 		h = (h + 1) & (uint32_t)(b->hcap - 1);
 	}
-	if (grow((void **)&b->reg, &b->capreg, b->nreg + 1,
+	if (ptx_grow((void **)&b->reg, &b->capreg, b->nreg + 1,
 		 sizeof(*b->reg)) < 0)
 		return -ENOMEM;
 	b->reg[b->nreg] = (struct reg){ .name = p, .len = n };
@@ -412,7 +395,8 @@ static int operand_names(struct body *b, const char *s, const char *e,
 			r = reg_index(b, s, n);
 			if (r < 0)
 				return r;
-			if (grow((void **)&b->pool, &b->cappool, b->npool + 1,
+			if (ptx_grow((void **)&b->pool, &b->cappool,
+				     b->npool + 1,
 				 sizeof(int)) < 0)
 				return -ENOMEM;
 			b->pool[b->npool++] = r;
@@ -480,18 +464,6 @@ static int split_operands(const char *s, const char *e, const char **ps,
 				return -EINVAL;
 	}
 	return depth ? -EINVAL : n;
-}
-
-/* Opcode component list contains ".w" (e.g. ".param" in ld.param.u64). */
-static bool op_has(const char *op, size_t n, const char *w)
-{
-	size_t wl = strlen(w);
-
-	for (size_t i = 0; i + wl <= n; i++)
-		if (op[i] == '.' && memcmp(op + i, w, wl) == 0 &&
-		    (i + wl == n || op[i + wl] == '.'))
-			return true;
-	return false;
 }
 
 static const char *const pure_ops[] = {
@@ -985,16 +957,17 @@ static int parse_ins(struct body *b, const char *s, const char *e,
 	if (word_is(op, base, "ld") || word_is(op, base, "ldu")) {
 		if (nops < 2)
 			return -EINVAL;
-		in.cls = op_has(op, oplen, ".param") ? INS_LDPARAM : INS_LOAD;
+		in.cls = ptx_op_has(op, oplen, ".param") ? INS_LDPARAM :
+							     INS_LOAD;
 	} else if (word_is(op, base, "st")) {
 		if (nops < 2)
 			return -EINVAL;
-		if (op_has(op, oplen, ".param"))
+		if (ptx_op_has(op, oplen, ".param"))
 			in.cls = INS_ESCAPE;
-		else if (op_has(op, oplen, ".local") ||
-			 (!op_has(op, oplen, ".global") &&
-			  !op_has(op, oplen, ".shared") &&
-			  !op_has(op, oplen, ".async") &&
+		else if (ptx_op_has(op, oplen, ".local") ||
+			 (!ptx_op_has(op, oplen, ".global") &&
+			  !ptx_op_has(op, oplen, ".shared") &&
+			  !ptx_op_has(op, oplen, ".async") &&
 			  addr_is_stack(ps[0], pe[0])))
 			in.cls = INS_STLOCAL;
 		else
@@ -1081,7 +1054,7 @@ static int parse_ins(struct body *b, const char *s, const char *e,
 	r = range_add(b, &in, op, oplen, ps, pe, nops, guard, guard_neg);
 	if (r < 0)
 		return r;
-	if (grow((void **)&b->ins, &b->capins, b->nins + 1, sizeof(in)) < 0)
+	if (ptx_grow((void **)&b->ins, &b->capins, b->nins + 1, sizeof(in)) < 0)
 		return -ENOMEM;
 	b->ins[b->nins++] = in;
 	return 0;
