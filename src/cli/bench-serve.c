@@ -689,6 +689,8 @@ static void signal_children(struct bsrv *s, int sig)
 			kill(-s->plain[k]->pid, sig);
 }
 
+static void accept_clients(struct bsrv *s);
+
 /*
  * Stop: sig > 0 (a signal) terminates everything; sig < 0 (the batch is
  * done) lets the idle workers leave on their own (EOF on their socket).
@@ -701,6 +703,8 @@ static void stop(struct bsrv *s, int sig)
 		return;
 	s->stop = sig;
 	if (s->o.listen_fd >= 0) {
+		/* Connections still in the backlog are answered below too. */
+		accept_clients(s);
 		close(s->o.listen_fd);
 		s->o.listen_fd = -1;
 	}
@@ -717,11 +721,15 @@ static void stop(struct bsrv *s, int sig)
 	}
 	s->tail = NULL;
 	s->queued = 0;
-	/* Clients of running jobs get their records (killed) as they end. */
+	/*
+	 * Clients of running jobs get their records (killed) as they end;
+	 * those whose request was not read yet, the same error as the
+	 * queued ones.
+	 */
 	for (struct bsrv_client *c = s->clients, *next; c; c = next) {
 		next = c->next;
 		if (!c->job)
-			client_close(s, c);
+			client_error(s, c, "the server is stopping");
 	}
 	for (int k = 0; k < s->o.workers; k++)
 		if (s->w[k].fd >= 0) {

@@ -333,6 +333,24 @@ until_ok 10 test -s "$TMP/t2"
 "$KMUX" bench submit -- sleepy.py "$TMP/t3" >"$TMP/k3" 2>"$TMP/k3.err" &
 sp3=$!
 check "two jobs run, a third is taken and queued" until_ok 10 request_taken "$sp3"
+# A client connected that has not sent its request yet (accepted or still
+# in the listen backlog): it gets an answer too, not a bare hangup.
+python3 - "$TMP/bench.sock" >"$TMP/idle.out" 2>&1 <<'PY' &
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+print("connected", flush=True)
+s.settimeout(30)
+data = b""
+while True:
+    b = s.recv(4096)
+    if not b:
+        break
+    data += b
+print(data.decode(errors="replace"), flush=True)
+PY
+idle=$!
+until_ok 10 grep -q connected "$TMP/idle.out"
 kill -TERM "$SERVE"
 wait "$SERVE"
 check "SIGTERM: serve exits 0" [ $? = 0 ]
@@ -341,6 +359,8 @@ wait "$sp2"; r2=$?
 wait "$sp3"; r3=$?
 check "  ... the running jobs' clients get their records: killed, 128+15" cond '[ $r1 = 143 ] && [ $r2 = 143 ] && grep -q "\"signal\":15" "$TMP/k1"'
 check "  ... the queued job's client gets an error: exit 1" cond '[ $r3 = 1 ] && grep -q "the server is stopping" "$TMP/k3.err" && [ ! -e "$TMP/t3" ]' 
+wait "$idle"
+check "  ... a client that sent nothing yet gets the same error" grep -q "the server is stopping" "$TMP/idle.out"
 sleep 0.2
 left=0
 for p in $pids; do kill -0 "$p" 2>/dev/null && left=1; done
