@@ -68,6 +68,7 @@ struct rins {
 	int32_t guard;
 	int32_t dst, ndst;	/* into prog.dst */
 	int32_t src, nsrc;	/* into prog.opnd */
+	int32_t vec, nvec;	/* into prog.dst: registers of vector operands */
 	int32_t target;		/* OP_BRA: into prog.tname, then a block */
 	uint32_t mwidth;
 };
@@ -423,8 +424,8 @@ int ptxr_add(struct ptxr_prog *p, const struct ptxr_desc *d)
 			r.target = p->ntname++;
 		}
 	}
-	if (ptx_grow((void **)&p->dst, &p->capdst, p->ndst + d->ndst + 1,
-		 sizeof(int)) ||
+	if (ptx_grow((void **)&p->dst, &p->capdst,
+		     p->ndst + d->ndst + d->nvec + 1, sizeof(int)) ||
 	    ptx_grow((void **)&p->opnd, &p->capopnd, p->nopnd + d->nsrc + 1,
 		 sizeof(*p->opnd)) ||
 	    ptx_grow((void **)&p->ins, &p->capins, p->nins + 1, sizeof(r)))
@@ -433,6 +434,11 @@ int ptxr_add(struct ptxr_prog *p, const struct ptxr_desc *d)
 	r.ndst = d->ndst;
 	memcpy(p->dst + p->ndst, d->dst, (size_t)d->ndst * sizeof(int));
 	p->ndst += d->ndst;
+	r.vec = p->ndst;
+	r.nvec = d->nvec;
+	if (d->nvec)
+		memcpy(p->dst + p->ndst, d->vec, (size_t)d->nvec * sizeof(int));
+	p->ndst += d->nvec;
 	r.src = p->nopnd;
 	r.nsrc = d->nsrc;
 	memcpy(p->opnd + p->nopnd, d->src, (size_t)d->nsrc * sizeof(*d->src));
@@ -1428,6 +1434,8 @@ static void fail_operands(struct solver *s, const struct rins *r, int skip)
 		    o->reg >= 0)
 			s->fail |= s->p->taint[o->reg] & s->p->cand;
 	}
+	for (int i = 0; i < r->nvec; i++)
+		s->fail |= s->p->taint[s->p->dst[r->vec + i]] & s->p->cand;
 }
 
 /* A load or store: the address checked against its parameters. */

@@ -80,6 +80,10 @@ struct ptxr_desc {
 	size_t tlen;
 	uint32_t mem_width;	/* loads/stores: bytes, 0: not understood */
 	bool mem_global;	/* .global, else generic */
+	/* Registers inside vector operands ({%rd1, %rd2}): values that a
+	 * store or call hands on, which src[] cannot name. */
+	const int *vec;
+	int nvec;
 };
 
 /*

@@ -107,6 +107,7 @@ struct body {
 	const uint32_t *psize;	/* parameter byte sizes (the entry's) */
 	bool poisoned;		/* something not understood */
 	struct ptxr_prog *rp;	/* the same body for ptx-range.c, or NULL */
+	bool rp_vec_full;	/* a vector operand had too many registers */
 };
 
 /* ---- small helpers ---- */
@@ -863,13 +864,40 @@ static int range_opnd(struct body *b, const char *s, const char *e,
 	return 0;
 }
 
+/* The registers of a vector operand [s, e) into vec (*n so far). */
+static int range_vec(struct body *b, const char *s, const char *e, int *vec,
+		     int *n)
+{
+	while (s < e && *n < OPERANDS_MAX) {
+		size_t len;
+		int r;
+
+		if (*s != '%') {
+			s++;
+			continue;
+		}
+		len = ident_len(s);
+		if (s + len > e)
+			len = (size_t)(e - s);
+		r = reg_index(b, s, len);
+		if (r < 0)
+			return r;
+		vec[(*n)++] = r;
+		s += len;
+	}
+	/* More than fit: the rest unnamed, so nothing is proven. */
+	if (s < e && memchr(s, '%', (size_t)(e - s)))
+		b->rp_vec_full = true;
+	return 0;
+}
+
 /* Hand instruction in (parsed from op and its operands) to ptx-range.c. */
 static int range_add(struct body *b, const struct ins *in, const char *op,
 		     size_t oplen, const char **ps, const char **pe, int nops,
 		     int guard, bool guard_neg)
 {
 	struct ptxr_opnd src[OPERANDS_MAX];
-	int dst[OPERANDS_MAX];
+	int dst[OPERANDS_MAX], vec[OPERANDS_MAX];
 	struct ptxr_desc d = { .op = op, .oplen = oplen, .dst = dst,
 			       .src = src, .guard = guard,
 			       .guard_neg = guard_neg };
@@ -928,7 +956,13 @@ static int range_add(struct body *b, const struct ins *in, const char *op,
 		r = range_opnd(b, ps[i], pe[i], &src[d.nsrc++]);
 		if (r < 0)
 			return r;
+		if (memchr(ps[i], '{', (size_t)(pe[i] - ps[i]))) {
+			r = range_vec(b, ps[i], pe[i], vec, &d.nvec);
+			if (r < 0)
+				return r;
+		}
 	}
+	d.vec = vec;
 	return ptxr_add(b->rp, &d);
 }
 
@@ -1416,7 +1450,7 @@ static int body_range(struct body *b, struct ptxro_entry *e)
 		if (e->size[i] == 8)
 			cand |= param_bit(i);
 	cand &= ~b->escaped & ~e->has_extent;
-	if (!cand || !b->rp || b->nreg == 0)
+	if (!cand || !b->rp || b->nreg == 0 || b->rp_vec_full)
 		return 0;
 	taint = malloc((size_t)b->nreg * sizeof(*taint));
 	if (!taint)

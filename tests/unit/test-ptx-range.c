@@ -212,6 +212,11 @@ static const char stored_pointer[] =
 static const char pointer_through_memory[] =
 	"\tld.global.u64 %rd5, [%rd4];\n"
 	"\tst.global.u32 [%rd5], 0;\n";
+/* p0 stored through p1 as half of a vector store. */
+static const char stored_in_vector[] =
+	"\tmov.u64 %rd5, 0;\n"
+	"\tst.global.v2.u64 [%rd4], {%rd3, %rd5};\n"
+	"\tst.global.u32 [%rd3], 0;\n";
 static const char two_params_mixed[] =
 	"\tsub.s64 %rd5, %rd4, %rd3;\n"
 	"\tadd.s64 %rd6, %rd3, %rd5;\n"
@@ -224,6 +229,8 @@ static void test_no_range(void **state)
 	assert_string_equal(range_of(stored_pointer, 1, 1), "p1[0,8)");
 	/* p1's memory holds a pointer: the store through it is not p1's. */
 	assert_string_equal(range_of(pointer_through_memory, 1, 1), "p1[0,8)");
+	/* The same through a vector: p0 escapes, p1 is exact (16 bytes). */
+	assert_string_equal(range_of(stored_in_vector, 1, 1), "p1[0,16)");
 	/* p0 + (p1 - p0) reaches p1's memory: neither has a range. */
 	assert_string_equal(range_of(two_params_mixed, 1, 1), "-");
 }
