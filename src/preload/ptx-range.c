@@ -449,12 +449,20 @@ int ptxr_add(struct ptxr_prog *p, const struct ptxr_desc *d)
 
 /* ---- the graph, loops and induction variables ---- */
 
+static int label_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct label *)a)->name,
+		      ((const struct label *)b)->name);
+}
+
+/* After the labels are sorted (cfg_blocks): where name is, -1: nowhere. */
 static int label_find(const struct ptxr_prog *p, const char *name)
 {
-	for (int i = 0; i < p->nlab; i++)
-		if (strcmp(p->lab[i].name, name) == 0)
-			return p->lab[i].at;
-	return -1;
+	struct label key = { .name = (char *)name };
+	const struct label *l = bsearch(&key, p->lab, (size_t)p->nlab,
+					sizeof(*p->lab), label_cmp);
+
+	return l ? l->at : -1;
 }
 
 /* The block that starts at instruction at, -1 when none (the end). */
@@ -493,6 +501,13 @@ static int cfg_blocks(struct ptxr_prog *p)
 	lead = calloc((size_t)p->nins + 1, 1);
 	if (!lead)
 		return -ENOMEM;
+	/* Big kernels have thousands of labels: look them up sorted. */
+	if (p->nlab > 1)
+		qsort(p->lab, (size_t)p->nlab, sizeof(*p->lab), label_cmp);
+	/* A name twice (nested scopes): which one a branch means is unknown. */
+	for (int i = 1; i < p->nlab; i++)
+		if (strcmp(p->lab[i - 1].name, p->lab[i].name) == 0)
+			p->bad = true;
 	lead[0] = 1;
 	for (int i = 0; i < p->nins; i++) {
 		struct rins *r = &p->ins[i];

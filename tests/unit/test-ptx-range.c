@@ -254,6 +254,22 @@ static void test_stale_setp(void **state)
 	assert_string_equal(range_of(stale_setp, 1, 8), "p0[400,432)");
 }
 
+/* One label name twice (scopes): the branch's target is ambiguous. */
+static const char label_twice[] =
+	"\tsetp.gt.s32 %p1, %r2, 3;\n"
+	"\t@%p1 bra $Lx;\n"
+	"\t{\n$Lx:\n\tst.global.u32 [%rd3], 0;\n\t}\n"
+	"$Lx:\n"
+	"\tmul.wide.u32 %rd5, %r2, 4;\n"
+	"\tadd.s64 %rd6, %rd3, %rd5;\n"
+	"\tst.global.u32 [%rd6], 0;\n";
+
+static void test_label_twice(void **state)
+{
+	(void)state;
+	assert_string_equal(range_of(label_twice, 1, 8), "-");
+}
+
 static char *slurp(const char *path, size_t *n)
 {
 	FILE *f = fopen(path, "rb");
@@ -319,6 +335,7 @@ int main(void)
 		cmocka_unit_test(test_modulo),
 		cmocka_unit_test(test_no_range),
 		cmocka_unit_test(test_stale_setp),
+		cmocka_unit_test(test_label_twice),
 		cmocka_unit_test(test_mha),
 	};
 
