@@ -53,14 +53,15 @@ struct kernel_info {
 	/*
 	 * The kernel's body for ranges that depend on the launch geometry
 	 * (ptx-range.h), NULL when none; kparams_collect_at() solves it once
-	 * per geometry and keeps the last answer in geo (kparams.c).
+	 * per geometry and keeps the last answer in geo (kparams.c).  geo and
+	 * geo_solves change after publication (atomically), as sched_class.
 	 */
 	struct ptxr_prog *range;
 	_Atomic(struct kp_geo *) geo;
 	atomic_uint geo_solves;
 	/*
-	 * The one field that changes after publication: the stream
-	 * scheduler's cached KMUX_BARRIER_KERNELS verdict (KPARAMS_CLASS_*),
+	 * Changes after publication too: the stream scheduler's cached
+	 * KMUX_BARRIER_KERNELS verdict (KPARAMS_CLASS_*),
 	 * so the regex runs once per kernel, not per launch.
 	 */
 	atomic_int sched_class;
