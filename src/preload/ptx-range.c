@@ -459,9 +459,11 @@ static int label_cmp(const void *a, const void *b)
 static int label_find(const struct ptxr_prog *p, const char *name)
 {
 	struct label key = { .name = (char *)name };
-	const struct label *l = bsearch(&key, p->lab, (size_t)p->nlab,
-					sizeof(*p->lab), label_cmp);
+	const struct label *l;
 
+	if (p->nlab == 0)
+		return -1;
+	l = bsearch(&key, p->lab, (size_t)p->nlab, sizeof(*p->lab), label_cmp);
 	return l ? l->at : -1;
 }
 

@@ -264,10 +264,42 @@ static const char label_twice[] =
 	"\tadd.s64 %rd6, %rd3, %rd5;\n"
 	"\tst.global.u32 [%rd6], 0;\n";
 
+/* A branch to a label the body never defines (and no label at all). */
+static const char label_missing[] =
+	"\tsetp.gt.s32 %p1, %r2, 3;\n"
+	"\t@%p1 bra $Lnowhere;\n"
+	"\tmul.wide.u32 %rd5, %r2, 4;\n"
+	"\tadd.s64 %rd6, %rd3, %rd5;\n"
+	"\tst.global.u32 [%rd6], 0;\n";
+
 static void test_label_twice(void **state)
 {
+	struct ptxr_geom g = { { 1, 1, 1 }, { 8, 1, 1 } };
+	int64_t lo[PTXR_MAX_PARAMS], hi[PTXR_MAX_PARAMS];
+	static const char no_labels[] =
+		".version 8.0\n.target sm_90\n.address_size 64\n"
+		".visible .entry k(\n\t.param .u64 k_param_0\n)\n{\n"
+		"\tld.param.u64 %rd1, [k_param_0];\n"
+		"\tsetp.gt.s32 %p1, %r2, 3;\n"
+		"\t@%p1 bra $Lnowhere;\n"
+		"\tst.global.u32 [%rd1], 0;\n\tret;\n}\n";
+	struct ptxro_module m;
+	uint64_t has = 1;
+
 	(void)state;
 	assert_string_equal(range_of(label_twice, 1, 8), "-");
+	assert_string_equal(range_of(label_missing, 1, 8), "-");
+	/* No label at all (the fuzzer's find: no table to look in). */
+	ptxro_module_init(&m);
+	assert_int_equal(ptxro_parse(no_labels, strlen(no_labels), &m), 0);
+	assert_int_equal(m.n, 1);
+	if (m.e[0].range)
+		assert_int_equal(ptxr_solve(m.e[0].range, &g, &has, lo, hi),
+				 0);
+	else
+		has = 0;
+	assert_int_equal(has, 0);
+	ptxro_module_release(&m);
 }
 
 static char *slurp(const char *path, size_t *n)
