@@ -93,10 +93,12 @@ struct loop {
 };
 
 /* reg += step each iteration (step: a constant or loop-invariant
- * register, whose value is known only when solving); neg: a sub. */
+ * register, whose value is known only when solving); neg: a sub; w: the
+ * bytes the add works in. */
 struct ivar {
 	int32_t reg;
 	bool neg;
+	uint8_t w;
 	struct ptxr_opnd step;
 };
 
@@ -702,7 +704,8 @@ static int loop_ivs(struct ptxr_prog *p, struct loop *l)
 			 sizeof(*p->iv)))
 			goto nomem;
 		p->iv[p->niv++] = (struct ivar){ .reg = d, .step = *c,
-						 .neg = r->op == OP_SUB };
+						 .neg = r->op == OP_SUB,
+						 .w = r->w };
 		l->niv++;
 	}
 	/* The exit test: the latch's branch back, on a setp of an IV. */
@@ -1671,15 +1674,6 @@ static int64_t trips(struct solver *s, const struct loop *l)
 	return n > RANGE_TRIPS_MAX ? -1 : (int64_t)n;
 }
 
-/* The width an induction variable's add works in. */
-static int iv_width(const struct ptxr_prog *p, int reg, int latch)
-{
-	for (int i = p->bstart[latch]; i < p->bstart[latch + 1]; i++)
-		if (p->ins[i].ndst == 1 && p->dst[p->ins[i].dst] == reg)
-			return p->ins[i].w;
-	return 8;
-}
-
 /* At the header of l, s->cur holding the join of its entry edges only:
  * each induction variable's values over the loop, into iv[]. */
 static void loop_values(struct solver *s, const struct loop *l,
@@ -1690,7 +1684,7 @@ static void loop_values(struct solver *s, const struct loop *l,
 	for (int k = 0; k < l->niv; k++) {
 		const struct ivar *v = &s->p->iv[l->iv0 + k];
 		struct av a = s->cur[v->reg];
-		int w = iv_width(s->p, v->reg, l->latch);
+		int w = v->w;
 		int64_t step = iv_step(s, v, w);
 		i128 span = (i128)step * n;
 		i128 dlo = span < 0 ? span : 0, dhi = span > 0 ? span : 0;
@@ -1705,9 +1699,10 @@ static void loop_values(struct solver *s, const struct loop *l,
 	}
 }
 
-/* Join pred's exit state, narrowed along pred -> b, into acc. */
+/* Join pred's exit state, narrowed along pred -> b, into acc, and into
+ * ent too when ent is given (an entry edge). */
 static void join_edge(struct solver *s, int pred, int b, struct av *acc,
-		      bool *any)
+		      bool *any, struct av *ent, bool *anyent)
 {
 	const struct ptxr_prog *p = s->p;
 	int set = p->refine[pred];
@@ -1722,10 +1717,17 @@ static void join_edge(struct solver *s, int pred, int b, struct av *acc,
 		if (!narrow(s, &p->ins[set], truth))
 			return;
 	}
-	for (int r = 0; r < s->nreg; r++)
-		acc[r] = *any ? join(&acc[r], &s->cur[r],
-				     p->rw[r] ? p->rw[r] : 8) : s->cur[r];
+	for (int r = 0; r < s->nreg; r++) {
+		int w = p->rw[r] ? p->rw[r] : 8;
+
+		acc[r] = *any ? join(&acc[r], &s->cur[r], w) : s->cur[r];
+		if (ent)
+			ent[r] = *anyent ? join(&ent[r], &s->cur[r], w) :
+					   s->cur[r];
+	}
 	*any = true;
+	if (ent)
+		*anyent = true;
 }
 
 /*
@@ -1754,9 +1756,9 @@ static bool visit(struct solver *s, int b, bool widen, struct av *acc,
 
 		if (!s->ran[q])
 			continue;
-		join_edge(s, q, b, acc, &any);
-		if (!p->back[e])
-			join_edge(s, q, b, ent, &anyent);
+		/* Entry edges feed ent too (loop headers' initial values). */
+		join_edge(s, q, b, acc, &any, p->back[e] ? NULL : ent,
+			  &anyent);
 	}
 	if (!any) {
 		differs = s->reach[b];

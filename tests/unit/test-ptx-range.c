@@ -17,6 +17,7 @@
 
 #include "ptx-range.h"
 #include "ptx-readonly.h"
+#include "ptx-fixture.h"
 
 /*
  * What k(u64 p0, u64 p1, u32 n) around body reaches through its pointers
@@ -300,19 +301,6 @@ static void test_label_twice(void **state)
 		has = 0;
 	assert_int_equal(has, 0);
 	ptxro_module_release(&m);
-}
-
-static char *slurp(const char *path, size_t *n)
-{
-	FILE *f = fopen(path, "rb");
-	char *b;
-
-	assert_non_null(f);
-	b = malloc(1 << 20);
-	assert_non_null(b);
-	*n = fread(b, 1, 1 << 20, f);
-	fclose(f);
-	return b;
 }
 
 /* bench/apps/mha.cu: 16 heads of L = 2048, D = 64, one head per launch. */

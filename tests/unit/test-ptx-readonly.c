@@ -15,6 +15,7 @@
 
 #include "ptx-readonly.h"
 #include "codec-dl.h"
+#include "ptx-fixture.h"
 
 /* An entry k(u64 p0, u64 p1, u64 p2) around body; its read-only mask. */
 static uint64_t ro_of(const char *body)
@@ -270,20 +271,6 @@ static void test_bad_text(void **state)
 			assert_int_equal(m.e[j].readonly, 0);
 		ptxro_module_release(&m);
 	}
-}
-
-static char *slurp(const char *path, size_t *n)
-{
-	FILE *f = fopen(path, "rb");
-	char *b;
-
-	assert_non_null(f);
-	b = malloc(1 << 20);
-	assert_non_null(b);
-	*n = fread(b, 1, (1 << 20) - 1, f);
-	b[*n] = '\0';
-	fclose(f);
-	return b;
 }
 
 static uint64_t ro_named(const struct ptxro_module *m, const char *name)
