@@ -94,6 +94,8 @@ __attribute__((constructor)) static void preload_init(void)
 	}
 	kmux_config.streams = getenv("KMUX_STREAMS");
 	streams_debug_fail(getenv("KMUX_DEBUG_STREAMS_FAIL"));
+	streams_keep_up_init(getenv("KMUX_KEEP_UP"),
+			     getenv("KMUX_DEBUG_KEEP_UP_US"));
 	if (streams_init(kmux_config.streams,
 			 getenv("CUDA_DEVICE_MAX_CONNECTIONS"),
 			 getenv("KMUX_BARRIER_KERNELS")) == 0 && kmux_streams)

@@ -89,6 +89,7 @@ int sched_new(int nstreams, unsigned flags, struct sched **out)
 	if (!s)
 		return -ENOMEM;
 	s->n = nstreams;
+	s->last_t = -1;
 	s->flags = flags;
 	s->st = calloc(n, sizeof(*s->st));
 	s->clock = calloc(n * n, sizeof(*s->clock));
@@ -140,6 +141,20 @@ uint64_t sched_load(const struct sched *s, int stream)
 		return 0;
 	fin = s->st[stream].fin;
 	return fin > s->vnow ? (fin - s->vnow) / SCHED_VT_UNIT : 0;
+}
+
+void sched_set_kept_up(struct sched *s, int on)
+{
+	if (s)
+		s->kept_up = !!on;
+}
+
+uint64_t sched_pending(const struct sched *s, int stream)
+{
+	if (!s || stream < 0 || stream >= s->n ||
+	    s->st[stream].tail <= s->st[stream].done)
+		return 0;
+	return s->st[stream].tail;
 }
 
 void sched_get_stats(const struct sched *s, struct sched_stats *out)
@@ -306,6 +321,49 @@ static int sched_cand_better(const struct sched_cand *a,
 }
 
 /*
+ * sched_place() while the GPU keeps up: no queue to avoid, so the fewest
+ * waits, then the previous operation's stream (a serial program stays on
+ * one stream and never records), then a predecessor's, then the lowest
+ * index.  start as sched_place() computes it, for the virtual-time model.
+ */
+static int sched_place_kept_up(struct sched *s, uint64_t *start_out)
+{
+	int bt = -1, bw = 0, bkeep = 0, bpred = 0;
+	uint64_t start;
+
+	for (int t = 0; t < s->n; t++) {
+		const uint64_t *ct = sched_clock(s, t);
+		int k, nwait = 0, keep = t == s->last_t;
+		int pred = !!(s->need_mask & (1ull << t));
+
+		for (k = 0; k < s->np; k++) {
+			int j = s->plist[k];
+
+			nwait += j != t && ct[j] < s->need[j];
+		}
+		if (bt < 0 || nwait < bw ||
+		    (nwait == bw && (keep > bkeep ||
+				     (keep == bkeep && pred > bpred)))) {
+			bt = t;
+			bw = nwait;
+			bkeep = keep;
+			bpred = pred;
+		}
+	}
+	start = sched_max(s->vnow, s->st[bt].fin);
+	for (int k = 0; k < s->np; k++) {
+		int j = s->plist[k];
+		const uint64_t *ct = sched_clock(s, bt);
+
+		start = sched_max(start, j == bt || ct[j] >= s->need[j] ?
+				  s->need_fin[j] : s->eff_fin[j]);
+	}
+	*start_out = start + (uint64_t)bw * SCHED_WAIT_COST;
+	s->stats.kept_up++;
+	return bt;
+}
+
+/*
  * The stream where the operation would start earliest.  start is the
  * latest of: the stream's own queue, every dependency's finish (through the
  * record its wait would use), the virtual now; plus SCHED_WAIT_COST per
@@ -323,6 +381,8 @@ static int sched_place(struct sched *s, uint64_t *start_out)
 	const uint64_t vnow = s->vnow;
 	int bt = -1;
 
+	if (s->kept_up)
+		return sched_place_kept_up(s, start_out);
 	for (int k = 0; k < np; k++) {
 		int j = s->plist[k];
 
@@ -386,7 +446,8 @@ static void sched_mark_hot(struct sched *s, uint64_t start)
 	uint64_t cand = 0, saved[SCHED_MAX_STREAMS], ideal;
 	int j;
 
-	if (s->n == 1)
+	/* Nothing to learn: placement ignores finish times meanwhile. */
+	if (s->n == 1 || s->kept_up)
 		return;
 	SCHED_FOR_EACH_BIT(j, s->need_mask) {
 		int slot = s->eff_ev[j];
@@ -727,6 +788,7 @@ static int sched_barrier(struct sched *s, uint64_t vt, unsigned dflags,
 	sched_decision_init(out, t, SCHED_DEC_BARRIER | dflags);
 	sched_emit_waits(s, t, out);
 	out->seq = sched_push(s, t, start, vt);
+	s->last_t = t;
 	s->bar_stream = t;
 	s->bar_seq = out->seq;
 	s->bar_fin = s->st[t].fin;
@@ -806,6 +868,7 @@ int sched_submit_weighted(struct sched *s, const struct sched_access *acc,
 	sched_decision_init(out, t, flags & SCHED_JOIN ? SCHED_DEC_JOIN : 0);
 	sched_emit_waits(s, t, out);
 	out->seq = sched_push(s, t, start, vt);
+	s->last_t = t;
 	if (sched_update_states(s, acc, nacc, found, t, out->seq,
 				s->st[t].fin, &src, &srcbit) ||
 	    (nacc && (s->flags & SCHED_EAGER_EVENTS))) {

@@ -190,6 +190,7 @@ struct sched_stats {
 	uint64_t host_waits;	/* hostwait entries to wait for */
 	uint64_t host_implied;	/* hostwait entries implied by others */
 	uint64_t host_idle;	/* sched_sync_all(): streams left alone */
+	uint64_t kept_up;	/* placed while the GPU kept up (sched_set_kept_up) */
 	uint64_t allocs;	/* allocations tracked now */
 };
 
@@ -292,6 +293,24 @@ int sched_rename(struct sched *s, uint64_t from, uint64_t to);
 void sched_event_lost(struct sched *s, int event);
 
 void sched_get_stats(const struct sched *s, struct sched_stats *out);
+
+/*
+ * The caller's probe of the real GPU (streams.c, "Keeping up") says the
+ * device finishes the program's work about as fast as it is submitted: no
+ * queue builds up, so spreading buys no overlap and only costs waits and
+ * records.  While on, placement takes the stream needing the fewest waits
+ * and, among those, the previous operation's; no hot marks are learned.
+ * Dependencies and waits are exactly as always: this changes where an
+ * operation runs, never what it waits for.
+ */
+void sched_set_kept_up(struct sched *s, int on);
+
+/*
+ * The latest operation submitted to stream that is not known complete, or
+ * 0 when the stream has no pending work: what a cuStreamQuery of it that
+ * succeeds lets the caller pass to sched_complete().
+ */
+uint64_t sched_pending(const struct sched *s, int stream);
 
 /*
  * Outstanding work on a stream, in the caller's weight units (an estimate:

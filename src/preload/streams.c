@@ -41,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -96,9 +97,22 @@ struct streams_ctx {
 	uint64_t bridged, failures;
 	struct sched_stats retired;	/* of pools torn down */
 	int had_pool;
+	/*
+	 * Keeping up (sctx_probe()): decisions since the last check, the
+	 * host time and host-wait count then, the score, and the counts for
+	 * the exit line.
+	 */
+	unsigned probe_ops;
+	uint64_t probe_ns;
+	uint64_t hostwaits, probe_hostwaits;
+	int probe_score;
+	uint64_t probe_checks, probe_drained;
 };
 
 int kmux_streams;
+/* KMUX_KEEP_UP=0 turns the keeping-up probe off (sctx_probe()). */
+static int streams_keep_up = 1;
+static uint64_t streams_probe_op_ns;	/* 0: STREAMS_PROBE_OP_NS */
 
 static regex_t streams_re;
 static int streams_have_re;
@@ -168,6 +182,19 @@ int streams_init(const char *value, const char *max_connections,
 	trace_exit_fields = streams_trace_fields;
 	atexit(streams_report);
 	return 0;
+}
+
+void streams_keep_up_init(const char *value, const char *debug_us)
+{
+	long us;
+
+	if (debug_us && (us = atol(debug_us)) > 0)
+		streams_probe_op_ns = (uint64_t)us * 1000;
+	streams_keep_up = !(value && strcmp(value, "0") == 0);
+	if (value && *value && strcmp(value, "0") != 0 &&
+	    strcmp(value, "1") != 0)
+		log_warn("KMUX_KEEP_UP=%s: only 0 turns the probe off; it "
+			 "stays on", value);
 }
 
 void streams_debug_fail(const char *every)
@@ -291,6 +318,9 @@ static void sctx_teardown(struct streams_ctx *c)
 	sched_free(c->s);
 	c->s = NULL;
 	c->gen++;
+	c->probe_ops = 0;
+	c->probe_ns = 0;
+	c->probe_score = 0;
 }
 
 /* Lock held, state NEW, c is the current context.  0 or -errno (then OFF). */
@@ -436,6 +466,88 @@ static uint32_t sctx_weight(const struct streams_ctx *c, uint64_t blocks)
 	return w > (1u << 20) ? 1u << 20 : (uint32_t)w;
 }
 
+/*
+ * Keeping up.  A program that launches small kernels one at a time (a
+ * PyTorch model at a small batch) is bound by its own launch rate: the GPU
+ * finishes each operation before the next arrives, so spreading its work
+ * buys no overlap, while every cross-stream wait and event record costs
+ * the host a driver call or two (bench/results/streams.md).  Every
+ * STREAMS_PROBE_EVERY decisions, before the next one, kmux asks the pool
+ * streams with pending work whether they are done (cuStreamQuery, stopping
+ * at the first busy one; a done stream is reported to the scheduler, which
+ * then drops dependencies on it).  All done means the device was idle when
+ * this operation arrived.  Such a check counts only when no host wait
+ * happened since the previous one and the host issued those decisions
+ * quickly (a host synchronization or a pause in the program drains the
+ * GPU without saying anything about its launch rate).  A drained check
+ * raises a score by one, a busy one lowers it by STREAMS_PROBE_BUSY; from
+ * STREAMS_PROBE_ON the scheduler is told the GPU keeps up
+ * (sched_set_kept_up(): it keeps work on one stream).  A launch-bound
+ * program's occasional larger kernel costs one busy check; two in a row
+ * turn keeping up off.  While
+ * on, checks come every STREAMS_PROBE_EVERY_ON decisions (one query: the
+ * work is on one stream), so that when the program turns to heavy kernels
+ * at most that many of them are placed one behind the other.  Only
+ * placement changes, never an order.
+ */
+#define STREAMS_PROBE_EVERY 8
+#define STREAMS_PROBE_EVERY_ON 4
+#define STREAMS_PROBE_ON 3
+#define STREAMS_PROBE_MAX 6
+#define STREAMS_PROBE_BUSY 2
+/*
+ * Decisions slower than this on average say nothing about the launch rate
+ * (KMUX_DEBUG_KEEP_UP_US: tests on the simulated driver, whose launches
+ * and kernels take far longer than a GPU's).
+ */
+#define STREAMS_PROBE_OP_NS 200000ull
+
+static uint64_t probe_clock_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Lock held, pool set up: one check, when it is due. */
+static void sctx_probe(struct streams_ctx *c)
+{
+	unsigned every = c->probe_score >= STREAMS_PROBE_ON ?
+			 STREAMS_PROBE_EVERY_ON : STREAMS_PROBE_EVERY;
+	uint64_t now, seq;
+	int drained = 1;
+
+	if (++c->probe_ops < every)
+		return;
+	c->probe_ops = 0;
+	now = probe_clock_ns();
+
+	if (c->probe_hostwaits == c->hostwaits && c->probe_ns &&
+	    now - c->probe_ns < every *
+	    (streams_probe_op_ns ? streams_probe_op_ns : STREAMS_PROBE_OP_NS)) {
+		for (int j = 0; j < sched_nstreams(c->s); j++) {
+			if (!(seq = sched_pending(c->s, j)))
+				continue;
+			if (REAL(cuStreamQuery)(c->pool[j]) != CUDA_SUCCESS) {
+				drained = 0;
+				break;
+			}
+			sched_complete(c->s, j, seq);
+		}
+		c->probe_checks++;
+		c->probe_drained += drained;
+		if (!drained)
+			c->probe_score = c->probe_score > STREAMS_PROBE_BUSY ?
+					 c->probe_score - STREAMS_PROBE_BUSY : 0;
+		else if (c->probe_score < STREAMS_PROBE_MAX)
+			c->probe_score++;
+		sched_set_kept_up(c->s, c->probe_score >= STREAMS_PROBE_ON);
+	}
+	c->probe_ns = now;
+	c->probe_hostwaits = c->hostwaits;
+}
+
 /* Lock held.  A decision for the request; a bad argument becomes a barrier. */
 static void sctx_decide(struct streams_ctx *c, const struct sched_access *acc,
 			int nacc, unsigned flags, uint64_t blocks,
@@ -459,6 +571,7 @@ static void sctx_drain(struct streams_ctx *c)
 {
 	struct sched_hostwait hw;
 
+	c->hostwaits++;
 	if (sched_sync_all(c->s, &hw))
 		return;
 	for (int i = 0; i < hw.n; i++) {
@@ -485,6 +598,8 @@ static CUresult sctx_hostwait(struct streams_ctx *c,
 	unsigned gen = c->gen;
 	CUresult r = CUDA_SUCCESS, x;
 	int waits = 0;
+
+	c->hostwaits++;
 
 	for (int i = 0; i < hw->n; i++) {
 		const struct sched_hostwait_ent *e = &hw->ent[i];
@@ -830,11 +945,14 @@ int streams_run(const struct streams_req *rq, CUresult *res)
 		goto done;
 	}
 	sctx_blk_flush(c);
+	if (streams_keep_up && REAL(cuStreamQuery))
+		sctx_probe(c);
 	sctx_decide(c, rq->acc, rq->nacc, rq->flags, rq->blocks, &d);
 	r = sctx_issue(c, &d, rq->issue, rq->arg);
 	if ((rq->flags & STREAMS_WAIT) && r == CUDA_SUCCESS) {
 		t = c->pool[d.stream];
 		gen = c->gen;
+		c->hostwaits++;
 		pthread_mutex_unlock(&c->mu);
 		w = REAL(cuStreamSynchronize)(t);
 		pthread_mutex_lock(&c->mu);
@@ -940,6 +1058,7 @@ void streams_ctx_sync_end(struct streams_sync *ss, CUresult r)
 		return;
 	/* The real cuCtxSynchronize waited for every pool stream. */
 	pthread_mutex_lock(&c->mu);
+	c->hostwaits++;
 	if (c->gen == ss->gen && c->s)
 		sched_complete_hostwait(c->s, &ss->hw);
 	pthread_mutex_unlock(&c->mu);
@@ -1208,6 +1327,7 @@ static void stats_add(struct sched_stats *a, const struct sched_stats *b)
 	a->host_waits += b->host_waits;
 	a->host_implied += b->host_implied;
 	a->host_idle += b->host_idle;
+	a->kept_up += b->kept_up;
 	a->allocs += b->allocs;
 }
 
@@ -1233,6 +1353,8 @@ void streams_get_totals(struct streams_totals *t)
 		t->blk_joins += c->blk_joins;
 		t->blk_barriers += c->blk_barriers;
 		t->failures += c->failures;
+		t->probe_checks += c->probe_checks;
+		t->probe_drained += c->probe_drained;
 		pthread_mutex_unlock(&c->mu);
 	}
 }
@@ -1270,7 +1392,8 @@ static void streams_report(void)
 		 "%llu bridged; blocking streams: %llu joins, %llu barriers; "
 		 "waits issued %llu, pruned %llu; events after %llu, lazy "
 		 "%llu, hot marks dropped %llu; host waits %llu (implied %llu, idle streams skipped "
-		 "%llu); failures %llu",
+		 "%llu); failures %llu; GPU idle at %llu of %llu checks, "
+		 "%llu ops placed as keeping up",
 		 (int)getpid(), kmux_streams, t.contexts, t.off,
 		 (unsigned long long)t.st.ops,
 		 (unsigned long long)t.st.barriers,
@@ -1287,7 +1410,10 @@ static void streams_report(void)
 		 (unsigned long long)t.st.host_waits,
 		 (unsigned long long)t.st.host_implied,
 		 (unsigned long long)t.st.host_idle,
-		 (unsigned long long)t.failures);
+		 (unsigned long long)t.failures,
+		 (unsigned long long)t.probe_drained,
+		 (unsigned long long)t.probe_checks,
+		 (unsigned long long)t.st.kept_up);
 	salloc_report();
 	ptxtab_report();
 }

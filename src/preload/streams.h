@@ -57,6 +57,15 @@ int streams_init(const char *streams, const char *max_connections,
 void streams_debug_fail(const char *every);
 
 /*
+ * KMUX_KEEP_UP: "0" turns off the probe that keeps a launch-bound
+ * program's work on one stream (streams.c, "Keeping up"); anything else
+ * but "1" is warned about and leaves it on.  debug_us: test knob
+ * KMUX_DEBUG_KEEP_UP_US, the host time per operation (default 200 us)
+ * above which a check says nothing.  From the constructor.
+ */
+void streams_keep_up_init(const char *value, const char *debug_us);
+
+/*
  * Pure parsing of KMUX_STREAMS against CUDA_DEVICE_MAX_CONNECTIONS, for
  * streams_init() and the unit tests.  value must be a decimal integer in
  * 1..SCHED_MAX_STREAMS; the pool is bounded by CUDA_DEVICE_MAX_CONNECTIONS
@@ -225,6 +234,8 @@ struct streams_totals {
 	uint64_t blk_joins;	/* blocking-stream operations that joined */
 	uint64_t blk_barriers;	/* pool waits for blocking streams */
 	uint64_t failures;	/* records, waits replaced by host waits */
+	uint64_t probe_checks;	/* keeping-up checks that counted */
+	uint64_t probe_drained;	/* of which found the pool idle */
 	struct sched_stats st;	/* summed */
 };
 void streams_get_totals(struct streams_totals *t);

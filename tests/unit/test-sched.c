@@ -279,6 +279,51 @@ static void test_independent_spread(void **state)
 	}
 }
 
+/*
+ * While the GPU keeps up, independent work stays on the previous
+ * operation's stream (no waits, no records), an operation with one
+ * predecessor elsewhere goes to that predecessor's stream, and one with
+ * predecessors on two streams waits for one of them; off again, work
+ * spreads as before.  Dependencies are never dropped.
+ */
+static void test_kept_up(void **state)
+{
+	struct sched *s = new_sched(8, 0);
+	struct sched_decision d;
+	struct sched_stats st;
+
+	(void)state;
+	/* Spread first: x1..x4 on streams 0..3. */
+	for (int i = 1; i <= 4; i++)
+		assert_int_equal(sub(s, (char[]){ 'x', (char)('0' + i), 0 }).stream,
+				 i - 1);
+	sched_set_kept_up(s, 1);
+	for (int i = 5; i <= 9; i++) {
+		d = sub(s, (char[]){ 'x', (char)('0' + i), 0 });
+		assert_int_equal(d.stream, 3);	/* x4's, the previous one */
+		assert_int_equal(d.nwait + d.nrecord, 0);
+		assert_int_equal(d.record_after, -1);
+	}
+	d = sub(s, "r2 w20");			/* x2 is on stream 1 */
+	assert_int_equal(d.stream, 1);
+	assert_int_equal(d.nwait, 0);
+	d = sub(s, "r1 r9 w21");		/* streams 0 and 3 */
+	assert_int_equal(d.nwait, 1);
+	assert_true(d.stream == 0 || d.stream == 3);
+	st = stats(s);
+	assert_int_equal(st.kept_up, 7);
+	assert_int_equal(st.waits_issued, 1);
+	sched_set_kept_up(s, 0);
+	d = sub(s, "x30");
+	d = sub(s, "x31");
+	assert_int_not_equal(sub(s, "x32").stream, d.stream);
+	assert_int_equal(stats(s).kept_up, 7);
+	sched_set_kept_up(NULL, 1);		/* harmless */
+	assert_int_equal(sched_pending(NULL, 0), 0);
+	assert_int_equal(sched_pending(s, 8), 0);
+	sched_free(s);
+}
+
 /* A dependent chain stays on one stream: no waits, no events. */
 static void test_chain(void **state)
 {
@@ -1246,6 +1291,10 @@ static void sim_program(int n, uint64_t pseed, struct sched_stats *tot)
 			m->slot_id[slot] = m->next_id++;
 			continue;
 		}
+		if (r == 14) {		/* the driver side's keeping-up probe */
+			sched_set_kept_up(s, (int)rnd_below(&m->rng, 2));
+			continue;
+		}
 		if (r < 15) {		/* the host polls a stream */
 			int t = (int)rnd_below(&m->rng, (uint64_t)n);
 
@@ -1421,6 +1470,7 @@ int main(void)
 		cmocka_unit_test(test_ranges_whole_and_limits),
 		cmocka_unit_test(test_independent_spread),
 		cmocka_unit_test(test_chain),
+		cmocka_unit_test(test_kept_up),
 		cmocka_unit_test(test_diamond_eager),
 		cmocka_unit_test(test_diamond_learns),
 		cmocka_unit_test(test_hot_mark_decays),

@@ -31,6 +31,12 @@
  *                while the pool keeps scheduling
  *   streamop     cuStreamWriteValue32 on the default stream (an entry
  *                point kmux does not model) runs alone, in order
+ *   keepup       launch-bound then GPU-bound: 64 independent 1 us kernels,
+ *                each followed by 1 ms of host time (the GPU is idle when
+ *                the next arrives; run with KMUX_DEBUG_KEEP_UP_US=5000, as
+ *                simcuda is slow), then 16 independent 20 ms kernels back to
+ *                back; prints how many streams the last 16 short ones used
+ *                and how many pairs of the long ones overlapped
  *   chase        a kernel writes a buffer through a pointer stored in
  *                device memory; prints the hashes of two read-backs
  *                (scheduling breaks it: `kmux verify` must tell)
@@ -38,6 +44,7 @@
  */
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include "e2e-common.h"
 #include "sim-overlap.h"
@@ -294,6 +301,58 @@ static int case_independent(void)
 	return 0;
 }
 
+/* Sleeping, not spinning: simcuda's workers need the CPU to run kernels. */
+static void host_pause_us(unsigned us)
+{
+	struct timespec ts = { 0, (long)us * 1000 };
+
+	while (nanosleep(&ts, &ts) == -1)
+		;
+}
+
+static int case_keepup(void)
+{
+	enum { NSHORT = 64, NLONG = 16, TAIL = 16 };
+	CUdeviceptr p[NSHORT];
+	uint64_t streams[TAIL];
+	struct simcuda_op_info o;
+	int nstreams = 0, k = 0;
+	size_t n;
+
+	for (int i = 0; i < NSHORT; i++)
+		CHECK(cuMemAlloc(&p[i], NWORDS * 4));
+	CHECK(cuCtxSynchronize());
+	simcuda_records_clear();
+	for (int i = 0; i < NSHORT; i++) {
+		touch(NULL, p[i], 1);
+		host_pause_us(1000);
+	}
+	for (int i = 0; i < NLONG; i++)
+		touch(NULL, p[i], 20000);
+	CHECK(cuCtxSynchronize());
+	n = simcuda_op_count();
+	for (size_t i = 0; i < n; i++) {
+		if (simcuda_op_get(i, &o) || strcmp(o.name, "touch"))
+			continue;
+		if (k++ < NSHORT - TAIL || k > NSHORT)
+			continue;
+		int seen = 0;
+
+		for (int j = 0; j < nstreams; j++)
+			seen |= streams[j] == o.stream;
+		if (!seen)
+			streams[nstreams++] = o.stream;
+	}
+	if (k != NSHORT + NLONG)
+		return fail("not every kernel was recorded");
+	printf("tail streams %d\n", nstreams);
+	/* Pairs among the long ones only: the short ones are over by then. */
+	printf("long overlapping pairs %d\n", sim_overlapping_pairs("touch"));
+	for (int i = 0; i < NSHORT; i++)
+		CHECK(cuMemFree(p[i]));
+	return 0;
+}
+
 static int case_rendezvous(void)
 {
 	static int flags[3];
@@ -508,6 +567,8 @@ int main(int argc, char **argv)
 		r = case_blocking();
 	else if (!strcmp(m, "chase"))
 		r = case_chase();
+	else if (!strcmp(m, "keepup"))
+		r = case_keepup();
 	else
 		return fail("unknown mode");
 	CHECK(cuCtxDestroy(ctx));
