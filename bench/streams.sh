@@ -71,7 +71,10 @@
 # ("phase_buffers"; "all": every CUDA app), KMUX_STREAMS_RO_NS ("";
 # e.g. "8 16": roN modes, and a second verify per app with the option),
 # KMUX_STREAMS_EXT_NS (""; e.g. "8 16": extN modes, and a verify per app
-# with the extents, verify-ext),
+# with the extents, verify-ext), KMUX_STREAMS_AB_OFF (""; with extN modes,
+# the variables kmuxN, saN and roN run with instead of KMUX_PTX_EXTENTS=0,
+# e.g. "KMUX_KEEP_UP=0": extN, kmux as shipped, against kmux without that
+# one part, side by side; the report's text says which),
 # and lib.sh's OUT,
 # NVCC, NVCCFLAGS, PYTHON, KMUX_BIN, KMUX_LIB, KMUX_DEVLIBS.
 # Never changes GPU settings.  Exit status 0 when no run failed.
@@ -117,7 +120,11 @@ read -r -a EXT_NS <<<"${KMUX_STREAMS_EXT_NS-}"
 # The same for the extents: KMUX_PTX_EXTENTS=0 in every mode but extN.
 EXT_OFF=()
 [ ${#EXT_NS[@]} -gt 0 ] && EXT_OFF=(KMUX_PTX_EXTENTS=0)
-if [ ${#EXT_NS[@]} -gt 0 ]; then
+read -r -a AB_OFF <<<"${KMUX_STREAMS_AB_OFF-}"
+if [ ${#EXT_NS[@]} -gt 0 ] && [ ${#AB_OFF[@]} -gt 0 ]; then
+	EXT_OFF=("${AB_OFF[@]}")
+	EXT_STATE="on in every mode (kmux's default); kmuxN, saN and roN run with ${AB_OFF[*]} (the A/B's baseline), extN without it: extN is kmux as shipped"
+elif [ ${#EXT_NS[@]} -gt 0 ]; then
 	EXT_STATE="off in kmuxN, saN and roN (KMUX_PTX_EXTENTS=0, the A/B's baseline); on in extN (KMUX_PTX_READONLY=1 KMUX_PTX_EXTENTS=1, kmux's default: extN is kmux as shipped)"
 elif [ "${KMUX_PTX_EXTENTS-}" = 0 ]; then
 	EXT_STATE="off (KMUX_PTX_EXTENTS=0 from the environment)"
@@ -273,6 +280,16 @@ parse_run() {
 			csv "$app" "$mode" "$rep" pruned "$pruned"
 		done
 		summary+="waits $issued/$pruned "
+	fi
+	# "GPU idle at D of C checks, K ops placed as keeping up"
+	local kept
+	kept=$(cat "$so" "$se" | sed -nE 's/.*GPU idle at ([0-9]+) of ([0-9]+) checks, ([0-9]+) ops placed as keeping up.*/\1 \2 \3/p' |
+		awk '{d += $1; c += $2; k += $3; n++} END {if (n) print d "/" c "/" k}')
+	if [ -n "$kept" ]; then
+		for app in "${apps[@]}"; do
+			csv "$app" "$mode" "$rep" keptup "$kept"
+		done
+		summary+="idle/checks/kept $kept "
 	fi
 	echo "$summary"
 }
