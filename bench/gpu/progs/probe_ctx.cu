@@ -12,6 +12,9 @@
  *   probe_ctx free          whether cudaFree / cudaMalloc wait for unrelated
  *                           work: a 20 ms spin kernel on a non-blocking
  *                           stream, then the call, timed on the host.
+ *   probe_ctx query         what cudaStreamQuery / cudaEventQuery cost the
+ *                           host on an idle stream and on one running a
+ *                           20 ms kernel (mean of 2000 calls each).
  *
  * Output: lines "PROBE key value".  Not a benchmark; docs/design-*.md cite
  * what it showed.
@@ -185,8 +188,53 @@ static int probe_free(void)
 	return 0;
 }
 
+static void query_cost(const char *tag, cudaStream_t s, cudaEvent_t e)
+{
+	double t0 = now_us();
+	int n = 2000;
+
+	for (int i = 0; i < n; i++) {
+		if (e)
+			(void)cudaEventQuery(e);
+		else
+			(void)cudaStreamQuery(s);
+	}
+	printf("PROBE %s_ns %.0f\n", tag, (now_us() - t0) * 1000.0 / n);
+}
+
+static int probe_query(void)
+{
+	cudaStream_t s;
+	cudaEvent_t e;
+	float *out;
+	long long cyc;
+
+	CK(cudaSetDevice(0));
+	CK(cudaFree(0));
+	CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+	CK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+	CK(cudaMalloc(&out, 4096));
+	cyc = spin_cycles();
+	k_spin<<<1, 32, 0, s>>>(1000, NULL, out);
+	CK(cudaDeviceSynchronize());
+	for (int rep = 0; rep < 2; rep++) {
+		CK(cudaEventRecord(e, s));
+		CK(cudaStreamSynchronize(s));
+		query_cost("stream_query_idle", s, NULL);
+		query_cost("event_query_done", s, e);
+		k_spin<<<1, 32, 0, s>>>(cyc * 2, NULL, out);	/* 40 ms */
+		CK(cudaEventRecord(e, s));
+		query_cost("stream_query_busy", s, NULL);
+		query_cost("event_query_pending", s, e);
+		CK(cudaStreamSynchronize(s));
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 2 && !strcmp(argv[1], "query"))
+		return probe_query();
 	if (argc == 3 && !strcmp(argv[1], "stack"))
 		return probe_stack(atol(argv[2]));
 	if (argc == 2 && !strcmp(argv[1], "free"))
