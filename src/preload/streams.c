@@ -47,6 +47,7 @@
 #include "log.h"
 #include "preload.h"
 #include "ptx-table.h"
+#include "quota.h"
 #include "stream-alloc.h"
 #include "streams.h"
 
@@ -71,6 +72,12 @@ struct sctx_blocking {
 	CUevent done;		/* recorded on s when the pool must follow it */
 	unsigned joined;	/* c->issued when s last waited for the pool */
 	int dirty;		/* work on s the pool has not waited for */
+};
+
+struct sctx_deferred {
+	CUdeviceptr base;
+	uint64_t size;
+	uint64_t charged;	/* quota bytes given back at the real free */
 };
 
 struct streams_ctx {
@@ -107,12 +114,22 @@ struct streams_ctx {
 	uint64_t hostwaits, probe_hostwaits;
 	int probe_score;
 	uint64_t probe_checks, probe_drained;
+	/*
+	 * Deferred frees (streams_defer_free()): allocations the program
+	 * freed, still allocated until the pool is idle or memory is short.
+	 */
+	struct sctx_deferred *dfr;
+	int ndfr, dfr_alloc;
+	uint64_t dfr_bytes, dfr_cap;
+	uint64_t dfr_count, dfr_idle, dfr_short, dfr_dropped;
 };
 
 int kmux_streams;
 /* KMUX_KEEP_UP=0 turns the keeping-up probe off (sctx_probe()). */
 static int streams_keep_up = 1;
 static uint64_t streams_probe_op_ns;	/* 0: STREAMS_PROBE_OP_NS */
+/* KMUX_DEFER_FREE=0 turns deferred frees off (streams_defer_free()). */
+static int streams_defer_on = 1;
 
 static regex_t streams_re;
 static int streams_have_re;
@@ -195,6 +212,15 @@ void streams_keep_up_init(const char *value, const char *debug_us)
 	    strcmp(value, "1") != 0)
 		log_warn("KMUX_KEEP_UP=%s: only 0 turns the probe off; it "
 			 "stays on", value);
+}
+
+void streams_defer_init(const char *value)
+{
+	streams_defer_on = !(value && strcmp(value, "0") == 0);
+	if (value && *value && strcmp(value, "0") != 0 &&
+	    strcmp(value, "1") != 0)
+		log_warn("KMUX_DEFER_FREE=%s: only 0 turns deferred frees off; "
+			 "they stay on", value);
 }
 
 void streams_debug_fail(const char *every)
@@ -970,6 +996,158 @@ pass:
 	return 0;
 }
 
+/* --- deferred frees ------------------------------------------------------ */
+
+/*
+ * cuMemFree synchronizes the whole device before it returns, whatever the
+ * memory was used by: on an H200 it waited 19.9 ms for a kernel of another
+ * stream that never touched the freed buffer (bench/gpu/probe-ctx.sh).  A
+ * program that frees its scratch memory at the end of each phase therefore
+ * drains every pool stream once per phase, which is the overlap kmux made.
+ * Instead, a plain device allocation freed while the pool schedules this
+ * context leaves the allocation table and the scheduler at once (the
+ * program can no longer name it) but stays allocated, so work still queued
+ * on it runs on valid memory; the real cuMemFree happens when it costs no
+ * wait: after a host synchronization that left the pool idle
+ * (cuCtxSynchronize, a synchronization of the default stream).  Memory
+ * comes first: an allocation that fails for memory (or for the quota), a
+ * cuMemGetInfo, or deferred bytes beyond a cap (an eighth of the device's
+ * memory) free everything deferred first, after draining the pool, which
+ * is what the program's own cuMemFree would have cost.  The real free
+ * always synchronizes the device itself, so work on the program's own
+ * streams is waited for too.  The driver cannot hand the address out again
+ * before the real free, so no later allocation can alias memory that work
+ * still uses.
+ */
+static void sctx_dfr_free(struct streams_ctx *c)
+{
+	for (int i = 0; i < c->ndfr; i++) {
+		const struct sctx_deferred *d = &c->dfr[i];
+
+		if (REAL(cuMemFree_v2)(d->base) != CUDA_SUCCESS)
+			log_warn("streams: deferred free of %#llx (%llu bytes) "
+				 "failed", (unsigned long long)d->base,
+				 (unsigned long long)d->size);
+		if (d->charged)
+			quota_release(d->charged);
+	}
+	c->ndfr = 0;
+	c->dfr_bytes = 0;
+}
+
+/* Lock held; c is current.  Drain the pool (drain) and free what waits. */
+static int sctx_dfr_flush(struct streams_ctx *c, int drain)
+{
+	if (!c->ndfr)
+		return 0;
+	if (drain && c->state == SCTX_ON)
+		sctx_drain(c);
+	sctx_dfr_free(c);
+	return 1;
+}
+
+/* Lock held: every pool stream known idle, and c current: free them. */
+static void sctx_dfr_idle(struct streams_ctx *c)
+{
+	if (!c->ndfr || !c->s || current_ctx() != c->ctx)
+		return;
+	for (int j = 0; j < sched_nstreams(c->s); j++)
+		if (sched_pending(c->s, j))
+			return;
+	c->dfr_idle++;
+	sctx_dfr_free(c);
+}
+
+/* The context is gone (destroyed, reset): the driver freed the memory. */
+static void sctx_dfr_drop(struct streams_ctx *c)
+{
+	for (int i = 0; i < c->ndfr; i++)
+		if (c->dfr[i].charged)
+			quota_release(c->dfr[i].charged);
+	c->dfr_dropped += (uint64_t)c->ndfr;
+	c->ndfr = 0;
+	c->dfr_bytes = 0;
+}
+
+static uint64_t sctx_dfr_cap(void)
+{
+	size_t total = 0;
+	CUdevice dev;
+
+	if (REAL(cuCtxGetDevice) && REAL(cuDeviceTotalMem_v2) &&
+	    REAL(cuCtxGetDevice)(&dev) == CUDA_SUCCESS &&
+	    REAL(cuDeviceTotalMem_v2)(&total, dev) == CUDA_SUCCESS && total)
+		return (uint64_t)total / 8;
+	return 1ull << 30;
+}
+
+int streams_defer_free(uint64_t base, uint64_t size, uint64_t charged)
+{
+	struct streams_ctx *c;
+	int kept = 0;
+
+	if (!streams_defer_on || !base || !(c = sctx_current()))
+		return 0;
+	pthread_mutex_lock(&c->mu);
+	if (c->state != SCTX_ON || c->capturing)
+		goto out;
+	if (!c->dfr_cap)
+		c->dfr_cap = sctx_dfr_cap();
+	if (c->dfr_bytes + size > c->dfr_cap) {
+		/* Over the cap: as the program's free would, drain, then free. */
+		c->dfr_short++;
+		sctx_dfr_flush(c, 1);
+		if (size > c->dfr_cap)
+			goto out;
+	}
+	if (c->ndfr == c->dfr_alloc) {
+		int n = c->dfr_alloc ? 2 * c->dfr_alloc : 16;
+		struct sctx_deferred *d = realloc(c->dfr, (size_t)n * sizeof(*d));
+
+		if (!d)
+			goto out;
+		c->dfr = d;
+		c->dfr_alloc = n;
+	}
+	c->dfr[c->ndfr++] = (struct sctx_deferred){
+		.base = base, .size = size, .charged = charged,
+	};
+	c->dfr_bytes += size;
+	c->dfr_count++;
+	kept = 1;
+out:
+	pthread_mutex_unlock(&c->mu);
+	return kept;
+}
+
+int streams_flush_frees(void)
+{
+	struct streams_ctx *c = sctx_current();
+	int r;
+
+	if (!c)
+		return 0;
+	pthread_mutex_lock(&c->mu);
+	if ((r = sctx_dfr_flush(c, 1)))
+		c->dfr_short++;
+	pthread_mutex_unlock(&c->mu);
+	return r;
+}
+
+int streams_is_deferred(uint64_t base)
+{
+	struct streams_ctx *c = sctx_current();
+	int found = 0;
+
+	if (!c || !base)
+		return 0;
+	pthread_mutex_lock(&c->mu);
+	for (int i = 0; i < c->ndfr && !found; i++)
+		found = c->dfr[i].base == base;
+	pthread_mutex_unlock(&c->mu);
+	return found;
+}
+
 /* --- host synchronization ------------------------------------------------- */
 
 CUresult streams_host_access(const struct sched_access *acc, int nacc,
@@ -1030,6 +1208,8 @@ CUresult streams_sync_default(int query)
 	sctx_blk_flush(c);
 	sched_sync_all(c->s, &hw);
 	r = query ? sctx_query(c, &hw) : sctx_hostwait(c, &hw);
+	if (r == CUDA_SUCCESS && c->s)
+		sctx_dfr_idle(c);
 out:
 	pthread_mutex_unlock(&c->mu);
 	return r;
@@ -1059,8 +1239,10 @@ void streams_ctx_sync_end(struct streams_sync *ss, CUresult r)
 	/* The real cuCtxSynchronize waited for every pool stream. */
 	pthread_mutex_lock(&c->mu);
 	c->hostwaits++;
-	if (c->gen == ss->gen && c->s)
+	if (c->gen == ss->gen && c->s) {
 		sched_complete_hostwait(c->s, &ss->hw);
+		sctx_dfr_idle(c);
+	}
 	pthread_mutex_unlock(&c->mu);
 }
 
@@ -1138,6 +1320,9 @@ static void sctx_off(struct streams_ctx *c, const char *why)
 		sctx_drain(c);
 		sctx_teardown(c);
 	}
+	/* Nothing frees them once the pool is gone. */
+	if (current_ctx() == c->ctx)
+		sctx_dfr_flush(c, 0);
 	if (c->state != SCTX_OFF)
 		log_info("streams: context %p: %s; its default-stream work "
 			 "runs unscheduled from now on", (void *)c->ctx, why);
@@ -1253,6 +1438,15 @@ void streams_capture_end(CUstream s, int per_thread)
 /* Lock held.  The pool goes; the context may come back as a new one. */
 static void sctx_reset(struct streams_ctx *c, int forget_off)
 {
+	/*
+	 * Called before the context goes: free for real while it is alive
+	 * (a primary release need not be the last one); from another
+	 * context, leave them to the driver.
+	 */
+	if (current_ctx() == c->ctx)
+		sctx_dfr_flush(c, 1);
+	else
+		sctx_dfr_drop(c);
 	if (c->state == SCTX_ON) {
 		sctx_drain(c);
 		sctx_teardown(c);
@@ -1355,6 +1549,9 @@ void streams_get_totals(struct streams_totals *t)
 		t->failures += c->failures;
 		t->probe_checks += c->probe_checks;
 		t->probe_drained += c->probe_drained;
+		t->dfr_count += c->dfr_count;
+		t->dfr_idle += c->dfr_idle;
+		t->dfr_short += c->dfr_short;
 		pthread_mutex_unlock(&c->mu);
 	}
 }
@@ -1393,7 +1590,8 @@ static void streams_report(void)
 		 "waits issued %llu, pruned %llu; events after %llu, lazy "
 		 "%llu, hot marks dropped %llu; host waits %llu (implied %llu, idle streams skipped "
 		 "%llu); failures %llu; GPU idle at %llu of %llu checks, "
-		 "%llu ops placed as keeping up",
+		 "%llu ops placed as keeping up; frees deferred %llu (freed "
+		 "at idle syncs %llu times, after a drain %llu)",
 		 (int)getpid(), kmux_streams, t.contexts, t.off,
 		 (unsigned long long)t.st.ops,
 		 (unsigned long long)t.st.barriers,
@@ -1413,7 +1611,10 @@ static void streams_report(void)
 		 (unsigned long long)t.failures,
 		 (unsigned long long)t.probe_drained,
 		 (unsigned long long)t.probe_checks,
-		 (unsigned long long)t.st.kept_up);
+		 (unsigned long long)t.st.kept_up,
+		 (unsigned long long)t.dfr_count,
+		 (unsigned long long)t.dfr_idle,
+		 (unsigned long long)t.dfr_short);
 	salloc_report();
 	ptxtab_report();
 }

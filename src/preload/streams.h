@@ -65,6 +65,31 @@ void streams_debug_fail(const char *every);
  */
 void streams_keep_up_init(const char *value, const char *debug_us);
 
+/* KMUX_DEFER_FREE: "0" turns deferred frees off (streams.c). */
+void streams_defer_init(const char *value);
+
+/*
+ * Deferred frees (streams.c, "deferred frees"): a synchronous cuMemFree of
+ * a plain device allocation, while the pool schedules the current context.
+ * Returns 1 when kmux keeps the memory allocated until the pool is idle at
+ * a host synchronization or memory is short (the caller then drops the
+ * allocation from the table and the scheduler and reports success; charged
+ * quota bytes are given back at the real free), 0 when the caller frees it
+ * as before.
+ */
+int streams_defer_free(uint64_t base, uint64_t size, uint64_t charged);
+
+/*
+ * Free for real, after draining the pool, what the current context
+ * deferred: before retrying an allocation that failed for memory or quota,
+ * and before cuMemGetInfo.  1 when anything was freed.
+ */
+int streams_flush_frees(void);
+
+/* base is a deferred free of the current context (freeing it again is the
+ * program's error, as it would be without kmux). */
+int streams_is_deferred(uint64_t base);
+
 /*
  * Pure parsing of KMUX_STREAMS against CUDA_DEVICE_MAX_CONNECTIONS, for
  * streams_init() and the unit tests.  value must be a decimal integer in
@@ -236,6 +261,9 @@ struct streams_totals {
 	uint64_t failures;	/* records, waits replaced by host waits */
 	uint64_t probe_checks;	/* keeping-up checks that counted */
 	uint64_t probe_drained;	/* of which found the pool idle */
+	uint64_t dfr_count;	/* frees deferred */
+	uint64_t dfr_idle;	/* times they were freed at an idle sync */
+	uint64_t dfr_short;	/* ... after a drain: memory, quota, cap */
 	struct sched_stats st;	/* summed */
 };
 void streams_get_totals(struct streams_totals *t);

@@ -93,8 +93,11 @@ static int mem_reserve(uint64_t n)
 {
 	if (quota_reserve(n) == 0)
 		return 0;
-	return unlikely(salloc_on) && salloc_trim_current() ?
-		quota_reserve(n) : -1;
+	if (unlikely(salloc_on) && salloc_trim_current() &&
+	    quota_reserve(n) == 0)
+		return 0;
+	/* Deferred frees still hold their charge: give it back first. */
+	return kmux_streams && streams_flush_frees() ? quota_reserve(n) : -1;
 }
 
 /* The pooled allocation that starts at base: 1 and *a, or 0. */
@@ -180,6 +183,9 @@ KMUX_EXPORT CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *dptr, size_t size)
 	r = REAL(cuMemAlloc_v2)(dptr, size);
 	if (r == CUDA_ERROR_OUT_OF_MEMORY && unlikely(salloc_on) &&
 	    salloc_trim_current())
+		r = REAL(cuMemAlloc_v2)(dptr, size);
+	if (r == CUDA_ERROR_OUT_OF_MEMORY && kmux_streams &&
+	    streams_flush_frees())
 		r = REAL(cuMemAlloc_v2)(dptr, size);
 	if (r == CUDA_SUCCESS)
 		mem_track(*dptr, size, ALLOC_DEVICE);
@@ -410,6 +416,28 @@ static CUresult free_pooled(const struct alloc *al)
 	return r;
 }
 
+/*
+ * A plain device allocation freed under the scheduler: kept allocated by
+ * streams.c until it is free to free (no wait for its users, no device
+ * synchronization now), gone from the table and the scheduler at once.  1
+ * when done so.
+ */
+static int mem_defer_free(uint64_t base, uint64_t charged)
+{
+	struct alloc_table *t = alloc_table_global();
+	struct alloc a;
+
+	if (!t || !base || alloc_table_find(t, base, &a) || a.base != base ||
+	    a.kind != ALLOC_DEVICE || a.flags)
+		return 0;
+	if (!streams_defer_free(base, a.size, charged))
+		return 0;
+	if (kmux_verify)
+		verify_host_gone(a.base, a.size);
+	mem_after_free(base, a.id);
+	return 1;
+}
+
 KMUX_EXPORT CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr)
 {
 	uint64_t id = 0, charged = 0;
@@ -427,10 +455,15 @@ KMUX_EXPORT CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr)
 			mem_after_free(dptr, id);
 		return r;
 	}
-	if (unlikely(kmux_tracking))
-		id = mem_before_free(dptr);
 	if (unlikely(quota_on))
 		charged = quota_charged(dptr);
+	if (kmux_streams && mem_defer_free(dptr, charged))
+		return CUDA_SUCCESS;
+	if (unlikely(kmux_tracking))
+		id = mem_before_free(dptr);
+	/* Freed once already, and kept by kmux: the driver would refuse it. */
+	if (kmux_streams && !id && streams_is_deferred(dptr))
+		return CUDA_ERROR_INVALID_VALUE;
 	r = REAL(cuMemFree_v2)(dptr);
 	if (r == CUDA_SUCCESS) {
 		mem_after_free(dptr, id);
@@ -685,6 +718,9 @@ KMUX_EXPORT CUresult CUDAAPI cuMemGetInfo_v2(size_t *free_bytes,
 
 	if (NO_DRIVER(cuMemGetInfo_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	/* The program freed them: it expects their memory free. */
+	if (kmux_streams)
+		streams_flush_frees();
 	r = REAL(cuMemGetInfo_v2)(free_bytes, total_bytes);
 	if (unlikely(quota_on) && r == CUDA_SUCCESS)
 		quota_clamp_info(&quota_global, free_bytes, total_bytes);

@@ -17,6 +17,12 @@
  *       then "managed err=E" for a 70 MiB managed allocation.
  *   phase-alloc oom          (run on a 1 GiB device) 600 MiB allocated,
  *       used, freed, then 700 MiB: prints "big err=E".
+ *   phase-alloc defer-oom    (run on a 1 GiB device) 100 MiB allocated,
+ *       used, freed, then 950 MiB: prints "big err=E" (a deferred free
+ *       must give its memory back when an allocation needs it).
+ *   phase-alloc defer-quota  (run with a quota of 100 MiB) 60 MiB
+ *       allocated, used, freed, then 70 MiB: "big err=E"; then frees a
+ *       buffer twice: "again err=E" (the driver's answer to a double free).
  */
 #include <stdint.h>
 #include <string.h>
@@ -144,6 +150,19 @@ int main(int argc, char **argv)
 		printf("big err=%d\n", (int)cuMemAlloc(&p, 700 * MIB));
 		if (p)
 			CHECK(cuMemFree(p));
+	} else if (!strcmp(mode, "defer-oom") || !strcmp(mode, "defer-quota")) {
+		int oom = !strcmp(mode, "defer-oom");
+
+		use_and_free(oom ? 100 : 60);
+		printf("big err=%d\n", (int)cuMemAlloc(&p, (oom ? 950 : 70) * MIB));
+		if (p)
+			CHECK(cuMemFree(p));
+		if (!oom) {
+			CHECK(cuMemAlloc(&p, MIB));
+			touch(p, MIB, NULL, 1000);
+			CHECK(cuMemFree(p));
+			printf("again err=%d\n", (int)cuMemFree(p));
+		}
 	} else {
 		fprintf(stderr, "phase-alloc: unknown mode %s\n", mode);
 		return 2;
