@@ -430,10 +430,14 @@ static int mem_defer_free(uint64_t base, uint64_t charged)
 	if (!t || !base || alloc_table_find(t, base, &a) || a.base != base ||
 	    a.kind != ALLOC_DEVICE || a.flags)
 		return 0;
+	/*
+	 * Another device's memory: its users are another pool's work, which
+	 * this context's idle point says nothing about.
+	 */
+	if (a.device < 0 || a.device != current_device())
+		return 0;
 	if (!streams_defer_free(base, a.size, charged))
 		return 0;
-	if (kmux_verify)
-		verify_host_gone(a.base, a.size);
 	mem_after_free(base, a.id);
 	return 1;
 }
