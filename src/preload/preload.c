@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "alloc-table.h"
+#include "ctx-stack.h"
 #include "log.h"
 #include "mm.h"
 #include "preload.h"
@@ -113,6 +114,7 @@ __attribute__((constructor)) static void preload_init(void)
 	if (mm_init(getenv("KMUX_MEMORY"), getenv("KMUX_LAZY_MIN"),
 		    getenv("KMUX_MEM_BUDGET")) == 0 && mm_on)
 		kmux_tracking = 1;
+	ctxstack_init(getenv("KMUX_CTX_STACK"), mm_on);
 	/* After both: it needs the scheduler and no memory manager. */
 	salloc_init(getenv("KMUX_STREAM_ALLOC"),
 		    getenv("KMUX_STREAM_ALLOC_KEEP"));

@@ -1683,6 +1683,42 @@ static bool looks_like_text(const unsigned char *b, size_t n)
 	return true;
 }
 
+/*
+ * Call instructions in PTX text b (n bytes): a statement whose opcode,
+ * after an optional guard predicate, is call or call.*.  Counted over the
+ * whole text, functions included: a kernel that calls anything may need
+ * more stack than the compiler can bound (ctx-stack.c).
+ */
+static unsigned text_calls(const unsigned char *b, size_t n)
+{
+	unsigned calls = 0;
+	size_t i = 0;
+
+	while (i < n) {
+		size_t j = i;
+
+		while (j < n && (b[j] == ' ' || b[j] == '\t' || b[j] == '\n' ||
+				 b[j] == '{' || b[j] == '}'))
+			j++;
+		if (j < n && b[j] == '@') {	/* @%p1 or @!%p1 */
+			while (j < n && b[j] != ' ' && b[j] != '\t' &&
+			       b[j] != '\n')
+				j++;
+			while (j < n && (b[j] == ' ' || b[j] == '\t'))
+				j++;
+		}
+		if (j + 4 <= n && memcmp(b + j, "call", 4) == 0 &&
+		    (j + 4 == n || b[j + 4] == '.' || b[j + 4] == ' ' ||
+		     b[j + 4] == '\t'))
+			calls++;
+		i = j;
+		while (i < n && b[i] != '\n' && b[i] != ';')
+			i++;
+		i++;
+	}
+	return calls;
+}
+
 static int scan_text(const unsigned char *b, size_t n, struct ptxro_module *m,
 		     struct ptxro_image_stats *st)
 {
@@ -1692,6 +1728,7 @@ static int scan_text(const unsigned char *b, size_t n, struct ptxro_module *m,
 		st->bad++;
 		return 0;
 	}
+	st->calls += text_calls(b, n);
 	r = ptxro_parse((const char *)b, n, m);
 	if (r == -ENOMEM)
 		return r;

@@ -62,6 +62,7 @@ struct ptxro_image_stats {
 	unsigned compressed;	/* PTX entries skipped: compressed, no decoder */
 	unsigned decompressed;	/* PTX entries decompressed (zstd, LZ4) */
 	unsigned bad;		/* malformed containers or PTX */
+	unsigned calls;		/* call instructions in the PTX analysed */
 };
 
 void ptxro_module_init(struct ptxro_module *m);

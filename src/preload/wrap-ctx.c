@@ -7,6 +7,7 @@
  * gives up on copies into its memory.  The device queries are wrapped so
  * that task placement can later present a task with the GPUs it was given.
  */
+#include "ctx-stack.h"
 #include "kparams.h"
 #include "mm.h"
 #include "preload.h"
@@ -39,6 +40,8 @@ static void ctx_going(CUcontext ctx)
 		verify_ctx_gone(ctx);
 	if (ctx)
 		mm_ctx_gone(ctx);
+	if (ctx && ctxstack_on)
+		ctxstack_ctx_gone(ctx);
 }
 
 KMUX_EXPORT CUresult CUDAAPI cuInit(unsigned flags)
@@ -87,6 +90,28 @@ KMUX_EXPORT CUresult CUDAAPI cuCtxGetDevice_v2(CUdevice *dev, CUcontext ctx)
 	return REAL(cuCtxGetDevice_v2)(dev, ctx);
 }
 
+/* The stack limit may be kmux's lower one (ctx-stack.h). */
+KMUX_EXPORT CUresult CUDAAPI cuCtxGetLimit(size_t *pvalue, CUlimit limit)
+{
+	CUresult r;
+
+	if (NO_DRIVER(cuCtxGetLimit))
+		return CUDA_ERROR_NOT_INITIALIZED;
+	r = REAL(cuCtxGetLimit)(pvalue, limit);
+	if (unlikely(ctxstack_on) && r == CUDA_SUCCESS)
+		ctxstack_get_limit(limit, pvalue);
+	return r;
+}
+
+KMUX_EXPORT CUresult CUDAAPI cuCtxSetLimit(CUlimit limit, size_t value)
+{
+	if (NO_DRIVER(cuCtxSetLimit))
+		return CUDA_ERROR_NOT_INITIALIZED;
+	if (unlikely(ctxstack_on))
+		ctxstack_set_limit(limit);
+	return REAL(cuCtxSetLimit)(limit, value);
+}
+
 KMUX_EXPORT CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx)
 {
 	if (NO_DRIVER(cuCtxSetCurrent))
@@ -105,6 +130,8 @@ KMUX_EXPORT CUresult CUDAAPI cuCtxCreate_v2(CUcontext *ctx, unsigned flags,
 	/* For a region's drain (rare call: a lock is fine here). */
 	if (r == CUDA_SUCCESS && ctx)
 		region_ctx_seen(*ctx);
+	if (unlikely(ctxstack_on) && r == CUDA_SUCCESS && ctx)
+		ctxstack_ctx_made(*ctx);
 	return r;
 }
 
@@ -120,6 +147,8 @@ KMUX_EXPORT CUresult CUDAAPI cuCtxCreate_v3(CUcontext *ctx,
 	/* For a region's drain (rare call: a lock is fine here). */
 	if (r == CUDA_SUCCESS && ctx)
 		region_ctx_seen(*ctx);
+	if (unlikely(ctxstack_on) && r == CUDA_SUCCESS && ctx)
+		ctxstack_ctx_made(*ctx);
 	return r;
 }
 
@@ -134,6 +163,8 @@ KMUX_EXPORT CUresult CUDAAPI cuCtxCreate_v4(CUcontext *ctx,
 	/* For a region's drain (rare call: a lock is fine here). */
 	if (r == CUDA_SUCCESS && ctx)
 		region_ctx_seen(*ctx);
+	if (unlikely(ctxstack_on) && r == CUDA_SUCCESS && ctx)
+		ctxstack_ctx_made(*ctx);
 	return r;
 }
 
@@ -161,6 +192,8 @@ KMUX_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *ctx,
 	r = REAL(cuDevicePrimaryCtxRetain)(ctx, dev);
 	if (unlikely(kmux_tracking) && r == CUDA_SUCCESS)
 		streams_primary_retained(dev, *ctx);
+	if (unlikely(ctxstack_on) && r == CUDA_SUCCESS)
+		ctxstack_ctx_made(*ctx);
 	if (r == CUDA_SUCCESS)
 		region_ctx_seen(*ctx);
 	return r;

@@ -8,12 +8,46 @@
  * The image is scanned after the driver accepted it, and its verdicts kept
  * under the handle the driver returned: an image the driver refuses has no
  * kernels to launch.  Loads from files (cuModuleLoad, cuLibraryLoadFromFile)
- * are not wrapped: their handles are never recorded, so their kernels stay
- * read-write whatever another image says about the same names.
+ * pass through for the proof: their handles are never recorded, so their
+ * kernels stay read-write whatever another image says about the same
+ * names.  Every load, from memory or from a file, also goes to ctx-stack.h
+ * (under a memory mode), which must see every image.
  */
+#include "ctx-stack.h"
 #include "kparams.h"
 #include "preload.h"
 #include "ptx-table.h"
+
+KMUX_EXPORT CUresult CUDAAPI cuModuleLoad(CUmodule *module, const char *fname)
+{
+	CUresult r;
+
+	if (NO_DRIVER(cuModuleLoad))
+		return CUDA_ERROR_NOT_INITIALIZED;
+	r = REAL(cuModuleLoad)(module, fname);
+	if (unlikely(ctxstack_on) && r == CUDA_SUCCESS)
+		ctxstack_image(NULL);
+	return r;
+}
+
+KMUX_EXPORT CUresult CUDAAPI cuLibraryLoadFromFile(CUlibrary *library,
+		const char *fileName, CUjit_option *jitOptions,
+		void **jitOptionsValues, unsigned int numJitOptions,
+		CUlibraryOption *libraryOptions, void **libraryOptionValues,
+		unsigned int numLibraryOptions)
+{
+	CUresult r;
+
+	if (NO_DRIVER(cuLibraryLoadFromFile))
+		return CUDA_ERROR_NOT_INITIALIZED;
+	r = REAL(cuLibraryLoadFromFile)(library, fileName, jitOptions,
+					jitOptionsValues, numJitOptions,
+					libraryOptions, libraryOptionValues,
+					numLibraryOptions);
+	if (unlikely(ctxstack_on) && r == CUDA_SUCCESS)
+		ctxstack_image(NULL);
+	return r;
+}
 
 KMUX_EXPORT CUresult CUDAAPI cuModuleLoadData(CUmodule *module,
 					      const void *image)
@@ -25,6 +59,8 @@ KMUX_EXPORT CUresult CUDAAPI cuModuleLoadData(CUmodule *module,
 	r = REAL(cuModuleLoadData)(module, image);
 	if (unlikely(ptxtab_on) && r == CUDA_SUCCESS && module)
 		ptxtab_scan(PTXTAB_MODULE, *module, image);
+	if (unlikely(ctxstack_on) && r == CUDA_SUCCESS)
+		ctxstack_image(image);
 	return r;
 }
 
@@ -40,6 +76,8 @@ KMUX_EXPORT CUresult CUDAAPI cuModuleLoadDataEx(CUmodule *module,
 				     optionValues);
 	if (unlikely(ptxtab_on) && r == CUDA_SUCCESS && module)
 		ptxtab_scan(PTXTAB_MODULE, *module, image);
+	if (unlikely(ctxstack_on) && r == CUDA_SUCCESS)
+		ctxstack_image(image);
 	return r;
 }
 
@@ -53,6 +91,8 @@ KMUX_EXPORT CUresult CUDAAPI cuModuleLoadFatBinary(CUmodule *module,
 	r = REAL(cuModuleLoadFatBinary)(module, fatCubin);
 	if (unlikely(ptxtab_on) && r == CUDA_SUCCESS && module)
 		ptxtab_scan(PTXTAB_MODULE, *module, fatCubin);
+	if (unlikely(ctxstack_on) && r == CUDA_SUCCESS)
+		ctxstack_image(fatCubin);
 	return r;
 }
 
@@ -72,6 +112,8 @@ KMUX_EXPORT CUresult CUDAAPI cuLibraryLoadData(CUlibrary *library,
 				    numLibraryOptions);
 	if (unlikely(ptxtab_on) && r == CUDA_SUCCESS && library)
 		ptxtab_scan(PTXTAB_LIBRARY, *library, code);
+	if (unlikely(ctxstack_on) && r == CUDA_SUCCESS)
+		ctxstack_image(code);
 	return r;
 }
 

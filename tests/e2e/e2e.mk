@@ -1,6 +1,6 @@
 # tests/e2e/e2e.mk - driver-API programs the end-to-end tests run on
 # tests/simcuda, with and without libkmux.so preloaded.
-E2E_PROGS = drv-basic drv-dlopen drv-threads quota memory reg region \
+E2E_PROGS = drv-basic drv-dlopen drv-threads quota memory reg region ctx-stack \
 	phase-alloc
 E2E_BINS = $(E2E_PROGS:%=$(BUILD)/tests/e2e/%)
 TEST_TARGETS += $(E2E_BINS)
@@ -22,6 +22,11 @@ $(BUILD)/tests/e2e/quota: tests/e2e/progs/quota.c tests/e2e/progs/e2e-common.h $
 
 # Phase-local buffers, for stream-ordered allocation (t59-stream-alloc.sh).
 $(BUILD)/tests/e2e/phase-alloc: tests/e2e/progs/phase-alloc.c tests/e2e/progs/e2e-common.h $(E2E_SIMDIR)/libcuda.so
+	@mkdir -p $(dir $@)
+	$(CC) $(E2E_CFLAGS) -o $@ $< -L$(E2E_SIMDIR) -lcuda
+
+# The context's stack reservation under a memory mode (t7b-memory-ctx-stack.sh).
+$(BUILD)/tests/e2e/ctx-stack: tests/e2e/progs/ctx-stack.c tests/e2e/progs/e2e-common.h $(E2E_SIMDIR)/libcuda.so
 	@mkdir -p $(dir $@)
 	$(CC) $(E2E_CFLAGS) -o $@ $< -L$(E2E_SIMDIR) -lcuda
 

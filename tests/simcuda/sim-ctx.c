@@ -45,12 +45,23 @@ static struct sim_ctx *ctx_new(struct sim_device *d, unsigned flags,
 	return c;
 }
 
+/* Lock held.  c's stack limit is now v (and its reservation with it). */
+static void ctx_stack_limit(struct sim_ctx *c, size_t v)
+{
+	c->limits[CU_LIMIT_STACK_SIZE] = v;
+	c->dev->used -= c->stack_reserved;
+	c->stack_reserved = (uint64_t)v * sim.stack_threads;
+	c->dev->used += c->stack_reserved;
+}
+
 /* Give c its legacy default stream: it is then usable. */
 static CUresult ctx_activate(struct sim_ctx *c)
 {
 	c->legacy = sim_stream_new(c, SIM_STREAM_LEGACY, 0, 0);
 	if (c->legacy == NULL)
 		return CUDA_ERROR_OUT_OF_MEMORY;
+	/* A GPU's default; the reservation as a real context makes it. */
+	ctx_stack_limit(c, 1024);
 	c->active = 1;
 	c->sticky = CUDA_SUCCESS;
 	return CUDA_SUCCESS;
@@ -71,6 +82,8 @@ static void ctx_teardown(struct sim_ctx *c)
 	sim_module_free_all(c);
 	sim_alloc_free_ctx(c);
 	sim_rec_flush(c->id);
+	c->dev->used -= c->stack_reserved;
+	c->stack_reserved = 0;
 	c->active = 0;
 	c->dying = 0;
 	c->sticky = CUDA_SUCCESS;
@@ -591,7 +604,11 @@ SIM_API CUresult cuCtxGetStreamPriorityRange(int *leastPriority,
 	return CUDA_SUCCESS;
 }
 
-/* Limits are remembered and reported back; none changes behaviour. */
+/*
+ * Limits are remembered and reported back; none changes behaviour but the
+ * stack size, whose reservation counts as used memory with
+ * SIMCUDA_STACK_THREADS.
+ */
 SIM_API CUresult cuCtxSetLimit(CUlimit limit, size_t value)
 {
 	struct sim_ctx *c;
@@ -601,7 +618,9 @@ SIM_API CUresult cuCtxSetLimit(CUlimit limit, size_t value)
 		return CUDA_ERROR_UNSUPPORTED_LIMIT;
 	sim_lock();
 	err = sim_ctx_get(&c);
-	if (err == CUDA_SUCCESS)
+	if (err == CUDA_SUCCESS && limit == CU_LIMIT_STACK_SIZE)
+		ctx_stack_limit(c, value);
+	else if (err == CUDA_SUCCESS)
 		c->limits[limit] = value;
 	sim_unlock();
 	return err;

@@ -156,6 +156,13 @@ static void read_env(void)
 	sim.discard = s != NULL && strcmp(s, "1") == 0;
 	s = getenv("SIMCUDA_NO_POOLS");
 	sim.no_pools = s != NULL && strcmp(s, "1") == 0;
+	sim.stack_threads = 0;
+	s = getenv("SIMCUDA_STACK_THREADS");
+	if (s != NULL && (parse_size(s, &v) < 0 || v > (1u << 24)))
+		sim_warn("SIMCUDA_STACK_THREADS=%s is not 0..%u; using 0", s,
+			 1u << 24);
+	else if (s != NULL)
+		sim.stack_threads = v;
 	sim.log_path[0] = '\0';
 	s = getenv("SIMCUDA_LOG");
 	if (s != NULL && *s != '\0') {

@@ -164,6 +164,8 @@ struct sim_ctx {
 	struct sim_list graphs;
 	struct sim_list gexecs;
 	size_t limits[16];
+	/* The stack reservation counted in dev->used (SIMCUDA_STACK_THREADS). */
+	uint64_t stack_reserved;
 };
 
 struct sim_global {
@@ -176,6 +178,12 @@ struct sim_global {
 	unsigned long long kernel_us;
 	int discard;	/* SIMCUDA_DISCARD: kernels checked, never run */
 	int no_pools;	/* SIMCUDA_NO_POOLS: no memory pool support */
+	/*
+	 * SIMCUDA_STACK_THREADS: threads the device holds at once; a context
+	 * then counts its stack limit times that many bytes as used, as a
+	 * GPU reserves local memory (0: not modelled).
+	 */
+	uint64_t stack_threads;
 	char log_path[PATH_MAX];
 	pid_t pid;
 	uint64_t next_id;		/* contexts, streams, allocations */
