@@ -536,6 +536,8 @@ static uint64_t probe_clock_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+static void sctx_dfr_idle(struct streams_ctx *c);
+
 /* Lock held, pool set up: one check, when it is due. */
 static void sctx_probe(struct streams_ctx *c)
 {
@@ -563,6 +565,9 @@ static void sctx_probe(struct streams_ctx *c)
 		}
 		c->probe_checks++;
 		c->probe_drained += drained;
+		/* The pool is idle: deferred frees cost nothing now. */
+		if (drained)
+			sctx_dfr_idle(c);
 		if (!drained)
 			c->probe_score = c->probe_score > STREAMS_PROBE_BUSY ?
 					 c->probe_score - STREAMS_PROBE_BUSY : 0;
@@ -1009,10 +1014,11 @@ pass:
  * program can no longer name it) but stays allocated, so work still queued
  * on it runs on valid memory; the real cuMemFree happens when it costs no
  * wait: after a host synchronization that left the pool idle
- * (cuCtxSynchronize, a synchronization of the default stream).  Memory
+ * (cuCtxSynchronize, a synchronization of the default stream), or when the
+ * keeping-up probe finds every pool stream done.  Memory
  * comes first: an allocation that fails for memory (or for the quota), a
  * cuMemGetInfo, or deferred bytes beyond a cap (an eighth of the device's
- * memory) free everything deferred first, after draining the pool, which
+ * memory, at most 2 GiB) free everything deferred first, after draining the pool, which
  * is what the program's own cuMemFree would have cost.  The real free
  * always synchronizes the device itself, so work on the program's own
  * streams is waited for too.  The driver cannot hand the address out again
@@ -1069,6 +1075,12 @@ static void sctx_dfr_drop(struct streams_ctx *c)
 	c->dfr_bytes = 0;
 }
 
+/*
+ * Memory a process holds past its frees is memory its neighbours on the GPU
+ * cannot have: an eighth of the device, at most 2 GiB.
+ */
+#define STREAMS_DFR_CAP_MAX (2ull << 30)
+
 static uint64_t sctx_dfr_cap(void)
 {
 	size_t total = 0;
@@ -1077,7 +1089,8 @@ static uint64_t sctx_dfr_cap(void)
 	if (REAL(cuCtxGetDevice) && REAL(cuDeviceTotalMem_v2) &&
 	    REAL(cuCtxGetDevice)(&dev) == CUDA_SUCCESS &&
 	    REAL(cuDeviceTotalMem_v2)(&total, dev) == CUDA_SUCCESS && total)
-		return (uint64_t)total / 8;
+		return (uint64_t)total / 8 < STREAMS_DFR_CAP_MAX ?
+		       (uint64_t)total / 8 : STREAMS_DFR_CAP_MAX;
 	return 1ull << 30;
 }
 

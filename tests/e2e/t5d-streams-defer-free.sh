@@ -45,6 +45,22 @@ for n in 2 8; do
 		bash -c "cmp -s '$TMP/plain86' '$TMP/d$n' && '$SIMDIR/simcuda-check' -q '$TMP'/sim.*"
 done
 
+# No host synchronization for a while: the keeping-up probe finds the pool
+# idle and frees then (some real cuMemFree before the last kernel); with
+# the probe off they wait for the final synchronization.
+rm -f "$TMP"/sim.*
+SIMCUDA_LOG=$TMP/sim.%p KMUX_STREAMS=4 KMUX_DEBUG_KEEP_UP_US=5000 LD_PRELOAD=$PRELOAD \
+	"$PROGS/phase-alloc" defer-probe >"$TMP/p" 2>&1
+fak=$(frees_after_kernels)
+check "an idle pool found by the probe: deferred frees done before the end" \
+	bash -c "grep -q '^done' '$TMP/p' && [ '$fak' = 0 ]"
+check "  ... no use after free" "$SIMDIR/simcuda-check" -q "$TMP"/sim.*
+rm -f "$TMP"/sim.*
+SIMCUDA_LOG=$TMP/sim.%p KMUX_STREAMS=4 KMUX_KEEP_UP=0 LD_PRELOAD=$PRELOAD \
+	"$PROGS/phase-alloc" defer-probe >/dev/null 2>&1
+check "  ... with KMUX_KEEP_UP=0 they wait for the synchronization (the control)" \
+	[ "$(frees_after_kernels)" = 1 ]
+
 # A program's own non-blocking stream writes a buffer kmux cannot see until
 # its free: the memory stays valid until the real free, which synchronizes.
 rm -f "$TMP"/sim.*

@@ -20,12 +20,17 @@
  *   phase-alloc defer-oom    (run on a 1 GiB device) 100 MiB allocated,
  *       used, freed, then 950 MiB: prints "big err=E" (a deferred free
  *       must give its memory back when an allocation needs it).
+ *   phase-alloc defer-probe  4 buffers used and freed, then 32 short
+ *       kernels each followed by 1 ms of host time, then a synchronization:
+ *       with the keeping-up probe on (KMUX_DEBUG_KEEP_UP_US=5000), the
+ *       deferred frees happen before the synchronization.
  *   phase-alloc defer-quota  (run with a quota of 100 MiB) 60 MiB
  *       allocated, used, freed, then 70 MiB: "big err=E"; then frees a
  *       buffer twice: "again err=E" (the driver's answer to a double free).
  */
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include "e2e-common.h"
 
@@ -150,6 +155,19 @@ int main(int argc, char **argv)
 		printf("big err=%d\n", (int)cuMemAlloc(&p, 700 * MIB));
 		if (p)
 			CHECK(cuMemFree(p));
+	} else if (!strcmp(mode, "defer-probe")) {
+		struct timespec ms = { 0, 1000000 };
+
+		for (int i = 0; i < 4; i++)
+			use_and_free(1);
+		CHECK(cuMemAlloc(&p, MIB));
+		for (int i = 0; i < 32; i++) {
+			touch(p, MIB, NULL, 1);
+			nanosleep(&ms, NULL);
+		}
+		CHECK(cuMemFree(p));
+		p = 0;
+		printf("done\n");
 	} else if (!strcmp(mode, "defer-oom") || !strcmp(mode, "defer-quota")) {
 		int oom = !strcmp(mode, "defer-oom");
 
