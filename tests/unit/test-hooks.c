@@ -85,9 +85,9 @@ static void test_dlsym_layer(void **state)
 	assert_true(real_ready());
 	assert_ptr_equal(*e->real, real_dlsym(h, "cuMemAlloc_v2"));
 	/* A driver name kmux does not wrap is the driver's. */
-	fn = dlsym(h, "cuModuleLoad");
+	fn = dlsym(h, "cuModuleGetFunction");
 	assert_non_null(fn);
-	assert_ptr_equal(fn, real_dlsym(h, "cuModuleLoad"));
+	assert_ptr_equal(fn, real_dlsym(h, "cuModuleGetFunction"));
 	/* A name the handle does not have stays NULL, hooked or not. */
 	assert_null(dlsym(h, "cuNoSuchFunction"));
 	/* Non-driver names pass through untouched. */
@@ -137,9 +137,9 @@ static void test_procaddr_layer(void **state)
 	assert_ptr_equal(fn, hook_table_find("cuGetProcAddress_v2")->hook);
 
 	/* Unwrapped names: the driver's own function. */
-	fn = gpa("cuModuleLoad", 12000, LEG, &st, &r);
+	fn = gpa("cuModuleGetFunction", 12000, LEG, &st, &r);
 	assert_int_equal(r, CUDA_SUCCESS);
-	assert_ptr_equal(fn, real_dlsym(h, "cuModuleLoad"));
+	assert_ptr_equal(fn, real_dlsym(h, "cuModuleGetFunction"));
 
 	/* The driver's symbolStatus comes back unchanged. */
 	fn = gpa("cuNoSuchFunction", 12000, LEG, &st, &r);
