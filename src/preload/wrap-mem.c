@@ -427,8 +427,9 @@ static int mem_defer_free(uint64_t base, uint64_t charged)
 	struct alloc_table *t = alloc_table_global();
 	struct alloc a;
 
-	if (!t || !base || alloc_table_find(t, base, &a) || a.base != base ||
-	    a.kind != ALLOC_DEVICE || a.flags)
+	/* The memory modes are about holding less: they free at once. */
+	if (unlikely(mm_on) || !t || !base || alloc_table_find(t, base, &a) ||
+	    a.base != base || a.kind != ALLOC_DEVICE || a.flags)
 		return 0;
 	/*
 	 * Another device's memory: its users are another pool's work, which

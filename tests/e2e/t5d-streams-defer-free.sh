@@ -91,6 +91,11 @@ env KMUX_MEM_QUOTA=100M KMUX_STREAMS=4 LD_PRELOAD="$PRELOAD" \
 check "cuMemGetInfo after a deferred free: its memory counts as free (100 of 100 MiB)" \
 	grep -qx 'free 100' "$TMP/qi"
 
+env KMUX_STREAMS=4 KMUX_MEMORY=lazy KMUX_LOG=info LD_PRELOAD="$PRELOAD" \
+	"$PROGS/phase-alloc" phases 4 3 >"$TMP/mm" 2>"$TMP/mm.log"
+check "with a memory mode (it is there to hold less): the same output, nothing deferred" \
+	bash -c "cmp -s '$TMP/plain' '$TMP/mm' && grep -q 'frees deferred 0 ' '$TMP/mm.log'"
+
 env KMUX_STREAMS=4 KMUX_DEFER_FREE=sometimes KMUX_LOG=info LD_PRELOAD="$PRELOAD" \
 	"$PROGS/phase-alloc" phases 2 2 >/dev/null 2>"$TMP/bad"
 check "KMUX_DEFER_FREE=sometimes: warned about, deferral stays on" \
