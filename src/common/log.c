@@ -50,3 +50,12 @@ int kmux_log_parse_level(const char *s)
 			return (int)i;
 	return -1;
 }
+
+int kmux_log_switch(const char *name, const char *value, const char *what)
+{
+	if (value && *value && strcmp(value, "0") != 0 &&
+	    strcmp(value, "1") != 0)
+		log_warn("%s=%s: only 0 turns %s off; it stays on", name, value,
+			 what);
+	return !(value && strcmp(value, "0") == 0);
+}

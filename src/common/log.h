@@ -30,4 +30,12 @@ void kmux_log(int level, const char *fmt, ...) KMUX_PRINTF(2, 3);
 /* Parse "error", "warn", "info", "debug" or a digit; -1 on anything else. */
 int kmux_log_parse_level(const char *s);
 
+/*
+ * An on-by-default switch read from the environment variable name (value
+ * may be NULL): 0 only for "0".  A value other than "", "0" or "1" is
+ * warned about ("NAME=VALUE: only 0 turns WHAT off; it stays on"), since
+ * a typo must not silently change a default.
+ */
+int kmux_log_switch(const char *name, const char *value, const char *what);
+
 #endif

@@ -57,11 +57,8 @@ static void ctxstack_report(void)
 
 void ctxstack_init(const char *value, int memory_mode)
 {
-	if (value && *value && strcmp(value, "0") != 0 &&
-	    strcmp(value, "1") != 0)
-		log_warn("KMUX_CTX_STACK=%s: only 0 turns it off; it stays on "
-			 "with a memory mode", value);
-	ctxstack_on = memory_mode && !(value && strcmp(value, "0") == 0);
+	ctxstack_on = kmux_log_switch("KMUX_CTX_STACK", value,
+				      "the lowered stack") && memory_mode;
 	if (ctxstack_on)
 		atexit(ctxstack_report);
 }

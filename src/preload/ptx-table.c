@@ -70,33 +70,22 @@ static atomic_ulong ptxtab_kernels, ptxtab_params_ro, ptxtab_mismatch,
 
 int ptxtab_init(const char *value, int scheduling)
 {
-	/* Only "0" is off: a typo must not silently change the default. */
-	ptxtab_on = scheduling && !(value && strcmp(value, "0") == 0);
-	if (value && *value && strcmp(value, "0") != 0 &&
-	    strcmp(value, "1") != 0)
-		log_warn("KMUX_PTX_READONLY=%s: only 0 turns the read-only "
-			 "proof off; it stays on", value);
+	ptxtab_on = kmux_log_switch("KMUX_PTX_READONLY", value,
+				    "the read-only proof") && scheduling;
 	return 0;
 }
 
 int ptxtab_extents_init(const char *value)
 {
-	ptxtab_extents_on = ptxtab_on && !(value && strcmp(value, "0") == 0);
-	if (value && *value && strcmp(value, "0") != 0 &&
-	    strcmp(value, "1") != 0)
-		log_warn("KMUX_PTX_EXTENTS=%s: only 0 turns the exact extents "
-			 "off; they stay on", value);
+	ptxtab_extents_on = kmux_log_switch("KMUX_PTX_EXTENTS", value,
+					    "the exact extents") && ptxtab_on;
 	return 0;
 }
 
 int ptxtab_ranges_init(const char *value)
 {
-	ptxtab_ranges_on = ptxtab_extents_on &&
-			   !(value && strcmp(value, "0") == 0);
-	if (value && *value && strcmp(value, "0") != 0 &&
-	    strcmp(value, "1") != 0)
-		log_warn("KMUX_PTX_RANGES=%s: only 0 turns the ranges off; "
-			 "they stay on", value);
+	ptxtab_ranges_on = kmux_log_switch("KMUX_PTX_RANGES", value,
+					   "the ranges") && ptxtab_extents_on;
 	return 0;
 }
 

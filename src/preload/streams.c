@@ -207,20 +207,13 @@ void streams_keep_up_init(const char *value, const char *debug_us)
 
 	if (debug_us && (us = atol(debug_us)) > 0)
 		streams_probe_op_ns = (uint64_t)us * 1000;
-	streams_keep_up = !(value && strcmp(value, "0") == 0);
-	if (value && *value && strcmp(value, "0") != 0 &&
-	    strcmp(value, "1") != 0)
-		log_warn("KMUX_KEEP_UP=%s: only 0 turns the probe off; it "
-			 "stays on", value);
+	streams_keep_up = kmux_log_switch("KMUX_KEEP_UP", value, "the probe");
 }
 
 void streams_defer_init(const char *value)
 {
-	streams_defer_on = !(value && strcmp(value, "0") == 0);
-	if (value && *value && strcmp(value, "0") != 0 &&
-	    strcmp(value, "1") != 0)
-		log_warn("KMUX_DEFER_FREE=%s: only 0 turns deferred frees off; "
-			 "they stay on", value);
+	streams_defer_on = kmux_log_switch("KMUX_DEFER_FREE", value,
+					   "deferred frees");
 }
 
 void streams_debug_fail(const char *every)
