@@ -17,8 +17,13 @@
  *    mappings may alias), makes it a barrier; an unknown host side is
  *    pageable memory, which the driver stages (or completes) before
  *    returning.  A synchronous form waits for its pool stream up to
- *    itself before returning (see copy_sched()).
+ *    itself before returning, except device-to-device copies and memsets
+ *    of device memory, which CUDA does not make synchronous either (see
+ *    copy_sync_waits()).
  */
+#include <stdbool.h>
+#include <string.h>
+
 #include "alloc-table.h"
 #include "copy.h"
 #include "mm.h"
@@ -120,6 +125,46 @@ static CUresult copy_host_path(const struct copy_side *dst,
 }
 
 /* 1 and *r: scheduled; 0: the caller makes the call itself. */
+/*
+ * Whether a synchronous copy or memset kmux moved to a pool stream must be
+ * waited for before the call returns.  CUDA's own rule ("API
+ * synchronization behavior"): a device-to-device copy and a memset of
+ * device memory do not synchronize the host, so they are not waited for
+ * (on the legacy stream they were ordered only with later default-stream
+ * and blocking-stream work, which the scheduler orders too).  Everything
+ * else is: from or to pinned memory the driver returns once the copy is
+ * done, and a program may reuse the buffer at once; from pageable memory
+ * it returns once the source is staged, which kmux does not model; an
+ * unknown side may be either.  Only the operation and what it depends on
+ * are waited for.
+ */
+static bool copy_wait_all;
+
+void copy_debug_sync_wait(const char *value)
+{
+	copy_wait_all = value && strcmp(value, "1") == 0;
+}
+
+static int copy_sync_waits(enum trace_copy_kind k, const struct copy_side *dst,
+			   const struct copy_side *src)
+{
+	bool dst_dev = dst->known && dst->a.kind == ALLOC_DEVICE;
+	bool src_dev = src->known && src->a.kind == ALLOC_DEVICE;
+
+	if (copy_wait_all)
+		return 1;
+	switch (k) {
+	case TRACE_COPY_DTOD:
+		return 0;
+	case TRACE_MEMSET:
+		return !dst_dev;
+	case TRACE_COPY_ANY:
+		return !(dst_dev && src_dev);
+	default:
+		return 1;
+	}
+}
+
 static int copy_sched(struct copy_call *cc, streams_issue_fn issue, void *arg,
 		      CUresult *r)
 {
@@ -167,13 +212,7 @@ static int copy_sched(struct copy_call *cc, streams_issue_fn issue, void *arg,
 		rq.acc = p.acc;
 		rq.nacc = p.nacc;
 	}
-	/*
-	 * A synchronous form returns once its work is done, as on the
-	 * driver for pinned memory and simcuda always: a program may read
-	 * the result from a non-blocking stream of its own right away.  Only
-	 * the operation and what it depends on are waited for.
-	 */
-	if (sync)
+	if (sync && copy_sync_waits(k, &dst, &src))
 		rq.flags |= STREAMS_WAIT;
 	return streams_run(&rq, r);
 }

@@ -28,6 +28,13 @@ void copy_begin(struct copy_call *cc, enum trace_copy_kind kind,
  */
 CUresult copy_run(struct copy_call *cc, streams_issue_fn issue, void *arg);
 
+/*
+ * Bench knob KMUX_DEBUG_SYNC_WAIT=1: every synchronous copy and memset is
+ * waited for, as before copy_sync_waits() (the A/B baseline of
+ * bench/streams.sh's KMUX_STREAMS_AB_OFF).  From the constructor.
+ */
+void copy_debug_sync_wait(const char *value);
+
 /* Host or device address of one side of a 2D/3D copy. */
 static inline uint64_t copy_side(CUmemorytype type, const void *host,
 				 CUdeviceptr dev)

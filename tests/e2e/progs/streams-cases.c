@@ -37,6 +37,11 @@
  *                simcuda is slow), then 16 independent 20 ms kernels back to
  *                back; prints how many streams the last 16 short ones used
  *                and how many pairs of the long ones overlapped
+ *   d2d          a 30 ms kernel writes a buffer, then a synchronous
+ *                device-to-device copy of it and a memset of another
+ *                buffer: prints how long each call held the host ("d2d_us
+ *                N memset_us M"; CUDA does not make them wait) and "order
+ *                ok" when the copy still started after the kernel ended
  *   chase        a kernel writes a buffer through a pointer stored in
  *                device memory; prints the hashes of two read-backs
  *                (scheduling breaks it: `kmux verify` must tell)
@@ -353,6 +358,47 @@ static int case_keepup(void)
 	return 0;
 }
 
+static double now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static int case_d2d(void)
+{
+	uint64_t kend = 0, cstart = 0;
+	struct simcuda_op_info o;
+	double t0, t1, t2;
+	size_t n;
+
+	touch(NULL, buf[0], LONG_US);
+	t0 = now_us();
+	CHECK(cuMemcpyDtoD(buf[1], buf[0], NWORDS * 4));
+	t1 = now_us();
+	CHECK(cuMemsetD32(buf[2], 7, NWORDS));
+	t2 = now_us();
+	CHECK(cuCtxSynchronize());
+	printf("d2d_us %.0f memset_us %.0f\n", t1 - t0, t2 - t1);
+	n = simcuda_op_count();
+	for (size_t i = 0; i < n; i++) {
+		if (simcuda_op_get(i, &o))
+			continue;
+		if (o.kind == SIMCUDA_OP_KERNEL)
+			kend = o.end_ns;
+		else if (o.kind == SIMCUDA_OP_MEMCPY)
+			cstart = o.start_ns;
+	}
+	if (!kend || !cstart)
+		return fail("the kernel or the copy was not recorded");
+	if (cstart < kend)
+		return fail("the copy started before the kernel that wrote "
+			    "its source ended");
+	printf("order ok\n");
+	return 0;
+}
+
 static int case_rendezvous(void)
 {
 	static int flags[3];
@@ -569,6 +615,8 @@ int main(int argc, char **argv)
 		r = case_chase();
 	else if (!strcmp(m, "keepup"))
 		r = case_keepup();
+	else if (!strcmp(m, "d2d"))
+		r = case_d2d();
 	else
 		return fail("unknown mode");
 	CHECK(cuCtxDestroy(ctx));
