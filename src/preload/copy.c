@@ -131,7 +131,8 @@ static CUresult copy_host_path(const struct copy_side *dst,
  * synchronization behavior"): a device-to-device copy and a memset of
  * device memory do not synchronize the host, so they are not waited for
  * (on the legacy stream they were ordered only with later default-stream
- * and blocking-stream work, which the scheduler orders too).  Everything
+ * and blocking-stream work, which the scheduler orders too), as long as
+ * the program has no non-blocking stream of its own.  Everything
  * else is: from or to pinned memory the driver returns once the copy is
  * done, and a program may reuse the buffer at once; from pageable memory
  * it returns once the source is staged, which kmux does not model; an
@@ -151,7 +152,14 @@ static int copy_sync_waits(enum trace_copy_kind k, const struct copy_side *dst,
 	bool dst_dev = dst->known && dst->a.kind == ALLOC_DEVICE;
 	bool src_dev = src->known && src->a.kind == ALLOC_DEVICE;
 
-	if (copy_wait_all)
+	/*
+	 * Work on the program's own non-blocking streams is ordered with the
+	 * legacy stream's by nothing kmux sees, only by the host: its later
+	 * synchronous calls (a copy from pageable memory synchronizes the
+	 * legacy stream first) would have completed this one.  Wait then.
+	 */
+	if (copy_wait_all || atomic_load_explicit(&streams_own_nonblocking,
+						  memory_order_relaxed))
 		return 1;
 	switch (k) {
 	case TRACE_COPY_DTOD:

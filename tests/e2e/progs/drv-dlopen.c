@@ -100,7 +100,7 @@ int main(void)
 	dev_get = get("cuDeviceGet", 2000, LEG, 1);
 	retain = get("cuDevicePrimaryCtxRetain", 7000, LEG, 1);
 	set_cur = get("cuCtxSetCurrent", 4000, LEG, 1);
-	mod_load = get("cuModuleLoad", 2000, LEG, 0);
+	mod_load = get("cuModuleLoad", 2000, LEG, 1);
 	get_fn = get("cuModuleGetFunction", 2000, LEG, 0);
 	mem_alloc = get("cuMemAlloc", 12000, LEG, 1);
 	mem_free = get("cuMemFree", 12000, LEG, 1);
