@@ -2,7 +2,8 @@
 # Synchronous copies that CUDA does not make synchronous (src/preload/copy.c,
 # copy_sync_waits()): a device-to-device cudaMemcpy and a memset of device
 # memory return without waiting for the work they follow, as on the driver,
-# and still run after it.  simcuda makes every synchronous copy wait (the
+# and still run after it; not once the program has a non-blocking stream of
+# its own.  simcuda makes every synchronous copy wait (the
 # control: the unscheduled run holds the host for the 30 ms kernel).
 . "$(dirname "$0")/lib.sh"
 
@@ -21,4 +22,7 @@ KMUX_STREAMS=4 KMUX_DEBUG_SYNC_WAIT=1 LD_PRELOAD=$PRELOAD "$PROGS/streams-cases"
 	>"$TMP/w" 2>&1
 check "KMUX_DEBUG_SYNC_WAIT=1 (the bench's baseline): the copy waits again ($(us d2d_us "$TMP/w") us)" \
 	[ "$(us d2d_us "$TMP/w")" -ge 25000 ]
+KMUX_STREAMS=4 LD_PRELOAD=$PRELOAD "$PROGS/streams-cases" d2d-own >"$TMP/own" 2>&1
+check "with a non-blocking stream of the program's own: the copy is waited for ($(us d2d_us "$TMP/own") us)" \
+	[ "$(us d2d_us "$TMP/own")" -ge 25000 ]
 finish

@@ -42,6 +42,9 @@
  *                buffer: prints how long each call held the host ("d2d_us
  *                N memset_us M"; CUDA does not make them wait) and "order
  *                ok" when the copy still started after the kernel ended
+ *   d2d-own      the same after creating a non-blocking stream of its own
+ *                (kmux then waits for both, as it cannot see that
+ *                stream's ordering)
  *   chase        a kernel writes a buffer through a pointer stored in
  *                device memory; prints the hashes of two read-backs
  *                (scheduling breaks it: `kmux verify` must tell)
@@ -366,13 +369,16 @@ static double now_us(void)
 	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
-static int case_d2d(void)
+static int case_d2d(int own)
 {
 	uint64_t kend = 0, cstart = 0;
 	struct simcuda_op_info o;
 	double t0, t1, t2;
+	CUstream mine;
 	size_t n;
 
+	if (own)
+		CHECK(cuStreamCreate(&mine, CU_STREAM_NON_BLOCKING));
 	touch(NULL, buf[0], LONG_US);
 	t0 = now_us();
 	CHECK(cuMemcpyDtoD(buf[1], buf[0], NWORDS * 4));
@@ -396,6 +402,8 @@ static int case_d2d(void)
 		return fail("the copy started before the kernel that wrote "
 			    "its source ended");
 	printf("order ok\n");
+	if (own)
+		CHECK(cuStreamDestroy(mine));
 	return 0;
 }
 
@@ -615,8 +623,8 @@ int main(int argc, char **argv)
 		r = case_chase();
 	else if (!strcmp(m, "keepup"))
 		r = case_keepup();
-	else if (!strcmp(m, "d2d"))
-		r = case_d2d();
+	else if (!strcmp(m, "d2d") || !strcmp(m, "d2d-own"))
+		r = case_d2d(!strcmp(m, "d2d-own"));
 	else
 		return fail("unknown mode");
 	CHECK(cuCtxDestroy(ctx));
