@@ -12,6 +12,12 @@
  *   probe_ctx free          whether cudaFree / cudaMalloc wait for unrelated
  *                           work: a 20 ms spin kernel on a non-blocking
  *                           stream, then the call, timed on the host.
+ *   probe_ctx copy          what a 4-byte device-to-host read-back costs the
+ *                           host, device idle (mean of 2000): cudaMemcpy
+ *                           into pageable memory on the legacy stream,
+ *                           cudaMemcpyAsync into pinned memory on a
+ *                           non-blocking stream + cudaStreamSynchronize,
+ *                           the same + cudaEventSynchronize.
  *   probe_ctx query         what cudaStreamQuery / cudaEventQuery cost the
  *                           host on an idle stream and on one running a
  *                           20 ms kernel (mean of 2000 calls each).
@@ -231,8 +237,64 @@ static int probe_query(void)
 	return 0;
 }
 
+static int probe_copy(void)
+{
+	cudaStream_t s;
+	cudaEvent_t e;
+	float *d, *pin, pageable[4];
+	double t0;
+	int n = 2000;
+
+	CK(cudaSetDevice(0));
+	CK(cudaFree(0));
+	CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+	CK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+	CK(cudaMalloc(&d, 4096));
+	CK(cudaMallocHost(&pin, 4096));
+	CK(cudaMemset(d, 0, 4096));
+	CK(cudaDeviceSynchronize());
+	for (int rep = 0; rep < 2; rep++) {
+		t0 = now_us();
+		for (int i = 0; i < n; i++)
+			CK(cudaMemcpy(pageable, d, 4, cudaMemcpyDeviceToHost));
+		printf("PROBE dtoh_pageable_ns %.0f\n", (now_us() - t0) * 1000.0 / n);
+		t0 = now_us();
+		for (int i = 0; i < n; i++) {
+			CK(cudaMemcpyAsync(pin, d, 4, cudaMemcpyDeviceToHost, s));
+			CK(cudaStreamSynchronize(s));
+			memcpy(pageable, pin, 4);
+		}
+		printf("PROBE dtoh_pinned_streamsync_ns %.0f\n", (now_us() - t0) * 1000.0 / n);
+		t0 = now_us();
+		for (int i = 0; i < n; i++) {
+			CK(cudaMemcpyAsync(pin, d, 4, cudaMemcpyDeviceToHost, s));
+			CK(cudaEventRecord(e, s));
+			CK(cudaEventSynchronize(e));
+			memcpy(pageable, pin, 4);
+		}
+		printf("PROBE dtoh_pinned_eventsync_ns %.0f\n", (now_us() - t0) * 1000.0 / n);
+		t0 = now_us();
+		for (int i = 0; i < n; i++) {
+			CK(cudaEventRecord(e, s));
+			CK(cudaEventSynchronize(e));
+		}
+		printf("PROBE record_eventsync_idle_ns %.0f\n", (now_us() - t0) * 1000.0 / n);
+		t0 = now_us();
+		for (int i = 0; i < n; i++)
+			CK(cudaStreamSynchronize(s));
+		printf("PROBE streamsync_idle_ns %.0f\n", (now_us() - t0) * 1000.0 / n);
+		t0 = now_us();
+		for (int i = 0; i < n; i++)
+			CK(cudaDeviceSynchronize());
+		printf("PROBE devicesync_idle_ns %.0f\n", (now_us() - t0) * 1000.0 / n);
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 2 && !strcmp(argv[1], "copy"))
+		return probe_copy();
 	if (argc == 2 && !strcmp(argv[1], "query"))
 		return probe_query();
 	if (argc == 3 && !strcmp(argv[1], "stack"))
