@@ -25,4 +25,7 @@ check "KMUX_DEBUG_SYNC_WAIT=1 (the bench's baseline): the copy waits again ($(us
 KMUX_STREAMS=4 LD_PRELOAD=$PRELOAD "$PROGS/streams-cases" d2d-own >"$TMP/own" 2>&1
 check "with a non-blocking stream of the program's own: the copy is waited for ($(us d2d_us "$TMP/own") us)" \
 	[ "$(us d2d_us "$TMP/own")" -ge 25000 ]
+KMUX_STREAMS=4 LD_PRELOAD=$PRELOAD "$PROGS/streams-cases" d2d-blocking >"$TMP/blk" 2>&1
+check "with a blocking stream of its own: not waited for ($(us d2d_us "$TMP/blk") us), and its kernel still follows the memset" \
+	bash -c "[ \$(sed -n 's/.*d2d_us \([0-9]*\).*/\1/p' '$TMP/blk') -lt 15000 ] && grep -qx 'blocking ok' '$TMP/blk'"
 finish

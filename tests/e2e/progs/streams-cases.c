@@ -38,13 +38,18 @@
  *                back; prints how many streams the last 16 short ones used
  *                and how many pairs of the long ones overlapped
  *   d2d          a 30 ms kernel writes a buffer, then a synchronous
- *                device-to-device copy of it and a memset of another
- *                buffer: prints how long each call held the host ("d2d_us
+ *                device-to-device copy of it and a memset of it (both
+ *                queued behind the kernel): prints how long each call held
+ *                the host ("d2d_us
  *                N memset_us M"; CUDA does not make them wait) and "order
  *                ok" when the copy still started after the kernel ended
  *   d2d-own      the same after creating a non-blocking stream of its own
  *                (kmux then waits for both, as it cannot see that
  *                stream's ordering)
+ *   d2d-blocking the same with a blocking stream of its own, on which a
+ *                kernel then reads the memset buffer: it must start after
+ *                the memset ended (CUDA orders a blocking stream after the
+ *                legacy stream's earlier work); prints "blocking ok"
  *   chase        a kernel writes a buffer through a pointer stored in
  *                device memory; prints the hashes of two read-backs
  *                (scheduling breaks it: `kmux verify` must tell)
@@ -371,30 +376,38 @@ static double now_us(void)
 
 static int case_d2d(int own)
 {
-	uint64_t kend = 0, cstart = 0;
+	uint64_t kend = 0, cstart = 0, mend = 0, pstart = 0;
 	struct simcuda_op_info o;
 	double t0, t1, t2;
 	CUstream mine;
 	size_t n;
 
 	if (own)
-		CHECK(cuStreamCreate(&mine, CU_STREAM_NON_BLOCKING));
+		CHECK(cuStreamCreate(&mine, own == 2 ? CU_STREAM_DEFAULT :
+				     CU_STREAM_NON_BLOCKING));
 	touch(NULL, buf[0], LONG_US);
 	t0 = now_us();
 	CHECK(cuMemcpyDtoD(buf[1], buf[0], NWORDS * 4));
 	t1 = now_us();
-	CHECK(cuMemsetD32(buf[2], 7, NWORDS));
+	/* Of the kernel's buffer: queued behind it and the copy. */
+	CHECK(cuMemsetD32(buf[0], 7, NWORDS));
 	t2 = now_us();
+	if (own == 2)
+		probe(mine, buf[0], 1000);
 	CHECK(cuCtxSynchronize());
 	printf("d2d_us %.0f memset_us %.0f\n", t1 - t0, t2 - t1);
 	n = simcuda_op_count();
 	for (size_t i = 0; i < n; i++) {
 		if (simcuda_op_get(i, &o))
 			continue;
-		if (o.kind == SIMCUDA_OP_KERNEL)
+		if (o.kind == SIMCUDA_OP_KERNEL && is_probe(&o))
+			pstart = o.start_ns;
+		else if (o.kind == SIMCUDA_OP_KERNEL)
 			kend = o.end_ns;
 		else if (o.kind == SIMCUDA_OP_MEMCPY)
 			cstart = o.start_ns;
+		else if (o.kind == SIMCUDA_OP_MEMSET)
+			mend = o.end_ns;
 	}
 	if (!kend || !cstart)
 		return fail("the kernel or the copy was not recorded");
@@ -402,6 +415,14 @@ static int case_d2d(int own)
 		return fail("the copy started before the kernel that wrote "
 			    "its source ended");
 	printf("order ok\n");
+	if (own == 2) {
+		if (!mend || !pstart)
+			return fail("the memset or the probe was not recorded");
+		if (pstart < mend)
+			return fail("the blocking stream's kernel started before "
+				    "the memset it follows ended");
+		printf("blocking ok\n");
+	}
 	if (own)
 		CHECK(cuStreamDestroy(mine));
 	return 0;
@@ -623,8 +644,10 @@ int main(int argc, char **argv)
 		r = case_chase();
 	else if (!strcmp(m, "keepup"))
 		r = case_keepup();
-	else if (!strcmp(m, "d2d") || !strcmp(m, "d2d-own"))
-		r = case_d2d(!strcmp(m, "d2d-own"));
+	else if (!strcmp(m, "d2d") || !strcmp(m, "d2d-own") ||
+		 !strcmp(m, "d2d-blocking"))
+		r = case_d2d(!strcmp(m, "d2d-own") ? 1 :
+			     !strcmp(m, "d2d-blocking") ? 2 : 0);
 	else
 		return fail("unknown mode");
 	CHECK(cuCtxDestroy(ctx));
