@@ -155,7 +155,6 @@ static void ctxstack_put_back(const char *why)
 void ctxstack_image(const void *image)
 {
 	struct ptxro_image_stats st = { 0 };
-	struct ptxro_module m;
 	const char *why = NULL;
 	size_t n;
 
@@ -168,11 +167,9 @@ void ctxstack_image(const void *image)
 	if (!image) {
 		why = "an image loaded from a file";
 	} else {
-		ptxro_module_init(&m);
 		n = ptxro_image_size(image, CTXSTACK_TEXT_MAX);
-		if (ptxro_scan_image(image, n, 1, &m, &st) < 0)
+		if (ptxro_scan_image(image, n, 1, NULL, &st) < 0)
 			st.bad++;
-		ptxro_module_release(&m);
 		if (!st.ptx || st.no_ptx || st.compressed || st.bad)
 			why = "an image without readable PTX";
 		else if (st.calls)

@@ -1729,12 +1729,14 @@ static int scan_text(const unsigned char *b, size_t n, struct ptxro_module *m,
 		return 0;
 	}
 	st->calls += text_calls(b, n);
+	st->ptx++;
+	if (!m)
+		return 0;	/* found and counted, not parsed */
 	r = ptxro_parse((const char *)b, n, m);
 	if (r == -ENOMEM)
 		return r;
 	if (r < 0)
 		st->bad++;
-	st->ptx++;
 	return 0;
 }
 

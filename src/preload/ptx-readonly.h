@@ -81,6 +81,9 @@ int ptxro_parse(const char *text, size_t len, struct ptxro_module *m);
  * a fatbin (its PTX entries that are not compressed), a fatbin wrapper
  * (only when follow_wrapper: it holds a pointer into this process), or
  * NUL-terminated PTX text.  ELF cubins have no PTX.  Returns 0 or -ENOMEM.
+ * m NULL: the PTX texts are found, decompressed and counted (st->ptx,
+ * st->calls), not parsed (ctx-stack.c needs no more, and a large image
+ * parses slowly).
  */
 int ptxro_scan_image(const void *image, size_t avail, int follow_wrapper,
 		     struct ptxro_module *m, struct ptxro_image_stats *st);

@@ -39,11 +39,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct ptxro_image_stats st = { 0 };
 	struct ptxro_module m;
+	int r;
 
 	ptxro_module_init(&m);
 	(void)ptxro_image_size(data, size);
 	/* Never follow a wrapper's pointer: it points anywhere. */
-	if (ptxro_scan_image(data, size, 0, &m, &st) == 0) {
+	r = ptxro_scan_image(data, size, 0, &m, &st);
+	if (r == 0) {
 		for (int i = 0; i < m.n; i++) {
 			const struct ptxro_entry *e = &m.e[i];
 
@@ -56,6 +58,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 	}
 	ptxro_module_release(&m);
+	/* Found and counted only (ctx-stack.c): the same count of texts. */
+	{
+		struct ptxro_image_stats st2 = { 0 };
+
+		if (ptxro_scan_image(data, size, 0, NULL, &st2) == 0 &&
+		    r == 0 && (st2.ptx != st.ptx || st2.calls != st.calls))
+			abort();
+	}
 	/* The same bytes as text, whatever they start with. */
 	ptxro_module_init(&m);
 	(void)ptxro_parse((const char *)data, size, &m);

@@ -346,6 +346,7 @@ static void test_nvcc_output(void **state)
 	free(b);
 	assert_int_equal(st.ptx, 1);
 	assert_int_equal(st.bad, 0);
+	assert_int_equal(st.calls, 0);	/* nvcc inlined everything */
 	assert_int_equal(m.n, 7);
 	/* every branch reads the frame's `in` (param 0), writes its output */
 	assert_int_equal(ro_named(&m, "_Z8k_gauss5PKfPf"), 0x1);
@@ -461,6 +462,43 @@ static void test_fatbin(void **state)
 	assert_int_equal(st.no_ptx, 1);
 }
 
+/*
+ * Call instructions are counted over the whole text (ctx-stack.c), with or
+ * without a guard predicate, inside braces, whatever the modifiers; a
+ * comment, a directive or a label that begins with "call" is not one.  A
+ * scan without a module counts the same and parses nothing.
+ */
+static void test_count_calls(void **state)
+{
+	static const char text[] =
+		".version 8.0\n.target sm_90\n.address_size 64\n"
+		".callprototype (.param .b32 _) _ (.param .b32 _);\n"
+		".func (.param .b32 r) f(.param .b32 n)\n{\n\tret;\n}\n"
+		".visible .entry k(.param .u64 p)\n{\n"
+		"\t.reg .pred %p<2>;\n"
+		"\t// call f, a comment\n"
+		"callme:\n"
+		"\t{ .param .b32 a; .param .b32 b;\n"
+		"\tcall.uni (b), f, (a);\n\t}\n"
+		"\t@%p1 call (b), f, (a);\n"
+		"\t@!%p1 call.uni f;\n"
+		"\tret;\n}\n";
+	struct ptxro_image_stats st = { 0 }, bare = { 0 };
+	struct ptxro_module m;
+
+	(void)state;
+	ptxro_module_init(&m);
+	assert_int_equal(ptxro_scan_image(text, sizeof(text), 0, &m, &st), 0);
+	assert_int_equal(st.ptx, 1);
+	assert_int_equal(st.calls, 3);
+	ptxro_module_release(&m);
+	assert_int_equal(ptxro_scan_image(text, sizeof(text), 0, NULL, &bare),
+			 0);
+	assert_int_equal(bare.ptx, 1);
+	assert_int_equal(bare.calls, 3);
+	assert_int_equal(bare.bad, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -477,6 +515,7 @@ int main(void)
 		cmocka_unit_test(test_bad_text),
 		cmocka_unit_test(test_nvcc_output),
 		cmocka_unit_test(test_fatbin),
+		cmocka_unit_test(test_count_calls),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
