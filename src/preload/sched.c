@@ -329,6 +329,7 @@ static int sched_cand_better(const struct sched_cand *a,
 static int sched_place_kept_up(struct sched *s, uint64_t *start_out)
 {
 	int bt = -1, bw = 0, bkeep = 0, bpred = 0;
+	const uint64_t *cb;
 	uint64_t start;
 
 	for (int t = 0; t < s->n; t++) {
@@ -350,12 +351,12 @@ static int sched_place_kept_up(struct sched *s, uint64_t *start_out)
 			bpred = pred;
 		}
 	}
+	cb = sched_clock(s, bt);
 	start = sched_max(s->vnow, s->st[bt].fin);
 	for (int k = 0; k < s->np; k++) {
 		int j = s->plist[k];
-		const uint64_t *ct = sched_clock(s, bt);
 
-		start = sched_max(start, j == bt || ct[j] >= s->need[j] ?
+		start = sched_max(start, j == bt || cb[j] >= s->need[j] ?
 				  s->need_fin[j] : s->eff_fin[j]);
 	}
 	*start_out = start + (uint64_t)bw * SCHED_WAIT_COST;

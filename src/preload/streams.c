@@ -121,13 +121,18 @@ struct streams_ctx {
 	struct sctx_deferred *dfr;
 	int ndfr, dfr_alloc;
 	uint64_t dfr_bytes, dfr_cap;
-	uint64_t dfr_count, dfr_idle, dfr_short, dfr_dropped;
+	uint64_t dfr_count, dfr_idle, dfr_short;
 };
 
 int kmux_streams;
 /* KMUX_KEEP_UP=0 turns the keeping-up probe off (sctx_probe()). */
 static int streams_keep_up = 1;
-static uint64_t streams_probe_op_ns;	/* 0: STREAMS_PROBE_OP_NS */
+/*
+ * Decisions slower than this on average say nothing about the launch rate
+ * (sctx_probe(); KMUX_DEBUG_KEEP_UP_US: tests on the simulated driver,
+ * whose launches and kernels take far longer than a GPU's).
+ */
+static uint64_t streams_probe_op_ns = 200000;
 /* KMUX_DEFER_FREE=0 turns deferred frees off (streams_defer_free()). */
 static int streams_defer_on = 1;
 
@@ -514,13 +519,6 @@ static uint32_t sctx_weight(const struct streams_ctx *c, uint64_t blocks)
 #define STREAMS_PROBE_ON 3
 #define STREAMS_PROBE_MAX 6
 #define STREAMS_PROBE_BUSY 2
-/*
- * Decisions slower than this on average say nothing about the launch rate
- * (KMUX_DEBUG_KEEP_UP_US: tests on the simulated driver, whose launches
- * and kernels take far longer than a GPU's).
- */
-#define STREAMS_PROBE_OP_NS 200000ull
-
 static uint64_t probe_clock_ns(void)
 {
 	struct timespec ts;
@@ -545,8 +543,7 @@ static void sctx_probe(struct streams_ctx *c)
 	now = probe_clock_ns();
 
 	if (c->probe_hostwaits == c->hostwaits && c->probe_ns &&
-	    now - c->probe_ns < every *
-	    (streams_probe_op_ns ? streams_probe_op_ns : STREAMS_PROBE_OP_NS)) {
+	    now - c->probe_ns < every * streams_probe_op_ns) {
 		for (int j = 0; j < sched_nstreams(c->s); j++) {
 			if (!(seq = sched_pending(c->s, j)))
 				continue;
@@ -558,14 +555,15 @@ static void sctx_probe(struct streams_ctx *c)
 		}
 		c->probe_checks++;
 		c->probe_drained += drained;
-		/* The pool is idle: deferred frees cost nothing now. */
-		if (drained)
+		if (drained) {
+			/* The pool is idle: deferred frees cost nothing now. */
 			sctx_dfr_idle(c);
-		if (!drained)
+			if (c->probe_score < STREAMS_PROBE_MAX)
+				c->probe_score++;
+		} else {
 			c->probe_score = c->probe_score > STREAMS_PROBE_BUSY ?
 					 c->probe_score - STREAMS_PROBE_BUSY : 0;
-		else if (c->probe_score < STREAMS_PROBE_MAX)
-			c->probe_score++;
+		}
 		sched_set_kept_up(c->s, c->probe_score >= STREAMS_PROBE_ON);
 	}
 	c->probe_ns = now;
@@ -1018,12 +1016,16 @@ pass:
  * before the real free, so no later allocation can alias memory that work
  * still uses.
  */
-static void sctx_dfr_free(struct streams_ctx *c)
+/*
+ * Give back every deferred allocation's quota charge and forget them; free
+ * them for real first unless the driver already did (the context is gone).
+ */
+static void sctx_dfr_release(struct streams_ctx *c, int really_free)
 {
 	for (int i = 0; i < c->ndfr; i++) {
 		const struct sctx_deferred *d = &c->dfr[i];
 
-		if (REAL(cuMemFree_v2)(d->base) != CUDA_SUCCESS)
+		if (really_free && REAL(cuMemFree_v2)(d->base) != CUDA_SUCCESS)
 			log_warn("streams: deferred free of %#llx (%llu bytes) "
 				 "failed", (unsigned long long)d->base,
 				 (unsigned long long)d->size);
@@ -1041,7 +1043,7 @@ static int sctx_dfr_flush(struct streams_ctx *c, int drain)
 		return 0;
 	if (drain && c->state == SCTX_ON)
 		sctx_drain(c);
-	sctx_dfr_free(c);
+	sctx_dfr_release(c, 1);
 	return 1;
 }
 
@@ -1054,18 +1056,7 @@ static void sctx_dfr_idle(struct streams_ctx *c)
 		if (sched_pending(c->s, j))
 			return;
 	c->dfr_idle++;
-	sctx_dfr_free(c);
-}
-
-/* The context is gone (destroyed, reset): the driver freed the memory. */
-static void sctx_dfr_drop(struct streams_ctx *c)
-{
-	for (int i = 0; i < c->ndfr; i++)
-		if (c->dfr[i].charged)
-			quota_release(c->dfr[i].charged);
-	c->dfr_dropped += (uint64_t)c->ndfr;
-	c->ndfr = 0;
-	c->dfr_bytes = 0;
+	sctx_dfr_release(c, 1);
 }
 
 /*
@@ -1452,7 +1443,7 @@ static void sctx_reset(struct streams_ctx *c, int forget_off)
 	if (current_ctx() == c->ctx)
 		sctx_dfr_flush(c, 1);
 	else
-		sctx_dfr_drop(c);
+		sctx_dfr_release(c, 0);
 	if (c->state == SCTX_ON) {
 		sctx_drain(c);
 		sctx_teardown(c);
