@@ -34,6 +34,7 @@ HEAD = '''/*
  */
 #include "copy.h"
 #include "region.h"
+#include "register.h"
 '''
 
 
@@ -112,8 +113,12 @@ def wrapper(n):
     b += ["KMUX_EXPORT CUresult CUDAAPI %s(%s)" % (n, ",\n\t\t".join(pl)), "{",
           "\tstruct copy_call c;", "",
           "\tif (NO_DRIVER(%s))" % n, "\t\treturn CUDA_ERROR_NOT_INITIALIZED;",
-          "\tKMUX_GATE();",
-          "\tif (likely(!kmux_tracking))", "\t\treturn REAL(%s)(%s);" % (n, args)]
+          "\tKMUX_GATE();"]
+    # A synchronous copy that may read device memory into the host waits
+    # for the GPU: kmuxd's waits/s (register.h).
+    if not is_async and kind in ("TRACE_COPY_DTOH", "TRACE_COPY_ANY"):
+        b += ["\thost_wait_count();"]
+    b += ["\tif (likely(!kmux_tracking))", "\t\treturn REAL(%s)(%s);" % (n, args)]
     if kind in ("TRACE_COPY_2D", "TRACE_COPY_3D"):
         b += ["\tif (!pCopy)", "\t\treturn REAL(%s)(%s);" % (n, args)]
     b += ["\tcopy_begin(&c, %s, %s,\n\t\t   %s,\n\t\t   %s, %s, %d, %d);"
@@ -126,6 +131,14 @@ def wrapper(n):
     return "\n".join(b) + "\n"
 
 
-out = [HEAD] + [wrapper(n) for n in names if n.startswith(("cuMemset", "cuMemcpy"))]
+# Copies another wrapper file defines (wrap-opaque.c: descriptors of
+# arrays and contexts, batches) are not generated here.
+elsewhere = set()
+for fn in os.listdir(os.path.join(root, "src/preload")):
+    if fn.startswith("wrap-") and fn.endswith(".c") and fn != "wrap-copy.c":
+        with open(os.path.join(root, "src/preload", fn)) as f:
+            elsewhere |= set(re.findall(r"CUDAAPI (cu\w+)\(", f.read()))
+out = [HEAD] + [wrapper(n) for n in names
+                if n.startswith(("cuMemset", "cuMemcpy")) and n not in elsewhere]
 with open(os.path.join(root, "src/preload/wrap-copy.c"), "w") as f:
     f.write("\n".join(out))

@@ -25,6 +25,7 @@ enum {
 	OPT_KILL_GRACE,
 	OPT_PLACEMENT,
 	OPT_BUSY_MAX,
+	OPT_SLICE_WAITS,
 	OPT_DEFAULT_BUSY,
 	OPT_GUESS,
 	OPT_GROW_WAIT,
@@ -70,6 +71,10 @@ static void help(void)
 	      "      --grow-wait SEC   a growth waits this long at most for room\n"
 	      "                        before the allocation fails (600; 0: no\n"
 	      "                        bound)\n"
+	      "      --slice-waits N   without --mps, a task that waits for the\n"
+	      "                        GPU N times a second or more (learned, or\n"
+	      "                        seen while it runs) gets a GPU of its own\n"
+	      "                        (1000; 0: never)\n"
 	      "      --slurm-node NAME keep Slurm node NAME's weight in step with\n"
 	      "                        this node's busyness (docs/slurm.md)\n"
 	      "      --slurm-interval SEC  at most one weight update per SEC (10)\n"
@@ -139,6 +144,7 @@ static int daemon_exec(int argc, char **argv)
 		{ "kill-grace", required_argument, NULL, OPT_KILL_GRACE },
 		{ "placement", required_argument, NULL, OPT_PLACEMENT },
 		{ "busy-max", required_argument, NULL, OPT_BUSY_MAX },
+		{ "slice-waits", required_argument, NULL, OPT_SLICE_WAITS },
 		{ "default-busy", required_argument, NULL, OPT_DEFAULT_BUSY },
 		{ "guess", required_argument, NULL, OPT_GUESS },
 		{ "grow-wait", required_argument, NULL, OPT_GROW_WAIT },
@@ -165,6 +171,7 @@ static int daemon_exec(int argc, char **argv)
 		.region_drain_s = SERVER_REGION_DRAIN_S,
 		.region_freeze = true,
 		.grow_wait_s = -1,
+		.slice_waits = -1,
 	};
 	enum admit_placement_kind place;
 	char *end;
@@ -206,6 +213,15 @@ static int daemon_exec(int argc, char **argv)
 				return cmd_usage_error(&cmd_daemon_entry,
 					"bad --busy-max '%s' (a number, 0 < X "
 					"<= 1000)", optarg);
+			break;
+		case OPT_SLICE_WAITS:
+			o.slice_waits = strtod(optarg, &end);
+			if (end == optarg || *end || !(o.slice_waits >= 0) ||
+			    o.slice_waits > 1e9)
+				return cmd_usage_error(&cmd_daemon_entry,
+					"bad --slice-waits '%s' (waits per "
+					"second, 0 <= N <= 1e9; 0: never)",
+					optarg);
 			break;
 		case OPT_DEFAULT_BUSY:
 			o.default_busy = strtod(optarg, &end);

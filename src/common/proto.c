@@ -645,6 +645,7 @@ static int rd_payload(struct rd *r, struct proto_msg *m)
 		m->u.alloc.restores = le64toh(w.restores);
 		m->u.alloc.flags = le32toh(w.flags);
 		m->u.alloc.thrash_ws = le64toh(w.thrash_ws);
+		m->u.alloc.waits = le64toh(w.waits);
 		return 0;
 	}
 	case PROTO_PS: {
@@ -957,6 +958,7 @@ static int wr_payload(struct wr *w, const struct proto_msg *m)
 			.restores = htole64(m->u.alloc.restores),
 			.flags = htole32(m->u.alloc.flags),
 			.thrash_ws = htole64(m->u.alloc.thrash_ws),
+			.waits = htole64(m->u.alloc.waits),
 		};
 
 		wr_bytes(w, &x, sizeof(x));

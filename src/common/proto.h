@@ -54,7 +54,7 @@
 #include <stdint.h>
 
 #define PROTO_MAGIC 0x58554d4bu		/* the bytes "KMUX" read as u32 LE */
-#define PROTO_VERSION 8
+#define PROTO_VERSION 9
 #define PROTO_HDR_SIZE 16
 #define PROTO_MAX_MSG (1u << 20)	/* header included */
 #define PROTO_MAX_PAYLOAD (PROTO_MAX_MSG - PROTO_HDR_SIZE)
@@ -236,6 +236,8 @@ struct proto_wire_alloc_update {
 	uint32_t reserved2;
 	/* v6: the whole run's thrash verdict. */
 	uint64_t thrash_ws;
+	/* v9: host waits for the GPU so far. */
+	uint64_t waits;
 } PROTO_PACKED;
 
 struct proto_wire_ps {
@@ -399,7 +401,7 @@ _Static_assert(sizeof(struct proto_wire_mem_pressure) == 16, "mem_pressure");
 _Static_assert(sizeof(struct proto_wire_hello) == 8, "hello");
 _Static_assert(sizeof(struct proto_wire_job_req) == 24, "job_req");
 _Static_assert(sizeof(struct proto_wire_register) == 48, "register");
-_Static_assert(sizeof(struct proto_wire_alloc_update) == 96, "alloc_update");
+_Static_assert(sizeof(struct proto_wire_alloc_update) == 104, "alloc_update");
 _Static_assert(sizeof(struct proto_wire_ps) == 8, "ps");
 _Static_assert(sizeof(struct proto_wire_job_ref) == 8, "job_ref");
 _Static_assert(sizeof(struct proto_wire_cancel) == 16, "cancel");
@@ -495,6 +497,9 @@ struct proto_alloc_update {
 	 * src/preload/thrash.h): its peak backed bytes, the working set its
 	 * profile learns when it ends; 0: it did not. */
 	uint64_t thrash_ws;
+	/* v9: calls that made the host wait for the GPU since the process
+	 * started (synchronizations, synchronous copies to the host). */
+	uint64_t waits;
 };
 
 struct proto_ps {

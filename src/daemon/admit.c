@@ -13,6 +13,10 @@
  *	    gate = max(util, duty_committed)
  *	and exclusivity allows it (an exclusive task wants an empty GPU; a GPU
  *	    holding one takes nothing else)
+ *	and t is not wait-bound, or no wait-bound task runs on g (fits_wait:
+ *	    without MPS, two tasks that wait for the GPU thousands of times a
+ *	    second each give up their turn at every wait and get it back only
+ *	    after the other's: together they do less than one after the other)
  *	and no running task there waits to grow (admit_grow_may_wait: the
  *	    memory that frees up is theirs first, or a stream of newcomers
  *	    could keep a task that is already running waiting for ever)
@@ -100,6 +104,13 @@ void admit_policy_default(struct admit_policy *p)
 	p->backfill = true;
 	p->age_us = UINT64_C(300) * 1000000;
 	p->backfill_bound_us = UINT64_C(120) * 1000000;
+	p->slice_waits = 1000.0;
+}
+
+bool admit_wait_bound(double wait_rate, const struct admit_policy *p)
+{
+	return p && !p->mps && p->slice_waits > 0.0 && wait_rate >= 0.0 &&
+	       wait_rate >= p->slice_waits;
 }
 
 static const char *const placement_names[] = {
@@ -152,7 +163,8 @@ int admit_policy_check(const struct admit_policy *p)
 		return -EINVAL;
 	if (!in_range(p->learned_margin, 1.0, 100.0) ||
 	    !in_range(p->default_busy, 0.0, 1.0) ||
-	    !in_range(p->util_tau_s, 0.0, 1e9))
+	    !in_range(p->util_tau_s, 0.0, 1e9) ||
+	    !in_range(p->slice_waits, 0.0, 1e9))
 		return -EINVAL;
 	return 0;
 }
@@ -360,6 +372,11 @@ static bool fits_exclusive(const struct admit_gpu *g, const struct admit_task *t
 	return !t->exclusive || g->ntasks == 0;
 }
 
+static bool fits_wait(const struct admit_gpu *g, const struct admit_task *t)
+{
+	return !t->wait_bound || g->nwait_bound == 0;
+}
+
 static bool fits_busy(const struct admit_gpu *g, const struct admit_task *t,
 		      const struct admit_policy *p)
 {
@@ -446,7 +463,7 @@ static int place_avoiding(const struct admit_gpu *gpus, size_t n,
 		 * jobs at once and won for that reason, bench/results/jobmix.md
 		 * run 3). */
 		if (!fits_mem(g, need, p) || !fits_exclusive(g, t) ||
-		    !fits_busy(g, t, p))
+		    !fits_wait(g, t) || !fits_busy(g, t, p))
 			continue;
 		x.slot = (uint32_t)i;
 		x.index = g->index;
@@ -500,7 +517,8 @@ int admit_place(const struct admit_gpu *gpus, size_t n,
 /*
  * The GPUs a blocked head waits for: among those that could ever hold it,
  * the t->ngpus that are closest to fitting (for an exclusive task, first
- * those with the fewest tasks), then the fewest tasks, then the lowest index.
+ * those with the fewest tasks; for a wait-bound one, the fewest wait-bound
+ * tasks), then the fewest tasks, then the lowest index.
  * While reserved they take no new task, so they drain toward the head.
  */
 static uint64_t reserve_for(const struct admit_gpu *gpus, size_t n,
@@ -509,7 +527,7 @@ static uint64_t reserve_for(const struct admit_gpu *gpus, size_t n,
 {
 	struct rkey {
 		uint32_t slot;
-		uint32_t excl_tasks;	/* ntasks, counted for exclusive heads */
+		uint32_t blockers;	/* tasks that keep the head off g */
 		uint64_t shortfall;
 		uint32_t ntasks;
 		uint32_t index;
@@ -525,7 +543,8 @@ static uint64_t reserve_for(const struct admit_gpu *gpus, size_t n,
 		if (need > cap || !allowed(t, g))
 			continue;
 		x.slot = (uint32_t)i;
-		x.excl_tasks = t->exclusive ? g->ntasks : 0;
+		x.blockers = t->exclusive ? g->ntasks :
+			     t->wait_bound ? g->nwait_bound : 0;
 		x.shortfall = occ > cap - need ? occ - (cap - need) : 0;
 		x.ntasks = g->ntasks;
 		x.index = g->index;
@@ -533,8 +552,8 @@ static uint64_t reserve_for(const struct admit_gpu *gpus, size_t n,
 			const struct rkey *y = &k[j - 1];
 			bool before;
 
-			if (x.excl_tasks != y->excl_tasks)
-				before = x.excl_tasks < y->excl_tasks;
+			if (x.blockers != y->blockers)
+				before = x.blockers < y->blockers;
 			else if (x.shortfall != y->shortfall)
 				before = x.shortfall < y->shortfall;
 			else if (x.ntasks != y->ntasks)
@@ -669,6 +688,8 @@ void admit_commit(struct admit_gpu *gpus, size_t n, const struct admit_task *t,
 		g->ntasks++;
 		if (t->exclusive)
 			g->exclusive = true;
+		if (t->wait_bound)
+			g->nwait_bound++;
 		g->last_placed = stamp;
 		if (t->runtime_us > 0 && g->nruns < ADMIT_MAX_RUNS)
 			g->runs[g->nruns++] = (struct admit_run){
@@ -863,7 +884,23 @@ void admit_release(struct admit_gpu *gpus, size_t n, const struct admit_task *t,
 			g->nruns = 0;
 		if (t->exclusive)
 			g->exclusive = false;
+		if (t->wait_bound && g->nwait_bound > 0)
+			g->nwait_bound--;
 	}
+}
+
+void admit_mark_wait_bound(struct admit_gpu *gpus, size_t n,
+			   struct admit_task *t,
+			   const struct admit_placement *pl)
+{
+	uint32_t i;
+
+	if (t->wait_bound)
+		return;
+	t->wait_bound = true;
+	for (i = 0; i < pl->ngpus && i < ADMIT_MAX_GPUS; i++)
+		if (pl->slot[i] < n)
+			gpus[pl->slot[i]].nwait_bound++;
 }
 
 uint64_t admit_mem_short(const struct admit_gpu *g,
@@ -874,7 +911,8 @@ uint64_t admit_mem_short(const struct admit_gpu *g,
 	uint64_t s = used > cap ? used - cap : 0;
 
 	if (!head || head->ngpus != 1 || !allowed(head, g) ||
-	    !fits_exclusive(g, head) || !fits_busy(g, head, p))
+	    !fits_exclusive(g, head) || !fits_wait(g, head) ||
+	    !fits_busy(g, head, p))
 		return s;
 	need = admit_need(head, g, p);
 	/* Only what eviction can fix: the commitments must leave room. */
@@ -898,7 +936,8 @@ uint64_t admit_commit_short(const struct admit_gpu *g,
 	uint64_t cap = admit_capacity(g, p), need;
 
 	if (!head || head->ngpus != 1 || !allowed(head, g) ||
-	    !fits_exclusive(g, head) || !fits_busy(g, head, p))
+	    !fits_exclusive(g, head) || !fits_wait(g, head) ||
+	    !fits_busy(g, head, p))
 		return 0;
 	need = admit_need(head, g, p);
 	if (need > cap)

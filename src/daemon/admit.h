@@ -71,6 +71,7 @@ struct admit_gpu {
 	double duty_committed;
 	uint32_t ntasks;	/* kmux tasks placed here */
 	bool exclusive;		/* holds a task that wants the GPU alone */
+	uint32_t nwait_bound;	/* wait-bound tasks here (admit_task) */
 	/* Stamp of the last placement here (admit_commit): round robin. */
 	uint64_t last_placed;
 	/* Running tasks here waiting for their quota to grow (the daemon
@@ -110,6 +111,10 @@ struct admit_profile {
 	 * 0: it never thrashed. */
 	uint64_t thrash_mem;
 	uint32_t thrash_runs;
+	/* Waits for the GPU per second of active time, mean over wait_runs
+	 * runs; wait_runs 0: not known. */
+	double wait_rate;
+	uint32_t wait_runs;
 };
 
 /* A task that wants to run. */
@@ -148,6 +153,10 @@ struct admit_task {
 	uint32_t ngpus;		/* GPUs wanted, each with `mem` free */
 	int32_t prio;		/* higher first; 0 normal */
 	bool exclusive;		/* wants GPUs with no other task */
+	/* Waits for the GPU so often that time slicing with another such
+	 * task costs both more than sharing gains (admit_wait_bound): never
+	 * placed beside one. */
+	bool wait_bound;
 	/*
 	 * GPU indices it may be placed on (bit i: index i), 0: any.  A
 	 * process that registered with CUDA_VISIBLE_DEVICES already set (by
@@ -204,6 +213,18 @@ struct admit_policy {
 	/* Once the head has waited this long, backfill may no longer use the
 	 * GPUs reserved for it: 120 s.  UINT64_MAX: never (starvation!). */
 	uint64_t backfill_bound_us;
+	/* A task that waits for the GPU at least this many times a second
+	 * (learned, or seen while it runs) is wait-bound: never placed beside
+	 * another wait-bound task, unless the GPUs are shared through MPS:
+	 * 1000.  0: never.  Without MPS the driver time-slices co-located
+	 * contexts, and each wait costs a task its co-runners' turns (0.25
+	 * ms beside another waiting task, 2 ms beside one that always has
+	 * work queued, on an H200: bench/results/share.md): two such tasks
+	 * together do less than one after the other. */
+	double slice_waits;
+	/* The GPUs are shared through MPS (kmux daemon --mps): co-located
+	 * tasks run side by side, not in time slices. */
+	bool mps;
 };
 
 /* Where a task goes. */
@@ -225,6 +246,23 @@ struct admit_decision {
 };
 
 void admit_policy_default(struct admit_policy *p);
+
+/*
+ * Whether a task that waits for the GPU wait_rate times a second (< 0:
+ * not known) is wait-bound under p (admit_task.wait_bound): never under
+ * MPS or with slice_waits 0; else when the rate is known and at least
+ * slice_waits.
+ */
+bool admit_wait_bound(double wait_rate, const struct admit_policy *p);
+
+/*
+ * t (placed, per pl) has just turned out to be wait-bound while it runs:
+ * set t->wait_bound and count it on its GPUs, so that no other wait-bound
+ * task joins it there.  Nothing when it already was.
+ */
+void admit_mark_wait_bound(struct admit_gpu *gpus, size_t n,
+			   struct admit_task *t,
+			   const struct admit_placement *pl);
 
 /*
  * "busyness" or "roundrobin" (what `kmux daemon --placement` takes) to the

@@ -150,6 +150,15 @@ struct job {
 	uint64_t rate_kernels;	/* the rate's window: launches at its start */
 	uint64_t rate_us;	/* ... and its start; 0: none yet */
 	double kernel_rate;	/* launches per second over the last window */
+	/* Host waits for the GPU (ALLOC_UPDATE's waits): the last report,
+	 * the window's start, waits per second over the last window (0 until
+	 * the first); and from its first report with kernels, what its
+	 * profile learns the run's wait rate over (job_finish). */
+	uint64_t waits;
+	uint64_t rate_waits;
+	double wait_rate;
+	uint64_t act_us;	/* 0: no kernel reported yet */
+	uint64_t act_waits;
 	uint32_t lingering;	/* quick polls since its preload hung up */
 	/* Measured busyness: its demand on its GPUs from its processes'
 	 * shares (NVML), for the profile its next run is admitted by
@@ -319,6 +328,9 @@ bool job_env_evict(const char *env, size_t len);
 
 /* j's thrash hold is lifted (why: for the log). */
 void job_thrash_release(struct server *srv, struct job *j, const char *why);
+/* j's wait rate over the last window was just measured: a running task
+ * that waits too often for time slicing becomes wait-bound (admit.h). */
+void job_slice_check(struct server *srv, struct job *j);
 
 void job_task_init(struct server *srv, struct job *j, uint32_t ngpus,
 		   uint64_t mem_request, int32_t prio);

@@ -103,6 +103,11 @@ static const char *const migrations[] = {
 	 * never recorded it: 0, 0 (not known to thrash). */
 	"ALTER TABLE profiles ADD COLUMN thrash_mem INTEGER NOT NULL DEFAULT 0;"
 	"ALTER TABLE profiles ADD COLUMN thrash_runs INTEGER NOT NULL DEFAULT 0;",
+	/* 5 -> 6: how often a run made the host wait for the GPU (waits per
+	 * second of its active time), a running mean over wait_runs runs.
+	 * Old rows never measured it: unknown (-1, 0). */
+	"ALTER TABLE profiles ADD COLUMN wait_rate REAL NOT NULL DEFAULT -1;"
+	"ALTER TABLE profiles ADD COLUMN wait_runs INTEGER NOT NULL DEFAULT 0;",
 };
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == DB_SCHEMA_VERSION,
 	       "one migration per schema version");
@@ -957,7 +962,7 @@ int db_profile_get(struct db *db, uint64_t key, struct db_profile *out,
 		return set_err(err, errlen, -EINVAL, "get profile: bad arguments");
 	rc = prepare(db, "SELECT peak_mem, mean_busy, mean_runtime_us, runs,"
 		     " updated_us, busy_runs, mean_duty, duty_runs, thrash_mem,"
-		     " thrash_runs FROM profiles"
+		     " thrash_runs, wait_rate, wait_runs FROM profiles"
 		     " WHERE key = ?", &st,
 		     err, errlen,
 		     "get profile");
@@ -977,6 +982,9 @@ int db_profile_get(struct db *db, uint64_t key, struct db_profile *out,
 				 sqlite3_column_double(st, 6) : -1.0;
 		out->thrash_mem = (uint64_t)sqlite3_column_int64(st, 8);
 		out->thrash_runs = (uint32_t)sqlite3_column_int64(st, 9);
+		out->wait_runs = (uint32_t)sqlite3_column_int64(st, 11);
+		out->wait_rate = out->wait_runs > 0 ?
+				 sqlite3_column_double(st, 10) : -1.0;
 	} else if (s == SQLITE_DONE) {
 		rc = set_err(err, errlen, -ENOENT,
 			     "no profile for command %016" PRIx64, key);
@@ -1063,6 +1071,32 @@ int db_profile_note_thrash(struct db *db, uint64_t key, uint64_t want,
 	sqlite3_bind_int64(st, 1, clamp_i64(want));
 	sqlite3_bind_int64(st, 2, (int64_t)key);
 	rc = step_done(db, st, err, errlen, "note thrash");
+	sqlite3_finalize(st);
+	if (rc == 0 && sqlite3_changes(db->h) == 0)
+		rc = set_err(err, errlen, -ENOENT,
+			     "no profile for command %016" PRIx64, key);
+	return rc;
+}
+
+int db_profile_note_waits(struct db *db, uint64_t key, double rate,
+			  char *err, size_t errlen)
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	if (db == NULL || !(rate >= 0.0 && rate < 1e12))
+		return set_err(err, errlen, -EINVAL,
+			       "note waits: the rate must be within 0..1e12");
+	rc = prepare(db, "UPDATE profiles SET wait_rate = CASE"
+		     " WHEN wait_runs = 0 THEN ?1"
+		     " ELSE wait_rate + (?1 - wait_rate) / (wait_runs + 1) END,"
+		     " wait_runs = wait_runs + 1 WHERE key = ?2", &st, err,
+		     errlen, "note waits");
+	if (rc < 0)
+		return rc;
+	sqlite3_bind_double(st, 1, rate);
+	sqlite3_bind_int64(st, 2, (int64_t)key);
+	rc = step_done(db, st, err, errlen, "note waits");
 	sqlite3_finalize(st);
 	if (rc == 0 && sqlite3_changes(db->h) == 0)
 		rc = set_err(err, errlen, -ENOENT,

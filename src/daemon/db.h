@@ -29,7 +29,7 @@
 #include <stdint.h>
 
 /* The schema this code reads and writes; older files are migrated. */
-#define DB_SCHEMA_VERSION 5
+#define DB_SCHEMA_VERSION 6
 
 /* db_open() flags. */
 #define DB_OPEN_READONLY 0x1u	/* never write (kmux ps without a daemon; tests) */
@@ -96,6 +96,12 @@ struct db_profile {
 	 * before schema 5. */
 	uint64_t thrash_mem;
 	uint32_t thrash_runs;
+	/* Waits for the GPU per second of a run's active time (from its first
+	 * kernel to its last report), running mean over wait_runs runs
+	 * (db_profile_note_waits); < 0 (wait_runs 0): unknown, never
+	 * measured or learned before schema 6. */
+	double wait_rate;
+	uint32_t wait_runs;
 	uint64_t updated_us;
 };
 
@@ -221,6 +227,14 @@ int db_profile_update(struct db *db, uint64_t key, uint64_t peak, double busy,
  */
 int db_profile_note_thrash(struct db *db, uint64_t key, uint64_t want,
 			   char *err, size_t errlen);
+
+/*
+ * A finished run of key waited for the GPU rate times per second of its
+ * active time: fold it into the profile's running mean (wait_runs + 1).
+ * -EINVAL for a rate outside 0..1e12, -ENOENT when key has no profile.
+ */
+int db_profile_note_waits(struct db *db, uint64_t key, double rate,
+			  char *err, size_t errlen);
 
 /* cgroup: NULL for a SIGSTOP; else the absolute directory frozen. */
 int db_frozen_add(struct db *db, int32_t pid, uint64_t pid_start,

@@ -1147,16 +1147,29 @@ void job_alloc_update(struct conn *c, const struct proto_msg *m)
 	j->thrash_ws = u->thrash_ws;
 	/* The rate over a window of at least a second; a counter that went
 	 * back (another process of the job) starts a new window. */
-	if (!j->rate_us || u->kernels < j->rate_kernels) {
+	if (!j->rate_us || u->kernels < j->rate_kernels ||
+	    u->waits < j->rate_waits) {
 		j->rate_us = now;
 		j->rate_kernels = u->kernels;
+		j->rate_waits = u->waits;
 	} else if (now - j->rate_us >= SERVER_RATE_WINDOW_US) {
 		j->kernel_rate = (double)(u->kernels - j->rate_kernels) * 1e6 /
 				 (double)(now - j->rate_us);
+		j->wait_rate = (double)(u->waits - j->rate_waits) * 1e6 /
+			       (double)(now - j->rate_us);
 		j->rate_us = now;
 		j->rate_kernels = u->kernels;
+		j->rate_waits = u->waits;
+		job_slice_check(c->srv, j);
+	}
+	if (u->waits < j->act_waits)
+		j->act_us = 0;	/* another process of the job: start over */
+	if (!j->act_us && u->kernels > 0) {
+		j->act_us = now;
+		j->act_waits = u->waits;
 	}
 	j->kernels = u->kernels;
+	j->waits = u->waits;
 	j->report_us = now;
 	if (u->peak <= j->mem_peak)
 		return;

@@ -156,6 +156,29 @@ void job_thrash_release(struct server *srv, struct job *j, const char *why)
 	server_kick(srv);
 }
 
+/*
+ * Time slicing.  Without MPS the driver runs co-located contexts in turns,
+ * and a context that waits on the GPU gives its turn up at every wait and
+ * gets it back only after its co-runners' (0.25 ms beside another waiting
+ * task, a 2 ms time slice beside one that always has work queued, on an
+ * H200).  Two tasks that wait thousands of times a second then do less
+ * together than one after the other (bench/results/share.md: four such
+ * processes at once, a quarter of one alone).  Such a task is wait-bound
+ * and never placed beside another: at submission when its profile says
+ * so, and, seen while it runs, no other wait-bound task joins it.
+ */
+void job_slice_check(struct server *srv, struct job *j)
+{
+	if (!j->placed || j->task.wait_bound ||
+	    !admit_wait_bound(j->wait_rate, &srv->policy))
+		return;
+	admit_mark_wait_bound(srv->gpus, srv->ngpus, &j->task, &j->place);
+	log_info("daemon: job %lld waits for the GPU %.0f times a second "
+		 "(--slice-waits %g): wait-bound; no other wait-bound task "
+		 "joins it while it runs", (long long)j->id, j->wait_rate,
+		 srv->policy.slice_waits);
+}
+
 /* What the task needs: declared, learned from earlier runs, or guessed. */
 void job_task_init(struct server *srv, struct job *j, uint32_t ngpus,
 		   uint64_t mem_request, int32_t prio)
@@ -179,6 +202,8 @@ void job_task_init(struct server *srv, struct job *j, uint32_t ngpus,
 				     (uint64_t)dp.mean_runtime_us : 0;
 		learned.thrash_mem = dp.thrash_mem;
 		learned.thrash_runs = dp.thrash_runs;
+		learned.wait_rate = dp.wait_rate;
+		learned.wait_runs = dp.wait_runs;
 	}
 	admit_task_init(&j->task, (uint64_t)j->id, ngpus, mem_request,
 			&learned, &srv->policy, j->submit_us);
@@ -200,6 +225,15 @@ void job_task_init(struct server *srv, struct job *j, uint32_t ngpus,
 	}
 	j->task.prio = prio;
 	j->task.exclusive = j->flags & PROTO_JOB_F_EXCLUSIVE;
+	if (learned.wait_runs > 0 &&
+	    admit_wait_bound(learned.wait_rate, &srv->policy)) {
+		j->task.wait_bound = true;
+		log_info("daemon: job %lld: its profile waits for the GPU %.0f "
+			 "times a second (%u runs; --slice-waits %g): "
+			 "wait-bound, never placed beside another wait-bound "
+			 "task", (long long)j->id, learned.wait_rate,
+			 learned.wait_runs, srv->policy.slice_waits);
+	}
 	/* What the prediction rests on, one line per job (bench/jobmix's
 	 * report reads it): a profile, or the defaults. */
 	if (j->task.from_profile) {
@@ -224,6 +258,30 @@ void job_task_init(struct server *srv, struct job *j, uint32_t ngpus,
 }
 
 /* --- the end of a job ----------------------------------------------------- */
+
+/* Ran kernels for at least this long: its wait rate is worth learning. */
+#define JOB_WAITS_MIN_US 500000u
+
+/* Fold the run's waits per second of active time into its profile. */
+static void job_learn_waits(struct server *srv, struct job *j)
+{
+	char err[ERRLEN];
+	double rate;
+
+	if (!j->act_us || j->report_us < j->act_us + JOB_WAITS_MIN_US ||
+	    j->waits < j->act_waits)
+		return;
+	rate = (double)(j->waits - j->act_waits) * 1e6 /
+	       (double)(j->report_us - j->act_us);
+	if (db_profile_note_waits(srv->db, j->profile_key, rate, err,
+				  sizeof(err)))
+		log_warn("daemon: job %lld: profile: %s", (long long)j->id,
+			 err);
+	else
+		log_info("daemon: job %lld: waited for the GPU %.0f times a "
+			 "second over %.1f s of kernels", (long long)j->id, rate,
+			 (double)(j->report_us - j->act_us) / 1e6);
+}
 
 /* Samples a finished job's measurement needs to go into its profile. */
 #define JOB_BUSY_FINAL_SAMPLES 2
@@ -254,7 +312,7 @@ void job_finish(struct server *srv, struct job *j, uint32_t state,
 {
 	uint64_t now = server_now_us();
 	char err[ERRLEN];
-	bool measured;
+	bool measured, learned = false;
 	double busy, duty = -1.0;
 
 	if (db_job_finish(srv->db, j->id, state, code, sig, now, err,
@@ -274,13 +332,19 @@ void job_finish(struct server *srv, struct job *j, uint32_t state,
 		log_info("daemon: job %lld: measured busyness %.2f over %u "
 			 "samples, hardly any active, duty %.2f",
 			 (long long)j->id, busy, j->busy.seen, duty);
-	if (state == PROTO_JOB_EXITED && j->mem_peak && j->start_us &&
-	    db_profile_update(srv->db, j->profile_key, j->mem_peak,
-			      measured ? busy : j->task.busy, duty, measured,
-			      now - j->start_us, now, err, sizeof(err)))
-		log_warn("daemon: job %lld: profile: %s", (long long)j->id, err);
-	else if (state == PROTO_JOB_EXITED && j->mem_peak && j->start_us &&
-		 (j->thrash_want || j->thrash_ws)) {
+	if (state == PROTO_JOB_EXITED && j->mem_peak && j->start_us) {
+		learned = db_profile_update(srv->db, j->profile_key,
+					    j->mem_peak,
+					    measured ? busy : j->task.busy,
+					    duty, measured, now - j->start_us,
+					    now, err, sizeof(err)) == 0;
+		if (!learned)
+			log_warn("daemon: job %lld: profile: %s",
+				 (long long)j->id, err);
+	}
+	if (learned)
+		job_learn_waits(srv, j);
+	if (learned && (j->thrash_want || j->thrash_ws)) {
 		/* Thrashed: it asked to grow (a window thrashed), or its run
 		 * as a whole restored too much (the preload's verdict). */
 		uint64_t ws = j->thrash_want > j->thrash_ws ? j->thrash_want

@@ -471,6 +471,8 @@ static int server_init(struct server *srv, const struct server_opts *o,
 		srv->policy.guess_frac = o->guess_frac;
 	if (o->grow_wait_s >= 0)
 		srv->policy.grow_wait_us = (uint64_t)(o->grow_wait_s * 1e6);
+	if (o->slice_waits >= 0)
+		srv->policy.slice_waits = o->slice_waits;
 	if (admit_policy_check(&srv->policy)) {
 		snprintf(err, errlen, "bad admission policy (placement %d, "
 			 "busy-max %g, default-busy %g, guess %g)",
@@ -506,6 +508,8 @@ static int server_init(struct server *srv, const struct server_opts *o,
 	r = mps_init(srv, o, err, errlen);
 	if (r)
 		return r;
+	/* Co-located tasks share each GPU through MPS: no time slicing. */
+	srv->policy.mps = srv->mps.on;
 	srv->out.cap = PROTO_MAX_MSG;
 	srv->out.data = malloc(srv->out.cap);
 	srv->readbuf = malloc(SERVER_LOG_CHUNK);
@@ -716,10 +720,12 @@ int server_main(const struct server_opts *o)
 		 nvml_source(srv.nvml), srv.recovered.queued,
 		 srv.recovered.running_kept, srv.recovered.lost);
 	log_info("daemon: placement %s, busy-max %g, default-busy %g, "
-		 "guess %g, grow-wait %g s",
+		 "guess %g, grow-wait %g s, slice-waits %g%s",
 		 admit_placement_name(srv.policy.placement),
 		 srv.policy.busy_max, srv.policy.default_busy,
-		 srv.policy.guess_frac, srv.policy.grow_wait_us / 1e6);
+		 srv.policy.guess_frac, srv.policy.grow_wait_us / 1e6,
+		 srv.policy.slice_waits,
+		 srv.policy.mps ? " (off: MPS shares the GPUs)" : "");
 	server_log_regions(&srv);
 	server_log_mps(&srv);
 	if (event_base_dispatch(srv.base) < 0)

@@ -20,6 +20,7 @@ struct server_opts {
 	int log_level;		/* KMUX_LOG_* */
 	int placement;		/* enum admit_placement_kind; 0 = busyness */
 	double busy_max;	/* > 0: admit_policy.busy_max instead */
+	double slice_waits;	/* >= 0: admit_policy.slice_waits instead */
 	double default_busy;	/* > 0: admit_policy.default_busy instead */
 	double guess_frac;	/* > 0: admit_policy.guess_frac instead */
 	double grow_wait_s;	/* >= 0: admit_policy.grow_wait_us (0: none) */

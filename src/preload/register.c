@@ -48,6 +48,7 @@
 #define REG_RX 65536
 
 _Atomic uint64_t kmux_launches;
+_Atomic uint64_t kmux_host_waits;
 
 /* One connection to kmuxd: its socket, its buffers, its request numbers. */
 struct reg_io {
@@ -82,7 +83,7 @@ static struct reg {
 
 	/* The last report sent on this connection. */
 	bool reported;
-	uint64_t r_resident, r_peak, r_kernels;
+	uint64_t r_resident, r_peak, r_kernels, r_waits;
 	uint64_t r_evicted, r_reserved, r_evicts, r_restores, r_thrash_ws;
 } reg = { .io = { .fd = -1, .rx = reg_rx, .tx = reg_tx,
 		  .rx_cap = sizeof(reg_rx), .tx_cap = sizeof(reg_tx) } };
@@ -489,6 +490,8 @@ static void alloc_update_now(struct proto_msg *m)
 		m->u.alloc.peak = m->u.alloc.resident;
 	m->u.alloc.kernels = atomic_load_explicit(&kmux_launches,
 						  memory_order_relaxed);
+	m->u.alloc.waits = atomic_load_explicit(&kmux_host_waits,
+						memory_order_relaxed);
 }
 
 /*
@@ -623,14 +626,15 @@ static int reg_suspend(uint64_t want, uint64_t *granted)
 /* --- the helper thread ---------------------------------------------------- */
 
 /*
- * ALLOC_UPDATE when memory, the memory manager's counts or the launch
- * count changed since the last.
+ * ALLOC_UPDATE when memory, the memory manager's counts, the launch or the
+ * host-wait count changed since the last.
  */
 static int report(void)
 {
 	struct proto_msg m = { .type = PROTO_ALLOC_UPDATE };
 	uint64_t res = quota_used(&quota_global), peak = quota_peak(&quota_global);
 	uint64_t k = atomic_load_explicit(&kmux_launches, memory_order_relaxed);
+	uint64_t w = atomic_load_explicit(&kmux_host_waits, memory_order_relaxed);
 	struct mm_stats st = { 0 };
 
 	if (peak < res)
@@ -638,7 +642,8 @@ static int report(void)
 	if (mm_on)
 		mm_get_stats(&st);
 	if (reg.reported && res == reg.r_resident && peak == reg.r_peak &&
-	    k == reg.r_kernels && st.evicted == reg.r_evicted &&
+	    k == reg.r_kernels && w == reg.r_waits &&
+	    st.evicted == reg.r_evicted &&
 	    st.reserved == reg.r_reserved && st.evicts == reg.r_evicts &&
 	    st.restores == reg.r_restores && st.thrash_ws == reg.r_thrash_ws)
 		return 0;
@@ -648,6 +653,7 @@ static int report(void)
 	m.u.alloc.resident = res;
 	m.u.alloc.peak = peak;
 	m.u.alloc.kernels = k;
+	m.u.alloc.waits = w;
 	m.u.alloc.evicted = st.evicted;
 	m.u.alloc.reserved = st.reserved;
 	m.u.alloc.evicts = st.evicts;
@@ -660,6 +666,7 @@ static int report(void)
 	reg.r_resident = res;
 	reg.r_peak = peak;
 	reg.r_kernels = k;
+	reg.r_waits = w;
 	reg.r_evicted = st.evicted;
 	reg.r_reserved = st.reserved;
 	reg.r_evicts = st.evicts;

@@ -38,6 +38,22 @@
 extern _Atomic uint64_t kmux_launches;
 
 /*
+ * Calls that make the host wait for the GPU so far: context, stream and
+ * event synchronizations and synchronous copies that may read device memory
+ * (wrap-sync.c, wrap-copy.c).  kmuxd turns them into waits per second: a
+ * program that waits often loses a time slice of a co-runner's at every
+ * wait when it shares a GPU without MPS (docs/design-daemon.md, "Programs
+ * that wait on the GPU often run alone").
+ */
+extern _Atomic uint64_t kmux_host_waits;
+
+/* One relaxed add, no fence: on every path, tracking or not. */
+static inline void host_wait_count(void)
+{
+	atomic_fetch_add_explicit(&kmux_host_waits, 1, memory_order_relaxed);
+}
+
+/*
  * From cuInit, before the real one: register once (every thread calling
  * cuInit waits for the first).  0: go on (admitted, or unmanaged); -ECANCELED:
  * the daemon cancelled this process while it was queued, cuInit fails.

@@ -11,6 +11,7 @@
  */
 #include "copy.h"
 #include "region.h"
+#include "register.h"
 
 struct args_cuMemcpy {
 	CUdeviceptr dst;
@@ -38,6 +39,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpy(CUdeviceptr dst,
 	if (NO_DRIVER(cuMemcpy))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
+	host_wait_count();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpy)(dst, src, ByteCount);
 	copy_begin(&c, TRACE_COPY_ANY, dst,
@@ -678,6 +680,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyDtoH_v2(void *dstHost,
 	if (NO_DRIVER(cuMemcpyDtoH_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
+	host_wait_count();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyDtoH_v2)(dstHost, srcDevice, ByteCount);
 	copy_begin(&c, TRACE_COPY_DTOH, (uint64_t)(uintptr_t)dstHost,
@@ -712,6 +715,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyDtoH_v2_ptds(void *dstHost,
 	if (NO_DRIVER(cuMemcpyDtoH_v2_ptds))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
+	host_wait_count();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyDtoH_v2_ptds)(dstHost, srcDevice, ByteCount);
 	copy_begin(&c, TRACE_COPY_DTOH, (uint64_t)(uintptr_t)dstHost,
@@ -1046,6 +1050,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpy_ptds(CUdeviceptr dst,
 	if (NO_DRIVER(cuMemcpy_ptds))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
+	host_wait_count();
 	if (likely(!kmux_tracking))
 		return REAL(cuMemcpy_ptds)(dst, src, ByteCount);
 	copy_begin(&c, TRACE_COPY_ANY, dst,

@@ -16,6 +16,7 @@
  */
 #include "mm.h"
 #include "preload.h"
+#include "register.h"
 #include "streams.h"
 #include "verify.h"
 
@@ -49,6 +50,7 @@ KMUX_EXPORT CUresult CUDAAPI cuCtxSynchronize(void)
 {
 	if (NO_DRIVER(cuCtxSynchronize))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	host_wait_count();
 	if (likely(!kmux_tracking))
 		return REAL(cuCtxSynchronize)();
 	return ctx_sync(0, NULL);
@@ -59,6 +61,7 @@ KMUX_EXPORT CUresult CUDAAPI cuCtxSynchronize_v2(CUcontext ctx)
 {
 	if (NO_DRIVER(cuCtxSynchronize_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	host_wait_count();
 	if (likely(!kmux_tracking))
 		return REAL(cuCtxSynchronize_v2)(ctx);
 	return ctx_sync(1, ctx);
@@ -84,6 +87,7 @@ KMUX_EXPORT CUresult CUDAAPI cuStreamSynchronize(CUstream s)
 {
 	if (NO_DRIVER(cuStreamSynchronize))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	host_wait_count();
 	if (likely(!kmux_tracking))
 		return REAL(cuStreamSynchronize)(s);
 	return stream_sync(0, s);
@@ -93,6 +97,7 @@ KMUX_EXPORT CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream s)
 {
 	if (NO_DRIVER(cuStreamSynchronize_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	host_wait_count();
 	if (likely(!kmux_tracking))
 		return REAL(cuStreamSynchronize_ptsz)(s);
 	return stream_sync(1, s);
@@ -105,6 +110,7 @@ KMUX_EXPORT CUresult CUDAAPI cuEventSynchronize(CUevent e)
 
 	if (NO_DRIVER(cuEventSynchronize))
 		return CUDA_ERROR_NOT_INITIALIZED;
+	host_wait_count();
 	if (likely(!kmux_tracking))
 		return REAL(cuEventSynchronize)(e);
 	t0 = trace_now();

@@ -12,7 +12,7 @@ python3 - "$KMUX_SOCKET" >"$TMP/proto" 2>&1 <<'PY'
 import errno, os, socket, struct, sys
 
 path = sys.argv[1]
-MAGIC, VERSION = 0x58554d4b, 8
+MAGIC, VERSION = 0x58554d4b, 9
 
 def frame(typ, payload=b"", seq=7, version=VERSION, length=None):
     n = len(payload) if length is None else length
@@ -77,6 +77,9 @@ case("version 5", frame(105, struct.pack("<II", 0, 0), version=5),
 # v6 peers (before MEM_PRESSURE could ask for budget) too.
 case("version 6", frame(105, struct.pack("<II", 0, 0), version=6),
      errno.EPROTONOSUPPORT, 7)
+# v8 peers (before ALLOC_UPDATE carried the host's waits) too.
+case("version 8", frame(105, struct.pack("<II", 0, 0), version=8),
+     errno.EPROTONOSUPPORT, 7)
 case("before HELLO", frame(105, struct.pack("<II", 0, 0)), errno.EPROTO, 7)
 case("bad HELLO role", frame(100, struct.pack("<HHI", 9, 0, 1) + s("x")),
      errno.EBADMSG, 7)
@@ -98,7 +101,7 @@ print(("ok  " if [f[0] for f in frames] == [200, 203] else "BAD ") +
       "HELLO + PS: %s" % [f[0] for f in frames])
 PY
 sed 's/^/    /' "$TMP/proto"
-check "every bad peer got the right ERROR" cond '! grep -q "^BAD" "$TMP/proto" && [ $(grep -c "^ok" "$TMP/proto") -eq 13 ]'
+check "every bad peer got the right ERROR" cond '! grep -q "^BAD" "$TMP/proto" && [ $(grep -c "^ok" "$TMP/proto") -eq 14 ]'
 check "the daemon is the same process" [ "$(daemon_pid)" = "$pid" ]
 check "  ... and alive" kill -0 "$pid"
 expect_rc 0 "the next client is served" "$KMUX" ps

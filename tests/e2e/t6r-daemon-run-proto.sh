@@ -15,7 +15,7 @@ python3 - "$KMUX_SOCKET" >"$TMP/runproto" 2>&1 <<'PY'
 import os, socket, struct, sys
 
 path = sys.argv[1]
-MAGIC, VERSION = 0x58554d4b, 8
+MAGIC, VERSION = 0x58554d4b, 9
 GiB = 1 << 30
 
 def s(text):
@@ -85,7 +85,7 @@ def register(job, argv, mem=0, gpus=0, flags=0, ngpus=1, name=""):
 pre.send(103, register(job, ["fg-cmd", "x"]))
 typ, _, p = pre.recv()
 check("REGISTER of the job -> ADMIT", typ == 202 and struct.unpack("<QQ", p[:16]) == (job, 10 * GiB))
-pre.send(104, struct.pack("<QIIQQQQQQQQIIQ", job, os.getpid(), 0, 1 * GiB, 3 * GiB, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+pre.send(104, struct.pack("<QIIQQQQQQQQIIQQ", job, os.getpid(), 0, 1 * GiB, 3 * GiB, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
 # REGISTER of a process kmux did not start: a job of its own, admitted on
 # the declared 2 GiB beside the 10 GiB run job.
 other = Conn()

@@ -300,7 +300,7 @@ int main(int argc, char **argv)
 	m[i].type = PROTO_ALLOC_UPDATE;
 	m[i++].u.alloc = (struct proto_alloc_update){ .job = 1, .pid = 99,
 		.gpu = 0, .resident = 10, .peak = 20, .want = 8 << 20,
-		.flags = PROTO_ALLOC_F_EVICT | PROTO_ALLOC_F_SHRUNK };
+		.flags = PROTO_ALLOC_F_EVICT | PROTO_ALLOC_F_SHRUNK, .waits = 4096 };
 	m[i].type = PROTO_ALLOC_UPDATE;
 	m[i++].u.alloc = (struct proto_alloc_update){ .job = 1, .pid = 99,
 		.gpu = 0, .resident = 2 << 20, .peak = 20 << 20,

@@ -95,7 +95,39 @@ static void test_policy(void **state)
 	admit_policy_default(&p);
 	p.placement = 7;
 	assert_int_equal(admit_policy_check(&p), -EINVAL);
+	admit_policy_default(&p);
+	p.slice_waits = -1;
+	assert_int_equal(admit_policy_check(&p), -EINVAL);
+	p.slice_waits = NAN;
+	assert_int_equal(admit_policy_check(&p), -EINVAL);
+	p.slice_waits = 0;	/* never */
+	assert_int_equal(admit_policy_check(&p), 0);
 	assert_int_equal(admit_policy_check(NULL), -EINVAL);
+}
+
+/* Who is wait-bound (--slice-waits). */
+static void test_wait_bound_rule(void **state)
+{
+	struct admit_policy p;
+
+	(void)state;
+	admit_policy_default(&p);
+	assert_true(p.slice_waits > 999.0 && p.slice_waits < 1001.0);
+	assert_false(p.mps);
+	assert_true(admit_wait_bound(1000.0, &p));
+	assert_true(admit_wait_bound(28000.0, &p));
+	assert_false(admit_wait_bound(999.0, &p));
+	assert_false(admit_wait_bound(0.0, &p));
+	assert_false(admit_wait_bound(-1.0, &p));	/* not known */
+	assert_false(admit_wait_bound(NAN, &p));
+	assert_false(admit_wait_bound(1e6, NULL));
+	p.mps = true;		/* contexts run side by side */
+	assert_false(admit_wait_bound(28000.0, &p));
+	p.mps = false;
+	p.slice_waits = 0;	/* never */
+	assert_false(admit_wait_bound(28000.0, &p));
+	p.slice_waits = 50;
+	assert_true(admit_wait_bound(50.0, &p));
 }
 
 /* ------------------------------------------------------------------------
@@ -646,6 +678,54 @@ static void test_exclusive(void **state)
 	admit_release(g, 2, &x, &plx);
 	assert_false(g[1].exclusive);
 	assert_int_equal(g[1].ntasks, 0);
+}
+
+/* Two wait-bound tasks never share a GPU; anything else may join one. */
+static void test_wait_bound_place(void **state)
+{
+	struct admit_gpu g[2] = { gpu(0, 80), gpu(1, 80) };
+	struct admit_placement p1, p2, p3, pl;
+	struct admit_task w1 = task(1, GiB, 1), w2 = task(2, GiB, 1);
+	struct admit_task n1 = task(3, GiB, 1), w3 = task(4, GiB, 1);
+	struct admit_task q[2];
+	struct admit_decision d;
+
+	(void)state;
+	w1.wait_bound = w2.wait_bound = true;
+	assert_int_equal(admit_place(g, 2, &w1, &pol, &p1), 0);
+	admit_commit(g, 2, &w1, &p1, 1, 0);
+	assert_int_equal(g[p1.slot[0]].nwait_bound, 1);
+	/* The second goes to the other GPU, even when that one is busier. */
+	g[1 - p1.slot[0]].util = 0.9;
+	g[1 - p1.slot[0]].util_valid = true;
+	assert_int_equal(admit_place(g, 2, &w2, &pol, &p2), 0);
+	assert_int_equal(p2.slot[0], 1 - p1.slot[0]);
+	admit_commit(g, 2, &w2, &p2, 2, 0);
+	/* Both GPUs hold one: a third waits; a task that hardly waits joins. */
+	w3.wait_bound = true;
+	assert_int_equal(admit_place(g, 2, &w3, &pol, &pl), -EAGAIN);
+	assert_int_equal(admit_place(g, 2, &n1, &pol, &p3), 0);
+	admit_commit(g, 2, &n1, &p3, 3, 0);
+	/* The queue: the blocked wait-bound head reserves the GPU with the
+	 * fewest wait-bound tasks; nothing else may be placed there. */
+	admit_release(g, 2, &w2, &p2);
+	assert_int_equal(g[p2.slot[0]].nwait_bound, 0);
+	q[0] = w3;
+	assert_int_equal(admit_next(q, 1, g, 2, &pol, 10, &d), 0);
+	assert_int_equal(d.place.slot[0], p2.slot[0]);
+	/* Turned wait-bound while running: counted once, released once. */
+	admit_mark_wait_bound(g, 2, &n1, &p3);
+	admit_mark_wait_bound(g, 2, &n1, &p3);
+	assert_true(n1.wait_bound);
+	assert_int_equal(g[p3.slot[0]].nwait_bound,
+			 p3.slot[0] == p1.slot[0] ? 2 : 1);
+	admit_release(g, 2, &n1, &p3);
+	admit_release(g, 2, &w1, &p1);
+	assert_int_equal(g[0].nwait_bound, 0);
+	assert_int_equal(g[1].nwait_bound, 0);
+	/* A release never wraps the count below 0. */
+	admit_release(g, 2, &w1, &p1);
+	assert_int_equal(g[p1.slot[0]].nwait_bound, 0);
 }
 
 static void test_round_robin(void **state)
@@ -1727,6 +1807,8 @@ int main(void)
 		cmocka_unit_test_setup(test_evict_working_set, setup),
 		cmocka_unit_test_setup(test_thrash_hold, setup),
 		cmocka_unit_test(test_ask_hold),
+		cmocka_unit_test(test_wait_bound_rule),
+		cmocka_unit_test(test_wait_bound_place),
 	};
 	const char *s = getenv("KMUX_TEST_SEED");
 

@@ -680,7 +680,7 @@ static void test_migrate_v4_thrash(void **state)
 	open_ok(f);
 	assert_int_equal(db_schema_version(f->db, &ver, f->err, sizeof(f->err)), 0);
 	assert_int_equal(ver, DB_SCHEMA_VERSION);
-	assert_int_equal(ver, 5);
+	assert_int_equal(ver, 6);
 	assert_int_equal(db_profile_get(f->db, 9, &p, f->err, sizeof(f->err)), 0);
 	assert_int_equal(p.peak_mem, 2048);
 	assert_int_equal(p.runs, 5);
@@ -715,6 +715,43 @@ static void test_migrate_v4_thrash(void **state)
 			 -ENOENT);
 	assert_int_equal(db_profile_note_thrash(f->db, 9, 0, f->err,
 						sizeof(f->err)), -EINVAL);
+
+	/* Schema 6: the wait rate, unknown in a migrated row, then the
+	 * running mean of the runs that measured it. */
+	assert_int_equal(p.wait_runs, 0);
+	assert_true(p.wait_rate < 0);
+	assert_int_equal(db_profile_note_waits(f->db, 9, 3000.0, f->err,
+					       sizeof(f->err)), 0);
+	assert_int_equal(db_profile_get(f->db, 9, &p, f->err, sizeof(f->err)), 0);
+	assert_int_equal(p.wait_runs, 1);
+	assert_true(p.wait_rate > 3000.0 - 1e-9 && p.wait_rate < 3000.0 + 1e-9);
+	assert_int_equal(db_profile_note_waits(f->db, 9, 1000.0, f->err,
+					       sizeof(f->err)), 0);
+	assert_int_equal(db_profile_note_waits(f->db, 9, 0.0, f->err,
+					       sizeof(f->err)), 0);
+	assert_int_equal(db_profile_get(f->db, 9, &p, f->err, sizeof(f->err)), 0);
+	assert_int_equal(p.wait_runs, 3);
+	assert_true(p.wait_rate > 4000.0 / 3 - 1e-9 &&
+		    p.wait_rate < 4000.0 / 3 + 1e-9);
+	/* A later run folds into the profile without touching it. */
+	assert_int_equal(db_profile_update(f->db, 9, 2048, 0.6, 0.3, true, 3000,
+					   11, f->err, sizeof(f->err)), 0);
+	assert_int_equal(db_profile_get(f->db, 9, &p, f->err, sizeof(f->err)), 0);
+	assert_int_equal(p.wait_runs, 3);
+	/* No such profile, or no rate: refused, nothing created. */
+	assert_int_equal(db_profile_note_waits(f->db, 10, 5.0, f->err,
+					       sizeof(f->err)), -ENOENT);
+	assert_int_equal(db_profile_get(f->db, 10, &p, f->err, sizeof(f->err)),
+			 -ENOENT);
+	assert_int_equal(db_profile_note_waits(f->db, 9, -1.0, f->err,
+					       sizeof(f->err)), -EINVAL);
+	assert_int_equal(db_profile_note_waits(f->db, 9, NAN, f->err,
+					       sizeof(f->err)), -EINVAL);
+	assert_int_equal(db_profile_note_waits(NULL, 9, 5.0, f->err,
+					       sizeof(f->err)), -EINVAL);
+	reopen(f);
+	assert_int_equal(db_profile_get(f->db, 9, &p, f->err, sizeof(f->err)), 0);
+	assert_int_equal(p.wait_runs, 3);
 }
 
 /* A fake world: pids in alive_pids[] with pid_start == pid * 10 live. */

@@ -115,7 +115,7 @@ static void sample(uint16_t type, struct proto_msg *m)
 							  2000, 4096, 777, 5000,
 							  9000, 4, 3,
 							  PROTO_ALLOC_F_EVICT,
-							  48ull << 20 };
+							  48ull << 20, 31337 };
 		break;
 	case PROTO_PS:
 		m->u.ps = (struct proto_ps){ PROTO_PS_F_ALL_USERS,
@@ -275,6 +275,7 @@ static void msg_eq(const struct proto_msg *a, const struct proto_msg *b)
 		assert_int_equal(a->u.alloc.restores, b->u.alloc.restores);
 		assert_int_equal(a->u.alloc.flags, b->u.alloc.flags);
 		assert_int_equal(a->u.alloc.thrash_ws, b->u.alloc.thrash_ws);
+		assert_int_equal(a->u.alloc.waits, b->u.alloc.waits);
 		break;
 	case PROTO_PS:
 		assert_int_equal(a->u.ps.flags, b->u.ps.flags);
@@ -495,7 +496,7 @@ static void test_typed_encoders(void **state)
 static void test_golden_bytes(void **state)
 {
 	static const uint8_t want[] = {
-		'K', 'M', 'U', 'X', 8, 0, 106, 0,	/* magic, v8, WAIT */
+		'K', 'M', 'U', 'X', 9, 0, 106, 0,	/* magic, v9, WAIT */
 		8, 0, 0, 0, 0x78, 0x56, 0x34, 0x12,	/* length 8, seq */
 		0x2a, 0, 0, 0, 0, 0, 0, 0x80,		/* job */
 	};
@@ -510,7 +511,7 @@ static void test_golden_bytes(void **state)
 
 	/* REGISTER, the preload's layout (v2). */
 	static const uint8_t reg[] = {
-		'K', 'M', 'U', 'X', 8, 0, 103, 0,
+		'K', 'M', 'U', 'X', 9, 0, 103, 0,
 		65, 0, 0, 0, 1, 0, 0, 0,
 		7, 0, 0, 0, 0, 0, 0, 0,		/* job */
 		9, 0, 0, 0, 0, 0, 0, 0,		/* pid_start */
@@ -536,7 +537,7 @@ static void test_golden_bytes(void **state)
 	/* MEM_PRESSURE (v4; flags v7). */
 	{
 		static const uint8_t mp[] = {
-			'K', 'M', 'U', 'X', 8, 0, 210, 0,
+			'K', 'M', 'U', 'X', 9, 0, 210, 0,
 			16, 0, 0, 0, 5, 0, 0, 0,
 			0, 0, 0, 0x03, 0, 0, 0, 0,	/* give 48 MiB */
 			2, 0, 0, 0, 1, 0, 0, 0,		/* gpu 2, flags */
@@ -1405,10 +1406,10 @@ static void test_random_mutations(void **state)
 static void test_fuzzer_regressions(void **state)
 {
 	/* REGISTER with an empty argv: block_ok() did NULL + 0 (UBSan).
-	 * Found on protocol v1; here in v2's layout (v3 to v8 keep it), the
+	 * Found on protocol v1; here in v2's layout (v3 to v9 keep it), the
 	 * same fault. */
 	static const uint8_t reg_empty_argv[] = {
-		0x4b, 0x4d, 0x55, 0x58, 0x08, 0x00, 0x67, 0x00,
+		0x4b, 0x4d, 0x55, 0x58, 0x09, 0x00, 0x67, 0x00,
 		0x3d, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00,
 		0x00, 0x00, 0x00, 0x00, 0x14, 0x00, 0x00, 0x00, /* job */
 		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* pid_start */

@@ -21,6 +21,10 @@
  * REG_FORK_MS=n: at "ready", fork a child that sleeps n ms and exits
  * without touching CUDA (a data loader's worker): it must not keep the
  * parent's registration alive.
+ *
+ * REG_SYNC_MS=n: at "ready", for n ms launch one small kernel and wait for
+ * it (cuStreamSynchronize) in a loop, then print syncs=N: a program that
+ * waits on the GPU thousands of times a second (kmuxd's --slice-waits).
  */
 #include <stdint.h>
 #include <time.h>
@@ -73,6 +77,26 @@ int main(int argc, char **argv)
 			_exit(0);
 		}
 		printf("child=%d\n", (int)c);
+	}
+	if (getenv("REG_SYNC_MS") && r == CUDA_SUCCESS) {
+		struct timespec t0, t1;
+		long ms = atol(getenv("REG_SYNC_MS")), n = 0, el;
+
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		do {
+			CUdeviceptr q = p;
+			unsigned v = (unsigned)n, cnt = 256;
+			void *params[] = { &q, &v, &cnt };
+
+			CHECK(cuLaunchKernel(fill, 1, 1, 1, 256, 1, 1, 0, 0,
+					     params, NULL));
+			CHECK(cuStreamSynchronize(0));
+			n++;
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+			el = (t1.tv_sec - t0.tv_sec) * 1000 +
+			     (t1.tv_nsec - t0.tv_nsec) / 1000000;
+		} while (el < ms);
+		printf("syncs=%ld\n", n);
 	}
 	for (long k = 0; k < kernels; k++) {
 		CUdeviceptr q = p;
