@@ -227,6 +227,9 @@ static cJSON *job_json(const struct proto_job_rec *r, uint64_t now_us)
 	cJSON_AddBoolToObject(o, "suspended",
 			      (r->flags & PROTO_JOBREC_F_SUSPENDED) != 0);
 	cJSON_AddNumberToObject(o, "kernel_rate", r->kernel_rate);
+	cJSON_AddNumberToObject(o, "wait_rate", r->wait_rate);
+	cJSON_AddBoolToObject(o, "wait_bound",
+			      (r->flags & PROTO_JOBREC_F_WAIT_BOUND) != 0);
 	add_u64(o, "submit_us", r->submit_us);
 	cJSON_AddItemToObject(o, "start_us", u64_or_null(r->start_us));
 	cJSON_AddItemToObject(o, "end_us", u64_or_null(r->end_us));

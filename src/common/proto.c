@@ -289,7 +289,11 @@ static bool job_rec_ok(const struct proto_job_rec *r)
 	       exit_ok(r->exit_code, r->signal) &&
 	       r->ngpus >= 1 && r->ngpus <= PROTO_MAX_GPUS &&
 	       !(r->flags & ~PROTO_JOBREC_F_MASK) &&
-	       (!r->flags || r->state == PROTO_JOB_RUNNING) &&
+	       (!(r->flags & PROTO_JOBREC_F_SUSPENDED) ||
+		r->state == PROTO_JOB_RUNNING) &&
+	       (!(r->flags & PROTO_JOBREC_F_WAIT_BOUND) ||
+		r->state == PROTO_JOB_RUNNING ||
+		r->state == PROTO_JOB_QUEUED) &&
 	       slen(r->name) < PROTO_MAX_NAME;
 }
 
@@ -417,7 +421,7 @@ static int rd_job_rec(struct rd *r, struct proto_job_rec *rec)
 {
 	struct proto_wire_job_rec w;
 
-	if (rd_bytes(r, &w, sizeof(w)) < 0)
+	if (rd_bytes(r, &w, sizeof(w)) < 0 || w.reserved != 0)
 		return -EBADMSG;
 	rec->id = le64toh(w.id);
 	rec->gpus = le64toh(w.gpus);
@@ -440,6 +444,7 @@ static int rd_job_rec(struct rd *r, struct proto_job_rec *rec)
 	rec->evicts = le64toh(w.evicts);
 	rec->restores = le64toh(w.restores);
 	rec->flags = le32toh(w.flags);
+	rec->wait_rate = le32toh(w.wait_rate);
 	if (rd_str(r, &rec->name) < 0 || rd_str(r, &rec->cmd) < 0)
 		return -EBADMSG;
 	return job_rec_ok(rec) ? 0 : -EBADMSG;
@@ -469,6 +474,7 @@ static void wr_job_rec(struct wr *w, const struct proto_job_rec *rec)
 		.mem_reserved = htole64(rec->mem_reserved),
 		.evicts = htole64(rec->evicts),
 		.restores = htole64(rec->restores),
+		.wait_rate = htole32(rec->wait_rate),
 	};
 
 	wr_bytes(w, &x, sizeof(x));

@@ -168,7 +168,11 @@ enum proto_job_state {
 /* Job record flags (v8; the record's former reserved word). */
 #define PROTO_JOBREC_F_SUSPENDED 0x1u	/* running, suspended: waits for
 					 * room for its working set */
-#define PROTO_JOBREC_F_MASK 0x1u
+#define PROTO_JOBREC_F_WAIT_BOUND 0x2u	/* v9, queued or running: waits for
+					 * the GPU too often to share one
+					 * with another such job
+					 * (kmux daemon --slice-waits) */
+#define PROTO_JOBREC_F_MASK 0x3u
 
 /* MEM_PRESSURE flags (v7). */
 #define PROTO_PRESSURE_F_BUDGET 0x1u	/* give up budget (a queued task is
@@ -320,6 +324,9 @@ struct proto_wire_job_rec {		/* + str name, str cmd */
 	uint64_t mem_reserved;
 	uint64_t evicts;
 	uint64_t restores;
+	/* v9 */
+	uint32_t wait_rate;
+	uint32_t reserved;
 } PROTO_PACKED;
 
 struct proto_wire_exited {
@@ -412,7 +419,7 @@ _Static_assert(sizeof(struct proto_wire_ok) == 8, "ok");
 _Static_assert(sizeof(struct proto_wire_error) == 8, "error");
 _Static_assert(sizeof(struct proto_wire_admit) == 24, "admit");
 _Static_assert(sizeof(struct proto_wire_count) == 8, "count");
-_Static_assert(sizeof(struct proto_wire_job_rec) == 136, "job_rec");
+_Static_assert(sizeof(struct proto_wire_job_rec) == 144, "job_rec");
 _Static_assert(sizeof(struct proto_wire_exited) == 24, "exited");
 _Static_assert(sizeof(struct proto_wire_gpu_rec) == 40, "gpu_rec");
 _Static_assert(sizeof(struct proto_wire_log_data) == 24, "log_data");
@@ -570,6 +577,8 @@ struct proto_job_rec {
 	uint64_t mem_used;		/* resident bytes its preload reported last */
 	uint32_t kernel_rate;		/* kernel launches per second, recently */
 	uint32_t flags;			/* PROTO_JOBREC_F_* */
+	uint32_t wait_rate;		/* v9: host waits for the GPU per
+					 * second, recently (running jobs) */
 	/* Its memory manager's last report (running jobs; else 0). */
 	uint64_t mem_evicted, mem_reserved, evicts, restores;
 	const char *name;

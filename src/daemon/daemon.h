@@ -342,6 +342,8 @@ void job_recommit(struct server *srv, struct job *j, uint64_t mask,
 		  uint64_t quota);
 /* Kernels per second to show for j now (0 once its reports stopped). */
 uint32_t job_kernel_rate(const struct job *j, uint64_t now_us);
+/* Its host waits per second over the last window, likewise. */
+uint32_t job_wait_rate(const struct job *j, uint64_t now_us);
 /* Same pid, same start time, not a zombie. */
 bool job_proc_alive(int32_t pid, uint64_t pid_start, void *arg);
 /* sig to j's process group, SIGKILL after the grace period; -errno. */

@@ -187,6 +187,11 @@ static void send_job_list(struct conn *c, uint32_t seq, struct db_job *v,
 			if (live->suspended &&
 			    live->state == PROTO_JOB_RUNNING)
 				r->flags |= PROTO_JOBREC_F_SUSPENDED;
+			r->wait_rate = job_wait_rate(live, now);
+			if (live->task.wait_bound &&
+			    (live->state == PROTO_JOB_RUNNING ||
+			     live->state == PROTO_JOB_QUEUED))
+				r->flags |= PROTO_JOBREC_F_WAIT_BOUND;
 		}
 	}
 	/* Newest first to keep: the oldest ended jobs matter least. */

@@ -1097,6 +1097,15 @@ uint32_t job_kernel_rate(const struct job *j, uint64_t now_us)
 	       (uint32_t)(j->kernel_rate + 0.5);
 }
 
+uint32_t job_wait_rate(const struct job *j, uint64_t now_us)
+{
+	if (!j->report_us || now_us - j->report_us > SERVER_RATE_STALE_US ||
+	    !(j->wait_rate > 0))
+		return 0;
+	return j->wait_rate >= 4e9 ? UINT32_MAX :
+	       (uint32_t)(j->wait_rate + 0.5);
+}
+
 int job_recover(struct server *srv, char *err, size_t errlen)
 {
 	struct db_filter f = {

@@ -41,9 +41,9 @@ extern _Atomic uint64_t kmux_launches;
  * Calls that make the host wait for the GPU so far: context, stream and
  * event synchronizations and synchronous copies that may read device memory
  * (wrap-sync.c, wrap-copy.c).  kmuxd turns them into waits per second: a
- * program that waits often loses a time slice of a co-runner's at every
- * wait when it shares a GPU without MPS (docs/design-daemon.md, "Programs
- * that wait on the GPU often run alone").
+ * program that waits often loses its co-runners' turns at every wait when
+ * it shares a GPU without MPS (docs/design-daemon.md, "Tasks that wait on
+ * the GPU often do not share one").
  */
 extern _Atomic uint64_t kmux_host_waits;
 

@@ -53,6 +53,13 @@ e=$("$KMUX" submit -m 1G -- "$R" 16 1000 20)
 check "  ... a task that hardly waits runs beside it" wait_state "$e" running
 check "  ... while a second wait-bound run waits" \
 	[ "$(job_state "$d")" = queued ]
+check "  ... ps --json calls both wait-bound" \
+	cond '[ "$(jq_job "$c" "j[\"wait_bound\"]")" = True ] && [ "$(jq_job "$d" "j[\"wait_bound\"]")" = True ]'
+check "  ... and not the one beside it" \
+	[ "$(jq_job "$e" 'j["wait_bound"]')" = False ]
+check "  ... with the running one's waits per second (>= 1000)" \
+	wait_for 5 cond '[ "$(jq_job "$c" "j[\"wait_rate\"]")" -ge 1000 ]'
+
 check "  ... (the first still runs)" job_running "$c"
 "$KMUX" wait "$d" >/dev/null
 check "  ... and runs once the first ended (exit 0)" [ $? -eq 0 ]

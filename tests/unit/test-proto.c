@@ -61,12 +61,19 @@ static const struct proto_job_rec jobs3[] = {
 	  .state = PROTO_JOB_CANCELLED, .exit_code = 255, .signal = 9,
 	  .ngpus = PROTO_MAX_GPUS, .mem_quota = UINT64_MAX,
 	  .mem_used = UINT64_MAX, .kernel_rate = UINT32_MAX,
-	  .mem_evicted = UINT64_MAX, .mem_reserved = UINT64_MAX,
+	  .wait_rate = UINT32_MAX, .mem_evicted = UINT64_MAX, .mem_reserved = UINT64_MAX,
 	  .evicts = UINT64_MAX, .restores = UINT64_MAX, .name = "x",
 	  .cmd = NULL },
 	{ .id = 4, .gpus = 0x2, .state = PROTO_JOB_RUNNING,
 	  .exit_code = PROTO_EXIT_UNKNOWN, .ngpus = 1, .mem_quota = 8 << 20,
 	  .flags = PROTO_JOBREC_F_SUSPENDED, .name = "s", .cmd = "./m" },
+	{ .id = 5, .gpus = 0x1, .state = PROTO_JOB_RUNNING,
+	  .exit_code = PROTO_EXIT_UNKNOWN, .ngpus = 1, .wait_rate = 28000,
+	  .flags = PROTO_JOBREC_F_WAIT_BOUND | PROTO_JOBREC_F_SUSPENDED,
+	  .name = "w", .cmd = "./staged" },
+	{ .id = 6, .state = PROTO_JOB_QUEUED, .exit_code = PROTO_EXIT_UNKNOWN,
+	  .ngpus = 1, .flags = PROTO_JOBREC_F_WAIT_BOUND, .name = "",
+	  .cmd = "./staged" },
 };
 
 static const uint8_t log_bytes[] = { 0, 1, 2, 'h', 'i', '\n', 0xff, 0 };
@@ -152,7 +159,7 @@ static void sample(uint16_t type, struct proto_msg *m)
 		m->u.admit.mps_log = "/run/user/1000/kmux/sock.mps/log";
 		break;
 	case PROTO_JOB_LIST:
-		m->u.jobs = (struct proto_job_list){ .count = 4, .vec = jobs3 };
+		m->u.jobs = (struct proto_job_list){ .count = 6, .vec = jobs3 };
 		break;
 	case PROTO_EXITED:
 		m->u.exited = (struct proto_exited){ 22, PROTO_JOB_EXITED,
@@ -343,6 +350,7 @@ static void msg_eq(const struct proto_msg *a, const struct proto_msg *b)
 			assert_true(r.mem_quota == w->mem_quota);
 			assert_true(r.mem_used == w->mem_used);
 			assert_int_equal(r.kernel_rate, w->kernel_rate);
+			assert_int_equal(r.wait_rate, w->wait_rate);
 			assert_true(r.mem_evicted == w->mem_evicted);
 			assert_true(r.mem_reserved == w->mem_reserved);
 			assert_true(r.evicts == w->evicts);
@@ -994,6 +1002,10 @@ static void test_encoder_rejects_invalid(void **state)
 		r[0] = jobs3[3];
 		BAD(PROTO_JOB_LIST, r[0].flags = PROTO_JOBREC_F_MASK + 1;
 		    m.u.jobs.vec = r; m.u.jobs.count = 1);
+		/* A job that ended is not wait-bound (v9). */
+		r[0] = jobs3[0];
+		BAD(PROTO_JOB_LIST, r[0].flags = PROTO_JOBREC_F_WAIT_BOUND;
+		    m.u.jobs.vec = r; m.u.jobs.count = 1);
 	}
 	m.type = 150;
 	assert_int_equal(proto_encode(&out, &m), -EINVAL);
@@ -1254,6 +1266,7 @@ static void test_bad_types_and_reserved(void **state)
 		{ PROTO_REGION_LEAVE, 4 }, { PROTO_DRAINED, 12 },
 		{ PROTO_DRAIN, 12 },
 		{ PROTO_JOB_LIST, 8 + 100 },	/* the first record's */
+		{ PROTO_JOB_LIST, 8 + 140 },	/* ... its v9 reserved word */
 	};
 	for (i = 0; i < sizeof(rsv) / sizeof(rsv[0]); i++) {
 		sample(rsv[i].type, &m);
@@ -1286,7 +1299,7 @@ static void test_semantic_rules_on_decode(void **state)
 	sample(PROTO_JOB_LIST, &m);
 	n = encode(buf, sizeof(buf), &m);
 	{
-		size_t off = PROTO_HDR_SIZE + 8 + 136 + 4 + 6 + 4 + 17;
+		size_t off = PROTO_HDR_SIZE + 8 + 144 + 4 + 6 + 4 + 17;
 
 		assert_int_equal(buf[off], 2);
 		buf[off] = 0;

@@ -132,6 +132,8 @@ static void setup_jobs(void)
 	jobs3[0].mem_quota = 10 * GiB;
 	jobs3[0].mem_used = 2 * GiB + 512 * (GiB >> 10);
 	jobs3[0].kernel_rate = 1530;
+	jobs3[0].wait_rate = 2100;
+	jobs3[0].flags = PROTO_JOBREC_F_WAIT_BOUND;
 	jobs3[0].mem_evicted = 64ull << 20;
 	jobs3[0].mem_reserved = 1 * GiB;
 	jobs3[0].evicts = 3;
@@ -192,6 +194,8 @@ static void test_ps_json(void **state)
 	assert_true(cJSON_GetObjectItem(j, "mem_quota")->valuedouble == 10.0 * GiB);
 	assert_true(cJSON_GetObjectItem(j, "mem_used")->valuedouble == 2.5 * GiB);
 	assert_int_equal(cJSON_GetObjectItem(j, "kernel_rate")->valuedouble, 1530);
+	assert_int_equal(cJSON_GetObjectItem(j, "wait_rate")->valuedouble, 2100);
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "wait_bound")));
 	assert_true(cJSON_GetObjectItem(j, "mem_evicted")->valuedouble == 64 << 20);
 	assert_true(cJSON_GetObjectItem(j, "mem_reserved")->valuedouble == 1.0 * GiB);
 	assert_int_equal(cJSON_GetObjectItem(j, "evicts")->valuedouble, 3);
