@@ -93,6 +93,13 @@ struct region_gpu {
 	struct region *holder;		/* draining or held */
 };
 
+/* Turns of the wait-bound tasks on one GPU (turns.c). */
+struct turns_gpu {
+	bool on;
+	int64_t holder;		/* the job whose turn it is */
+	uint64_t since_us;	/* ... since */
+};
+
 /* A queued or running job (ended jobs live in the database only). */
 struct job {
 	TAILQ_ENTRY(job) entry;
@@ -159,6 +166,10 @@ struct job {
 	double wait_rate;
 	uint64_t act_us;	/* 0: no kernel reported yet */
 	uint64_t act_waits;
+	/* Paused by turns (turns.c): since when (0: not now), and for how
+	 * long before, which its active time leaves out. */
+	uint64_t paused_since_us;
+	uint64_t paused_us;
 	uint32_t lingering;	/* quick polls since its preload hung up */
 	/* Measured busyness: its demand on its GPUs from its processes'
 	 * shares (NVML), for the profile its next run is admitted by
@@ -247,6 +258,7 @@ struct server {
 
 	/* Exclusive regions (region.c). */
 	struct region_gpu regions[ADMIT_MAX_GPUS];
+	struct turns_gpu turns[ADMIT_MAX_GPUS];	/* by GPU index */
 	uint8_t *gates;			/* <socket>.gates, mapped */
 	char gates_path[PATH_MAX + 16];
 	uint64_t region_max_us;		/* --region-max */
@@ -331,6 +343,10 @@ void job_thrash_release(struct server *srv, struct job *j, const char *why);
 /* j's wait rate over the last window was just measured: a running task
  * that waits too often for time slicing becomes wait-bound (admit.h). */
 void job_slice_check(struct server *srv, struct job *j);
+
+/* turns.c: called every region tick; turns_free before the gates go. */
+void turns_tick(struct server *srv);
+void turns_free(struct server *srv);
 
 void job_task_init(struct server *srv, struct job *j, uint32_t ngpus,
 		   uint64_t mem_request, int32_t prio);

@@ -262,25 +262,36 @@ void job_task_init(struct server *srv, struct job *j, uint32_t ngpus,
 /* Ran kernels for at least this long: its wait rate is worth learning. */
 #define JOB_WAITS_MIN_US 500000u
 
-/* Fold the run's waits per second of active time into its profile. */
+/*
+ * Fold the run's waits per second of active time into its profile: from
+ * its first report with kernels to its last report, less the time turns
+ * kept it paused (turns.c), in which it could not wait.
+ */
 static void job_learn_waits(struct server *srv, struct job *j)
 {
 	char err[ERRLEN];
+	uint64_t span, paused = j->paused_us;
 	double rate;
 
 	if (!j->act_us || j->report_us < j->act_us + JOB_WAITS_MIN_US ||
 	    j->waits < j->act_waits)
 		return;
-	rate = (double)(j->waits - j->act_waits) * 1e6 /
-	       (double)(j->report_us - j->act_us);
+	if (j->paused_since_us && j->report_us > j->paused_since_us)
+		paused += j->report_us - j->paused_since_us;
+	span = j->report_us - j->act_us;
+	span = paused < span ? span - paused : 0;
+	if (span < JOB_WAITS_MIN_US)
+		return;
+	rate = (double)(j->waits - j->act_waits) * 1e6 / (double)span;
 	if (db_profile_note_waits(srv->db, j->profile_key, rate, err,
 				  sizeof(err)))
 		log_warn("daemon: job %lld: profile: %s", (long long)j->id,
 			 err);
 	else
 		log_info("daemon: job %lld: waited for the GPU %.0f times a "
-			 "second over %.1f s of kernels", (long long)j->id, rate,
-			 (double)(j->report_us - j->act_us) / 1e6);
+			 "second over %.1f s of kernels (%.1f s paused by "
+			 "turns left out)", (long long)j->id, rate,
+			 (double)span / 1e6, (double)paused / 1e6);
 }
 
 /* Samples a finished job's measurement needs to go into its profile. */

@@ -484,6 +484,7 @@ static void on_region_tick(evutil_socket_t fd, short what, void *arg)
 	}
 	/* Tasks (and threads) that came during a region keep off its cores. */
 	region_cpus_update(srv);
+	turns_tick(srv);
 }
 
 /* Thaw what a daemon before this one froze (it may have died mid-region). */
@@ -548,8 +549,12 @@ int region_init(struct server *srv, char *err, size_t errlen)
 	h.daemon_pid = (uint32_t)getpid();
 	h.max_ms = (uint32_t)(srv->region_max_us / 1000);
 	memcpy(srv->gates, &h, sizeof(h));
-	for (uint32_t g = 0; g < GATES_MAX_GPUS; g++)
+	for (uint32_t g = 0; g < GATES_MAX_GPUS; g++) {
 		gate_set(srv, g, 0);
+		/* A daemon before this one may have left turns. */
+		__atomic_store_n((uint32_t *)(srv->gates + gates_offset(g)) +
+				 GATES_W_NPAUSED, 0, __ATOMIC_RELEASE);
+	}
 	srv->ev_region = event_new(srv->base, -1, EV_PERSIST, on_region_tick,
 				   srv);
 	if (!srv->ev_region || event_add(srv->ev_region, &tick)) {
@@ -572,6 +577,7 @@ void region_free(struct server *srv)
 			release(srv, r, "dropped");
 	}
 	region_cpus_free(srv);
+	turns_free(srv);
 	if (srv->gates) {
 		for (uint32_t g = 0; g < GATES_MAX_GPUS; g++)
 			gate_set(srv, g, 0);

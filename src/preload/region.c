@@ -48,6 +48,12 @@ _Atomic uint32_t kmux_gate_page[REGION_GATE_PAGE / sizeof(uint32_t)]
 
 static uint32_t gate_max_ms = 60000;
 static _Atomic uint32_t gate_ignored;	/* a stale holder, not waited for */
+/* Turns: a pause longer than this is stale (kmuxd rotates turns every
+ * half second among at most GATES_MAX_PAUSED + 1 tasks); then turns are no
+ * longer waited for in this process. */
+#define REGION_TURN_STALE_MS 60000
+static _Atomic int turns_ignored;
+static _Atomic uint64_t turn_waits, turn_wait_us;
 static _Atomic int region_held;		/* this process holds its GPU */
 
 static pthread_mutex_t region_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -109,6 +115,75 @@ void region_gates_map(const char *sock, uint32_t gpu)
 	close(fd);
 }
 
+/* Is this process among the paused ones of its GPU's turns? */
+static bool turn_paused(uint32_t me)
+{
+	uint32_t n = atomic_load_explicit(&kmux_gate_page[GATES_W_NPAUSED],
+					  memory_order_acquire);
+
+	if (n > GATES_MAX_PAUSED)
+		n = GATES_MAX_PAUSED;
+	for (uint32_t i = 0; i < n; i++)
+		if (atomic_load_explicit(&kmux_gate_page[GATES_W_PAUSED + i],
+					 memory_order_relaxed) == me)
+			return true;
+	return false;
+}
+
+static uint64_t mono_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static void turn_report(void)
+{
+	uint64_t n = atomic_load(&turn_waits);
+
+	if (n)
+		log_info("waited %.1f ms for its turn on the GPU (%llu "
+			 "submissions; kmuxd's turns of wait-bound tasks)",
+			 (double)atomic_load(&turn_wait_us) / 1000.0,
+			 (unsigned long long)n);
+}
+
+static void turn_register_report(void)
+{
+	atexit(turn_report);
+}
+
+/*
+ * Paused: wait until this process's turn (or no turns), polling as the
+ * gate does.  Only the submitting thread waits; its earlier work goes on.
+ */
+static void turn_wait(uint32_t me)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	struct timespec ts = { 0, 50000 };
+	uint64_t t0 = mono_us();
+
+	pthread_once(&once, turn_register_report);
+	while (atomic_load_explicit(&kmux_gate_page[0], memory_order_acquire) ==
+	       GATES_TURNS && turn_paused(me) && !atomic_load(&region_held)) {
+		if (!register_daemon_up())
+			break;
+		if (mono_us() - t0 > (uint64_t)REGION_TURN_STALE_MS * 1000u) {
+			log_warn("paused for its turn for %u ms: not waiting "
+				 "for turns any more",
+				 (unsigned)((mono_us() - t0) / 1000u));
+			atomic_store(&turns_ignored, 1);
+			break;
+		}
+		nanosleep(&ts, NULL);
+		if (ts.tv_nsec < 1000000)
+			ts.tv_nsec *= 2;
+	}
+	atomic_fetch_add(&turn_waits, 1);
+	atomic_fetch_add(&turn_wait_us, mono_us() - t0);
+}
+
 void region_gate_wait(void)
 {
 	uint32_t me = (uint32_t)getpid(), h;
@@ -121,6 +196,11 @@ void region_gate_wait(void)
 		if (h == 0 || h == me || atomic_load(&region_held) ||
 		    h == atomic_load(&gate_ignored))
 			return;
+		if (h == GATES_TURNS) {
+			if (!atomic_load(&turns_ignored) && turn_paused(me))
+				turn_wait(me);
+			return;
+		}
 		/* No daemon to open it again: do not wait for it. */
 		if (!register_daemon_up())
 			return;
