@@ -67,6 +67,10 @@
 # script's logic (tests/e2e/t74-memory-staged.sh runs it).  Exit 0 when no
 # task failed in any mix.
 #
+# KMUX_MIX_KMUXD_ARGS: more options for every kmux daemon of the run (an
+# A/B of a daemon setting, e.g. "--slice-waits 0": wait-bound tasks and
+# their turns off).
+#
 # KMUX_MIX_LEARN=1: before each evict mode's measured run, a learning pass:
 # the same mode once, on the daemon state (database) the measured run then
 # uses, so kmuxd has learned each app's profile, including the working set
@@ -227,6 +231,8 @@ mix() {
 		dargs=(--mps)
 		[ -n "$MPS_CONTROL" ] && dargs+=(--mps-control "$MPS_CONTROL")
 	fi
+	# shellcheck disable=SC2206  # words, as given
+	dargs+=(${KMUX_MIX_KMUXD_ARGS:-})
 	logq "\$ [$set $cm] kmux daemon --gpu-mem ${GPU_MIB}M --busy-max 1000${dargs[*]:+ ${dargs[*]}}"
 	# Busyness never holds a task back here: memory alone decides.
 	if ! kmuxp daemon --gpu-mem "${GPU_MIB}M" --busy-max 1000 "${dargs[@]}" >>"$LOG" 2>&1; then
