@@ -110,6 +110,20 @@ sweep() {
 	wait "$hp"
 }
 
+# beside CASE REPEAT SECONDS CMD...: one copy, SECONDS after CMD (a
+# co-runner, killed after) started
+beside() {
+	local c=$1 rep=$2 warm=$3 hp
+	shift 3
+	"$@" >"$WORK/run/$c-corunner-$rep.out" 2>&1 &
+	hp=$!
+	sleep "$warm"
+	run_copies "$c" "$rep" 1 KMUX_NONE=1
+	kill "$hp" 2>/dev/null
+	wait "$hp" 2>/dev/null
+	logq "    $c co-runner: $(tail -3 "$WORK/run/$c-corunner-$rep.out")"
+}
+
 for ((rep = 1; rep <= REPEATS; rep++)); do
 	for c in $CASES; do
 		have_time 60 || { log "probe-share: out of budget before $c.$rep"; break 2; }
@@ -128,23 +142,9 @@ for ((rep = 1; rep <= REPEATS; rep++)); do
 			else
 				log "probe-share: MPS control daemon did not start"
 			fi ;;
-		beside)
-			"$WORK/bin/share_load" heavy 30 >"$WORK/run/heavy-$rep.out" 2>&1 &
-			hp=$!
-			sleep 1
-			run_copies $c $rep 1 KMUX_NONE=1
-			kill "$hp" 2>/dev/null
-			wait "$hp" 2>/dev/null
-			logq "    heavy co-runner: $(cat "$WORK/run/heavy-$rep.out")" ;;
-		torch)
-			$PY "$PROGS/torch_resnet.py" --bench --steps 3000 --warmup 5 \
-				--configs 32x224 >"$WORK/run/torch-$rep.out" 2>&1 &
-			hp=$!
-			sleep 12
-			run_copies $c $rep 1 KMUX_NONE=1
-			kill "$hp" 2>/dev/null
-			wait "$hp" 2>/dev/null
-			logq "    torch co-runner: $(tail -3 "$WORK/run/torch-$rep.out")" ;;
+		beside) beside $c $rep 1 "$WORK/bin/share_load" heavy 30 ;;
+		torch) beside $c $rep 12 $PY "$PROGS/torch_resnet.py" --bench \
+			--steps 3000 --warmup 5 --configs 32x224 ;;
 		sweep) sweep $rep ;;
 		*) log "probe-share: unknown case $c" ;;
 		esac

@@ -1099,22 +1099,24 @@ void job_recommit(struct server *srv, struct job *j, uint64_t mask,
 			     server_now_us());
 }
 
-uint32_t job_kernel_rate(const struct job *j, uint64_t now_us)
+/* A rate of j's for its record: 0 when its reports went stale. */
+static uint32_t job_rate_now(const struct job *j, double rate,
+			     uint64_t now_us)
 {
 	if (!j->report_us || now_us - j->report_us > SERVER_RATE_STALE_US ||
-	    !(j->kernel_rate > 0))
+	    !(rate > 0))
 		return 0;
-	return j->kernel_rate >= 4e9 ? UINT32_MAX :
-	       (uint32_t)(j->kernel_rate + 0.5);
+	return rate >= 4e9 ? UINT32_MAX : (uint32_t)(rate + 0.5);
+}
+
+uint32_t job_kernel_rate(const struct job *j, uint64_t now_us)
+{
+	return job_rate_now(j, j->kernel_rate, now_us);
 }
 
 uint32_t job_wait_rate(const struct job *j, uint64_t now_us)
 {
-	if (!j->report_us || now_us - j->report_us > SERVER_RATE_STALE_US ||
-	    !(j->wait_rate > 0))
-		return 0;
-	return j->wait_rate >= 4e9 ? UINT32_MAX :
-	       (uint32_t)(j->wait_rate + 0.5);
+	return job_rate_now(j, j->wait_rate, now_us);
 }
 
 int job_recover(struct server *srv, char *err, size_t errlen)
