@@ -197,9 +197,13 @@ void region_gate_wait(void)
 		    h == atomic_load(&gate_ignored))
 			return;
 		if (h == GATES_TURNS) {
-			if (!atomic_load(&turns_ignored) && turn_paused(me))
-				turn_wait(me);
-			return;
+			if (atomic_load(&turns_ignored) || !turn_paused(me) ||
+			    !register_daemon_up())
+				return;
+			turn_wait(me);
+			/* Its turn, or the gate changed: a region may hold
+			 * it now, which is waited for as always. */
+			continue;
 		}
 		/* No daemon to open it again: do not wait for it. */
 		if (!register_daemon_up())

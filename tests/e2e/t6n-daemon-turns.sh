@@ -5,7 +5,8 @@
 # submissions (the gate file's paused pids) and rotates the turn, so that
 # they do not time-slice each other.  A task that hardly waits, on the same
 # GPU, is never paused.  Time paused is left out of the wait rate the
-# profiles learn.  With --slice-waits 0 there are no turns.
+# profiles learn.  A paused task does not wait for a dead daemon.  With
+# --slice-waits 0 there are no turns.
 . "$(dirname "$0")/lib.sh"
 export KMUX_FAKE_GPUS=1:16G
 . "$(dirname "$0")/kmuxd-lib.sh"
@@ -42,6 +43,21 @@ check "the quiet one never was" \
 check "  ... and it ran its 70 kernels (exit 0)" grep -qx "done" "$TMP/c.log"
 check "the profiles learn the rates without the paused time" \
 	cond 'grep "job $a: waited for the GPU" "$LOG" | grep -qv "(0.0 s paused"'
+stop_daemon
+
+# The daemon dies (kill -9) during turns: the paused task does not wait for
+# a turn that no one will give it; both run to their end.
+f=$(REG_SYNC_MS=5000 "$KMUX" submit -m 1G -- "$R" 16 6)
+g=$(REG_SYNC_MS=5000 "$KMUX" submit -m 1G -- "$R" 16 7)
+wait_state "$g" running
+fp=$(jq_job "$f" 'j["pid"]')
+gp=$(jq_job "$g" 'j["pid"]')
+check "two more first runs take turns" \
+	wait_for 20 cond '[ "$(grep -c "take turns" "$LOG")" -ge 2 ]'
+kill9_daemon
+check "  ... after kill -9 of the daemon both still finish" \
+	wait_for 20 cond '! kill -0 "$fp" 2>/dev/null && ! kill -0 "$gp" 2>/dev/null'
+start_daemon
 stop_daemon
 
 # --slice-waits 0: nothing is wait-bound, nobody takes turns.
