@@ -11,6 +11,7 @@
  *	busy-est.c       a job's demand on the GPU, from NVML's samples
  *	slurm-weight.c   busyness as the node's Slurm weight
  *	mps.c            --mps: the jobs' private MPS control daemon
+ *	turns.c          turns of wait-bound tasks sharing a GPU
  *
  * One thread, one libevent loop: nothing here is locked.
  */

@@ -21,8 +21,6 @@
  * GATES_TURNS after it).  With MPS, or --slice-waits 0, there are no
  * wait-bound tasks and so no turns.
  */
-#include <string.h>
-
 #include "daemon.h"
 #include "gates.h"
 #include "log.h"
