@@ -67,12 +67,17 @@ static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
 static CUcontext ctxs[REGION_MAX_CTX];
 static int nctx;
 
-static uint64_t mono_ms(void)
+static uint64_t mono_us(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static uint64_t mono_ms(void)
+{
+	return mono_us() / 1000u;
 }
 
 /* --- the gate ------------------------------------------------------------- */
@@ -128,14 +133,6 @@ static bool turn_paused(uint32_t me)
 					 memory_order_relaxed) == me)
 			return true;
 	return false;
-}
-
-static uint64_t mono_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
 static void turn_report(void)
