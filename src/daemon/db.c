@@ -1054,6 +1054,20 @@ int db_profile_update(struct db *db, uint64_t key, uint64_t peak, double busy,
 	return rc;
 }
 
+/* Run st, an UPDATE of key's profile row, and finalize it: -ENOENT when
+ * there is no such row (nothing is created). */
+static int profile_update_one(struct db *db, sqlite3_stmt *st, uint64_t key,
+			      const char *what, char *err, size_t errlen)
+{
+	int rc = step_done(db, st, err, errlen, what);
+
+	sqlite3_finalize(st);
+	if (rc == 0 && sqlite3_changes(db->h) == 0)
+		rc = set_err(err, errlen, -ENOENT,
+			     "no profile for command %016" PRIx64, key);
+	return rc;
+}
+
 int db_profile_note_thrash(struct db *db, uint64_t key, uint64_t want,
 			   char *err, size_t errlen)
 {
@@ -1070,12 +1084,7 @@ int db_profile_note_thrash(struct db *db, uint64_t key, uint64_t want,
 		return rc;
 	sqlite3_bind_int64(st, 1, clamp_i64(want));
 	sqlite3_bind_int64(st, 2, (int64_t)key);
-	rc = step_done(db, st, err, errlen, "note thrash");
-	sqlite3_finalize(st);
-	if (rc == 0 && sqlite3_changes(db->h) == 0)
-		rc = set_err(err, errlen, -ENOENT,
-			     "no profile for command %016" PRIx64, key);
-	return rc;
+	return profile_update_one(db, st, key, "note thrash", err, errlen);
 }
 
 int db_profile_note_waits(struct db *db, uint64_t key, double rate,
@@ -1096,12 +1105,7 @@ int db_profile_note_waits(struct db *db, uint64_t key, double rate,
 		return rc;
 	sqlite3_bind_double(st, 1, rate);
 	sqlite3_bind_int64(st, 2, (int64_t)key);
-	rc = step_done(db, st, err, errlen, "note waits");
-	sqlite3_finalize(st);
-	if (rc == 0 && sqlite3_changes(db->h) == 0)
-		rc = set_err(err, errlen, -ENOENT,
-			     "no profile for command %016" PRIx64, key);
-	return rc;
+	return profile_update_one(db, st, key, "note waits", err, errlen);
 }
 
 /* ------------------------------------------------------------------------
