@@ -9,9 +9,15 @@
 # on the same cores.  Every run's RESULT lines and kmux's exit statistics go
 # to $OUT/streams-torch.log; $OUT/streams-torch.md has, per app and mode,
 # the median over processes of each process's median time and of each
-# process's best repetition.  Run on the GPU machine with build/ carried:
+# process's best repetition.  INPROC=1 adds the mode inprocN: `kmux run
+# --streams N` with KMUX_BENCH_AB=1, where each process alternates blocks of
+# its ROIs with the scheduler paused and running (bench/apps/py/torchbench.py)
+# and reports the ratio inside the process, free of the noise between
+# processes; $MD then has a table of those ratios too.  Run on the GPU
+# machine with build/ carried:
 #
 #     ROUNDS=8 N=16 AB_ENV=KMUX_KEEP_UP=0 PIN="taskset -c 4-7" bash bench/streams-torch.sh
+#     ROUNDS=4 N=16 INPROC=1 REPS=15 bash bench/streams-torch.sh
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 OUT=${OUT:-./out}
@@ -27,6 +33,7 @@ KMUX=(env LD_LIBRARY_PATH=build/devlibs KMUX_LOG=info build/kmux)
 SUITE=(bench/apps/py/torch_suite.py plain --apps googlenet,ensemble --reps "${REPS:-5}" --warmup 3)
 MODES=(plain "kmux$N")
 [ -n "$AB_ENV" ] && MODES+=("ab$N")
+[ "${INPROC:-0}" = 1 ] && MODES+=("inproc$N")
 
 # mode_cmd MODE: the words that run the suite in MODE
 mode_cmd() {
@@ -35,6 +42,7 @@ mode_cmd() {
 	kmux*) printf '%s\n' "${PIN[@]}" "${KMUX[@]}" run --streams "$N" -- "$PY" "${SUITE[@]}" ;;
 	# shellcheck disable=SC2086  # AB_ENV is a list of VAR=value words
 	ab*) printf '%s\n' "${PIN[@]}" env $AB_ENV "${KMUX[@]}" run --streams "$N" -- "$PY" "${SUITE[@]}" ;;
+	inproc*) printf '%s\n' "${PIN[@]}" env KMUX_BENCH_AB=1 "${KMUX[@]}" run --streams "$N" -- "$PY" "${SUITE[@]}" ;;
 	esac
 }
 
@@ -50,8 +58,8 @@ mode_cmd() {
 			m=${MODES[$(((k + r) % ${#MODES[@]}))]}
 			mapfile -t cmd < <(mode_cmd "$m")
 			echo "## round $r $m: ${cmd[*]}"
-			timeout 90 "${cmd[@]}" 2>&1 | grep -E '^RESULT|^CHECK|kmux:.*(streams|idle)|Error' |
-				sed "s/^RESULT /RESULT mode=$m round=$r /"
+			timeout 150 "${cmd[@]}" 2>&1 | grep -E '^RESULT|^AB |^CHECK|kmux:.*(streams|idle)|Error' |
+				sed -E "s/^(RESULT|AB) /\1 mode=$m round=$r /"
 		done
 	done
 } >"$LOG" 2>&1
@@ -72,6 +80,24 @@ for (app, mode), v in sorted(rows.items()):
                f"{statistics.median(b for _, b in v):.2f} |")
 if ab:
     out.append(f"\nab modes: kmux run --streams N with {ab}; kmux modes: as shipped.")
+abr = {}
+for line in open(log):
+    m = re.match(r"AB mode=\S+ round=\d+ app=(\S+) variant=\S+ paused_ms=([\d.]+) sched_ms=([\d.]+) "
+                 r"ratio=([\d.]+) ratio_lo=([\d.]+) ratio_hi=([\d.]+) pairs=(\d+)", line)
+    if m:
+        abr.setdefault(m[1], []).append([float(x) for x in m.groups()[1:6]] + [int(m[7])])
+if abr:
+    out += ["", "In-process A/B (inproc mode): per process, the median over block pairs of "
+            "scheduled / paused ROI time (above 1: kmux slower).", "",
+            "| app | processes | pairs each | paused ms (median) | scheduled ms (median) | "
+            "ratio, median over processes | per-process ratios | widest per-process IQR |",
+            "|---|---|---|---|---|---|---|---|"]
+    for app, v in sorted(abr.items()):
+        rs = [x[2] for x in v]
+        out.append(f"| {app} | {len(v)} | {v[0][5]} | {statistics.median(x[0] for x in v):.2f} | "
+                   f"{statistics.median(x[1] for x in v):.2f} | {statistics.median(rs):.4f} | "
+                   f"{', '.join(f'{r:.3f}' for r in rs)} | "
+                   f"{max(x[4] - x[3] for x in v):.3f} |")
 open(md, "w").write("\n".join(out) + "\n")
 print("\n".join(out))
 EOF

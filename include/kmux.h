@@ -1,5 +1,6 @@
 /*
- * kmux.h - the public API of libkmux.so: exclusive regions (issue 6).
+ * kmux.h - the public API of libkmux.so: exclusive regions (issue 6) and
+ * pausing the stream scheduler (issue 3, below).
  *
  * A region gives the calling process its GPU alone for as long as it
  * lasts, so that what is timed inside it is not disturbed by the other
@@ -43,6 +44,29 @@
  *     2.34+ has dlsym in libc; older ones need -ldl) and return
  *     KMUX_EXCLUSIVE_NOOP when the program does not run under kmux.
  */
+/*
+ * Pausing the stream scheduler (kmux run --streams N, KMUX_STREAMS=N):
+ *
+ *	int was = kmux_streams_pause(1);	// drains, then runs work as submitted
+ *	code_that_breaks_the_assumption();
+ *	if (was == 0) kmux_streams_pause(0);	// drains, then schedules again
+ *
+ * While paused, the default-stream work of the process runs exactly as the
+ * program submitted it, with no reordering: for a part of a program that
+ * reaches device memory in a way kmux cannot see (docs/design-streams.md,
+ * "The one assumption"), or to compare scheduled and unscheduled runs of
+ * the same code in one process.  Each switch synchronizes every context
+ * kmux schedules, so it costs a full drain: switch around phases, not
+ * around kernels.  Process-wide, not per thread.
+ *   kmux_streams_pause(p)
+ *	0 or 1               the state before the call (1: it was paused)
+ *	-ENOTSUP             the process is not scheduled (no KMUX_STREAMS,
+ *	                     or not under kmux); nothing changed
+ *	-EBUSY               a stream capture is in progress; nothing changed
+ *	-EIO                 a context failed to synchronize (a sticky CUDA
+ *	                     error); the switch is made all the same
+ */
+
 #ifndef KMUX_H
 #define KMUX_H
 
@@ -59,6 +83,7 @@ int kmux_exclusive_begin(void);
 int kmux_exclusive_end(void);
 /* Regions open in this process (the nesting depth). */
 int kmux_exclusive_depth(void);
+int kmux_streams_pause(int pause);
 
 #else /* KMUX_DYNAMIC */
 
@@ -105,6 +130,18 @@ static inline int kmux_exclusive_depth(void)
 		looked = 1;
 	}
 	return fn ? fn() : 0;
+}
+
+static inline int kmux_streams_pause(int pause)
+{
+	static int (*fn)(int);
+	static int looked;
+
+	if (!looked) {
+		*(void **)&fn = kmux__sym("kmux_streams_pause");
+		looked = 1;
+	}
+	return fn ? fn(pause) : -ENOTSUP;
 }
 
 #endif /* KMUX_DYNAMIC */

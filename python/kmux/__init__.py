@@ -10,14 +10,20 @@ process already carries (kmux runs it with LD_PRELOAD), or $KMUX_LIBRARY.
 Outside kmux every call is a cheap no-op: begin() returns NOOP (1).
 Return codes are those of include/kmux.h (0, NOOP, or -errno); the
 context manager raises KmuxError on a negative one.
+
+    with kmux.streams_paused():     # under kmux run --streams N
+        code_kmux_must_not_reorder()
+
+runs the block's default-stream work as submitted (kmux_streams_pause()).
 """
 import contextlib
 import ctypes
+import errno
 import os
 import warnings
 
 __all__ = ["NOOP", "KmuxError", "available", "begin", "end", "depth",
-           "exclusive", "library"]
+           "exclusive", "library", "streams_pause", "streams_paused"]
 
 NOOP = 1
 
@@ -101,3 +107,38 @@ def exclusive():
         yield rc == 0
     finally:
         _check(end(), "leaving the exclusive region")
+
+
+def streams_pause(pause):
+    """Pause (True) or resume (False) kmux's stream scheduler.
+
+    The state before (1: it was paused), or -errno: -ENOTSUP when the
+    process is not scheduled (no kmux, or no --streams), -EBUSY during a
+    stream capture.  Each switch drains the GPU work of the process.
+    """
+    lib = library()
+    fn = getattr(lib, "kmux_streams_pause", None) if lib else None
+    if fn is None:
+        return -errno.ENOTSUP
+    fn.restype = ctypes.c_int
+    fn.argtypes = [ctypes.c_int]
+    return fn(1 if pause else 0)
+
+
+@contextlib.contextmanager
+def streams_paused():
+    """The block's default-stream work runs as submitted, not reordered.
+
+    Yields True when it paused the scheduler, False when there was nothing
+    to pause (not scheduled).  Nests: an inner block leaves it paused.
+    """
+    rc = streams_pause(True)
+    if rc == -errno.ENOTSUP:
+        yield False
+        return
+    _check(rc, "pausing the stream scheduler")
+    try:
+        yield True
+    finally:
+        if rc == 0:
+            _check(streams_pause(False), "resuming the stream scheduler")

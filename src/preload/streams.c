@@ -87,6 +87,7 @@ struct streams_ctx {
 	enum sctx_state state;
 	unsigned gen;			/* bumped when the pool goes away */
 	int capturing;			/* stream captures in progress */
+	int paused;			/* kmux_streams_pause(): pass through */
 	int sms;			/* for the launch weight, >= 1 */
 	struct sched *s;
 	CUstream pool[SCHED_MAX_STREAMS];
@@ -122,9 +123,17 @@ struct streams_ctx {
 	int ndfr, dfr_alloc;
 	uint64_t dfr_bytes, dfr_cap;
 	uint64_t dfr_count, dfr_idle, dfr_short;
+	uint64_t pauses, paused_ops;
 };
 
 int kmux_streams;
+/*
+ * kmux_streams_pause(): what a context created from now on starts with;
+ * each context has its own flag (c->paused), changed under its lock once
+ * it is drained.  streams_pause_mu makes callers take turns.
+ */
+static atomic_int streams_paused;
+static pthread_mutex_t streams_pause_mu = PTHREAD_MUTEX_INITIALIZER;
 /* KMUX_KEEP_UP=0 turns the keeping-up probe off (sctx_probe()). */
 static int streams_keep_up = 1;
 /*
@@ -277,6 +286,7 @@ static struct streams_ctx *sctx_get(CUcontext ctx)
 		if (c) {
 			c->ctx = ctx;
 			c->sms = 1;
+			c->paused = atomic_load(&streams_paused);
 			pthread_mutex_init(&c->mu, NULL);
 			c->next = atomic_load_explicit(&streams_list,
 						       memory_order_relaxed);
@@ -930,9 +940,18 @@ static int streams_run_peer(struct streams_ctx *cur,
 	lock_sorted(all, n);
 	for (int i = 0; i < n; i++) {
 		/* Only the current context may be set up here. */
+		if (all[i]->paused)
+			continue;
 		if (all[i] == cur ? sctx_ready(cur) : all[i]->state == SCTX_ON)
 			on[non++] = all[i];
 		capturing |= all[i]->capturing;
+	}
+	if (!non && cur->paused) {
+		/* As in streams_run(): issued under the locks. */
+		*res = rq->issue(rq->arg, NULL);
+		cur->paused_ops++;
+		unlock_all(all, n);
+		return 1;
 	}
 	if (!non || (capturing && stream_capturing(rq->orig))) {
 		unlock_all(all, n);
@@ -957,6 +976,16 @@ int streams_run(const struct streams_req *rq, CUresult *res)
 	    (rq->peer[1] && rq->peer[1] != c->ctx))
 		return streams_run_peer(c, rq, res);
 	pthread_mutex_lock(&c->mu);
+	if (c->paused) {
+		/*
+		 * Under the lock: a kmux_streams_pause(0) in another thread
+		 * synchronizes the context before the pool runs anything, and
+		 * must not miss an operation between this check and its issue.
+		 */
+		*res = rq->issue(rq->arg, NULL);
+		c->paused_ops++;
+		goto done;
+	}
 	if (!sctx_ready(c))
 		goto pass;
 	if (c->capturing || (rq->flags & STREAMS_BRIDGE)) {
@@ -990,6 +1019,86 @@ done:
 pass:
 	pthread_mutex_unlock(&c->mu);
 	return 0;
+}
+
+/* --- pausing (kmux_streams_pause(), include/kmux.h) --------------------- */
+
+/*
+ * Lock held.  Drain c completely (a context synchronization: the pool and
+ * every stream the program's work went to), tell the scheduler, free what
+ * was deferred, then flip the flag.  Both ways need the whole drain: work
+ * a paused context ran on its default stream is not ordered with the
+ * non-blocking pool, and pool work is not ordered with the default stream.
+ * 0, or -EIO when the synchronization failed (the flag flips all the same:
+ * a context with a sticky error fails everything anyway).
+ */
+static int sctx_pause(struct streams_ctx *c, int pause)
+{
+	struct sched_hostwait hw;
+	CUcontext popped;
+	CUresult r;
+	int have_hw;
+
+	if (c->paused == pause)
+		return 0;
+	if (c->state != SCTX_ON) {
+		/* No pool: nothing of the program's was moved. */
+		c->paused = pause;
+		c->pauses += pause;
+		return 0;
+	}
+	have_hw = c->s && sched_sync_all(c->s, &hw) == 0;
+	r = REAL(cuCtxPushCurrent_v2)(c->ctx);
+	if (r == CUDA_SUCCESS) {
+		r = REAL(cuCtxSynchronize)();
+		REAL(cuCtxPopCurrent_v2)(&popped);
+	}
+	if (r == CUDA_SUCCESS) {
+		c->hostwaits++;
+		if (have_hw)
+			sched_complete_hostwait(c->s, &hw);
+		sctx_dfr_idle(c);
+	}
+	c->paused = pause;
+	c->pauses += pause;
+	return r == CUDA_SUCCESS ? 0 : -EIO;
+}
+
+KMUX_EXPORT int kmux_streams_pause(int pause)
+{
+	struct streams_ctx *c;
+	int was, busy = 0, err = 0;
+
+	if (!kmux_streams)
+		return -ENOTSUP;
+	pause = !!pause;
+	pthread_mutex_lock(&streams_pause_mu);
+	/* Captured work is recorded, not run: it cannot be drained. */
+	for (c = atomic_load(&streams_list); c; c = c->next) {
+		pthread_mutex_lock(&c->mu);
+		busy |= c->capturing;
+		pthread_mutex_unlock(&c->mu);
+	}
+	if (busy) {
+		pthread_mutex_unlock(&streams_pause_mu);
+		return -EBUSY;
+	}
+	was = atomic_exchange(&streams_paused, pause);
+	for (c = atomic_load(&streams_list); c; c = c->next) {
+		int e;
+
+		pthread_mutex_lock(&c->mu);
+		e = sctx_pause(c, pause);
+		pthread_mutex_unlock(&c->mu);
+		if (e && !err)
+			err = e;
+	}
+	pthread_mutex_unlock(&streams_pause_mu);
+	if (err)
+		log_warn("kmux_streams_pause(%d): a context failed to "
+			 "synchronize; scheduling %s all the same", pause,
+			 pause ? "paused" : "resumed");
+	return err ? err : was;
 }
 
 /* --- deferred frees ------------------------------------------------------ */
@@ -1086,7 +1195,7 @@ int streams_defer_free(uint64_t base, uint64_t size, uint64_t charged)
 	if (!streams_defer_on || !base || !(c = sctx_current()))
 		return 0;
 	pthread_mutex_lock(&c->mu);
-	if (c->state != SCTX_ON || c->capturing)
+	if (c->state != SCTX_ON || c->capturing || c->paused)
 		goto out;
 	if (!c->dfr_cap)
 		c->dfr_cap = sctx_dfr_cap();
@@ -1549,6 +1658,8 @@ void streams_get_totals(struct streams_totals *t)
 		t->dfr_count += c->dfr_count;
 		t->dfr_idle += c->dfr_idle;
 		t->dfr_short += c->dfr_short;
+		t->pauses += c->pauses;
+		t->paused_ops += c->paused_ops;
 		pthread_mutex_unlock(&c->mu);
 	}
 }
@@ -1588,7 +1699,8 @@ static void streams_report(void)
 		 "%llu, hot marks dropped %llu; host waits %llu (implied %llu, idle streams skipped "
 		 "%llu); failures %llu; GPU idle at %llu of %llu checks, "
 		 "%llu ops placed as keeping up; frees deferred %llu (freed "
-		 "at idle syncs %llu times, after a drain %llu)",
+		 "at idle syncs %llu times, after a drain %llu); paused %llu "
+		 "times (%llu ops as submitted)",
 		 (int)getpid(), kmux_streams, t.contexts, t.off,
 		 (unsigned long long)t.st.ops,
 		 (unsigned long long)t.st.barriers,
@@ -1611,7 +1723,9 @@ static void streams_report(void)
 		 (unsigned long long)t.st.kept_up,
 		 (unsigned long long)t.dfr_count,
 		 (unsigned long long)t.dfr_idle,
-		 (unsigned long long)t.dfr_short);
+		 (unsigned long long)t.dfr_short,
+		 (unsigned long long)t.pauses,
+		 (unsigned long long)t.paused_ops);
 	salloc_report();
 	ptxtab_report();
 }

@@ -264,6 +264,8 @@ struct streams_totals {
 	uint64_t dfr_count;	/* frees deferred */
 	uint64_t dfr_idle;	/* times they were freed at an idle sync */
 	uint64_t dfr_short;	/* ... after a drain: memory, quota, cap */
+	uint64_t pauses;	/* kmux_streams_pause(1) that paused */
+	uint64_t paused_ops;	/* run as submitted while paused */
 	struct sched_stats st;	/* summed */
 };
 void streams_get_totals(struct streams_totals *t);

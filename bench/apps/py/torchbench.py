@@ -11,8 +11,24 @@ The region of interest is timed with CUDA events recorded on the current
 stream (PyTorch's default: the legacy default stream, which is what kmux
 reschedules), after warm-up, with a synchronize before each rep; ms is the
 median over reps.
+
+In-process A/B (KMUX_BENCH_AB=1, under `kmux run --streams N`): these
+programs are bound by the host's launch rate, and the same program's time
+moves by 25-40% from one process to the next on the GPU machine, so fresh
+processes cannot resolve a 2% difference.  Instead one process alternates
+blocks of ROIs with kmux's scheduler paused (kmux_streams_pause(1): work runs
+as submitted, the unscheduled baseline with the preload loaded) and running,
+the order swapped every block pair, one untimed ROI after each switch.  It
+prints, besides the RESULT line (the scheduled ROIs),
+
+    AB app=NAME variant=V paused_ms=MEDIAN sched_ms=MEDIAN ratio=MEDIAN
+       ratio_lo=Q1 ratio_hi=Q3 pairs=P per_block=K
+
+where ratio is the median over block pairs of sched/paused (above 1: kmux
+slower).
 """
 
+import ctypes
 import hashlib
 import os
 import statistics
@@ -31,8 +47,69 @@ def setup_determinism():
     torch.manual_seed(0)
 
 
+_ab_last = None
+
+
+def _pause_fn():
+    """kmux_streams_pause from the preload (global symbols), or exit 2."""
+    try:
+        fn = ctypes.CDLL(None).kmux_streams_pause
+    except AttributeError:
+        sys.exit("KMUX_BENCH_AB needs the kmux preload (kmux run --streams N)")
+    fn.argtypes = [ctypes.c_int]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+def _time_one(fn, start, stop):
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    start.record()
+    fn()
+    stop.record()
+    stop.synchronize()
+    return start.elapsed_time(stop), (time.perf_counter() - t0) * 1e3
+
+
+def time_roi_ab(fn, pairs, warmup, per_block=3):
+    """The A/B of the module docstring; returns the scheduled (median, wall, min)."""
+    global _ab_last
+    pause = _pause_fn()
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    start = torch.cuda.Event(enable_timing=True)
+    stop = torch.cuda.Event(enable_timing=True)
+    times = {0: [], 1: []}      # 1: paused
+    wall = []
+    ratios = []
+    for i in range(pairs):
+        block = {}
+        for paused in ((1, 0) if i % 2 == 0 else (0, 1)):
+            r = pause(paused)
+            if r < 0:
+                sys.exit(f"kmux_streams_pause({paused}) returned {r}")
+            fn()                # untimed: the first ROI after a switch
+            block[paused] = []
+            for _ in range(per_block):
+                g, w = _time_one(fn, start, stop)
+                block[paused].append(g)
+                if not paused:
+                    wall.append(w)
+            times[paused] += block[paused]
+        ratios.append(statistics.median(block[0]) / statistics.median(block[1]))
+    pause(0)
+    torch.cuda.synchronize()
+    q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else ratios * 3
+    _ab_last = (statistics.median(times[1]), statistics.median(times[0]),
+                statistics.median(ratios), q[0], q[2], pairs, per_block)
+    return statistics.median(times[0]), statistics.median(wall), min(times[0])
+
+
 def time_roi(fn, reps, warmup):
     """Run fn() warmup times, then time reps runs; returns (median, wall, min) ms."""
+    if os.environ.get("KMUX_BENCH_AB") == "1":
+        return time_roi_ab(fn, reps, warmup)
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
@@ -62,9 +139,16 @@ def tensor_bytes(t):
 
 
 def report(app, variant, timing, reps, extra=""):
+    global _ab_last
     ms, wall, mn = timing
     print(f"RESULT app={app} variant={variant} ms={ms:.4f} wall_ms={wall:.4f} "
           f"min_ms={mn:.4f} reps={reps}{(' ' + extra) if extra else ''}", flush=True)
+    if _ab_last:
+        p, s, r, lo, hi, n, k = _ab_last
+        print(f"AB app={app} variant={variant} paused_ms={p:.4f} sched_ms={s:.4f} "
+              f"ratio={r:.4f} ratio_lo={lo:.4f} ratio_hi={hi:.4f} pairs={n} per_block={k}",
+              flush=True)
+        _ab_last = None
 
 
 def check(app, variant, out, ref):

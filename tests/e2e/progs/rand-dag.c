@@ -17,12 +17,16 @@
  * comparable output.  With RAND_DAG_BLOCKING set (legacy build, one
  * thread), a quarter of the stream-ordered operations go to a blocking
  * stream of the program's instead, ordered with the legacy stream by CUDA's
- * implicit synchronization alone.  Built twice: rand-dag (the default stream is the
+ * implicit synchronization alone.  With RAND_DAG_PAUSE=K under the preload,
+ * every thread switches kmux_streams_pause() every K operations (pause,
+ * resume, ...): the output must not change.  Built twice: rand-dag (the default stream is the
  * legacy one) and rand-dag-pt (-DCUDA_API_PER_THREAD_DEFAULT_STREAM: the
  * _ptsz/_ptds entry points, and each thread's own default stream).
  */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "e2e-common.h"
@@ -71,6 +75,9 @@ static __thread struct prog *P;
 #define page (P->page)
 
 static int threads = 1;
+/* RAND_DAG_PAUSE: the preload's kmux_streams_pause() and the period. */
+static int (*pause_fn)(int);
+static int pause_every;
 
 static uint64_t rnd(void)
 {
@@ -344,6 +351,9 @@ static void *prog_run(void *arg)
 	for (int op = 0; op < nops; op++) {
 		unsigned r = pick(100);
 
+		if (pause_fn && op && op % pause_every == 0)
+			pause_fn((op / pause_every) & 1);
+
 		if (r < 55)
 			op_kernel(op);
 		else if (r < 85)
@@ -391,6 +401,12 @@ int main(int argc, char **argv)
 	if (argc > 2)
 		nops = atoi(argv[2]);
 	threads = nthreads;
+	if (getenv("RAND_DAG_PAUSE")) {
+		pause_every = atoi(getenv("RAND_DAG_PAUSE"));
+		*(void **)&pause_fn = dlsym(RTLD_DEFAULT, "kmux_streams_pause");
+		if (pause_every < 1)
+			pause_fn = NULL;
+	}
 	slash = strrchr(mod, '/');
 	snprintf(path, sizeof(path), "%.*s/dag.so",
 		 slash ? (int)(slash - mod) : 1, slash ? mod : ".");

@@ -50,12 +50,22 @@
  *                kernel then reads the memset buffer: it must start after
  *                the memset ended (CUDA orders a blocking stream after the
  *                legacy stream's earlier work); prints "blocking ok"
+ *   pause        kmux_streams_pause(): two 30 ms kernels scheduled, pause,
+ *                four independent 20 ms ones, resume, four more; the
+ *                paused four must start after the first two ended and run
+ *                one after another, the last four after them and side by
+ *                side again; a pause during a capture is refused (-EBUSY).
+ *                Prints "pause ok" and the return values ("pause: not
+ *                under kmux" without the preload)
  *   chase        a kernel writes a buffer through a pointer stored in
  *                device memory; prints the hashes of two read-backs
  *                (scheduling breaks it: `kmux verify` must tell)
  * Exit 0 when the check held, 1 with the reason on stderr otherwise.
  */
+#include <dlfcn.h>
+#include <errno.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -311,6 +321,88 @@ static int case_independent(void)
 		touch(NULL, buf[i], 20000);
 	CHECK(cuCtxSynchronize());
 	printf("overlapping pairs %d\n", sim_overlapping_pairs("touch"));
+	return 0;
+}
+
+static int by_seq(const void *a, const void *b)
+{
+	const struct simcuda_op_info *x = a, *y = b;
+
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Pairs of t[lo..hi) that overlapped in time. */
+static int overlaps_in(const struct simcuda_op_info *t, int lo, int hi)
+{
+	int pairs = 0;
+
+	for (int i = lo; i < hi; i++)
+		for (int j = i + 1; j < hi; j++)
+			pairs += t[i].start_ns < t[j].end_ns &&
+				 t[j].start_ns < t[i].end_ns;
+	return pairs;
+}
+
+/* Every op of t[a..b) ended before any of t[b..c) started. */
+static int all_before(const struct simcuda_op_info *t, int a, int b, int c)
+{
+	for (int i = a; i < b; i++)
+		for (int j = b; j < c; j++)
+			if (t[j].start_ns < t[i].end_ns)
+				return 0;
+	return 1;
+}
+
+static int case_pause(void)
+{
+	int (*pause)(int);
+	struct simcuda_op_info t[10], o;
+	int r[3], busy, n = 0;
+	CUstream s;
+	CUgraph g;
+
+	*(void **)&pause = dlsym(RTLD_DEFAULT, "kmux_streams_pause");
+	if (!pause) {
+		printf("pause: not under kmux\n");
+		return 0;
+	}
+	touch(NULL, buf[0], LONG_US);
+	touch(NULL, buf[1], LONG_US);
+	r[0] = pause(1);
+	r[1] = pause(1);
+	for (int i = 0; i < 4; i++)
+		touch(NULL, buf[2 + i], 20000);
+	r[2] = pause(0);
+	for (int i = 0; i < 4; i++)
+		touch(NULL, buf[4 + i], 20000);
+	CHECK(cuCtxSynchronize());
+	CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+	busy = pause(1);
+	CHECK(cuStreamEndCapture(s, &g));
+	CHECK(cuGraphDestroy(g));
+	CHECK(cuStreamDestroy(s));
+	printf("pause returned %d %d %d, during a capture %d\n", r[0], r[1],
+	       r[2], busy);
+
+	for (size_t i = 0; i < simcuda_op_count() && n < 10; i++)
+		if (!simcuda_op_get(i, &o) && o.kind == SIMCUDA_OP_KERNEL &&
+		    !strcmp(o.name, "touch"))
+			t[n++] = o;
+	if (n != 10)
+		return fail("pause: expected 10 kernels in the records");
+	qsort(t, (size_t)n, sizeof(t[0]), by_seq);
+	printf("pause overlaps: scheduled %d, paused %d, resumed %d\n",
+	       overlaps_in(t, 0, 2), overlaps_in(t, 2, 6), overlaps_in(t, 6, 10));
+	if (r[0] != 0 || r[1] != 1 || r[2] != 1 || busy != -EBUSY)
+		return fail("pause: unexpected return values");
+	if (!all_before(t, 0, 2, 6))
+		return fail("pause: paused work started before scheduled work ended");
+	if (!all_before(t, 2, 6, 10))
+		return fail("pause: resumed work started before paused work ended");
+	if (overlaps_in(t, 2, 6))
+		return fail("pause: paused kernels overlapped");
+	printf("pause ok\n");
 	return 0;
 }
 
@@ -642,6 +734,8 @@ int main(int argc, char **argv)
 		r = case_blocking();
 	else if (!strcmp(m, "chase"))
 		r = case_chase();
+	else if (!strcmp(m, "pause"))
+		r = case_pause();
 	else if (!strcmp(m, "keepup"))
 		r = case_keepup();
 	else if (!strcmp(m, "d2d") || !strcmp(m, "d2d-own") ||
