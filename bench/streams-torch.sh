@@ -13,7 +13,9 @@
 # --streams N` with KMUX_BENCH_AB=1, where each process alternates blocks of
 # its ROIs with the scheduler paused and running (bench/apps/py/torchbench.py)
 # and reports the ratio inside the process, free of the noise between
-# processes; $MD then has a table of those ratios too.  Run on the GPU
+# processes; $MD then has a table of those ratios too.  INPROC=only runs
+# that mode alone and skips the verify; INPROC_ENV (VAR=value words) is
+# set for it (e.g. KMUX_KEEP_UP=0: what one part of kmux costs).  Run on the GPU
 # machine with build/ carried:
 #
 #     ROUNDS=8 N=16 AB_ENV=KMUX_KEEP_UP=0 PIN="taskset -c 4-7" bash bench/streams-torch.sh
@@ -34,6 +36,7 @@ SUITE=(bench/apps/py/torch_suite.py plain --apps googlenet,ensemble --reps "${RE
 MODES=(plain "kmux$N")
 [ -n "$AB_ENV" ] && MODES+=("ab$N")
 [ "${INPROC:-0}" = 1 ] && MODES+=("inproc$N")
+[ "${INPROC:-0}" = only ] && MODES=("inproc$N")
 
 # mode_cmd MODE: the words that run the suite in MODE
 mode_cmd() {
@@ -42,17 +45,21 @@ mode_cmd() {
 	kmux*) printf '%s\n' "${PIN[@]}" "${KMUX[@]}" run --streams "$N" -- "$PY" "${SUITE[@]}" ;;
 	# shellcheck disable=SC2086  # AB_ENV is a list of VAR=value words
 	ab*) printf '%s\n' "${PIN[@]}" env $AB_ENV "${KMUX[@]}" run --streams "$N" -- "$PY" "${SUITE[@]}" ;;
-	inproc*) printf '%s\n' "${PIN[@]}" env KMUX_BENCH_AB=1 "${KMUX[@]}" run --streams "$N" -- "$PY" "${SUITE[@]}" ;;
+	# shellcheck disable=SC2086  # INPROC_ENV is a list of VAR=value words
+	inproc*) printf '%s\n' "${PIN[@]}" env KMUX_BENCH_AB=1 ${INPROC_ENV:-} "${KMUX[@]}" run --streams "$N" -- "$PY" "${SUITE[@]}" ;;
 	esac
 }
 
 {
 	echo "# $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
 	echo "# git: $(git rev-parse --short HEAD 2>/dev/null); libkmux.so sha256 $(sha256sum build/libkmux.so | cut -c1-12)"
-	echo "## verify: ${KMUX[*]} verify --streams $N -- $PY bench/apps/py/torch_suite.py plain --apps googlenet,ensemble --reps 1 --warmup 1"
-	timeout 120 "${KMUX[@]}" verify --streams "$N" -- "$PY" bench/apps/py/torch_suite.py plain \
-		--apps googlenet,ensemble --reps 1 --warmup 1 2>&1 | tail -15
-	echo "verify rc=${PIPESTATUS[0]}"
+	if [ "${INPROC:-0}" != only ]; then
+		echo "## verify: ${KMUX[*]} verify --streams $N -- $PY bench/apps/py/torch_suite.py plain --apps googlenet,ensemble --reps 1 --warmup 1"
+		timeout 120 "${KMUX[@]}" verify --streams "$N" -- "$PY" bench/apps/py/torch_suite.py plain \
+			--apps googlenet,ensemble --reps 1 --warmup 1 2>&1 | tail -15
+		echo "verify rc=${PIPESTATUS[0]}"
+	fi
+	echo "## inproc env: ${INPROC_ENV:-none}"
 	for r in $(seq 1 "$ROUNDS"); do
 		for k in $(seq 0 $((${#MODES[@]} - 1))); do
 			m=${MODES[$(((k + r) % ${#MODES[@]}))]}
