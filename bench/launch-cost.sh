@@ -15,8 +15,11 @@
 # noise.  Needs `make` (build/) first; Ir needs valgrind (else "-").
 # Several LIBs (e.g. an older build copied aside) are measured side by side.
 # KMUX_LAUNCH_COST_PATTERNS picks patterns (default all four).
-# N is a setting (KMUX_LAUNCH_COST_SETTINGS, default "1 8 16 lazy"): a
-# number is KMUX_STREAMS=N; "lazy" and "evict" are the memory manager alone
+# N is a setting (KMUX_LAUNCH_COST_SETTINGS, default "1 8 16 pass lazy"): a
+# number is KMUX_STREAMS=N with every launch scheduled (KMUX_PASS_THROUGH=0:
+# discarded launches leave the "GPU" always idle, so kmux would pass them
+# through); "pass" is KMUX_STREAMS=16 as shipped, i.e. what a launch costs
+# once kmux passes a launch-bound program's work through; "lazy" and "evict" are the memory manager alone
 # (KMUX_MEMORY=lazy|evict, KMUX_LAZY_MIN=1 so that launch-cost's 256-byte
 # allocations are all managed, evict with an ample 1 TiB budget): what
 # issue 5's (c) costs a launch on the host, exactly (bench/memory.sh's
@@ -42,13 +45,14 @@ ns_of() { awk '/ns\/launch/{print $3}'; }
 # setting_env N: the environment of a setting (see above), or exit 2.
 setting_env() {
 	case $1 in
+	pass) echo "KMUX_STREAMS=16" ;;
 	lazy) echo "KMUX_MEMORY=lazy KMUX_LAZY_MIN=1" ;;
 	evict) echo "KMUX_MEMORY=evict KMUX_LAZY_MIN=1 KMUX_MEM_BUDGET=1T" ;;
-	*[!0-9]* | "") echo "launch-cost: unknown setting '$1' (a stream count, lazy or evict)" >&2; exit 2 ;;
-	*) echo "KMUX_STREAMS=$1" ;;
+	*[!0-9]* | "") echo "launch-cost: unknown setting '$1' (a stream count, pass, lazy or evict)" >&2; exit 2 ;;
+	*) echo "KMUX_STREAMS=$1 KMUX_PASS_THROUGH=0" ;;
 	esac
 }
-SETTINGS=${KMUX_LAUNCH_COST_SETTINGS:-1 8 16 lazy}
+SETTINGS=${KMUX_LAUNCH_COST_SETTINGS:-1 8 16 pass lazy}
 for n in $SETTINGS; do setting_env "$n" >/dev/null || exit 2; done
 
 # ir PRELOAD N PATTERN OPS: instructions of the whole run (PRELOAD may be "").

@@ -88,6 +88,7 @@ struct streams_ctx {
 	unsigned gen;			/* bumped when the pool goes away */
 	int capturing;			/* stream captures in progress */
 	int paused;			/* kmux_streams_pause(): pass through */
+	int passthru;			/* keeping up: run as submitted */
 	int sms;			/* for the launch weight, >= 1 */
 	struct sched *s;
 	CUstream pool[SCHED_MAX_STREAMS];
@@ -124,6 +125,7 @@ struct streams_ctx {
 	uint64_t dfr_bytes, dfr_cap;
 	uint64_t dfr_count, dfr_idle, dfr_short;
 	uint64_t pauses, paused_ops;
+	uint64_t pt_ops, pt_stretches;	/* passed through, keeping up */
 };
 
 int kmux_streams;
@@ -136,6 +138,8 @@ static atomic_int streams_paused;
 static pthread_mutex_t streams_pause_mu = PTHREAD_MUTEX_INITIALIZER;
 /* KMUX_KEEP_UP=0 turns the keeping-up probe off (sctx_probe()). */
 static int streams_keep_up = 1;
+/* KMUX_PASS_THROUGH=0: keeping up places work, never passes it through. */
+static int streams_passthru_on = 1;
 /*
  * Decisions slower than this on average say nothing about the launch rate
  * (sctx_probe(); KMUX_DEBUG_KEEP_UP_US: tests on the simulated driver,
@@ -222,6 +226,12 @@ void streams_keep_up_init(const char *value, const char *debug_us)
 	if (debug_us && (us = atol(debug_us)) > 0)
 		streams_probe_op_ns = (uint64_t)us * 1000;
 	streams_keep_up = kmux_log_switch("KMUX_KEEP_UP", value, "the probe");
+}
+
+void streams_passthru_init(const char *value)
+{
+	streams_passthru_on = kmux_log_switch("KMUX_PASS_THROUGH", value,
+					      "passing through");
 }
 
 void streams_defer_init(const char *value)
@@ -355,6 +365,7 @@ static void sctx_teardown(struct streams_ctx *c)
 	c->probe_ops = 0;
 	c->probe_ns = 0;
 	c->probe_score = 0;
+	c->passthru = 0;
 }
 
 /* Lock held, state NEW, c is the current context.  0 or -errno (then OFF). */
@@ -524,6 +535,21 @@ static uint32_t sctx_weight(const struct streams_ctx *c, uint64_t blocks)
  * at most that many of them are placed one behind the other.  Only
  * placement changes, never an order.
  */
+/*
+ * Passing through.  Placement alone still leaves the host paying for each
+ * decision; on the H200 googlenet at batch 4 ran 8.5% slower scheduled
+ * than with the scheduler paused in the same process, 3.4% even on a pool
+ * of one stream (bench/results/streams.md, run 7).  So once the score is
+ * at STREAMS_PROBE_MAX, at a check that found every pool stream done, the
+ * context passes its default-stream work through as submitted (nothing
+ * is pending in the pool, so nothing submitted now can overtake it).  The
+ * checks go on, on the stream the operation names, every
+ * STREAMS_PROBE_EVERY_ON operations with the same rules and score; below
+ * STREAMS_PROBE_ON scheduling resumes, behind an event recorded on the
+ * legacy stream (which follows every blocking stream's earlier work, so
+ * the per-thread default streams' too) that the next decision, a barrier,
+ * makes the pool wait for.
+ */
 #define STREAMS_PROBE_EVERY 8
 #define STREAMS_PROBE_EVERY_ON 4
 #define STREAMS_PROBE_ON 3
@@ -575,6 +601,11 @@ static void sctx_probe(struct streams_ctx *c)
 					 c->probe_score - STREAMS_PROBE_BUSY : 0;
 		}
 		sched_set_kept_up(c->s, c->probe_score >= STREAMS_PROBE_ON);
+		if (drained && streams_passthru_on &&
+		    c->probe_score >= STREAMS_PROBE_MAX && !c->capturing) {
+			c->passthru = 1;
+			c->pt_stretches++;
+		}
 	}
 	c->probe_ns = now;
 	c->probe_hostwaits = c->hostwaits;
@@ -723,6 +754,62 @@ static CUresult sctx_bridge(struct streams_ctx **cs, int n,
 		}
 	}
 	return r;
+}
+
+/* Lock held, passing through: schedule again, after everything passed. */
+static void sctx_passthru_end(struct streams_ctx *c)
+{
+	struct sched_decision d;
+	CUevent out = sctx_bridge_event(&c->bridge_out);
+
+	c->passthru = 0;
+	if (!out || sctx_record(out, CU_STREAM_LEGACY) != CUDA_SUCCESS)
+		goto sync;
+	sctx_decide(c, NULL, 0, SCHED_BARRIER, 0, &d);
+	if (sctx_issue(c, &d, wait_issue, out) != CUDA_SUCCESS)
+		goto sync;
+	return;
+sync:
+	/* Done on the host instead: nothing later can overtake it. */
+	c->failures++;
+	c->hostwaits++;
+	REAL(cuCtxSynchronize)();
+}
+
+/*
+ * Lock held, passing through: the check when one is due; 1 while the GPU
+ * still keeps up (the caller issues the operation as submitted), 0 once
+ * scheduling resumed.
+ */
+static int sctx_passthru_check(struct streams_ctx *c, CUstream orig)
+{
+	uint64_t now;
+	CUresult r;
+
+	if (++c->probe_ops < STREAMS_PROBE_EVERY_ON)
+		return 1;
+	c->probe_ops = 0;
+	now = probe_clock_ns();
+	if (c->probe_hostwaits == c->hostwaits && c->probe_ns &&
+	    now - c->probe_ns < STREAMS_PROBE_EVERY_ON * streams_probe_op_ns) {
+		r = REAL(cuStreamQuery)(orig);
+		c->probe_checks++;
+		if (r == CUDA_SUCCESS) {
+			c->probe_drained++;
+			if (c->probe_score < STREAMS_PROBE_MAX)
+				c->probe_score++;
+		} else {
+			c->probe_score = c->probe_score > STREAMS_PROBE_BUSY ?
+					 c->probe_score - STREAMS_PROBE_BUSY : 0;
+		}
+	}
+	c->probe_ns = now;
+	c->probe_hostwaits = c->hostwaits;
+	if (c->probe_score >= STREAMS_PROBE_ON)
+		return 1;
+	sched_set_kept_up(c->s, 0);
+	sctx_passthru_end(c);
+	return 0;
 }
 
 /* The default stream is being captured into a graph (or cannot be used). */
@@ -995,9 +1082,13 @@ int streams_run(const struct streams_req *rq, CUresult *res)
 		*res = sctx_bridge(&c, 1, rq);
 		goto done;
 	}
+	if (c->passthru && sctx_passthru_check(c, rq->orig))
+		goto as_submitted;
 	sctx_blk_flush(c);
 	if (streams_keep_up && REAL(cuStreamQuery))
 		sctx_probe(c);
+	if (c->passthru)
+		goto as_submitted;
 	sctx_decide(c, rq->acc, rq->nacc, rq->flags, rq->blocks, &d);
 	r = sctx_issue(c, &d, rq->issue, rq->arg);
 	if ((rq->flags & STREAMS_WAIT) && r == CUDA_SUCCESS) {
@@ -1016,6 +1107,12 @@ int streams_run(const struct streams_req *rq, CUresult *res)
 done:
 	pthread_mutex_unlock(&c->mu);
 	return 1;
+as_submitted:
+	/* Under the lock, as when paused: an end of passing through in
+	 * another thread must not come between. */
+	*res = rq->issue(rq->arg, NULL);
+	c->pt_ops++;
+	goto done;
 pass:
 	pthread_mutex_unlock(&c->mu);
 	return 0;
@@ -1059,6 +1156,8 @@ static int sctx_pause(struct streams_ctx *c, int pause)
 			sched_complete_hostwait(c->s, &hw);
 		sctx_dfr_idle(c);
 	}
+	/* Drained: nothing passed through can be overtaken any more. */
+	c->passthru = 0;
 	c->paused = pause;
 	c->pauses += pause;
 	return r == CUDA_SUCCESS ? 0 : -EIO;
@@ -1195,7 +1294,7 @@ int streams_defer_free(uint64_t base, uint64_t size, uint64_t charged)
 	if (!streams_defer_on || !base || !(c = sctx_current()))
 		return 0;
 	pthread_mutex_lock(&c->mu);
-	if (c->state != SCTX_ON || c->capturing || c->paused)
+	if (c->state != SCTX_ON || c->capturing || c->paused || c->passthru)
 		goto out;
 	if (!c->dfr_cap)
 		c->dfr_cap = sctx_dfr_cap();
@@ -1660,6 +1759,8 @@ void streams_get_totals(struct streams_totals *t)
 		t->dfr_short += c->dfr_short;
 		t->pauses += c->pauses;
 		t->paused_ops += c->paused_ops;
+		t->pt_ops += c->pt_ops;
+		t->pt_stretches += c->pt_stretches;
 		pthread_mutex_unlock(&c->mu);
 	}
 }
@@ -1698,7 +1799,8 @@ static void streams_report(void)
 		 "waits issued %llu, pruned %llu; events after %llu, lazy "
 		 "%llu, hot marks dropped %llu; host waits %llu (implied %llu, idle streams skipped "
 		 "%llu); failures %llu; GPU idle at %llu of %llu checks, "
-		 "%llu ops placed as keeping up; frees deferred %llu (freed "
+		 "%llu ops placed as keeping up, %llu passed through in %llu "
+		 "stretches; frees deferred %llu (freed "
 		 "at idle syncs %llu times, after a drain %llu); paused %llu "
 		 "times (%llu ops as submitted)",
 		 (int)getpid(), kmux_streams, t.contexts, t.off,
@@ -1721,6 +1823,8 @@ static void streams_report(void)
 		 (unsigned long long)t.probe_drained,
 		 (unsigned long long)t.probe_checks,
 		 (unsigned long long)t.st.kept_up,
+		 (unsigned long long)t.pt_ops,
+		 (unsigned long long)t.pt_stretches,
 		 (unsigned long long)t.dfr_count,
 		 (unsigned long long)t.dfr_idle,
 		 (unsigned long long)t.dfr_short,

@@ -65,6 +65,13 @@ void streams_debug_fail(const char *every);
  */
 void streams_keep_up_init(const char *value, const char *debug_us);
 
+/*
+ * KMUX_PASS_THROUGH: "0" keeps a launch-bound program's work scheduled
+ * (placed on one stream) instead of passing it through as submitted
+ * (streams.c, "Passing through").  From the constructor.
+ */
+void streams_passthru_init(const char *value);
+
 /* KMUX_DEFER_FREE: "0" turns deferred frees off (streams.c). */
 void streams_defer_init(const char *value);
 
@@ -266,6 +273,8 @@ struct streams_totals {
 	uint64_t dfr_short;	/* ... after a drain: memory, quota, cap */
 	uint64_t pauses;	/* kmux_streams_pause(1) that paused */
 	uint64_t paused_ops;	/* run as submitted while paused */
+	uint64_t pt_ops;	/* passed through while keeping up */
+	uint64_t pt_stretches;	/* ... in that many stretches */
 	struct sched_stats st;	/* summed */
 };
 void streams_get_totals(struct streams_totals *t);

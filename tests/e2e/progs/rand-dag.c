@@ -19,7 +19,11 @@
  * stream of the program's instead, ordered with the legacy stream by CUDA's
  * implicit synchronization alone.  With RAND_DAG_PAUSE=K under the preload,
  * every thread switches kmux_streams_pause() every K operations (pause,
- * resume, ...): the output must not change.  Built twice: rand-dag (the default stream is the
+ * resume, ...): the output must not change.  With RAND_DAG_PHASES=K, every
+ * other stretch of K operations is launch-bound (kernels of at most 2 us,
+ * 300 us of host time before each operation), so that kmux passes work
+ * through as submitted there and schedules it again after (the same
+ * picks, so the same output).  Built twice: rand-dag (the default stream is the
  * legacy one) and rand-dag-pt (-DCUDA_API_PER_THREAD_DEFAULT_STREAM: the
  * _ptsz/_ptds entry points, and each thread's own default stream).
  */
@@ -28,6 +32,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "e2e-common.h"
 
@@ -60,6 +65,7 @@ struct prog {
 	unsigned host_calls;
 	CUevent ev;
 	CUstream blk;		/* RAND_DAG_BLOCKING: a blocking stream */
+	int launch_bound;	/* RAND_DAG_PHASES: in a launch-bound stretch */
 };
 
 static CUfunction f_mix, f_bump, f_fill, f_copy;
@@ -78,6 +84,8 @@ static int threads = 1;
 /* RAND_DAG_PAUSE: the preload's kmux_streams_pause() and the period. */
 static int (*pause_fn)(int);
 static int pause_every;
+/* RAND_DAG_PHASES: operations per stretch, launch-bound every other one. */
+static int phase_len;
 
 static uint64_t rnd(void)
 {
@@ -135,7 +143,10 @@ static int min3(int a, int c, int d)
 static unsigned dur(void)
 {
 	/* Mostly short, some long: windows where reordering would show. */
-	return pick(4) == 0 ? 200 + pick(400) : pick(60);
+	unsigned us = pick(4) == 0 ? 200 + pick(400) : pick(60);
+
+	/* RAND_DAG_PHASES: launch-bound stretches (the same picks). */
+	return P->launch_bound ? us % 3 : us;
 }
 
 static void host_fn(void *arg)
@@ -353,6 +364,14 @@ static void *prog_run(void *arg)
 
 		if (pause_fn && op && op % pause_every == 0)
 			pause_fn((op / pause_every) & 1);
+		if (phase_len) {
+			struct timespec ts = { 0, 300000 };
+
+			P->launch_bound = (op / phase_len) & 1;
+			/* The host is slow there: the GPU keeps up. */
+			if (P->launch_bound)
+				nanosleep(&ts, NULL);
+		}
 
 		if (r < 55)
 			op_kernel(op);
@@ -401,6 +420,10 @@ int main(int argc, char **argv)
 	if (argc > 2)
 		nops = atoi(argv[2]);
 	threads = nthreads;
+	if (getenv("RAND_DAG_PHASES"))
+		phase_len = atoi(getenv("RAND_DAG_PHASES"));
+	if (phase_len < 0)
+		phase_len = 0;
 	if (getenv("RAND_DAG_PAUSE")) {
 		pause_every = atoi(getenv("RAND_DAG_PAUSE"));
 		*(void **)&pause_fn = dlsym(RTLD_DEFAULT, "kmux_streams_pause");

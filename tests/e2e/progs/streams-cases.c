@@ -37,6 +37,12 @@
  *                simcuda is slow), then 16 independent 20 ms kernels back to
  *                back; prints how many streams the last 16 short ones used
  *                and how many pairs of the long ones overlapped
+ *   passthru     keepup's launch-bound start (kmux passes work through as
+ *                submitted), then 16 long kernels on 8 buffers, kernel i
+ *                and i + 8 on the same one: once the GPU falls behind, kmux
+ *                schedules again, and every pair must still run in order
+ *                (the scheduler never saw the passed-through ones).  Prints
+ *                "passthru ordered" and the long kernels' overlapping pairs
  *   d2d          a 30 ms kernel writes a buffer, then a synchronous
  *                device-to-device copy of it and a memset of it (both
  *                queued behind the kernel): prints how long each call held
@@ -415,6 +421,47 @@ static void host_pause_us(unsigned us)
 		;
 }
 
+static int case_passthru(void)
+{
+	enum { NSHORT = 64, NLONG = 16, NQ = 8 };
+	CUdeviceptr p[NSHORT], q[NQ];
+	struct simcuda_op_info o, lg[NLONG];
+	int k = 0, nl = 0;
+
+	for (int i = 0; i < NSHORT; i++)
+		CHECK(cuMemAlloc(&p[i], NWORDS * 4));
+	for (int i = 0; i < NQ; i++)
+		CHECK(cuMemAlloc(&q[i], NWORDS * 4));
+	CHECK(cuCtxSynchronize());
+	simcuda_records_clear();
+	for (int i = 0; i < NSHORT; i++) {
+		touch(NULL, p[i], 1);
+		host_pause_us(1000);
+	}
+	for (int i = 0; i < NLONG; i++)
+		touch(NULL, q[i % NQ], 20000);
+	CHECK(cuCtxSynchronize());
+	for (size_t i = 0; i < simcuda_op_count(); i++) {
+		if (simcuda_op_get(i, &o) || strcmp(o.name, "touch"))
+			continue;
+		if (k++ >= NSHORT && nl < NLONG)
+			lg[nl++] = o;
+	}
+	if (nl != NLONG)
+		return fail("not every kernel was recorded");
+	qsort(lg, NLONG, sizeof(lg[0]), by_seq);
+	for (int i = 0; i < NQ; i++)
+		if (lg[i + NQ].start_ns < lg[i].end_ns)
+			return fail("passthru: a kernel overtook the one before it on its buffer");
+	printf("passthru ordered\n");
+	printf("long overlapping pairs %d\n", overlaps_in(lg, 0, NLONG));
+	for (int i = 0; i < NSHORT; i++)
+		CHECK(cuMemFree(p[i]));
+	for (int i = 0; i < NQ; i++)
+		CHECK(cuMemFree(q[i]));
+	return 0;
+}
+
 static int case_keepup(void)
 {
 	enum { NSHORT = 64, NLONG = 16, TAIL = 16 };
@@ -738,6 +785,8 @@ int main(int argc, char **argv)
 		r = case_pause();
 	else if (!strcmp(m, "keepup"))
 		r = case_keepup();
+	else if (!strcmp(m, "passthru"))
+		r = case_passthru();
 	else if (!strcmp(m, "d2d") || !strcmp(m, "d2d-own") ||
 		 !strcmp(m, "d2d-blocking"))
 		r = case_d2d(!strcmp(m, "d2d-own") ? 1 :
