@@ -89,6 +89,8 @@ struct streams_ctx {
 	int capturing;			/* stream captures in progress */
 	int paused;			/* kmux_streams_pause(): pass through */
 	int passthru;			/* keeping up: run as submitted */
+	int pt_busy;			/* ... busy checks in a row since */
+	unsigned pt_every;		/* ... operations between checks */
 	int sms;			/* for the launch weight, >= 1 */
 	struct sched *s;
 	CUstream pool[SCHED_MAX_STREAMS];
@@ -543,15 +545,24 @@ static uint32_t sctx_weight(const struct streams_ctx *c, uint64_t blocks)
  * at STREAMS_PROBE_MAX, at a check that found every pool stream done, the
  * context passes its default-stream work through as submitted (nothing
  * is pending in the pool, so nothing submitted now can overtake it).  The
- * checks go on, on the stream the operation names, every
- * STREAMS_PROBE_EVERY_ON operations with the same rules and score; below
- * STREAMS_PROBE_ON scheduling resumes, behind an event recorded on the
+ * checks go on, on the stream the operation names, sparser while they
+ * find the GPU idle (the gap doubles from STREAMS_PROBE_EVERY_ON to
+ * STREAMS_PT_EVERY operations; a query is a driver call too: googlenet's
+ * first version, with one every 4, was still 7.4% slower), back to the
+ * shortest after a busy one, and only STREAMS_PT_BUSY counted busy checks
+ * in a row end it: so a GPU-bound phase is noticed within
+ * STREAMS_PT_EVERY + STREAMS_PROBE_EVERY_ON operations, while such a program's
+ * occasional longer kernel makes single busy checks (one in five on
+ * googlenet), which must not cost a return to scheduling and the climb back
+ * (814 stretches in one process).  Then scheduling resumes, behind an event recorded on the
  * legacy stream (which follows every blocking stream's earlier work, so
  * the per-thread default streams' too) that the next decision, a barrier,
  * makes the pool wait for.
  */
 #define STREAMS_PROBE_EVERY 8
 #define STREAMS_PROBE_EVERY_ON 4
+#define STREAMS_PT_EVERY 32
+#define STREAMS_PT_BUSY 2
 #define STREAMS_PROBE_ON 3
 #define STREAMS_PROBE_MAX 6
 #define STREAMS_PROBE_BUSY 2
@@ -604,6 +615,8 @@ static void sctx_probe(struct streams_ctx *c)
 		if (drained && streams_passthru_on &&
 		    c->probe_score >= STREAMS_PROBE_MAX && !c->capturing) {
 			c->passthru = 1;
+			c->pt_busy = 0;
+			c->pt_every = STREAMS_PROBE_EVERY_ON;
 			c->pt_stretches++;
 		}
 	}
@@ -786,27 +799,31 @@ static int sctx_passthru_check(struct streams_ctx *c, CUstream orig)
 	uint64_t now;
 	CUresult r;
 
-	if (++c->probe_ops < STREAMS_PROBE_EVERY_ON)
+	if (++c->probe_ops < c->pt_every)
 		return 1;
 	c->probe_ops = 0;
 	now = probe_clock_ns();
 	if (c->probe_hostwaits == c->hostwaits && c->probe_ns &&
-	    now - c->probe_ns < STREAMS_PROBE_EVERY_ON * streams_probe_op_ns) {
+	    now - c->probe_ns < STREAMS_PT_EVERY * streams_probe_op_ns) {
 		r = REAL(cuStreamQuery)(orig);
 		c->probe_checks++;
 		if (r == CUDA_SUCCESS) {
 			c->probe_drained++;
-			if (c->probe_score < STREAMS_PROBE_MAX)
-				c->probe_score++;
+			c->pt_busy = 0;
+			if (c->pt_every < STREAMS_PT_EVERY)
+				c->pt_every *= 2;
 		} else {
-			c->probe_score = c->probe_score > STREAMS_PROBE_BUSY ?
-					 c->probe_score - STREAMS_PROBE_BUSY : 0;
+			c->pt_busy++;
+			c->pt_every = STREAMS_PROBE_EVERY_ON;
 		}
 	}
 	c->probe_ns = now;
 	c->probe_hostwaits = c->hostwaits;
-	if (c->probe_score >= STREAMS_PROBE_ON)
+	if (c->pt_busy < STREAMS_PT_BUSY)
 		return 1;
+	/* Scheduling again, from a score that lets it spread. */
+	c->pt_busy = 0;
+	c->probe_score = 0;
 	sched_set_kept_up(c->s, 0);
 	sctx_passthru_end(c);
 	return 0;

@@ -3,8 +3,9 @@
 # before the next arrives, the scheduler keeps the work on one stream (no
 # waits, no records to pay for); when kernels queue up again it spreads
 # them.  streams-cases keepup: 64 short independent kernels with 1 ms of
-# host time each, then 16 long ones back to back.  KMUX_KEEP_UP=0 is the
-# control: the short ones spread over the pool as before.
+# host time each, then 64 long ones back to back (kmux passes the first of
+# them through until it sees the GPU fall behind, t5g).  KMUX_KEEP_UP=0 is
+# the control: the short ones spread over the pool as before.
 . "$(dirname "$0")/lib.sh"
 
 field() { sed -n "s/^$1 //p" "$2"; }
