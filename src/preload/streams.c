@@ -89,8 +89,9 @@ struct streams_ctx {
 	int capturing;			/* stream captures in progress */
 	int paused;			/* kmux_streams_pause(): pass through */
 	int passthru;			/* keeping up: run as submitted */
-	int pt_busy;			/* ... busy checks in a row since */
-	unsigned pt_every;		/* ... operations between checks */
+	int pt_busy;			/* ... deep checks in a row since */
+	int pt_have;			/* ... pt_ev recorded since */
+	CUevent pt_ev;			/* ... the depth mark */
 	int sms;			/* for the launch weight, >= 1 */
 	struct sched *s;
 	CUstream pool[SCHED_MAX_STREAMS];
@@ -355,7 +356,9 @@ static void sctx_teardown(struct streams_ctx *c)
 		REAL(cuEventDestroy_v2)(c->bridge_in);
 	if (c->bridge_out)
 		REAL(cuEventDestroy_v2)(c->bridge_out);
-	c->bridge_in = c->bridge_out = NULL;
+	if (c->pt_ev)
+		REAL(cuEventDestroy_v2)(c->pt_ev);
+	c->bridge_in = c->bridge_out = c->pt_ev = NULL;
 	for (int i = 0; i < SCHED_MAX_STREAMS; i++) {
 		if (c->pool[i])
 			REAL(cuStreamDestroy_v2)(c->pool[i]);
@@ -368,6 +371,7 @@ static void sctx_teardown(struct streams_ctx *c)
 	c->probe_ns = 0;
 	c->probe_score = 0;
 	c->passthru = 0;
+	c->pt_have = 0;
 }
 
 /* Lock held, state NEW, c is the current context.  0 or -errno (then OFF). */
@@ -544,24 +548,23 @@ static uint32_t sctx_weight(const struct streams_ctx *c, uint64_t blocks)
  * of one stream (bench/results/streams.md, run 7).  So once the score is
  * at STREAMS_PROBE_MAX, at a check that found every pool stream done, the
  * context passes its default-stream work through as submitted (nothing
- * is pending in the pool, so nothing submitted now can overtake it).  The
- * checks go on, on the stream the operation names, sparser while they
- * find the GPU idle (the gap doubles from STREAMS_PROBE_EVERY_ON to
- * STREAMS_PT_EVERY operations; a query is a driver call too: googlenet's
- * first version, with one every 4, was still 7.4% slower), back to the
- * shortest after a busy one, and only STREAMS_PT_BUSY counted busy checks
- * in a row end it: so a GPU-bound phase is noticed within
- * STREAMS_PT_EVERY + STREAMS_PROBE_EVERY_ON operations, while such a program's
- * occasional longer kernel makes single busy checks (one in five on
- * googlenet), which must not cost a return to scheduling and the climb back
- * (814 stretches in one process).  Then scheduling resumes, behind an event recorded on the
+ * is pending in the pool, so nothing submitted now can overtake it).
+ * What ends it is depth, not a busy GPU: every STREAMS_PT_EVERY operations
+ * kmux records an event on the stream the operation names, after asking
+ * whether the previous one has completed.  Not yet means the GPU is more
+ * than STREAMS_PT_EVERY operations behind; STREAMS_PT_BUSY such checks in
+ * a row, and scheduling resumes.  A launch-bound program is often a kernel
+ * or two behind (a third of the checks found googlenet's GPU busy), which
+ * gives scheduling nothing to overlap; with "busy" as the signal, the first
+ * version came back to scheduling 500-800 times per process and was still
+ * 5-7% slower.  Scheduling resumes behind an event recorded on the
  * legacy stream (which follows every blocking stream's earlier work, so
  * the per-thread default streams' too) that the next decision, a barrier,
  * makes the pool wait for.
  */
 #define STREAMS_PROBE_EVERY 8
 #define STREAMS_PROBE_EVERY_ON 4
-#define STREAMS_PT_EVERY 32
+#define STREAMS_PT_EVERY 16
 #define STREAMS_PT_BUSY 2
 #define STREAMS_PROBE_ON 3
 #define STREAMS_PROBE_MAX 6
@@ -616,7 +619,7 @@ static void sctx_probe(struct streams_ctx *c)
 		    c->probe_score >= STREAMS_PROBE_MAX && !c->capturing) {
 			c->passthru = 1;
 			c->pt_busy = 0;
-			c->pt_every = STREAMS_PROBE_EVERY_ON;
+			c->pt_have = 0;
 			c->pt_stretches++;
 		}
 	}
@@ -790,38 +793,43 @@ sync:
 }
 
 /*
- * Lock held, passing through: the check when one is due; 1 while the GPU
- * still keeps up (the caller issues the operation as submitted), 0 once
- * scheduling resumed.
+ * Lock held, passing through: the depth check when one is due; 1 while the
+ * GPU stays close behind (the caller issues the operation as submitted), 0
+ * once scheduling resumed.
  */
 static int sctx_passthru_check(struct streams_ctx *c, CUstream orig)
 {
-	uint64_t now;
+	CUevent ev;
 	CUresult r;
 
-	if (++c->probe_ops < c->pt_every)
+	if (++c->probe_ops < STREAMS_PT_EVERY)
 		return 1;
 	c->probe_ops = 0;
-	now = probe_clock_ns();
-	if (c->probe_hostwaits == c->hostwaits && c->probe_ns &&
-	    now - c->probe_ns < STREAMS_PT_EVERY * streams_probe_op_ns) {
-		r = REAL(cuStreamQuery)(orig);
+	if (c->pt_have) {
+		r = REAL(cuEventQuery)(c->pt_ev);
 		c->probe_checks++;
 		if (r == CUDA_SUCCESS) {
 			c->probe_drained++;
 			c->pt_busy = 0;
-			if (c->pt_every < STREAMS_PT_EVERY)
-				c->pt_every *= 2;
-		} else {
+		} else if (r == CUDA_ERROR_NOT_READY) {
 			c->pt_busy++;
-			c->pt_every = STREAMS_PROBE_EVERY_ON;
+		} else {
+			goto end;
 		}
+		if (c->pt_busy >= STREAMS_PT_BUSY)
+			goto end;
 	}
-	c->probe_ns = now;
-	c->probe_hostwaits = c->hostwaits;
-	if (c->pt_busy < STREAMS_PT_BUSY)
-		return 1;
+	/* Re-recorded each time: a query sees the latest record only. */
+	ev = sctx_bridge_event(&c->pt_ev);
+	if (!ev || sctx_record(ev, orig) != CUDA_SUCCESS) {
+		c->failures++;
+		goto end;
+	}
+	c->pt_have = 1;
+	return 1;
+end:
 	/* Scheduling again, from a score that lets it spread. */
+	c->pt_have = 0;
 	c->pt_busy = 0;
 	c->probe_score = 0;
 	sched_set_kept_up(c->s, 0);
