@@ -15,7 +15,8 @@
 # and reports the ratio inside the process, free of the noise between
 # processes; $MD then has a table of those ratios too.  INPROC=only runs
 # that mode alone and skips the verify; INPROC_ENV (VAR=value words) is
-# set for it (e.g. KMUX_KEEP_UP=0: what one part of kmux costs).  Run on the GPU
+# set for it (e.g. KMUX_KEEP_UP=0: what one part of kmux costs;
+# KMUX_BENCH_AB=aa: the method's A/A control, both arms paused).  Run on the GPU
 # machine with build/ carried:
 #
 #     ROUNDS=8 N=16 AB_ENV=KMUX_KEEP_UP=0 PIN="taskset -c 4-7" bash bench/streams-torch.sh

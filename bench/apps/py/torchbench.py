@@ -25,7 +25,8 @@ prints, besides the RESULT line (the scheduled ROIs),
        ratio_lo=Q1 ratio_hi=Q3 pairs=P per_block=K
 
 where ratio is the median over block pairs of sched/paused (above 1: kmux
-slower).
+slower).  KMUX_BENCH_AB=aa is the method's control (A/A): both arms run
+paused, so its ratio shows the bias and spread of the method itself.
 """
 
 import ctypes
@@ -71,8 +72,11 @@ def _time_one(fn, start, stop):
     return start.elapsed_time(stop), (time.perf_counter() - t0) * 1e3
 
 
-def time_roi_ab(fn, pairs, warmup, per_block=3):
-    """The A/B of the module docstring; returns the scheduled (median, wall, min)."""
+def time_roi_ab(fn, pairs, warmup, per_block=3, control=False):
+    """The A/B of the module docstring; returns the scheduled (median, wall, min).
+
+    control: the "scheduled" arm runs paused too (the A/A control).
+    """
     global _ab_last
     pause = _pause_fn()
     for _ in range(warmup):
@@ -86,7 +90,7 @@ def time_roi_ab(fn, pairs, warmup, per_block=3):
     for i in range(pairs):
         block = {}
         for paused in ((1, 0) if i % 2 == 0 else (0, 1)):
-            r = pause(paused)
+            r = pause(1 if control else paused)
             if r < 0:
                 sys.exit(f"kmux_streams_pause({paused}) returned {r}")
             fn()                # untimed: the first ROI after a switch
@@ -108,8 +112,9 @@ def time_roi_ab(fn, pairs, warmup, per_block=3):
 
 def time_roi(fn, reps, warmup):
     """Run fn() warmup times, then time reps runs; returns (median, wall, min) ms."""
-    if os.environ.get("KMUX_BENCH_AB") == "1":
-        return time_roi_ab(fn, reps, warmup)
+    ab = os.environ.get("KMUX_BENCH_AB")
+    if ab in ("1", "aa"):
+        return time_roi_ab(fn, reps, warmup, control=ab == "aa")
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
