@@ -91,6 +91,7 @@ struct streams_ctx {
 	int passthru;			/* keeping up: run as submitted */
 	int pt_busy;			/* ... deep checks in a row since */
 	int pt_have;			/* ... pt_ev recorded since */
+	unsigned pt_every;		/* ... operations between checks */
 	CUevent pt_ev;			/* ... the depth mark */
 	int sms;			/* for the launch weight, >= 1 */
 	struct sched *s;
@@ -549,11 +550,15 @@ static uint32_t sctx_weight(const struct streams_ctx *c, uint64_t blocks)
  * at STREAMS_PROBE_MAX, at a check that found every pool stream done, the
  * context passes its default-stream work through as submitted (nothing
  * is pending in the pool, so nothing submitted now can overtake it).
- * What ends it is depth, not a busy GPU: every STREAMS_PT_EVERY operations
- * kmux records an event on the stream the operation names, after asking
- * whether the previous one has completed.  Not yet means the GPU is more
- * than STREAMS_PT_EVERY operations behind; STREAMS_PT_BUSY such checks in
- * a row, and scheduling resumes.  A launch-bound program is often a kernel
+ * What ends it is depth, not a busy GPU: every so many operations kmux
+ * records an event on the stream the operation names, after asking
+ * whether the previous one has completed.  Not yet means the GPU is at
+ * least that many operations behind; STREAMS_PT_BUSY such checks in a
+ * row, and scheduling resumes.  The gap starts at STREAMS_PT_EVERY and
+ * doubles after each shallow check up to STREAMS_PT_EVERY_MAX (a record and
+ * a query every 16 operations were still about 1% of googlenet's host
+ * time), back to the shortest after a deep one; a GPU-bound phase is
+ * noticed within STREAMS_PT_EVERY_MAX + STREAMS_PT_EVERY operations.  A launch-bound program is often a kernel
  * or two behind (a third of the checks found googlenet's GPU busy), which
  * gives scheduling nothing to overlap; with "busy" as the signal, the first
  * version came back to scheduling 500-800 times per process and was still
@@ -565,6 +570,7 @@ static uint32_t sctx_weight(const struct streams_ctx *c, uint64_t blocks)
 #define STREAMS_PROBE_EVERY 8
 #define STREAMS_PROBE_EVERY_ON 4
 #define STREAMS_PT_EVERY 16
+#define STREAMS_PT_EVERY_MAX 128
 #define STREAMS_PT_BUSY 2
 #define STREAMS_PROBE_ON 3
 #define STREAMS_PROBE_MAX 6
@@ -620,6 +626,7 @@ static void sctx_probe(struct streams_ctx *c)
 			c->passthru = 1;
 			c->pt_busy = 0;
 			c->pt_have = 0;
+			c->pt_every = STREAMS_PT_EVERY;
 			c->pt_stretches++;
 		}
 	}
@@ -802,7 +809,7 @@ static int sctx_passthru_check(struct streams_ctx *c, CUstream orig)
 	CUevent ev;
 	CUresult r;
 
-	if (++c->probe_ops < STREAMS_PT_EVERY)
+	if (++c->probe_ops < c->pt_every)
 		return 1;
 	c->probe_ops = 0;
 	if (c->pt_have) {
@@ -811,8 +818,11 @@ static int sctx_passthru_check(struct streams_ctx *c, CUstream orig)
 		if (r == CUDA_SUCCESS) {
 			c->probe_drained++;
 			c->pt_busy = 0;
+			if (c->pt_every < STREAMS_PT_EVERY_MAX)
+				c->pt_every *= 2;
 		} else if (r == CUDA_ERROR_NOT_READY) {
 			c->pt_busy++;
+			c->pt_every = STREAMS_PT_EVERY;
 		} else {
 			goto end;
 		}
