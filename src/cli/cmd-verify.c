@@ -180,6 +180,13 @@ static int verify_run_once(char **cmd, const char *lib, struct verify_run *run)
 	r = run_env_memory(&env, run->memory ? run->memory : "quota");
 	if (!r)
 		r = run_env_set(&env, "KMUX_VERIFY_LOG", run->log);
+	/*
+	 * Every operation through the scheduler: a real run may stop passing
+	 * work through whenever the GPU falls behind, so the check must not
+	 * depend on this run's timing.  The user's own setting wins.
+	 */
+	if (!r && run->streams > 0 && !getenv("KMUX_PASS_THROUGH"))
+		r = run_env_set(&env, "KMUX_PASS_THROUGH", "0");
 	if (r) {
 		fprintf(stderr, "kmux: %s: %s\n", run->log, strerror(-r));
 		run->status = VERIFY_EXIT_ERROR;

@@ -41,6 +41,14 @@ run_case "$TMP/bad" KMUX_PASS_THROUGH=maybe
 check "KMUX_PASS_THROUGH=maybe: warned about, left on" \
 	bash -c "grep -q 'KMUX_PASS_THROUGH=maybe: only 0 turns' '$TMP/bad' && grep -q '^passthru ordered' '$TMP/bad'"
 
+# kmux verify checks the scheduled path for every operation: its scheduled
+# run passes nothing through (a real run may resume scheduling at any time).
+KMUX_DEBUG_KEEP_UP_US=5000 KMUX_LOG=info "$KMUX" verify --streams 8 -- \
+	"$PROGS/streams-cases" passthru >"$TMP/v" 2>&1
+check "kmux verify: identical, nothing passed through in its scheduled run" \
+	bash -c "grep -q 'verify: identical' '$TMP/v' && grep -q ' 0 passed through in 0 stretches' '$TMP/v' &&
+		! grep -qE ' [1-9][0-9]* passed through' '$TMP/v'"
+
 # Random programs, launch-bound every other stretch of 120 operations.
 bad_out="" bad_check="" total=0 runs=0
 for prog in rand-dag rand-dag-pt; do
