@@ -122,14 +122,9 @@ def time_roi(fn, reps, warmup):
     start = torch.cuda.Event(enable_timing=True)
     stop = torch.cuda.Event(enable_timing=True)
     for _ in range(reps):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        wall.append((time.perf_counter() - t0) * 1e3)
-        gpu.append(start.elapsed_time(stop))
+        g, w = _time_one(fn, start, stop)
+        gpu.append(g)
+        wall.append(w)
     torch.cuda.synchronize()
     return statistics.median(gpu), statistics.median(wall), min(gpu)
 

@@ -421,6 +421,22 @@ static void host_pause_us(unsigned us)
 		;
 }
 
+/*
+ * keepup's and passthru's launch-bound start: n short kernels on p[], each
+ * followed by 1 ms of host time, recorded from an empty record.
+ */
+static void launch_bound_start(CUdeviceptr *p, int n)
+{
+	for (int i = 0; i < n; i++)
+		CHECK(cuMemAlloc(&p[i], NWORDS * 4));
+	CHECK(cuCtxSynchronize());
+	simcuda_records_clear();
+	for (int i = 0; i < n; i++) {
+		touch(NULL, p[i], 1);
+		host_pause_us(1000);
+	}
+}
+
 static int case_passthru(void)
 {
 	enum { NSHORT = 64, NLONG = 64, NQ = 8 };
@@ -428,16 +444,9 @@ static int case_passthru(void)
 	struct simcuda_op_info o, lg[NLONG];
 	int k = 0, nl = 0;
 
-	for (int i = 0; i < NSHORT; i++)
-		CHECK(cuMemAlloc(&p[i], NWORDS * 4));
 	for (int i = 0; i < NQ; i++)
 		CHECK(cuMemAlloc(&q[i], NWORDS * 4));
-	CHECK(cuCtxSynchronize());
-	simcuda_records_clear();
-	for (int i = 0; i < NSHORT; i++) {
-		touch(NULL, p[i], 1);
-		host_pause_us(1000);
-	}
+	launch_bound_start(p, NSHORT);
 	for (int i = 0; i < NLONG; i++)
 		touch(NULL, q[i % NQ], 5000);
 	CHECK(cuCtxSynchronize());
@@ -471,14 +480,7 @@ static int case_keepup(void)
 	int nstreams = 0, k = 0;
 	size_t n;
 
-	for (int i = 0; i < NSHORT; i++)
-		CHECK(cuMemAlloc(&p[i], NWORDS * 4));
-	CHECK(cuCtxSynchronize());
-	simcuda_records_clear();
-	for (int i = 0; i < NSHORT; i++) {
-		touch(NULL, p[i], 1);
-		host_pause_us(1000);
-	}
+	launch_bound_start(p, NSHORT);
 	for (int i = 0; i < NLONG; i++)
 		touch(NULL, p[i], 5000);
 	CHECK(cuCtxSynchronize());
