@@ -555,17 +555,17 @@ static uint32_t sctx_weight(const struct streams_ctx *c, uint64_t blocks)
  * whether the previous one has completed.  Not yet means the GPU is at
  * least that many operations behind; STREAMS_PT_BUSY such checks in a
  * row, and scheduling resumes.  The gap starts at STREAMS_PT_EVERY and
- * doubles after each shallow check up to STREAMS_PT_EVERY_MAX (a record and
- * a query every 16 operations were still about 1% of googlenet's host
+ * doubles after each shallow check up to STREAMS_PT_EVERY_MAX (a record
+ * and a query every 16 operations were still about 1% of googlenet's host
  * time), back to the shortest after a deep one; a GPU-bound phase is
- * noticed within STREAMS_PT_EVERY_MAX + STREAMS_PT_EVERY operations.  A launch-bound program is often a kernel
- * or two behind (a third of the checks found googlenet's GPU busy), which
- * gives scheduling nothing to overlap; with "busy" as the signal, the first
- * version came back to scheduling 500-800 times per process and was still
- * 5-7% slower.  Scheduling resumes behind an event recorded on the
- * legacy stream (which follows every blocking stream's earlier work, so
- * the per-thread default streams' too) that the next decision, a barrier,
- * makes the pool wait for.
+ * noticed within STREAMS_PT_EVERY_MAX + STREAMS_PT_EVERY operations.  A
+ * launch-bound program is often a kernel or two behind (a third of the
+ * checks found googlenet's GPU busy), which gives scheduling nothing to
+ * overlap; with "busy" as the signal, the first version came back to
+ * scheduling 500-800 times per process and was still 5-7% slower.
+ * Scheduling resumes behind an event recorded on the legacy stream (which
+ * follows every blocking stream's earlier work, so the per-thread default
+ * streams' too) that the next decision, a barrier, makes the pool wait for.
  */
 #define STREAMS_PROBE_EVERY 8
 #define STREAMS_PROBE_EVERY_ON 4
