@@ -29,7 +29,6 @@ slower).  KMUX_BENCH_AB=aa is the method's control (A/A): both arms run
 paused, so its ratio shows the bias and spread of the method itself.
 """
 
-import ctypes
 import hashlib
 import os
 import statistics
@@ -52,14 +51,14 @@ _ab_last = None
 
 
 def _pause_fn():
-    """kmux_streams_pause from the preload (global symbols), or exit 2."""
-    try:
-        fn = ctypes.CDLL(None).kmux_streams_pause
-    except AttributeError:
+    """kmux.streams_pause (the repository's python/kmux), or exit 1 when not scheduled."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                    "..", "..", "..", "python"))
+    import kmux  # noqa: E402 - found through the path above
+
+    if kmux.streams_pause(False) < 0:
         sys.exit("KMUX_BENCH_AB needs the kmux preload (kmux run --streams N)")
-    fn.argtypes = [ctypes.c_int]
-    fn.restype = ctypes.c_int
-    return fn
+    return kmux.streams_pause
 
 
 def _time_one(fn, start, stop):
