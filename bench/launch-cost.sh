@@ -14,16 +14,21 @@
 # 2000 launches, so set-up cancels): exact and immune to a shared machine's
 # noise.  Needs `make` (build/) first; Ir needs valgrind (else "-").
 # Several LIBs (e.g. an older build copied aside) are measured side by side.
-# KMUX_LAUNCH_COST_PATTERNS picks patterns (default all four).
+# KMUX_LAUNCH_COST_PATTERNS picks patterns (default all five; "staged" is
+# bench/memory/staged.cu's request: two synchronous 1 KiB copies around 4
+# launches, every operation counted, the copies too).
 # N is a setting (KMUX_LAUNCH_COST_SETTINGS, default "1 8 16 pass lazy"): a
 # number is KMUX_STREAMS=N with every launch scheduled (KMUX_PASS_THROUGH=0:
 # discarded launches leave the "GPU" always idle, so kmux would pass them
 # through); "pass" is KMUX_STREAMS=16 as shipped, i.e. what a launch costs
 # once kmux passes a launch-bound program's work through; "lazy" and "evict" are the memory manager alone
 # (KMUX_MEMORY=lazy|evict, KMUX_LAZY_MIN=1 so that launch-cost's 256-byte
-# allocations are all managed, evict with an ample 1 TiB budget): what
-# issue 5's (c) costs a launch on the host, exactly (bench/memory.sh's
-# PyTorch rounds cannot resolve a few % through per-process noise).
+# allocations are all managed, evict with an ample 1 TiB budget; for the
+# staged pattern the default minimum, so that its 4 MiB weights are
+# managed and its activations are not, as in staged.cu): what issue 5's
+# (c) costs a launch on the host, exactly (bench/memory.sh's PyTorch
+# rounds cannot resolve a few % through per-process noise); "quota" is
+# the preload with nothing switched on, for comparison.
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -42,13 +47,17 @@ trap 'rm -rf "$TMP"' EXIT
 
 ns_of() { awk '/ns\/launch/{print $3}'; }
 
-# setting_env N: the environment of a setting (see above), or exit 2.
+# setting_env N [PATTERN]: the environment of a setting (see above), or
+# exit 2.
 setting_env() {
+	local min=KMUX_LAZY_MIN=1
+	[ "${2:-}" = staged ] && min=
 	case $1 in
 	pass) echo "KMUX_STREAMS=16" ;;
-	lazy) echo "KMUX_MEMORY=lazy KMUX_LAZY_MIN=1" ;;
-	evict) echo "KMUX_MEMORY=evict KMUX_LAZY_MIN=1 KMUX_MEM_BUDGET=1T" ;;
-	*[!0-9]* | "") echo "launch-cost: unknown setting '$1' (a stream count, pass, lazy or evict)" >&2; exit 2 ;;
+	quota) echo "KMUX_MEMORY=quota" ;;
+	lazy) echo "KMUX_MEMORY=lazy $min" ;;
+	evict) echo "KMUX_MEMORY=evict $min KMUX_MEM_BUDGET=1T" ;;
+	*[!0-9]* | "") echo "launch-cost: unknown setting '$1' (a stream count, pass, quota, lazy or evict)" >&2; exit 2 ;;
 	*) echo "KMUX_STREAMS=$1 KMUX_PASS_THROUGH=0" ;;
 	esac
 }
@@ -61,7 +70,7 @@ ir() {
 	rm -f "$out"
 	if [ -n "$1" ]; then
 		# shellcheck disable=SC2046
-		env $(setting_env "$2") LD_PRELOAD=$1 valgrind --tool=callgrind \
+		env $(setting_env "$2" "$3") LD_PRELOAD=$1 valgrind --tool=callgrind \
 			--callgrind-out-file="$out" "$PROG" "$3" "$4" 1 \
 			>/dev/null 2>&1
 	else
@@ -80,7 +89,7 @@ ir_per_launch() { # PRELOAD N PATTERN
 
 echo "| pattern | N | lib | plain ns | added ns | plain Ir | added Ir | waits issued | events after+lazy |"
 echo "|---|---|---|---|---|---|---|---|---|"
-for p in ${KMUX_LAUNCH_COST_PATTERNS:-indep chain torch fork}; do
+for p in ${KMUX_LAUNCH_COST_PATTERNS:-indep chain torch fork staged}; do
 	pir=-
 	[ $have_vg = 1 ] && pir=$(ir_per_launch "" 0 "$p")
 	for n in $SETTINGS; do
@@ -89,7 +98,7 @@ for p in ${KMUX_LAUNCH_COST_PATTERNS:-indep chain torch fork}; do
 			for r in 1 2 3; do
 				a=$("$PROG" "$p" 20000 7 | ns_of)
 				# shellcheck disable=SC2046
-				b=$(env $(setting_env "$n") KMUX_LOG=info LD_PRELOAD=$lib \
+				b=$(env $(setting_env "$n" "$p") KMUX_LOG=info LD_PRELOAD=$lib \
 					"$PROG" "$p" 20000 7 2>"$TMP/log" | ns_of)
 				plain+=("$a")
 				adds+=("$(awk -v a="$a" -v b="$b" 'BEGIN{printf "%.0f", b - a}')")

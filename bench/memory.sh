@@ -44,7 +44,10 @@
 # KMUX_MEMBENCH_STAGED_REPS requests per stage, 4096),
 # KMUX_MEMBENCH_APP_ARGS ("--reps 5 --warmup 2"), KMUX_MEMBENCH_TORCH (1),
 # KMUX_MEMBENCH_COST_MODES (the (c) modes, default "none quota lazy
-# evict-ample"; a subset gives one A/B more repeats in the same time),
+# evict-ample"; a subset gives one A/B more repeats in the same time;
+# lazy-b and evict-ample-b run the same under the library named by
+# KMUX_MEMBENCH_LIB_B (kmux run's KMUX_LIBRARY), e.g. an older build copied
+# aside, so that two builds are compared in the same rounds),
 # KMUX_MEMBENCH_PIN (a CPU list for taskset -c, e.g. "2-5"): every run of
 # every mode pinned to those CPUs, the same for all (PyTorch's step time
 # was bimodal per process in runs 7 and 8; pinning takes the scheduler's
@@ -82,10 +85,17 @@ if [ -n "${KMUX_MEMBENCH_COST_MODES:-}" ]; then
 	for m in $KMUX_MEMBENCH_COST_MODES; do
 		case $m in
 		none | quota | lazy | evict-ample) MODES+=("$m") ;;
-		*) echo "memory: KMUX_MEMBENCH_COST_MODES: unknown mode '$m' (none quota lazy evict-ample)" >&2; exit 2 ;;
+		lazy-b | evict-ample-b)
+			if [ ! -r "${KMUX_MEMBENCH_LIB_B:-}" ]; then
+				echo "memory: KMUX_MEMBENCH_COST_MODES: $m needs KMUX_MEMBENCH_LIB_B, a readable libkmux.so (is '${KMUX_MEMBENCH_LIB_B:-}')" >&2
+				exit 2
+			fi
+			MODES+=("$m") ;;
+		*) echo "memory: KMUX_MEMBENCH_COST_MODES: unknown mode '$m' (none quota lazy evict-ample lazy-b evict-ample-b)" >&2; exit 2 ;;
 		esac
 	done
 fi
+export KMUX_MEMBENCH_MODES_LIST="${MODES[*]}"
 PIN=${KMUX_MEMBENCH_PIN:-}
 if [ -n "$PIN" ] && ! taskset -c "$PIN" true 2>/dev/null; then
 	echo "memory: KMUX_MEMBENCH_PIN='$PIN': taskset -c cannot pin to that (a CPU list like 2-5; is taskset installed?)" >&2
@@ -147,6 +157,8 @@ run_mode() {
 	none) pre=() ;;
 	quota) pre+=("$KMUX_BIN" run --) ;;
 	lazy | kmux) pre+=("$KMUX_BIN" run --memory=lazy --) ;;
+	lazy-b) pre+=("KMUX_LIBRARY=$KMUX_MEMBENCH_LIB_B" "$KMUX_BIN" run --memory=lazy --) ;;
+	evict-ample-b) pre+=("KMUX_LIBRARY=$KMUX_MEMBENCH_LIB_B" "KMUX_MEM_BUDGET=$budget" "$KMUX_BIN" run --memory=evict --) ;;
 	evict*) pre+=("KMUX_MEM_BUDGET=$budget" "$KMUX_BIN" run --memory=evict --) ;;
 	esac
 	[ -n "$PIN" ] && pre=(taskset -c "$PIN" "${pre[@]}")
@@ -496,11 +508,30 @@ if sweep:
                   "%.3f" % roi[0] if roi else "n/a", "%.0f" % wall[0] if wall else "n/a",
                   "%.0f" % ev[0] if ev else "n/a"))
 print("\n## (c) cost with ample memory: median ROI ms (process wall ms), repeats\n")
-print("| app | reps | none | quota | lazy | evict (1 TiB budget) | lazy vs none | evict vs none | failures |")
-print("|---|---|---|---|---|---|---|---|---|")
+import os
+cmodes = os.environ.get("KMUX_MEMBENCH_MODES_LIST", "none quota lazy evict-ample").split()
+label = {"evict-ample": "evict (1 TiB budget)", "lazy-b": "lazy, library B", "evict-ample-b": "evict, library B"}
+others = [m for m in cmodes if m != "none"]
+print("| app | reps | " + " | ".join(label.get(m, m) for m in cmodes) + " | " +
+      " | ".join("%s vs none" % m for m in others) + " | failures |")
+print("|---|---|" + "---|" * len(cmodes) + "---|" * len(others) + "---|")
+# Per round: the ratio of a mode's ROI to none's in the same round (the
+# process wall time for a program that reports no ROI).
+def round_ratios(a, m):
+    out = []
+    for r in sorted({x["rep"] for x in rows if x["app"] == a and x["rep"] != "0"}, key=int):
+        for key in ("roi_ms", "wall_ms"):
+            n = [float(x["value"]) for x in rows if x["app"] == a and x["mode"] == "none" and x["rep"] == r and x["key"] == key]
+            v = [float(x["value"]) for x in rows if x["app"] == a and x["mode"] == m and x["rep"] == r and x["key"] == key]
+            if n and v:
+                break
+        if n and v and n[0] > 0:
+            out.append(v[0] / n[0])
+    return out
+ratio_lines = []
 for a in apps:
     med, wall, nrep, nf = {}, {}, 0, 0
-    for m in ("none", "quota", "lazy", "evict-ample"):
+    for m in cmodes:
         v = vals(a, m, "roi_ms", 1)
         w = vals(a, m, "wall_ms", 1)
         med[m] = statistics.median(v) if v else None
@@ -512,9 +543,20 @@ for a in apps:
     def c(m):
         return "%.3f (%.0f)" % (med[m], wall[m]) if med[m] is not None else ("n/a (%.0f)" % wall[m] if wall[m] else "n/a")
     def rel(m):
-        return fmt_pct(pct(med[m], med["none"]))
-    print("| %s | %d | %s | %s | %s | %s | %s | %s | %d |" % (a, nrep, c("none"), c("quota"), c("lazy"),
-          c("evict-ample"), rel("lazy"), rel("evict-ample"), nf))
+        return fmt_pct(pct(med[m], med.get("none")))
+    print("| %s | %d | %s | %s | %d |" % (a, nrep, " | ".join(c(m) for m in cmodes),
+          " | ".join(rel(m) for m in others), nf))
+    for m in others:
+        rr = round_ratios(a, m)
+        if len(rr) >= 2:
+            ratio_lines.append("| %s | %s | %d | %s | %s .. %s |" % (a, m, len(rr),
+                fmt_pct(100.0 * (statistics.median(rr) - 1)), fmt_pct(100.0 * (min(rr) - 1)),
+                fmt_pct(100.0 * (max(rr) - 1))))
+if ratio_lines:
+    print("\nPer round (each mode against none in the same round): median and range of the ratios\n")
+    print("| app | mode | rounds | median | range |")
+    print("|---|---|---|---|---|")
+    print("\n".join(ratio_lines))
 print("\nTargets (issue 5): >= 30% lower peak on phase-local apps and never higher (both figures above); <= 3% slower with ample memory.")
 print("Raw rows: memory.csv; every command and output tail: memory.log.")
 EOF

@@ -155,8 +155,10 @@ struct mm_stats {
 	 * the working set kmuxd learns (ALLOC_UPDATE's thrash_ws). */
 	uint64_t run_touched, run_restored, thrash_ws;
 	/* Lazy: operations that took the fast path (nothing was left to
-	 * back), and objects still unbacked now (while any is, none does). */
-	uint64_t fast_ops, unbacked;
+	 * back), of those the ones whose wrapper called straight through
+	 * without decoding them (kmux_track_op), and objects still unbacked
+	 * now (while any is, none does). */
+	uint64_t fast_ops, skip_ops, unbacked;
 };
 void mm_get_stats(struct mm_stats *st);
 

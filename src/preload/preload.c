@@ -38,6 +38,7 @@
 #include "verify.h"
 
 int kmux_tracking;
+int kmux_tracking_lazy_only;
 struct kmux_config kmux_config;
 
 static int env_flag(const char *name)
@@ -115,8 +116,10 @@ __attribute__((constructor)) static void preload_init(void)
 		kmux_tracking = 1;
 	/* After the scheduler: both add fields to the trace's exit line. */
 	if (mm_init(getenv("KMUX_MEMORY"), getenv("KMUX_LAZY_MIN"),
-		    getenv("KMUX_MEM_BUDGET")) == 0 && mm_on)
+		    getenv("KMUX_MEM_BUDGET")) == 0 && mm_on) {
+		kmux_tracking_lazy_only = !kmux_tracking && mm_on == MM_LAZY;
 		kmux_tracking = 1;
+	}
 	ctxstack_init(getenv("KMUX_CTX_STACK"), mm_on);
 	/* After both: it needs the scheduler and no memory manager. */
 	salloc_init(getenv("KMUX_STREAM_ALLOC"),

@@ -22,6 +22,27 @@
  */
 extern int kmux_tracking;
 
+/*
+ * Non-zero when the memory manager in lazy mode (KMUX_MEMORY=lazy) is the
+ * only reason for kmux_tracking; set by the constructor with it.
+ */
+extern int kmux_tracking_lazy_only;
+
+/* mm.c: lazy mode has nothing to do for the next operation. */
+int mm_op_skip(void);
+
+/*
+ * Whether a kernel launch or a copy must be looked at: tracking is on and
+ * someone needs this operation.  Lazy mode alone does not once it has
+ * nothing left to back (mm_op_skip), the common case once a program's
+ * memory is in use; the wrapper then calls straight through.  (Evict mode
+ * needs every operation: its LRU order and each object's users.)
+ */
+static inline int kmux_track_op(void)
+{
+	return kmux_tracking && !(kmux_tracking_lazy_only && mm_op_skip());
+}
+
 /* Environment, read once by the constructor (never on a hot path). */
 struct kmux_config {
 	const char *trace_dir;	/* KMUX_TRACE_DIR */

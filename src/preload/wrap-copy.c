@@ -40,7 +40,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpy(CUdeviceptr dst,
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
 	host_wait_count();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuMemcpy)(dst, src, ByteCount);
 	copy_begin(&c, TRACE_COPY_ANY, dst,
 		   src,
@@ -70,7 +70,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *pCopy,
 	if (NO_DRIVER(cuMemcpy2DAsync_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuMemcpy2DAsync_v2)(pCopy, hStream);
 	if (!pCopy)
 		return REAL(cuMemcpy2DAsync_v2)(pCopy, hStream);
@@ -105,7 +105,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *pCopy,
 	if (NO_DRIVER(cuMemcpy2DAsync_v2_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuMemcpy2DAsync_v2_ptsz)(pCopy, hStream);
 	if (!pCopy)
 		return REAL(cuMemcpy2DAsync_v2_ptsz)(pCopy, hStream);
@@ -135,7 +135,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *pCopy)
 	if (NO_DRIVER(cuMemcpy2DUnaligned_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuMemcpy2DUnaligned_v2)(pCopy);
 	if (!pCopy)
 		return REAL(cuMemcpy2DUnaligned_v2)(pCopy);
@@ -165,7 +165,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D *pC
 	if (NO_DRIVER(cuMemcpy2DUnaligned_v2_ptds))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuMemcpy2DUnaligned_v2_ptds)(pCopy);
 	if (!pCopy)
 		return REAL(cuMemcpy2DUnaligned_v2_ptds)(pCopy);
@@ -198,7 +198,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpy2D_v2(const CUDA_MEMCPY2D *pCopy)
 	if (NO_DRIVER(cuMemcpy2D_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuMemcpy2D_v2)(pCopy);
 	if (!pCopy)
 		return REAL(cuMemcpy2D_v2)(pCopy);
@@ -231,7 +231,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D *pCopy)
 	if (NO_DRIVER(cuMemcpy2D_v2_ptds))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuMemcpy2D_v2_ptds)(pCopy);
 	if (!pCopy)
 		return REAL(cuMemcpy2D_v2_ptds)(pCopy);
@@ -264,7 +264,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *pCopy,
 	if (NO_DRIVER(cuMemcpy3DAsync_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuMemcpy3DAsync_v2)(pCopy, hStream);
 	if (!pCopy)
 		return REAL(cuMemcpy3DAsync_v2)(pCopy, hStream);
@@ -299,7 +299,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D *pCopy,
 	if (NO_DRIVER(cuMemcpy3DAsync_v2_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuMemcpy3DAsync_v2_ptsz)(pCopy, hStream);
 	if (!pCopy)
 		return REAL(cuMemcpy3DAsync_v2_ptsz)(pCopy, hStream);
@@ -332,7 +332,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpy3D_v2(const CUDA_MEMCPY3D *pCopy)
 	if (NO_DRIVER(cuMemcpy3D_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuMemcpy3D_v2)(pCopy);
 	if (!pCopy)
 		return REAL(cuMemcpy3D_v2)(pCopy);
@@ -365,7 +365,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpy3D_v2_ptds(const CUDA_MEMCPY3D *pCopy)
 	if (NO_DRIVER(cuMemcpy3D_v2_ptds))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuMemcpy3D_v2_ptds)(pCopy);
 	if (!pCopy)
 		return REAL(cuMemcpy3D_v2_ptds)(pCopy);
@@ -402,7 +402,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyAsync(CUdeviceptr dst,
 	if (NO_DRIVER(cuMemcpyAsync))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuMemcpyAsync)(dst, src, ByteCount, hStream);
 	copy_begin(&c, TRACE_COPY_ANY, dst,
 		   src,
@@ -438,7 +438,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyAsync_ptsz(CUdeviceptr dst,
 	if (NO_DRIVER(cuMemcpyAsync_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuMemcpyAsync_ptsz)(dst, src, ByteCount, hStream);
 	copy_begin(&c, TRACE_COPY_ANY, dst,
 		   src,
@@ -472,7 +472,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyDtoDAsync_v2(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemcpyDtoDAsync_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuMemcpyDtoDAsync_v2)(dstDevice, srcDevice, ByteCount, hStream);
 	copy_begin(&c, TRACE_COPY_DTOD, dstDevice,
 		   srcDevice,
@@ -508,7 +508,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemcpyDtoDAsync_v2_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuMemcpyDtoDAsync_v2_ptsz)(dstDevice, srcDevice, ByteCount, hStream);
 	copy_begin(&c, TRACE_COPY_DTOD, dstDevice,
 		   srcDevice,
@@ -542,7 +542,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyDtoD_v2(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemcpyDtoD_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuMemcpyDtoD_v2)(dstDevice, srcDevice, ByteCount);
 	copy_begin(&c, TRACE_COPY_DTOD, dstDevice,
 		   srcDevice,
@@ -576,7 +576,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyDtoD_v2_ptds(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemcpyDtoD_v2_ptds))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuMemcpyDtoD_v2_ptds)(dstDevice, srcDevice, ByteCount);
 	copy_begin(&c, TRACE_COPY_DTOD, dstDevice,
 		   srcDevice,
@@ -610,7 +610,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyDtoHAsync_v2(void *dstHost,
 	if (NO_DRIVER(cuMemcpyDtoHAsync_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuMemcpyDtoHAsync_v2)(dstHost, srcDevice, ByteCount, hStream);
 	copy_begin(&c, TRACE_COPY_DTOH, (uint64_t)(uintptr_t)dstHost,
 		   srcDevice,
@@ -646,7 +646,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyDtoHAsync_v2_ptsz(void *dstHost,
 	if (NO_DRIVER(cuMemcpyDtoHAsync_v2_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuMemcpyDtoHAsync_v2_ptsz)(dstHost, srcDevice, ByteCount, hStream);
 	copy_begin(&c, TRACE_COPY_DTOH, (uint64_t)(uintptr_t)dstHost,
 		   srcDevice,
@@ -681,7 +681,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyDtoH_v2(void *dstHost,
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
 	host_wait_count();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuMemcpyDtoH_v2)(dstHost, srcDevice, ByteCount);
 	copy_begin(&c, TRACE_COPY_DTOH, (uint64_t)(uintptr_t)dstHost,
 		   srcDevice,
@@ -716,7 +716,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyDtoH_v2_ptds(void *dstHost,
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
 	host_wait_count();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuMemcpyDtoH_v2_ptds)(dstHost, srcDevice, ByteCount);
 	copy_begin(&c, TRACE_COPY_DTOH, (uint64_t)(uintptr_t)dstHost,
 		   srcDevice,
@@ -750,7 +750,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemcpyHtoDAsync_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuMemcpyHtoDAsync_v2)(dstDevice, srcHost, ByteCount, hStream);
 	copy_begin(&c, TRACE_COPY_HTOD, dstDevice,
 		   (uint64_t)(uintptr_t)srcHost,
@@ -786,7 +786,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemcpyHtoDAsync_v2_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuMemcpyHtoDAsync_v2_ptsz)(dstDevice, srcHost, ByteCount, hStream);
 	copy_begin(&c, TRACE_COPY_HTOD, dstDevice,
 		   (uint64_t)(uintptr_t)srcHost,
@@ -820,7 +820,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyHtoD_v2(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemcpyHtoD_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuMemcpyHtoD_v2)(dstDevice, srcHost, ByteCount);
 	copy_begin(&c, TRACE_COPY_HTOD, dstDevice,
 		   (uint64_t)(uintptr_t)srcHost,
@@ -854,7 +854,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyHtoD_v2_ptds(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemcpyHtoD_v2_ptds))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuMemcpyHtoD_v2_ptds)(dstDevice, srcHost, ByteCount);
 	copy_begin(&c, TRACE_COPY_HTOD, dstDevice,
 		   (uint64_t)(uintptr_t)srcHost,
@@ -892,7 +892,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyPeer(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemcpyPeer))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuMemcpyPeer)(dstDevice, dstContext, srcDevice, srcContext, ByteCount);
 	copy_begin(&c, TRACE_COPY_PEER, dstDevice,
 		   srcDevice,
@@ -932,7 +932,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyPeerAsync(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemcpyPeerAsync))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuMemcpyPeerAsync)(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream);
 	copy_begin(&c, TRACE_COPY_PEER, dstDevice,
 		   srcDevice,
@@ -974,7 +974,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyPeerAsync_ptsz(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemcpyPeerAsync_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuMemcpyPeerAsync_ptsz)(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream);
 	copy_begin(&c, TRACE_COPY_PEER, dstDevice,
 		   srcDevice,
@@ -1014,7 +1014,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyPeer_ptds(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemcpyPeer_ptds))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuMemcpyPeer_ptds)(dstDevice, dstContext, srcDevice, srcContext, ByteCount);
 	copy_begin(&c, TRACE_COPY_PEER, dstDevice,
 		   srcDevice,
@@ -1051,7 +1051,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpy_ptds(CUdeviceptr dst,
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
 	host_wait_count();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuMemcpy_ptds)(dst, src, ByteCount);
 	copy_begin(&c, TRACE_COPY_ANY, dst,
 		   src,
@@ -1085,7 +1085,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD16Async(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemsetD16Async))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuMemsetD16Async)(dstDevice, us, N, hStream);
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
 		   0,
@@ -1121,7 +1121,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD16Async_ptsz(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemsetD16Async_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuMemsetD16Async_ptsz)(dstDevice, us, N, hStream);
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
 		   0,
@@ -1155,7 +1155,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD16_v2(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemsetD16_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuMemsetD16_v2)(dstDevice, us, N);
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
 		   0,
@@ -1189,7 +1189,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD16_v2_ptds(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemsetD16_v2_ptds))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuMemsetD16_v2_ptds)(dstDevice, us, N);
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
 		   0,
@@ -1227,7 +1227,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD2D16Async(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemsetD2D16Async))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuMemsetD2D16Async)(dstDevice, dstPitch, us, Width, Height, hStream);
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
 		   0,
@@ -1267,7 +1267,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD2D16Async_ptsz(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemsetD2D16Async_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuMemsetD2D16Async_ptsz)(dstDevice, dstPitch, us, Width, Height, hStream);
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
 		   0,
@@ -1305,7 +1305,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD2D16_v2(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemsetD2D16_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuMemsetD2D16_v2)(dstDevice, dstPitch, us, Width, Height);
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
 		   0,
@@ -1343,7 +1343,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD2D16_v2_ptds(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemsetD2D16_v2_ptds))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuMemsetD2D16_v2_ptds)(dstDevice, dstPitch, us, Width, Height);
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
 		   0,
@@ -1381,7 +1381,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD2D32Async(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemsetD2D32Async))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuMemsetD2D32Async)(dstDevice, dstPitch, ui, Width, Height, hStream);
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
 		   0,
@@ -1421,7 +1421,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD2D32Async_ptsz(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemsetD2D32Async_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuMemsetD2D32Async_ptsz)(dstDevice, dstPitch, ui, Width, Height, hStream);
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
 		   0,
@@ -1459,7 +1459,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD2D32_v2(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemsetD2D32_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuMemsetD2D32_v2)(dstDevice, dstPitch, ui, Width, Height);
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
 		   0,
@@ -1497,7 +1497,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD2D32_v2_ptds(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemsetD2D32_v2_ptds))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuMemsetD2D32_v2_ptds)(dstDevice, dstPitch, ui, Width, Height);
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
 		   0,
@@ -1535,7 +1535,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD2D8Async(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemsetD2D8Async))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuMemsetD2D8Async)(dstDevice, dstPitch, uc, Width, Height, hStream);
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
 		   0,
@@ -1575,7 +1575,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD2D8Async_ptsz(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemsetD2D8Async_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuMemsetD2D8Async_ptsz)(dstDevice, dstPitch, uc, Width, Height, hStream);
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
 		   0,
@@ -1613,7 +1613,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD2D8_v2(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemsetD2D8_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuMemsetD2D8_v2)(dstDevice, dstPitch, uc, Width, Height);
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
 		   0,
@@ -1651,7 +1651,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD2D8_v2_ptds(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemsetD2D8_v2_ptds))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuMemsetD2D8_v2_ptds)(dstDevice, dstPitch, uc, Width, Height);
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
 		   0,
@@ -1685,7 +1685,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemsetD32Async))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuMemsetD32Async)(dstDevice, ui, N, hStream);
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
 		   0,
@@ -1721,7 +1721,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD32Async_ptsz(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemsetD32Async_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuMemsetD32Async_ptsz)(dstDevice, ui, N, hStream);
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
 		   0,
@@ -1755,7 +1755,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD32_v2(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemsetD32_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuMemsetD32_v2)(dstDevice, ui, N);
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
 		   0,
@@ -1789,7 +1789,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD32_v2_ptds(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemsetD32_v2_ptds))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuMemsetD32_v2_ptds)(dstDevice, ui, N);
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
 		   0,
@@ -1823,7 +1823,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemsetD8Async))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuMemsetD8Async)(dstDevice, uc, N, hStream);
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
 		   0,
@@ -1859,7 +1859,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD8Async_ptsz(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemsetD8Async_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuMemsetD8Async_ptsz)(dstDevice, uc, N, hStream);
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
 		   0,
@@ -1893,7 +1893,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD8_v2(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemsetD8_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuMemsetD8_v2)(dstDevice, uc, N);
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
 		   0,
@@ -1927,7 +1927,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD8_v2_ptds(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemsetD8_v2_ptds))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuMemsetD8_v2_ptds)(dstDevice, uc, N);
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
 		   0,

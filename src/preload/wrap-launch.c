@@ -319,7 +319,7 @@ KMUX_EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned gx,
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
 	launch_count();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuLaunchKernel)(f, gx, gy, gz, bx, by, bz, shmem,
 					    s, params, extra);
 	return launch_kernel(0, f, gx, gy, gz, bx, by, bz, shmem, s, params,
@@ -335,7 +335,7 @@ KMUX_EXPORT CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned gx,
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
 	launch_count();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuLaunchKernel_ptsz)(f, gx, gy, gz, bx, by, bz,
 						 shmem, s, params, extra);
 	return launch_kernel(1, f, gx, gy, gz, bx, by, bz, shmem, s, params,
@@ -370,7 +370,7 @@ KMUX_EXPORT CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *c,
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
 	launch_count();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuLaunchKernelEx)(c, f, params, extra);
 	return launch_kernel_ex(0, c, f, params, extra);
 }
@@ -382,7 +382,7 @@ KMUX_EXPORT CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *c,
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
 	launch_count();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuLaunchKernelEx_ptsz)(c, f, params, extra);
 	return launch_kernel_ex(1, c, f, params, extra);
 }
@@ -410,7 +410,7 @@ KMUX_EXPORT CUresult CUDAAPI cuLaunchCooperativeKernel(CUfunction f,
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
 	launch_count();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuLaunchCooperativeKernel)(f, gx, gy, gz, bx, by,
 						       bz, shmem, s, params);
 	return launch_coop(0, f, gx, gy, gz, bx, by, bz, shmem, s, params);
@@ -425,7 +425,7 @@ KMUX_EXPORT CUresult CUDAAPI cuLaunchCooperativeKernel_ptsz(CUfunction f,
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
 	launch_count();
-	if (likely(!kmux_tracking))
+	if (likely(!kmux_track_op()))
 		return REAL(cuLaunchCooperativeKernel_ptsz)(f, gx, gy, gz, bx,
 							    by, bz, shmem, s,
 							    params);

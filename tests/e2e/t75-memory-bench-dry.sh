@@ -89,6 +89,29 @@ OUT=$TMP/out6 KMUX_MEMBENCH_DRY=1 KMUX_MEMBENCH_PIN=x7 \
 rc=$?
 check "a CPU list taskset refuses: exit 2 ($rc), named" eval '[ "$rc" = 2 ] && grep -q "KMUX_MEMBENCH_PIN=.x7." "$TMP/stdout6"'
 check "  ... before any run" eval '! grep -q "^\$ " "$TMP/out6/memory.log" 2>/dev/null'
+# Library B (KMUX_MEMBENCH_LIB_B): lazy-b runs kmux run with KMUX_LIBRARY
+# set to it, in the same rounds; the report has a column for every mode
+# and the per-round ratios.  Without a readable B: usage error.
+cp "$ROOT/build/libkmux.so" "$TMP/libkmux-b.so"
+OUT=$TMP/out7 KMUX_MEMBENCH_DRY=1 KMUX_MEMBENCH_REPS=2 KMUX_MEMBENCH_CTX_REPS=1 \
+	KMUX_MEMBENCH_SWEEP= KMUX_MEMBENCH_COST_MODES="none lazy lazy-b" \
+	KMUX_MEMBENCH_LIB_B=$TMP/libkmux-b.so \
+	KMUX_MEMBENCH_DRY_MIB="context:none=500 context:kmux=500 memory-objects:none=849" \
+	bash "$ROOT/bench/memory.sh" >"$TMP/stdout7" 2>&1
+rc=$?
+check "KMUX_MEMBENCH_LIB_B with lazy-b: exit 0 ($rc)" [ "$rc" = 0 ]
+check "  ... lazy-b ran under library B" \
+	eval 'run_tail() { sed -n "/^\$ \[\$1\]/,/^\\$ /p" "$TMP/out7/memory.log" | sed 1d; }
+		grep -q "^\$ \[memory-objects lazy-b 2 " "$TMP/out7/memory.log"'
+check "  ... (c) has a column for each mode" \
+	grep -q "^| app | reps | none | lazy | lazy, library B | lazy vs none | lazy-b vs none | failures |$" "$TMP/out7/memory.md"
+check "  ... and the per-round ratios (2 rounds)" \
+	grep -q "^| memory-objects | lazy-b | 2 | [-+][0-9.]*% | [-+][0-9.]*% .. [-+][0-9.]*% |$" "$TMP/out7/memory.md"
+OUT=$TMP/out8 KMUX_MEMBENCH_DRY=1 KMUX_MEMBENCH_COST_MODES="none lazy-b" \
+	bash "$ROOT/bench/memory.sh" >"$TMP/stdout8" 2>&1
+rc=$?
+check "lazy-b without KMUX_MEMBENCH_LIB_B: exit 2 ($rc), said" \
+	eval '[ "$rc" = 2 ] && grep -q "lazy-b needs KMUX_MEMBENCH_LIB_B" "$TMP/stdout8"'
 OUT=$TMP/out5 KMUX_MEMBENCH_DRY=1 KMUX_MEMBENCH_COST_MODES="none fast" \
 	bash "$ROOT/bench/memory.sh" >"$TMP/stdout5" 2>&1
 rc=$?

@@ -15,6 +15,12 @@
  *          the output and a second weight, then 2 unused (NULL)
  *   fork   PyTorch-like with branches: every 4 launches read one input and
  *          write 4 outputs (an Inception module), then a concat reads them
+ *   staged bench/memory/staged.cu's request (issue 5 (c)): a synchronous
+ *          1 KiB host-to-device copy, 4 launches each reading a slice of
+ *          one of 3 stage weights (4 MiB each: above KMUX_LAZY_MIN's
+ *          default, so managed) and a 1 KiB activation, writing the next,
+ *          then a synchronous 1 KiB device-to-host copy: 6 operations, each
+ *          counted as a "launch" (the copies are timed too)
  *
  * A cuCtxSynchronize ends every 1000 launches (an iteration); only the
  * launch calls are timed.  Prints the best trial's ns per launch (least
@@ -38,7 +44,12 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static CUdeviceptr w[NWEIGHT], bias[NWEIGHT], act[NACT], ws;
+#define NSTAGE 3
+#define STAGE_BYTES (4u << 20)
+#define SLICE_BYTES (256u << 10)
+
+static CUdeviceptr w[NWEIGHT], bias[NWEIGHT], act[NACT], ws, stage_w[NSTAGE];
+static unsigned char host_act[1024];
 
 /* The eight pointer parameters of launch i for the pattern. */
 static void args_for(const char *pat, long i, CUdeviceptr p[8])
@@ -70,6 +81,33 @@ static void args_for(const char *pat, long i, CUdeviceptr p[8])
 	}
 }
 
+/*
+ * staged: operation i of request i / 6.  The copies are made here (1);
+ * a launch's pointers are left in p (0).  Stage s = request / 1000 % 3,
+ * so each stage's weights are used for a stretch, as staged.cu's phases.
+ */
+static int staged_op(long i, CUdeviceptr p[8])
+{
+	long req = i / 6, k = i % 6;
+	int s = (int)(req / 1000 % NSTAGE);
+
+	if (k == 0) {
+		CHECK(cuMemcpyHtoD(act[0], host_act, sizeof(host_act)));
+		return 1;
+	}
+	if (k == 5) {
+		CHECK(cuMemcpyDtoH(host_act, act[4], sizeof(host_act)));
+		return 1;
+	}
+	memset(p, 0, 8 * sizeof(p[0]));
+	p[0] = stage_w[s] + (CUdeviceptr)((req * 4 + k - 1) %
+					  (STAGE_BYTES / SLICE_BYTES)) *
+				   SLICE_BYTES;
+	p[1] = act[k - 1];
+	p[2] = act[k];
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *pat = argc > 1 ? argv[1] : "torch";
@@ -83,11 +121,13 @@ int main(int argc, char **argv)
 	CUdeviceptr p[8];
 	void *params[8];
 	uint64_t best = UINT64_MAX, t0, sum;
+	int staged = !strcmp(pat, "staged");
 
 	if (strcmp(pat, "indep") && strcmp(pat, "chain") &&
-	    strcmp(pat, "torch") && strcmp(pat, "fork")) {
-		fprintf(stderr, "usage: launch-cost indep|chain|torch|fork "
-				"[OPS [TRIALS]]\n");
+	    strcmp(pat, "torch") && strcmp(pat, "fork") &&
+	    strcmp(pat, "staged")) {
+		fprintf(stderr, "usage: launch-cost indep|chain|torch|fork|"
+				"staged [OPS [TRIALS]]\n");
 		return 2;
 	}
 	if (ops < ITER || trials < 1) {
@@ -107,8 +147,12 @@ int main(int argc, char **argv)
 		CHECK(cuMemAlloc(&bias[i], 256));
 	}
 	for (int i = 0; i < NACT; i++)
-		CHECK(cuMemAlloc(&act[i], 256));
+		CHECK(cuMemAlloc(&act[i], sizeof(host_act)));
 	CHECK(cuMemAlloc(&ws, 4096));
+	for (int i = 0; staged && i < NSTAGE; i++) {
+		CHECK(cuMemAlloc(&stage_w[i], STAGE_BYTES));
+		CHECK(cuMemsetD8(stage_w[i], 0, STAGE_BYTES));
+	}
 	for (int i = 0; i < 8; i++)
 		params[i] = &p[i];
 	for (int t = 0; t < trials; t++) {
@@ -116,6 +160,8 @@ int main(int argc, char **argv)
 		for (long i = 0; i < ops; i += ITER) {
 			t0 = now_ns();
 			for (long j = i; j < i + ITER; j++) {
+				if (staged && staged_op(j, p))
+					continue;
 				args_for(pat, j, p);
 				CHECK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0,
 						     NULL, params, NULL));

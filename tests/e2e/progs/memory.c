@@ -57,6 +57,15 @@
  *                    (t71: the free must wait for that kernel, which the
  *                    fast path did not record as a user):
  *                      freebusy err=E first=F
+ *   memory late      a 4 MiB object A filled with 1 and read back (lazy's
+ *                    fast path from then on: launches and copies are not
+ *                    even decoded), 64 more fills of A; then B allocated
+ *                    (unbacked again) and filled with 2 by a kernel, C
+ *                    allocated and written by a host-to-device copy of
+ *                    3s, then A filled with 4 and every end read back
+ *                    (t71: B and C must be backed before their first
+ *                    operation although the one before was waved through):
+ *                      late a=F/L b=F/L c=F/L
  *   memory context   the context and the module only, nothing allocated
  *                    (bench/memory.sh's dry stand-in for ctxonly.cu):
  *                      context ok
@@ -346,6 +355,37 @@ static void c_freebusy(void)
 	CHECK(cuStreamDestroy(s));
 }
 
+static void c_late(void)
+{
+	size_t n = 4 * MIB / 4;
+	CUdeviceptr a, b, c;
+	unsigned fa, la, fb, lb, fc, lc, *h;
+
+	CHECK(cuMemAlloc(&a, 4 * MIB));
+	CHECK(fill(a, 1, (int)n));
+	ends(a, n, &fa, &la);
+	for (int i = 0; i < 64; i++)
+		CHECK(fill(a, 1, (int)n));
+	CHECK(cuMemAlloc(&b, 4 * MIB));
+	CHECK(fill(b, 2, (int)n));
+	CHECK(cuMemAlloc(&c, 4 * MIB));
+	h = malloc(4 * MIB);
+	if (!h)
+		exit(1);
+	for (size_t i = 0; i < n; i++)
+		h[i] = 3;
+	CHECK(cuMemcpyHtoD(c, h, 4 * MIB));
+	free(h);
+	CHECK(fill(a, 4, (int)n));
+	ends(a, n, &fa, &la);
+	ends(b, n, &fb, &lb);
+	ends(c, n, &fc, &lc);
+	printf("late a=%u/%u b=%u/%u c=%u/%u\n", fa, la, fb, lb, fc, lc);
+	CHECK(cuMemFree(a));
+	CHECK(cuMemFree(b));
+	CHECK(cuMemFree(c));
+}
+
 int main(int argc, char **argv)
 {
 	CUcontext ctx;
@@ -371,6 +411,8 @@ int main(int argc, char **argv)
 		c_objects();
 	else if (!strcmp(c, "freebusy"))
 		c_freebusy();
+	else if (!strcmp(c, "late"))
+		c_late();
 	else if (!strcmp(c, "oom"))
 		c_oom();
 	else if (!strcmp(c, "keep"))
@@ -390,7 +432,7 @@ int main(int argc, char **argv)
 			 argc > 4 ? atoi(argv[4]) : 0);
 	else {
 		fprintf(stderr, "usage: memory context|unused|touch|objects|oom|keep|"
-			"freebusy|idle FILE|regrow FILE [MS]|cycle ROUNDS [MS]|hot ROUNDS|\n"
+			"freebusy|late|idle FILE|regrow FILE [MS]|cycle ROUNDS [MS]|hot ROUNDS|\n"
 			"staged STAGES REQUESTS [MS]\n");
 		return 2;
 	}
