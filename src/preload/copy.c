@@ -303,16 +303,22 @@ static void copy_verify(const struct copy_call *cc)
  */
 static CUresult copy_mm_begin(const struct copy_call *cc, struct mm_op *mo)
 {
-	struct copy_side d, s;
-	uint64_t bases[2];
+	uint64_t bases[2], ends[2], lo, hi;
+	struct copy_side x;
 	int n = 0;
 
-	copy_find(cc->c.dst, &d);
-	copy_find(cc->c.kind == TRACE_MEMSET ? 0 : cc->c.src, &s);
-	if (d.known)
-		bases[n++] = d.a.base;
-	if (s.known)
-		bases[n++] = s.a.base;
+	ends[0] = cc->c.dst;
+	ends[1] = cc->c.kind == TRACE_MEMSET ? 0 : cc->c.src;
+	/* Host memory and small allocations lie outside every managed
+	 * object: no lookup for them. */
+	mm_span(&lo, &hi);
+	for (int i = 0; i < 2; i++) {
+		if (ends[i] < lo || ends[i] >= hi)
+			continue;
+		copy_find(ends[i], &x);
+		if (x.known)
+			bases[n++] = x.a.base;
+	}
 	return mm_op_begin(mo, bases, n, 0, cc->c.kind == TRACE_COPY_PEER,
 			   cc->orig, cc->per_thread);
 }

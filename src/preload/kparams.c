@@ -85,6 +85,7 @@ static struct kp_table kp_first = {
 
 static struct kparams_driver kp_drv;
 static _Atomic(kparams_readonly_fn) kp_readonly;
+static _Atomic(kparams_span_fn) kp_span_filter;
 /* Bumped by kparams_invalidate(); entries of an older one are re-learned. */
 static atomic_ulong kp_gen;
 /* Entries replaced in their slot, still pointed to by launch records. */
@@ -154,6 +155,11 @@ void kparams_set_driver(const struct kparams_driver *drv)
 		kp_drv = *drv;
 	else
 		memset(&kp_drv, 0, sizeof(kp_drv));
+}
+
+void kparams_set_span_filter(kparams_span_fn fn)
+{
+	atomic_store(&kp_span_filter, fn);
 }
 
 void kparams_set_readonly(kparams_readonly_fn fn)
@@ -336,6 +342,23 @@ static const char *kp_name(enum kp_via via, const void *f)
 	return r == CUDA_SUCCESS ? name : NULL;
 }
 
+/*
+ * The words of one parameter at layout offset off, size bytes, that a
+ * scan reads (kp_scan's rule: at a layout offset that is a multiple of 8,
+ * wholly inside the parameter); written to w (when not NULL) for
+ * parameter param.  How many.
+ */
+static size_t kp_words_in(uint32_t off, uint32_t size, struct kp_word *w,
+			  uint32_t param)
+{
+	size_t k = 0;
+
+	for (uint32_t j = (8 - (off & 7)) & 7; j + 8 <= size; j += 8, k++)
+		if (w)
+			w[k] = (struct kp_word){ .param = param, .off = j };
+	return k;
+}
+
 /* Build the (not yet published) entry for f from the driver's answers. */
 static struct kernel_info *kp_learn(const void *f, unsigned long gen)
 {
@@ -347,7 +370,8 @@ static struct kernel_info *kp_learn(const void *f, unsigned long gen)
 	uint64_t has_ext = 0;
 	struct kernel_info *ki;
 	const char *name;
-	size_t namelen, cnt, next;
+	size_t namelen, cnt, next, nw = 0;
+	struct kp_word *words;
 	bool asks;
 	char *copy;
 	int n;
@@ -377,26 +401,33 @@ static struct kernel_info *kp_learn(const void *f, unsigned long gen)
 	namelen = strnlen(name, KP_NAME_MAX - 1);
 
 	cnt = n > 0 ? (size_t)n : 0;
+	for (size_t i = 0; i < cnt; i++)
+		nw += kp_words_in(off[i], size[i], NULL, 0);
 	asks = ro && n > 0 && strcmp(name, "?") != 0;
 	/* Room for extents whenever the prover is asked (they are few). */
 	next = asks ? cnt * sizeof(struct kparams_extent) : 0;
 	ki = malloc(sizeof(*ki) + next + 2 * cnt * sizeof(uint32_t) +
-		    namelen + 1);
+		    nw * sizeof(struct kp_word) + namelen + 1);
 	if (!ki)
 		return NULL;
 	/* ext first: it needs 8-byte alignment, as ki has. */
 	ext = asks ? (struct kparams_extent *)(ki + 1) : NULL;
 	ki->offset = (uint32_t *)((char *)(ki + 1) + next);
 	ki->size = ki->offset + cnt;
+	words = (struct kp_word *)(ki->size + cnt);
+	ki->words = words;
+	ki->nwords = (uint32_t)nw;
+	nw = 0;
 	for (size_t i = 0; i < cnt; i++) {
 		ki->offset[i] = off[i];
 		ki->size[i] = size[i];
 		end = off[i] + size[i];
 		if (end > pb)
 			pb = end;
+		nw += kp_words_in(off[i], size[i], words + nw, (uint32_t)i);
 	}
 	/* Copied: the driver's string dies with its module. */
-	copy = (char *)(ki->size + cnt);
+	copy = (char *)(words + ki->nwords);
 	memcpy(copy, name, namelen);
 	copy[namelen] = '\0';
 	ki->name = copy;
@@ -607,6 +638,34 @@ static inline void kp_scan(struct kp_collect *c, const unsigned char *p,
 }
 
 /*
+ * The kernel_params form, word by word from the kernel's list: what
+ * kp_scan() over each parameter in turn would read, without working out
+ * the words again at every launch.
+ */
+static inline void kp_scan_words(struct kp_collect *c,
+				 const struct kernel_info *ki,
+				 void **kernel_params)
+{
+	const struct kp_word *wd = ki->words, *end = wd + ki->nwords;
+	uint64_t w, lo = c->lo, span = c->hi - c->lo;
+
+	for (; wd < end && !c->full; wd++) {
+		const unsigned char *p = kernel_params[wd->param];
+
+		if (!p)
+			continue;
+		memcpy(&w, p + wd->off, sizeof(w));
+		/* Most words (NULLs, sizes, scalars) are no pointer at all. */
+		if (w - lo >= span)
+			continue;
+		c->word[c->nw] = w;
+		c->wparam[c->nw] = wd->param;
+		if (++c->nw == KP_BATCH)
+			kp_flush(c);
+	}
+}
+
+/*
  * The extra form: the buffer and its size.  -ENODATA when no size was given
  * (the driver then ignores the buffer), -EINVAL on anything we cannot
  * interpret safely.
@@ -713,10 +772,23 @@ int kparams_collect_at(struct alloc_table *t, const struct kernel_info *ki,
 	uint32_t off, len;
 	size_t size;
 	int nparams = ki ? ki->nparams : -1;
+	kparams_span_fn span_fn;
 
 	/* Field by field: an initializer would clear dedup[] every launch. */
 	c.t = t;
 	alloc_table_span(t, &c.lo, &c.hi);
+	span_fn = atomic_load_explicit(&kp_span_filter, memory_order_relaxed);
+	if (span_fn) {
+		uint64_t lo, hi;
+
+		span_fn(&lo, &hi);
+		if (lo > c.lo)
+			c.lo = lo;
+		if (hi < c.hi)
+			c.hi = hi;
+		if (c.hi <= c.lo)
+			c.lo = c.hi = 0;	/* empty: every word misses */
+	}
 	c.out = out;
 	c.readonly = ki ? ki->readonly : 0;
 	c.has_extent = ki ? ki->has_extent : 0;
@@ -742,12 +814,7 @@ int kparams_collect_at(struct alloc_table *t, const struct kernel_info *ki,
 			c.flags |= KPARAMS_UNKNOWN_LAYOUT;
 			goto out;
 		}
-		for (int i = 0; i < nparams && !c.full; i++) {
-			if (!kernel_params[i])
-				continue;
-			kp_scan(&c, kernel_params[i], ki->offset[i],
-				ki->size[i], (uint32_t)i);
-		}
+		kp_scan_words(&c, ki, kernel_params);
 		goto out;
 	}
 	if (!extra)

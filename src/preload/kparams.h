@@ -24,6 +24,11 @@
 struct ptxr_prog;
 struct kp_geo;
 
+/* One 8-byte word a pointer may sit in: bytes [off, off + 8) of param. */
+struct kp_word {
+	uint32_t param, off;
+};
+
 struct kparams_extent {
 	int64_t lo, hi;
 };
@@ -38,6 +43,13 @@ struct kernel_info {
 	uint32_t param_bytes;	/* end of the last parameter */
 	uint32_t *offset;	/* nparams entries */
 	uint32_t *size;		/* nparams entries */
+	/*
+	 * The words a launch's kernel_params form is scanned at, worked out
+	 * once from offset and size (kparams.c: kp_scan's rule), in scan
+	 * order: nwords of them.
+	 */
+	uint32_t nwords;
+	const struct kp_word *words;
 	/*
 	 * Bit i: parameter i is proven read-only (the readonly callback,
 	 * ptx-table.h); 0 when nothing is proven.
@@ -100,6 +112,16 @@ typedef uint64_t (*kparams_readonly_fn)(const void *f, int is_kernel,
 					struct kparams_extent *ext,
 					struct ptxr_prog **range);
 void kparams_set_readonly(kparams_readonly_fn fn);
+
+/*
+ * Narrow what a collection looks for to [*lo, *hi) (the allocation
+ * table's span is intersected with it): for a caller that needs only some
+ * allocations (the memory manager alone: its managed objects, mm_span()).
+ * Words outside are not looked up, so their allocations are not reported.
+ * NULL: everything.  Set at init.
+ */
+typedef void (*kparams_span_fn)(uint64_t *lo, uint64_t *hi);
+void kparams_set_span_filter(kparams_span_fn fn);
 
 /*
  * A module, library or context went away: the driver may hand its

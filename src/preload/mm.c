@@ -109,7 +109,8 @@ static int (*mm_prev_fields)(char *buf, size_t len);
 static struct thrash mm_thrash;	/* mm_mu */
 static struct thrash_run mm_run;	/* mm_mu: evict, the whole run */
 static atomic_bool mm_shrunk;		/* evict: mm_shrink gave budget back */
-static uint64_t mm_first_ms;		/* mm_mu: evict, first operation's time */
+static uint64_t mm_first_ms;	/* mm_mu: evict, first operation's time
+				 * (one that names a managed object) */
 
 int (*mm_grow_budget)(uint64_t want, uint64_t *granted);
 int (*mm_suspend_budget)(uint64_t want, uint64_t *granted);
@@ -145,9 +146,31 @@ static struct mm_obj *mm_find(uint64_t base)
 	return NULL;
 }
 
+/*
+ * The hull of every managed range ever linked (never narrowed: a filter,
+ * not a set): an address outside it is in no managed object, so kmux need
+ * not look it up for the memory manager.  Widened before mm_alloc()
+ * returns the address, so any operation that can name it sees it.
+ */
+static _Atomic uint64_t mm_hull_lo = UINT64_MAX, mm_hull_hi;
+
+void mm_span(uint64_t *lo, uint64_t *hi)
+{
+	*lo = atomic_load_explicit(&mm_hull_lo, memory_order_relaxed);
+	*hi = atomic_load_explicit(&mm_hull_hi, memory_order_relaxed);
+}
+
 static void mm_link(struct mm_obj *o)
 {
 	unsigned b = mm_bucket(o->base);
+
+	if (o->base < atomic_load_explicit(&mm_hull_lo, memory_order_relaxed))
+		atomic_store_explicit(&mm_hull_lo, o->base,
+				      memory_order_relaxed);
+	if (o->base + o->span >
+	    atomic_load_explicit(&mm_hull_hi, memory_order_relaxed))
+		atomic_store_explicit(&mm_hull_hi, o->base + o->span,
+				      memory_order_relaxed);
 
 	o->hnext = mm_tab[b];
 	mm_tab[b] = o;
@@ -1068,6 +1091,12 @@ CUresult mm_op_begin(struct mm_op *op, const uint64_t *bases, int n, int all,
 
 	mm_susp_check();
 	op->need = 0;
+	/* Nothing managed named (mm_span() filtered): nothing to do. */
+	if (!n && !all && !pin) {
+		op->locked = 0;
+		op->grow_to = 0;
+		return CUDA_SUCCESS;
+	}
 	r = mm_op_once(op, bases, n, all, pin, stream, per_thread);
 	/* A budget given back that this operation needs again: wait for
 	 * it (suspend.h) rather than fail, then try once more. */

@@ -46,6 +46,12 @@ int mm_init(const char *mode, const char *min, const char *budget);
 /* Parse a --memory / KMUX_MEMORY value: enum mm_mode, or -EINVAL. */
 int mm_parse_mode(const char *s);
 
+/*
+ * [*lo, *hi): every managed object lies inside (empty, lo > hi, before
+ * the first); an address outside is in none.  Lock-free.
+ */
+void mm_span(uint64_t *lo, uint64_t *hi);
+
 /* A managed allocation of size bytes: CUDA result, *dptr its address. */
 CUresult mm_alloc(CUdeviceptr *dptr, uint64_t size);
 /* The allocation table's id for the object at base (after mm_alloc). */

@@ -117,6 +117,9 @@ __attribute__((constructor)) static void preload_init(void)
 	/* After the scheduler: both add fields to the trace's exit line. */
 	if (mm_init(getenv("KMUX_MEMORY"), getenv("KMUX_LAZY_MIN"),
 		    getenv("KMUX_MEM_BUDGET")) == 0 && mm_on) {
+		/* The memory manager alone: only its objects matter. */
+		if (!kmux_tracking)
+			kparams_set_span_filter(mm_span);
 		kmux_tracking_lazy_only = !kmux_tracking && mm_on == MM_LAZY;
 		kmux_tracking = 1;
 	}

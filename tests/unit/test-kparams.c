@@ -320,6 +320,61 @@ static void test_kernel_params_form(void **state)
 			 1);
 }
 
+/* kparams_set_span_filter: only words inside the span are looked up. */
+static uint64_t span_lo, span_hi;
+
+static void span_of_test(uint64_t *lo, uint64_t *hi)
+{
+	*lo = span_lo;
+	*hi = span_hi;
+}
+
+static void test_span_filter(void **state)
+{
+	struct fixture *fx = *state;
+	const struct kernel_info *ki = kparams_info(H(fake_saxpy()));
+	int n = 1 << 20;
+	uint64_t x = A_BASE + 8, y = B_BASE;
+	void *kp[] = { &n, &x, &y };
+	struct access acc[8];
+
+	/* The words the kernel_params form reads, from the layout: x, y. */
+	assert_int_equal(ki->nwords, 2);
+	assert_int_equal(ki->words[0].param, 1);
+	assert_int_equal(ki->words[1].param, 2);
+	kparams_set_span_filter(span_of_test);
+	/* B's range only: A is not reported. */
+	span_lo = B_BASE;
+	span_hi = B_BASE + 0x1000;
+	assert_int_equal(kparams_collect(fx->t, ki, kp, NULL, acc, 8, NULL),
+			 1);
+	assert_access(&acc[0], fx->b, B_BASE, ALLOC_MANAGED, 2);
+	/* Both. */
+	span_lo = A_BASE;
+	assert_int_equal(kparams_collect(fx->t, ki, kp, NULL, acc, 8, NULL),
+			 2);
+	/* Empty (nothing managed yet: lo above hi): nothing at all. */
+	span_lo = UINT64_MAX;
+	span_hi = 0;
+	assert_int_equal(kparams_collect(fx->t, ki, kp, NULL, acc, 8, NULL),
+			 0);
+	/* The extra form obeys it too. */
+	span_lo = A_BASE;
+	span_hi = A_BASE + 0x1000;
+	{
+		unsigned char buf[24] = { 0 };
+
+		put64(buf, 8, x);
+		put64(buf, 16, y);
+		assert_int_equal(collect_extra(fx, ki, buf, sizeof(buf), acc,
+					       8, NULL), 1);
+		assert_access(&acc[0], fx->a, A_BASE, ALLOC_DEVICE, 1);
+	}
+	kparams_set_span_filter(NULL);
+	assert_int_equal(kparams_collect(fx->t, ki, kp, NULL, acc, 8, NULL),
+			 2);
+}
+
 static void test_extra_form(void **state)
 {
 	struct fixture *fx = *state;
@@ -1185,6 +1240,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_invalidate_relearns,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_layout_learned, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_span_filter, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_kernel_params_form, setup,
 						teardown),
