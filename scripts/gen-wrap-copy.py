@@ -118,7 +118,8 @@ def wrapper(n):
     # for the GPU: kmuxd's waits/s (register.h).
     if not is_async and kind in ("TRACE_COPY_DTOH", "TRACE_COPY_ANY"):
         b += ["\thost_wait_count();"]
-    b += ["\tif (likely(!kmux_track_op()))", "\t\treturn REAL(%s)(%s);" % (n, args)]
+    b += ["\tif (likely(!kmux_tracking))", "\t\treturn REAL(%s)(%s);" % (n, args),
+          "\tKMUX_MM_SKIP(%s, %d, REAL(%s)(%s));" % (stream, per_thread, n, args)]
     if kind in ("TRACE_COPY_2D", "TRACE_COPY_3D"):
         b += ["\tif (!pCopy)", "\t\treturn REAL(%s)(%s);" % (n, args)]
     b += ["\tcopy_begin(&c, %s, %s,\n\t\t   %s,\n\t\t   %s, %s, %d, %d);"

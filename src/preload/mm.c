@@ -23,6 +23,20 @@
  * per-thread default stream (not nameable from another thread) or a
  * destroyed stream fall back to cuCtxSynchronize.
  *
+ * Quiet (evict, the memory manager alone tracking): while no object is
+ * evicted or unbacked, an operation has nothing to restore or back, so
+ * most go to the driver undecoded (mm_skip_begin()).  The first
+ * MM_QUIET_TRACK operations of every tick of the coarse clock (1-4 ms) are
+ * still tracked, which keeps the LRU order and idle times current: all of
+ * a slow program's, and a fast one's from a tick boundary that drifts
+ * through its loop (a fixed one in N would see only one object of a loop
+ * of N, the same one every time).  The
+ * streams of the skipped operations are kept in one small set that every
+ * wait for an object's users also synchronizes.  An eviction first ends
+ * the quiet state and waits for the skipped operations already past their
+ * check to reach the driver (mm_quiet_stop()), so none can be submitted
+ * over an object being unmapped.
+ *
  * Quota: under lazy, the quota (KMUX_MEM_QUOTA) is charged the span at the
  * allocation, so a first touch never exceeds it; under evict, the quota is
  * the budget of resident bytes and is charged at backing, given back at
@@ -30,6 +44,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +74,13 @@
  * evict objects between the requests of a working stage.
  */
 #define MM_IDLE_MS 1000
+/*
+ * Quiet evict mode: the first this many operations after each tick of the
+ * coarse clock are still tracked (a program slower than that, all of its).
+ */
+#define MM_QUIET_TRACK 32
+/* Streams the skipped operations of the quiet state went to, at most. */
+#define MM_QUIET_STREAMS 8
 /* Not shrinking while the window detector asked to grow this recently. */
 #define MM_SHRINK_CALM_MS 5000
 
@@ -99,12 +121,26 @@ static _Atomic uint64_t mm_res_bytes;
 static _Atomic uint64_t mm_unbacked;
 static _Atomic uint64_t mm_fast_ops;
 static _Atomic uint64_t mm_skip_ops;	/* of those, not even decoded */
+/* Evict's quiet state (see the top of the file). */
+static atomic_int mm_quiet;		/* written under mm_mu */
+static atomic_int mm_quiet_inflight;	/* skipped, not yet returned */
+static _Atomic uint64_t mm_quiet_n;	/* operations seen while quiet */
+static _Atomic uint64_t mm_quiet_tick;	/* the coarse clock, ns */
+static atomic_int mm_quiet_track;	/* left to track in this tick */
+/* MM_QUIET_TRACK; tests set it (KMUX_DEBUG_QUIET_TRACK=0: skip all) */
+static int mm_quiet_track_n = MM_QUIET_TRACK;
+static _Atomic uint64_t mm_quiet_skips;	/* of those, skipped */
+static _Atomic uint64_t mm_quiet_users[MM_QUIET_STREAMS];
+static atomic_int mm_quiet_users_lost;	/* one of them was destroyed */
 static atomic_int mm_users_lost;
 static uint64_t mm_seq;
 static struct mm_stats mm_st;
 static size_t mm_gran[MM_MAX_DEVICES];
 static unsigned mm_debug_host_fail, mm_host_allocs;
 static int mm_debug_broken;	/* tests: never back anything */
+/* tests: a skipped operation waits this long between its check and the
+ * driver call, so that an eviction meets it there (mm_quiet_stop) */
+static unsigned mm_debug_quiet_delay;
 static int (*mm_prev_fields)(char *buf, size_t len);
 static struct thrash mm_thrash;	/* mm_mu */
 static struct thrash_run mm_run;	/* mm_mu: evict, the whole run */
@@ -289,6 +325,10 @@ static void mm_report(void)
 			 (unsigned long long)s.fast_ops,
 			 (unsigned long long)s.skip_ops,
 			 (unsigned long long)s.unbacked);
+	else
+		snprintf(fast, sizeof(fast), "; quiet: %llu operations, %llu "
+			 "not decoded", (unsigned long long)s.quiet_ops,
+			 (unsigned long long)s.quiet_skips);
 	log_info("memory: pid %d: %s; %llu objects now, %llu bytes reserved, "
 		 "%llu resident (peak %llu), %llu evicted; %llu backed "
 		 "(%llu bytes), %llu evictions (%llu bytes), %llu restores "
@@ -360,6 +400,11 @@ int mm_init(const char *mode, const char *min, const char *budget)
 	(void)mm_host_init(getenv("KMUX_MM_HOST_KEEP"));
 	dbg = getenv("KMUX_DEBUG_MM_BROKEN");
 	mm_debug_broken = dbg && *dbg && strcmp(dbg, "0") != 0;
+	dbg = getenv("KMUX_DEBUG_QUIET_DELAY_US");
+	mm_debug_quiet_delay = dbg ? (unsigned)strtoul(dbg, NULL, 10) : 0;
+	dbg = getenv("KMUX_DEBUG_QUIET_TRACK");
+	if (dbg && *dbg)
+		mm_quiet_track_n = (int)strtol(dbg, NULL, 10);
 	mm_on = m;
 	mm_prev_fields = trace_exit_fields;
 	trace_exit_fields = mm_trace_fields;
@@ -579,6 +624,8 @@ CUresult mm_alloc(CUdeviceptr *dptr, uint64_t size)
 	pthread_mutex_lock(&mm_mu);
 	mm_link(o);
 	atomic_fetch_add(&mm_unbacked, 1);
+	/* Nothing in flight can name it yet: no need to drain. */
+	atomic_store(&mm_quiet, 0);
 	mm_st.reserved += span;
 	if (span > mm_st.largest)
 		mm_st.largest = span;
@@ -663,12 +710,33 @@ static void mm_now_resident(struct mm_obj *o)
 	mm_trace_totals();
 }
 
+static void mm_add_user(struct mm_obj *o, uint64_t s)
+{
+	for (int i = 0; i < o->nusers; i++)
+		if (o->users[i] == s)
+			return;
+	if (o->nusers < MM_USERS)
+		o->users[o->nusers++] = s;
+	else
+		o->users_unknown = 1;
+}
+
 /* Wait for the work that touched o (mm_mu held).  0 or a CUDA error. */
 static CUresult mm_wait_users(struct mm_obj *o)
 {
 	CUresult r = CUDA_SUCCESS;
 
-	if (o->users_unknown || atomic_load(&mm_users_lost))
+	if (o->users_unknown || atomic_load(&mm_users_lost) ||
+	    atomic_load(&mm_quiet_users_lost))
+		goto ctx;
+	/* The quiet state's skipped operations may have touched o too. */
+	for (int i = 0; i < MM_QUIET_STREAMS; i++) {
+		uint64_t u = atomic_load(&mm_quiet_users[i]);
+
+		if (u)
+			mm_add_user(o, u);
+	}
+	if (o->users_unknown)
 		goto ctx;
 	for (int i = 0; i < o->nusers && r == CUDA_SUCCESS; i++) {
 		uint64_t u = o->users[i];
@@ -697,17 +765,6 @@ done:
 	return CUDA_SUCCESS;
 }
 
-static void mm_add_user(struct mm_obj *o, uint64_t s)
-{
-	for (int i = 0; i < o->nusers; i++)
-		if (o->users[i] == s)
-			return;
-	if (o->nusers < MM_USERS)
-		o->users[o->nusers++] = s;
-	else
-		o->users_unknown = 1;
-}
-
 static int mm_host_alloc(CUcontext ctx, void **p, uint64_t size,
 			 uint64_t *got)
 {
@@ -715,6 +772,129 @@ static int mm_host_alloc(CUcontext ctx, void **p, uint64_t size,
 	if (mm_debug_host_fail && mm_host_allocs % mm_debug_host_fail == 0)
 		return -ENOMEM;
 	return mm_host_take(ctx, size, p, got);
+}
+
+/*
+ * Lazy mode's fast path (see mm_unbacked): nothing is left to back, so the
+ * operation needs nothing from the memory manager.  Counts it and gives up
+ * the users record.
+ */
+static inline bool mm_lazy_fast(void)
+{
+	if (mm_on != MM_LAZY || atomic_load(&mm_unbacked) ||
+	    unlikely(mm_debug_broken))
+		return false;
+	if (!atomic_load_explicit(&mm_users_lost, memory_order_relaxed))
+		atomic_store(&mm_users_lost, 1);
+	atomic_fetch_add_explicit(&mm_fast_ops, 1, memory_order_relaxed);
+	return true;
+}
+
+/* Lazy mode: the wrapper may skip the operation (mm_skip_begin). */
+static int mm_lazy_skip(void)
+{
+	if (!atomic_load_explicit(&mm_nobj, memory_order_relaxed))
+		return 1;
+	if (!mm_lazy_fast())
+		return 0;
+	atomic_fetch_add_explicit(&mm_skip_ops, 1, memory_order_relaxed);
+	return 1;
+}
+
+/* Evict's quiet state: whether it holds now (mm_mu held). */
+static void mm_quiet_update(void)
+{
+	int q = mm_on == MM_EVICT && !mm_debug_broken && mm_st.evicted == 0 &&
+		!atomic_load(&mm_unbacked) &&
+		atomic_load_explicit(&mm_nobj, memory_order_relaxed);
+
+	if (atomic_load_explicit(&mm_quiet, memory_order_relaxed) != q)
+		atomic_store(&mm_quiet, q);
+}
+
+/*
+ * Before an eviction (mm_mu held): end the quiet state, then wait for the
+ * operations that were waved through before it ended to be submitted.
+ * They hold no lock and wait for nothing of ours, only the driver call.
+ */
+static void mm_quiet_stop(void)
+{
+	atomic_store(&mm_quiet, 0);
+	while (atomic_load(&mm_quiet_inflight))
+		sched_yield();
+}
+
+/* Remember that a skipped operation went to stream u: 0 if no room. */
+static int mm_quiet_user(uint64_t u)
+{
+	for (int i = 0; i < MM_QUIET_STREAMS; i++) {
+		uint64_t v = atomic_load_explicit(&mm_quiet_users[i],
+						  memory_order_relaxed);
+
+		if (v == u)
+			return 1;
+		if (!v) {
+			uint64_t zero = 0;
+
+			if (atomic_compare_exchange_strong(&mm_quiet_users[i],
+							   &zero, u) ||
+			    zero == u)
+				return 1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * preload.h: whether the memory manager, tracking alone, lets the next
+ * operation through undecoded.  Lazy: when nothing is left to back (the
+ * fast path), the common case once a program's memory is in use.  Evict:
+ * in the quiet state, past the first MM_QUIET_TRACK of the clock's tick,
+ * on at most MM_QUIET_STREAMS streams.  Either saves the decoding, the lookups and
+ * (evict) the mutex: bench/launch-cost.sh's staged pattern.
+ */
+int mm_skip_begin(uint64_t user)
+{
+	if (mm_on == MM_LAZY)
+		return mm_lazy_skip();
+	struct timespec ts;
+	uint64_t tick;
+
+	if (!atomic_load_explicit(&mm_quiet, memory_order_relaxed))
+		return 0;
+	atomic_fetch_add_explicit(&mm_quiet_n, 1, memory_order_relaxed);
+	/* Racy by design: a few more or fewer tracked in a tick is fine. */
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	tick = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	if (atomic_load_explicit(&mm_quiet_tick, memory_order_relaxed) != tick) {
+		atomic_store_explicit(&mm_quiet_tick, tick,
+				      memory_order_relaxed);
+		atomic_store_explicit(&mm_quiet_track, mm_quiet_track_n,
+				      memory_order_relaxed);
+	}
+	if (atomic_load_explicit(&mm_quiet_track, memory_order_relaxed) > 0 &&
+	    atomic_fetch_sub_explicit(&mm_quiet_track, 1,
+				      memory_order_relaxed) > 0)
+		return 0;
+	if (!mm_quiet_user(user))
+		return 0;
+	/* Counted in, then checked again: mm_quiet_stop() either sees it or
+	 * ended the state before this load (both sequentially consistent). */
+	atomic_fetch_add(&mm_quiet_inflight, 1);
+	if (!atomic_load(&mm_quiet)) {
+		atomic_fetch_sub(&mm_quiet_inflight, 1);
+		return 0;
+	}
+	atomic_fetch_add_explicit(&mm_quiet_skips, 1, memory_order_relaxed);
+	if (unlikely(mm_debug_quiet_delay))
+		usleep(mm_debug_quiet_delay);
+	return 2;
+}
+
+void mm_skip_end(int ticket)
+{
+	if (ticket == 2)
+		atomic_fetch_sub(&mm_quiet_inflight, 1);
 }
 
 /*
@@ -727,6 +907,7 @@ static int mm_evict(struct mm_obj *o)
 	uint64_t got = 0;
 	CUresult r;
 
+	mm_quiet_stop();
 	r = mm_wait_users(o);
 	if (r != CUDA_SUCCESS)
 		goto abandon;
@@ -980,39 +1161,6 @@ static void mm_grow(uint64_t want)
 			 (unsigned long long)want);
 }
 
-/*
- * Lazy mode's fast path (see mm_unbacked): nothing is left to back, so the
- * operation needs nothing from the memory manager.  Counts it and gives up
- * the users record.
- */
-static inline bool mm_lazy_fast(void)
-{
-	if (mm_on != MM_LAZY || atomic_load(&mm_unbacked) ||
-	    unlikely(mm_debug_broken))
-		return false;
-	if (!atomic_load_explicit(&mm_users_lost, memory_order_relaxed))
-		atomic_store(&mm_users_lost, 1);
-	atomic_fetch_add_explicit(&mm_fast_ops, 1, memory_order_relaxed);
-	return true;
-}
-
-/*
- * preload.h's kmux_track_op(), when lazy mode is all that tracks: an
- * operation the fast path would wave through needs no tracking at all, so
- * its wrapper need not decode its parameters or look up its copy's ends
- * (bench/launch-cost.sh's staged pattern: 1,112 instructions an operation
- * before, 82 after).
- */
-int mm_op_skip(void)
-{
-	if (!atomic_load_explicit(&mm_nobj, memory_order_relaxed))
-		return mm_on == MM_LAZY;
-	if (!mm_lazy_fast())
-		return 0;
-	atomic_fetch_add_explicit(&mm_skip_ops, 1, memory_order_relaxed);
-	return 1;
-}
-
 static CUresult mm_op_once(struct mm_op *op, const uint64_t *bases, int n,
 			   int all, int pin, CUstream stream, int per_thread)
 {
@@ -1081,6 +1229,7 @@ static CUresult mm_op_once(struct mm_op *op, const uint64_t *bases, int n,
 		mm_st.peak_backed = backed;
 	if (mm_grow_budget && quota_on)
 		mm_thrash_check(op, touched, restored);
+	mm_quiet_update();
 	return r;
 }
 
@@ -1176,6 +1325,7 @@ CUresult mm_free(uint64_t base)
 		mm_st.pinned--;
 	mm_trace_totals();
 	mm_unlink(o);
+	mm_quiet_update();
 	pthread_mutex_unlock(&mm_mu);
 	free(o);
 	return CUDA_SUCCESS;
@@ -1326,6 +1476,11 @@ void mm_stream_gone(CUstream s)
 
 	if (!s || !atomic_load_explicit(&mm_nobj, memory_order_relaxed))
 		return;
+	/* A skipped operation may have gone there: its handle cannot be
+	 * waited on any more, so every wait becomes the context's. */
+	for (int i = 0; i < MM_QUIET_STREAMS; i++)
+		if (atomic_load(&mm_quiet_users[i]) == u)
+			atomic_store(&mm_quiet_users_lost, 1);
 	pthread_mutex_lock(&mm_mu);
 	for (o = mm_list.next; o != &mm_list; o = o->next)
 		for (int i = 0; i < o->nusers; i++)
@@ -1355,6 +1510,9 @@ void mm_get_stats(struct mm_stats *st)
 	st->run_restored = mm_run.restored;
 	st->fast_ops = atomic_load_explicit(&mm_fast_ops, memory_order_relaxed);
 	st->skip_ops = atomic_load_explicit(&mm_skip_ops, memory_order_relaxed);
+	st->quiet_ops = atomic_load_explicit(&mm_quiet_n, memory_order_relaxed);
+	st->quiet_skips = atomic_load_explicit(&mm_quiet_skips,
+					       memory_order_relaxed);
 	st->unbacked = atomic_load_explicit(&mm_unbacked, memory_order_relaxed);
 	st->thrash_ws = 0;
 	if (mm_on == MM_EVICT && thrash_run_verdict(&mm_run))

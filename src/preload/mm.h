@@ -12,6 +12,10 @@
  *                   an eviction fails
  *   KMUX_DEBUG_MM_BROKEN=1     tests: operations never back what they touch
  *                   (simcuda must see the faults)
+ *   KMUX_DEBUG_QUIET_DELAY_US=N  tests: an operation evict's quiet state
+ *                   waves through waits N us before its driver call
+ *   KMUX_DEBUG_QUIET_TRACK=N   tests: operations still tracked per clock
+ *                   tick in the quiet state (default 32; 0: none)
  *
  * Only cuMemAlloc / cuMemAlloc_v2 allocations are managed; everything else
  * passes through as before.  The wrappers bracket every operation with
@@ -162,9 +166,12 @@ struct mm_stats {
 	uint64_t run_touched, run_restored, thrash_ws;
 	/* Lazy: operations that took the fast path (nothing was left to
 	 * back), of those the ones whose wrapper called straight through
-	 * without decoding them (kmux_track_op), and objects still unbacked
+	 * without decoding them (mm_skip_begin), and objects still unbacked
 	 * now (while any is, none does). */
 	uint64_t fast_ops, skip_ops, unbacked;
+	/* Evict: operations seen in the quiet state (nothing evicted or
+	 * unbacked), and of those the ones not decoded (mm.c). */
+	uint64_t quiet_ops, quiet_skips;
 };
 void mm_get_stats(struct mm_stats *st);
 

@@ -38,7 +38,7 @@
 #include "verify.h"
 
 int kmux_tracking;
-int kmux_tracking_lazy_only;
+int kmux_tracking_mm_only;
 struct kmux_config kmux_config;
 
 static int env_flag(const char *name)
@@ -120,7 +120,7 @@ __attribute__((constructor)) static void preload_init(void)
 		/* The memory manager alone: only its objects matter. */
 		if (!kmux_tracking)
 			kparams_set_span_filter(mm_span);
-		kmux_tracking_lazy_only = !kmux_tracking && mm_on == MM_LAZY;
+		kmux_tracking_mm_only = !kmux_tracking;
 		kmux_tracking = 1;
 	}
 	ctxstack_init(getenv("KMUX_CTX_STACK"), mm_on);

@@ -23,26 +23,19 @@
 extern int kmux_tracking;
 
 /*
- * Non-zero when the memory manager in lazy mode (KMUX_MEMORY=lazy) is the
- * only reason for kmux_tracking; set by the constructor with it.
+ * Non-zero when the memory manager (KMUX_MEMORY lazy or evict) is the only
+ * reason for kmux_tracking; set by the constructor with it.
  */
-extern int kmux_tracking_lazy_only;
-
-/* mm.c: lazy mode has nothing to do for the next operation. */
-int mm_op_skip(void);
+extern int kmux_tracking_mm_only;
 
 /*
- * Whether a kernel launch or a copy must be looked at: tracking is on and
- * someone needs this operation.  Lazy mode alone does not once it has
- * nothing left to back (mm_op_skip), the common case once a program's
- * memory is in use; the wrapper then calls straight through.  (Evict mode
- * needs every operation: its LRU order and each object's users.)
+ * mm.c: whether the memory manager lets the next operation, on stream
+ * `user` (stream_norm()), go to the driver as the program made it, not
+ * even decoded: 0 no (track it), else a ticket for mm_skip_end(), called
+ * once the driver call returned.  See docs/design-memory.md, "Costs".
  */
-static inline int kmux_track_op(void)
-{
-	return kmux_tracking && !(kmux_tracking_lazy_only && mm_op_skip());
-}
-
+int mm_skip_begin(uint64_t user);
+void mm_skip_end(int ticket);
 /* Environment, read once by the constructor (never on a hot path). */
 struct kmux_config {
 	const char *trace_dir;	/* KMUX_TRACE_DIR */
@@ -63,6 +56,25 @@ static inline uint64_t stream_norm(CUstream s, int per_thread)
 		return per_thread ? TRACE_STREAM_PER_THREAD : TRACE_STREAM_LEGACY;
 	return (uint64_t)(uintptr_t)s;
 }
+
+/*
+ * In a wrapper, once kmux_tracking is known to be on: when the memory
+ * manager alone tracks and waves this operation through, make the call
+ * (CALL, an expression of type CUresult) as the program did and return its
+ * result.  Else fall through to the tracked path.
+ */
+#define KMUX_MM_SKIP(stream, per_thread, call)				\
+	do {								\
+		if (kmux_tracking_mm_only) {				\
+			int skip_ = mm_skip_begin(			\
+				stream_norm((stream), (per_thread)));	\
+			if (skip_) {					\
+				CUresult r_ = (call);			\
+				mm_skip_end(skip_);			\
+				return r_;				\
+			}						\
+		}							\
+	} while (0)
 
 /*
  * True when the real entry point is missing (no libcuda, or a driver too old

@@ -40,8 +40,9 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpy(CUdeviceptr dst,
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
 	host_wait_count();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuMemcpy)(dst, src, ByteCount);
+	KMUX_MM_SKIP(NULL, 0, REAL(cuMemcpy)(dst, src, ByteCount));
 	copy_begin(&c, TRACE_COPY_ANY, dst,
 		   src,
 		   ByteCount, NULL, 0, 0);
@@ -70,8 +71,9 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *pCopy,
 	if (NO_DRIVER(cuMemcpy2DAsync_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuMemcpy2DAsync_v2)(pCopy, hStream);
+	KMUX_MM_SKIP(hStream, 0, REAL(cuMemcpy2DAsync_v2)(pCopy, hStream));
 	if (!pCopy)
 		return REAL(cuMemcpy2DAsync_v2)(pCopy, hStream);
 	copy_begin(&c, TRACE_COPY_2D, copy_side(pCopy->dstMemoryType, pCopy->dstHost, pCopy->dstDevice),
@@ -105,8 +107,9 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *pCopy,
 	if (NO_DRIVER(cuMemcpy2DAsync_v2_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuMemcpy2DAsync_v2_ptsz)(pCopy, hStream);
+	KMUX_MM_SKIP(hStream, 1, REAL(cuMemcpy2DAsync_v2_ptsz)(pCopy, hStream));
 	if (!pCopy)
 		return REAL(cuMemcpy2DAsync_v2_ptsz)(pCopy, hStream);
 	copy_begin(&c, TRACE_COPY_2D, copy_side(pCopy->dstMemoryType, pCopy->dstHost, pCopy->dstDevice),
@@ -135,8 +138,9 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *pCopy)
 	if (NO_DRIVER(cuMemcpy2DUnaligned_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuMemcpy2DUnaligned_v2)(pCopy);
+	KMUX_MM_SKIP(NULL, 0, REAL(cuMemcpy2DUnaligned_v2)(pCopy));
 	if (!pCopy)
 		return REAL(cuMemcpy2DUnaligned_v2)(pCopy);
 	copy_begin(&c, TRACE_COPY_2D, copy_side(pCopy->dstMemoryType, pCopy->dstHost, pCopy->dstDevice),
@@ -165,8 +169,9 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D *pC
 	if (NO_DRIVER(cuMemcpy2DUnaligned_v2_ptds))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuMemcpy2DUnaligned_v2_ptds)(pCopy);
+	KMUX_MM_SKIP(NULL, 1, REAL(cuMemcpy2DUnaligned_v2_ptds)(pCopy));
 	if (!pCopy)
 		return REAL(cuMemcpy2DUnaligned_v2_ptds)(pCopy);
 	copy_begin(&c, TRACE_COPY_2D, copy_side(pCopy->dstMemoryType, pCopy->dstHost, pCopy->dstDevice),
@@ -198,8 +203,9 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpy2D_v2(const CUDA_MEMCPY2D *pCopy)
 	if (NO_DRIVER(cuMemcpy2D_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuMemcpy2D_v2)(pCopy);
+	KMUX_MM_SKIP(NULL, 0, REAL(cuMemcpy2D_v2)(pCopy));
 	if (!pCopy)
 		return REAL(cuMemcpy2D_v2)(pCopy);
 	copy_begin(&c, TRACE_COPY_2D, copy_side(pCopy->dstMemoryType, pCopy->dstHost, pCopy->dstDevice),
@@ -231,8 +237,9 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D *pCopy)
 	if (NO_DRIVER(cuMemcpy2D_v2_ptds))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuMemcpy2D_v2_ptds)(pCopy);
+	KMUX_MM_SKIP(NULL, 1, REAL(cuMemcpy2D_v2_ptds)(pCopy));
 	if (!pCopy)
 		return REAL(cuMemcpy2D_v2_ptds)(pCopy);
 	copy_begin(&c, TRACE_COPY_2D, copy_side(pCopy->dstMemoryType, pCopy->dstHost, pCopy->dstDevice),
@@ -264,8 +271,9 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *pCopy,
 	if (NO_DRIVER(cuMemcpy3DAsync_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuMemcpy3DAsync_v2)(pCopy, hStream);
+	KMUX_MM_SKIP(hStream, 0, REAL(cuMemcpy3DAsync_v2)(pCopy, hStream));
 	if (!pCopy)
 		return REAL(cuMemcpy3DAsync_v2)(pCopy, hStream);
 	copy_begin(&c, TRACE_COPY_3D, copy_side(pCopy->dstMemoryType, pCopy->dstHost, pCopy->dstDevice),
@@ -299,8 +307,9 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D *pCopy,
 	if (NO_DRIVER(cuMemcpy3DAsync_v2_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuMemcpy3DAsync_v2_ptsz)(pCopy, hStream);
+	KMUX_MM_SKIP(hStream, 1, REAL(cuMemcpy3DAsync_v2_ptsz)(pCopy, hStream));
 	if (!pCopy)
 		return REAL(cuMemcpy3DAsync_v2_ptsz)(pCopy, hStream);
 	copy_begin(&c, TRACE_COPY_3D, copy_side(pCopy->dstMemoryType, pCopy->dstHost, pCopy->dstDevice),
@@ -332,8 +341,9 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpy3D_v2(const CUDA_MEMCPY3D *pCopy)
 	if (NO_DRIVER(cuMemcpy3D_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuMemcpy3D_v2)(pCopy);
+	KMUX_MM_SKIP(NULL, 0, REAL(cuMemcpy3D_v2)(pCopy));
 	if (!pCopy)
 		return REAL(cuMemcpy3D_v2)(pCopy);
 	copy_begin(&c, TRACE_COPY_3D, copy_side(pCopy->dstMemoryType, pCopy->dstHost, pCopy->dstDevice),
@@ -365,8 +375,9 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpy3D_v2_ptds(const CUDA_MEMCPY3D *pCopy)
 	if (NO_DRIVER(cuMemcpy3D_v2_ptds))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuMemcpy3D_v2_ptds)(pCopy);
+	KMUX_MM_SKIP(NULL, 1, REAL(cuMemcpy3D_v2_ptds)(pCopy));
 	if (!pCopy)
 		return REAL(cuMemcpy3D_v2_ptds)(pCopy);
 	copy_begin(&c, TRACE_COPY_3D, copy_side(pCopy->dstMemoryType, pCopy->dstHost, pCopy->dstDevice),
@@ -402,8 +413,9 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyAsync(CUdeviceptr dst,
 	if (NO_DRIVER(cuMemcpyAsync))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyAsync)(dst, src, ByteCount, hStream);
+	KMUX_MM_SKIP(hStream, 0, REAL(cuMemcpyAsync)(dst, src, ByteCount, hStream));
 	copy_begin(&c, TRACE_COPY_ANY, dst,
 		   src,
 		   ByteCount, hStream, 0, 1);
@@ -438,8 +450,9 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyAsync_ptsz(CUdeviceptr dst,
 	if (NO_DRIVER(cuMemcpyAsync_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyAsync_ptsz)(dst, src, ByteCount, hStream);
+	KMUX_MM_SKIP(hStream, 1, REAL(cuMemcpyAsync_ptsz)(dst, src, ByteCount, hStream));
 	copy_begin(&c, TRACE_COPY_ANY, dst,
 		   src,
 		   ByteCount, hStream, 1, 1);
@@ -472,8 +485,9 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyDtoDAsync_v2(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemcpyDtoDAsync_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyDtoDAsync_v2)(dstDevice, srcDevice, ByteCount, hStream);
+	KMUX_MM_SKIP(hStream, 0, REAL(cuMemcpyDtoDAsync_v2)(dstDevice, srcDevice, ByteCount, hStream));
 	copy_begin(&c, TRACE_COPY_DTOD, dstDevice,
 		   srcDevice,
 		   ByteCount, hStream, 0, 1);
@@ -508,8 +522,9 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemcpyDtoDAsync_v2_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyDtoDAsync_v2_ptsz)(dstDevice, srcDevice, ByteCount, hStream);
+	KMUX_MM_SKIP(hStream, 1, REAL(cuMemcpyDtoDAsync_v2_ptsz)(dstDevice, srcDevice, ByteCount, hStream));
 	copy_begin(&c, TRACE_COPY_DTOD, dstDevice,
 		   srcDevice,
 		   ByteCount, hStream, 1, 1);
@@ -542,8 +557,9 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyDtoD_v2(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemcpyDtoD_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyDtoD_v2)(dstDevice, srcDevice, ByteCount);
+	KMUX_MM_SKIP(NULL, 0, REAL(cuMemcpyDtoD_v2)(dstDevice, srcDevice, ByteCount));
 	copy_begin(&c, TRACE_COPY_DTOD, dstDevice,
 		   srcDevice,
 		   ByteCount, NULL, 0, 0);
@@ -576,8 +592,9 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyDtoD_v2_ptds(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemcpyDtoD_v2_ptds))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyDtoD_v2_ptds)(dstDevice, srcDevice, ByteCount);
+	KMUX_MM_SKIP(NULL, 1, REAL(cuMemcpyDtoD_v2_ptds)(dstDevice, srcDevice, ByteCount));
 	copy_begin(&c, TRACE_COPY_DTOD, dstDevice,
 		   srcDevice,
 		   ByteCount, NULL, 1, 0);
@@ -610,8 +627,9 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyDtoHAsync_v2(void *dstHost,
 	if (NO_DRIVER(cuMemcpyDtoHAsync_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyDtoHAsync_v2)(dstHost, srcDevice, ByteCount, hStream);
+	KMUX_MM_SKIP(hStream, 0, REAL(cuMemcpyDtoHAsync_v2)(dstHost, srcDevice, ByteCount, hStream));
 	copy_begin(&c, TRACE_COPY_DTOH, (uint64_t)(uintptr_t)dstHost,
 		   srcDevice,
 		   ByteCount, hStream, 0, 1);
@@ -646,8 +664,9 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyDtoHAsync_v2_ptsz(void *dstHost,
 	if (NO_DRIVER(cuMemcpyDtoHAsync_v2_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyDtoHAsync_v2_ptsz)(dstHost, srcDevice, ByteCount, hStream);
+	KMUX_MM_SKIP(hStream, 1, REAL(cuMemcpyDtoHAsync_v2_ptsz)(dstHost, srcDevice, ByteCount, hStream));
 	copy_begin(&c, TRACE_COPY_DTOH, (uint64_t)(uintptr_t)dstHost,
 		   srcDevice,
 		   ByteCount, hStream, 1, 1);
@@ -681,8 +700,9 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyDtoH_v2(void *dstHost,
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
 	host_wait_count();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyDtoH_v2)(dstHost, srcDevice, ByteCount);
+	KMUX_MM_SKIP(NULL, 0, REAL(cuMemcpyDtoH_v2)(dstHost, srcDevice, ByteCount));
 	copy_begin(&c, TRACE_COPY_DTOH, (uint64_t)(uintptr_t)dstHost,
 		   srcDevice,
 		   ByteCount, NULL, 0, 0);
@@ -716,8 +736,9 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyDtoH_v2_ptds(void *dstHost,
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
 	host_wait_count();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyDtoH_v2_ptds)(dstHost, srcDevice, ByteCount);
+	KMUX_MM_SKIP(NULL, 1, REAL(cuMemcpyDtoH_v2_ptds)(dstHost, srcDevice, ByteCount));
 	copy_begin(&c, TRACE_COPY_DTOH, (uint64_t)(uintptr_t)dstHost,
 		   srcDevice,
 		   ByteCount, NULL, 1, 0);
@@ -750,8 +771,9 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemcpyHtoDAsync_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyHtoDAsync_v2)(dstDevice, srcHost, ByteCount, hStream);
+	KMUX_MM_SKIP(hStream, 0, REAL(cuMemcpyHtoDAsync_v2)(dstDevice, srcHost, ByteCount, hStream));
 	copy_begin(&c, TRACE_COPY_HTOD, dstDevice,
 		   (uint64_t)(uintptr_t)srcHost,
 		   ByteCount, hStream, 0, 1);
@@ -786,8 +808,9 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemcpyHtoDAsync_v2_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyHtoDAsync_v2_ptsz)(dstDevice, srcHost, ByteCount, hStream);
+	KMUX_MM_SKIP(hStream, 1, REAL(cuMemcpyHtoDAsync_v2_ptsz)(dstDevice, srcHost, ByteCount, hStream));
 	copy_begin(&c, TRACE_COPY_HTOD, dstDevice,
 		   (uint64_t)(uintptr_t)srcHost,
 		   ByteCount, hStream, 1, 1);
@@ -820,8 +843,9 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyHtoD_v2(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemcpyHtoD_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyHtoD_v2)(dstDevice, srcHost, ByteCount);
+	KMUX_MM_SKIP(NULL, 0, REAL(cuMemcpyHtoD_v2)(dstDevice, srcHost, ByteCount));
 	copy_begin(&c, TRACE_COPY_HTOD, dstDevice,
 		   (uint64_t)(uintptr_t)srcHost,
 		   ByteCount, NULL, 0, 0);
@@ -854,8 +878,9 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyHtoD_v2_ptds(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemcpyHtoD_v2_ptds))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyHtoD_v2_ptds)(dstDevice, srcHost, ByteCount);
+	KMUX_MM_SKIP(NULL, 1, REAL(cuMemcpyHtoD_v2_ptds)(dstDevice, srcHost, ByteCount));
 	copy_begin(&c, TRACE_COPY_HTOD, dstDevice,
 		   (uint64_t)(uintptr_t)srcHost,
 		   ByteCount, NULL, 1, 0);
@@ -892,8 +917,9 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyPeer(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemcpyPeer))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyPeer)(dstDevice, dstContext, srcDevice, srcContext, ByteCount);
+	KMUX_MM_SKIP(NULL, 0, REAL(cuMemcpyPeer)(dstDevice, dstContext, srcDevice, srcContext, ByteCount));
 	copy_begin(&c, TRACE_COPY_PEER, dstDevice,
 		   srcDevice,
 		   ByteCount, NULL, 0, 0);
@@ -932,8 +958,9 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyPeerAsync(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemcpyPeerAsync))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyPeerAsync)(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream);
+	KMUX_MM_SKIP(hStream, 0, REAL(cuMemcpyPeerAsync)(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream));
 	copy_begin(&c, TRACE_COPY_PEER, dstDevice,
 		   srcDevice,
 		   ByteCount, hStream, 0, 1);
@@ -974,8 +1001,9 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyPeerAsync_ptsz(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemcpyPeerAsync_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyPeerAsync_ptsz)(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream);
+	KMUX_MM_SKIP(hStream, 1, REAL(cuMemcpyPeerAsync_ptsz)(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream));
 	copy_begin(&c, TRACE_COPY_PEER, dstDevice,
 		   srcDevice,
 		   ByteCount, hStream, 1, 1);
@@ -1014,8 +1042,9 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpyPeer_ptds(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemcpyPeer_ptds))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuMemcpyPeer_ptds)(dstDevice, dstContext, srcDevice, srcContext, ByteCount);
+	KMUX_MM_SKIP(NULL, 1, REAL(cuMemcpyPeer_ptds)(dstDevice, dstContext, srcDevice, srcContext, ByteCount));
 	copy_begin(&c, TRACE_COPY_PEER, dstDevice,
 		   srcDevice,
 		   ByteCount, NULL, 1, 0);
@@ -1051,8 +1080,9 @@ KMUX_EXPORT CUresult CUDAAPI cuMemcpy_ptds(CUdeviceptr dst,
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
 	host_wait_count();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuMemcpy_ptds)(dst, src, ByteCount);
+	KMUX_MM_SKIP(NULL, 1, REAL(cuMemcpy_ptds)(dst, src, ByteCount));
 	copy_begin(&c, TRACE_COPY_ANY, dst,
 		   src,
 		   ByteCount, NULL, 1, 0);
@@ -1085,8 +1115,9 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD16Async(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemsetD16Async))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuMemsetD16Async)(dstDevice, us, N, hStream);
+	KMUX_MM_SKIP(hStream, 0, REAL(cuMemsetD16Async)(dstDevice, us, N, hStream));
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
 		   0,
 		   (uint64_t)N * 2, hStream, 0, 1);
@@ -1121,8 +1152,9 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD16Async_ptsz(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemsetD16Async_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuMemsetD16Async_ptsz)(dstDevice, us, N, hStream);
+	KMUX_MM_SKIP(hStream, 1, REAL(cuMemsetD16Async_ptsz)(dstDevice, us, N, hStream));
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
 		   0,
 		   (uint64_t)N * 2, hStream, 1, 1);
@@ -1155,8 +1187,9 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD16_v2(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemsetD16_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuMemsetD16_v2)(dstDevice, us, N);
+	KMUX_MM_SKIP(NULL, 0, REAL(cuMemsetD16_v2)(dstDevice, us, N));
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
 		   0,
 		   (uint64_t)N * 2, NULL, 0, 0);
@@ -1189,8 +1222,9 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD16_v2_ptds(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemsetD16_v2_ptds))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuMemsetD16_v2_ptds)(dstDevice, us, N);
+	KMUX_MM_SKIP(NULL, 1, REAL(cuMemsetD16_v2_ptds)(dstDevice, us, N));
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
 		   0,
 		   (uint64_t)N * 2, NULL, 1, 0);
@@ -1227,8 +1261,9 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD2D16Async(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemsetD2D16Async))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuMemsetD2D16Async)(dstDevice, dstPitch, us, Width, Height, hStream);
+	KMUX_MM_SKIP(hStream, 0, REAL(cuMemsetD2D16Async)(dstDevice, dstPitch, us, Width, Height, hStream));
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
 		   0,
 		   (uint64_t)dstPitch * Height, hStream, 0, 1);
@@ -1267,8 +1302,9 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD2D16Async_ptsz(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemsetD2D16Async_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuMemsetD2D16Async_ptsz)(dstDevice, dstPitch, us, Width, Height, hStream);
+	KMUX_MM_SKIP(hStream, 1, REAL(cuMemsetD2D16Async_ptsz)(dstDevice, dstPitch, us, Width, Height, hStream));
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
 		   0,
 		   (uint64_t)dstPitch * Height, hStream, 1, 1);
@@ -1305,8 +1341,9 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD2D16_v2(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemsetD2D16_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuMemsetD2D16_v2)(dstDevice, dstPitch, us, Width, Height);
+	KMUX_MM_SKIP(NULL, 0, REAL(cuMemsetD2D16_v2)(dstDevice, dstPitch, us, Width, Height));
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
 		   0,
 		   (uint64_t)dstPitch * Height, NULL, 0, 0);
@@ -1343,8 +1380,9 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD2D16_v2_ptds(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemsetD2D16_v2_ptds))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuMemsetD2D16_v2_ptds)(dstDevice, dstPitch, us, Width, Height);
+	KMUX_MM_SKIP(NULL, 1, REAL(cuMemsetD2D16_v2_ptds)(dstDevice, dstPitch, us, Width, Height));
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
 		   0,
 		   (uint64_t)dstPitch * Height, NULL, 1, 0);
@@ -1381,8 +1419,9 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD2D32Async(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemsetD2D32Async))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuMemsetD2D32Async)(dstDevice, dstPitch, ui, Width, Height, hStream);
+	KMUX_MM_SKIP(hStream, 0, REAL(cuMemsetD2D32Async)(dstDevice, dstPitch, ui, Width, Height, hStream));
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
 		   0,
 		   (uint64_t)dstPitch * Height, hStream, 0, 1);
@@ -1421,8 +1460,9 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD2D32Async_ptsz(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemsetD2D32Async_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuMemsetD2D32Async_ptsz)(dstDevice, dstPitch, ui, Width, Height, hStream);
+	KMUX_MM_SKIP(hStream, 1, REAL(cuMemsetD2D32Async_ptsz)(dstDevice, dstPitch, ui, Width, Height, hStream));
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
 		   0,
 		   (uint64_t)dstPitch * Height, hStream, 1, 1);
@@ -1459,8 +1499,9 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD2D32_v2(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemsetD2D32_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuMemsetD2D32_v2)(dstDevice, dstPitch, ui, Width, Height);
+	KMUX_MM_SKIP(NULL, 0, REAL(cuMemsetD2D32_v2)(dstDevice, dstPitch, ui, Width, Height));
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
 		   0,
 		   (uint64_t)dstPitch * Height, NULL, 0, 0);
@@ -1497,8 +1538,9 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD2D32_v2_ptds(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemsetD2D32_v2_ptds))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuMemsetD2D32_v2_ptds)(dstDevice, dstPitch, ui, Width, Height);
+	KMUX_MM_SKIP(NULL, 1, REAL(cuMemsetD2D32_v2_ptds)(dstDevice, dstPitch, ui, Width, Height));
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
 		   0,
 		   (uint64_t)dstPitch * Height, NULL, 1, 0);
@@ -1535,8 +1577,9 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD2D8Async(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemsetD2D8Async))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuMemsetD2D8Async)(dstDevice, dstPitch, uc, Width, Height, hStream);
+	KMUX_MM_SKIP(hStream, 0, REAL(cuMemsetD2D8Async)(dstDevice, dstPitch, uc, Width, Height, hStream));
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
 		   0,
 		   (uint64_t)dstPitch * Height, hStream, 0, 1);
@@ -1575,8 +1618,9 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD2D8Async_ptsz(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemsetD2D8Async_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuMemsetD2D8Async_ptsz)(dstDevice, dstPitch, uc, Width, Height, hStream);
+	KMUX_MM_SKIP(hStream, 1, REAL(cuMemsetD2D8Async_ptsz)(dstDevice, dstPitch, uc, Width, Height, hStream));
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
 		   0,
 		   (uint64_t)dstPitch * Height, hStream, 1, 1);
@@ -1613,8 +1657,9 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD2D8_v2(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemsetD2D8_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuMemsetD2D8_v2)(dstDevice, dstPitch, uc, Width, Height);
+	KMUX_MM_SKIP(NULL, 0, REAL(cuMemsetD2D8_v2)(dstDevice, dstPitch, uc, Width, Height));
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
 		   0,
 		   (uint64_t)dstPitch * Height, NULL, 0, 0);
@@ -1651,8 +1696,9 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD2D8_v2_ptds(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemsetD2D8_v2_ptds))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuMemsetD2D8_v2_ptds)(dstDevice, dstPitch, uc, Width, Height);
+	KMUX_MM_SKIP(NULL, 1, REAL(cuMemsetD2D8_v2_ptds)(dstDevice, dstPitch, uc, Width, Height));
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
 		   0,
 		   (uint64_t)dstPitch * Height, NULL, 1, 0);
@@ -1685,8 +1731,9 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemsetD32Async))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuMemsetD32Async)(dstDevice, ui, N, hStream);
+	KMUX_MM_SKIP(hStream, 0, REAL(cuMemsetD32Async)(dstDevice, ui, N, hStream));
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
 		   0,
 		   (uint64_t)N * 4, hStream, 0, 1);
@@ -1721,8 +1768,9 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD32Async_ptsz(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemsetD32Async_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuMemsetD32Async_ptsz)(dstDevice, ui, N, hStream);
+	KMUX_MM_SKIP(hStream, 1, REAL(cuMemsetD32Async_ptsz)(dstDevice, ui, N, hStream));
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
 		   0,
 		   (uint64_t)N * 4, hStream, 1, 1);
@@ -1755,8 +1803,9 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD32_v2(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemsetD32_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuMemsetD32_v2)(dstDevice, ui, N);
+	KMUX_MM_SKIP(NULL, 0, REAL(cuMemsetD32_v2)(dstDevice, ui, N));
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
 		   0,
 		   (uint64_t)N * 4, NULL, 0, 0);
@@ -1789,8 +1838,9 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD32_v2_ptds(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemsetD32_v2_ptds))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuMemsetD32_v2_ptds)(dstDevice, ui, N);
+	KMUX_MM_SKIP(NULL, 1, REAL(cuMemsetD32_v2_ptds)(dstDevice, ui, N));
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
 		   0,
 		   (uint64_t)N * 4, NULL, 1, 0);
@@ -1823,8 +1873,9 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemsetD8Async))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuMemsetD8Async)(dstDevice, uc, N, hStream);
+	KMUX_MM_SKIP(hStream, 0, REAL(cuMemsetD8Async)(dstDevice, uc, N, hStream));
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
 		   0,
 		   (uint64_t)N * 1, hStream, 0, 1);
@@ -1859,8 +1910,9 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD8Async_ptsz(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemsetD8Async_ptsz))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuMemsetD8Async_ptsz)(dstDevice, uc, N, hStream);
+	KMUX_MM_SKIP(hStream, 1, REAL(cuMemsetD8Async_ptsz)(dstDevice, uc, N, hStream));
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
 		   0,
 		   (uint64_t)N * 1, hStream, 1, 1);
@@ -1893,8 +1945,9 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD8_v2(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemsetD8_v2))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuMemsetD8_v2)(dstDevice, uc, N);
+	KMUX_MM_SKIP(NULL, 0, REAL(cuMemsetD8_v2)(dstDevice, uc, N));
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
 		   0,
 		   (uint64_t)N * 1, NULL, 0, 0);
@@ -1927,8 +1980,9 @@ KMUX_EXPORT CUresult CUDAAPI cuMemsetD8_v2_ptds(CUdeviceptr dstDevice,
 	if (NO_DRIVER(cuMemsetD8_v2_ptds))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuMemsetD8_v2_ptds)(dstDevice, uc, N);
+	KMUX_MM_SKIP(NULL, 1, REAL(cuMemsetD8_v2_ptds)(dstDevice, uc, N));
 	copy_begin(&c, TRACE_MEMSET, dstDevice,
 		   0,
 		   (uint64_t)N * 1, NULL, 1, 0);

@@ -319,9 +319,11 @@ KMUX_EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned gx,
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
 	launch_count();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuLaunchKernel)(f, gx, gy, gz, bx, by, bz, shmem,
 					    s, params, extra);
+	KMUX_MM_SKIP(s, 0, REAL(cuLaunchKernel)(f, gx, gy, gz, bx, by, bz, shmem,
+					    s, params, extra));
 	return launch_kernel(0, f, gx, gy, gz, bx, by, bz, shmem, s, params,
 			     extra);
 }
@@ -335,9 +337,11 @@ KMUX_EXPORT CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned gx,
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
 	launch_count();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuLaunchKernel_ptsz)(f, gx, gy, gz, bx, by, bz,
 						 shmem, s, params, extra);
+	KMUX_MM_SKIP(s, 1, REAL(cuLaunchKernel_ptsz)(f, gx, gy, gz, bx, by, bz,
+						 shmem, s, params, extra));
 	return launch_kernel(1, f, gx, gy, gz, bx, by, bz, shmem, s, params,
 			     extra);
 }
@@ -370,8 +374,9 @@ KMUX_EXPORT CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *c,
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
 	launch_count();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuLaunchKernelEx)(c, f, params, extra);
+	KMUX_MM_SKIP(c ? c->hStream : NULL, 0, REAL(cuLaunchKernelEx)(c, f, params, extra));
 	return launch_kernel_ex(0, c, f, params, extra);
 }
 
@@ -382,8 +387,9 @@ KMUX_EXPORT CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *c,
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
 	launch_count();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuLaunchKernelEx_ptsz)(c, f, params, extra);
+	KMUX_MM_SKIP(c ? c->hStream : NULL, 1, REAL(cuLaunchKernelEx_ptsz)(c, f, params, extra));
 	return launch_kernel_ex(1, c, f, params, extra);
 }
 
@@ -410,9 +416,11 @@ KMUX_EXPORT CUresult CUDAAPI cuLaunchCooperativeKernel(CUfunction f,
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
 	launch_count();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuLaunchCooperativeKernel)(f, gx, gy, gz, bx, by,
 						       bz, shmem, s, params);
+	KMUX_MM_SKIP(s, 0, REAL(cuLaunchCooperativeKernel)(f, gx, gy, gz, bx, by,
+						       bz, shmem, s, params));
 	return launch_coop(0, f, gx, gy, gz, bx, by, bz, shmem, s, params);
 }
 
@@ -425,10 +433,13 @@ KMUX_EXPORT CUresult CUDAAPI cuLaunchCooperativeKernel_ptsz(CUfunction f,
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
 	launch_count();
-	if (likely(!kmux_track_op()))
+	if (likely(!kmux_tracking))
 		return REAL(cuLaunchCooperativeKernel_ptsz)(f, gx, gy, gz, bx,
 							    by, bz, shmem, s,
 							    params);
+	KMUX_MM_SKIP(s, 1, REAL(cuLaunchCooperativeKernel_ptsz)(f, gx, gy, gz, bx,
+							    by, bz, shmem, s,
+							    params));
 	return launch_coop(1, f, gx, gy, gz, bx, by, bz, shmem, s, params);
 }
 

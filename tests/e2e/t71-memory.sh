@@ -97,6 +97,37 @@ KMUX_TRACE_DIR=$TMP/late-trace KMUX_LOG=info runp KMUX_MEMORY=lazy "$M" late >"$
 check "  ... traced too: every object right" has "$TMP/late2" "late a=4/4 b=2/2 c=3/3"
 check "  ... traced: fast, none skipped" \
 	grep -q "; fast path: [1-9][0-9]* operations (0 not decoded), 0 objects unbacked now$" "$TMP/late2"
+# Evict's quiet state (nothing evicted or unbacked): most operations go to
+# the driver undecoded.  A free must still wait for a kernel such an
+# operation launched on a stream of its own (KMUX_DEBUG_QUIET_TRACK=0:
+# none tracked), through the set of streams skipped operations went to.
+rm -f "$TMP"/fq.*
+SIMCUDA_LOG=$TMP/fq.%p KMUX_DEBUG_QUIET_TRACK=0 KMUX_LOG=info \
+	runp KMUX_MEMORY=evict KMUX_MEM_BUDGET=1G "$M" freebusy >"$TMP/fq" 2>&1
+check "evict, quiet: the free of a busy object succeeds" has "$TMP/fq" "freebusy err=0 first=1"
+"$SIMDIR/simcuda-check" -q "$TMP"/fq.* >"$TMP/fqcheck" 2>&1
+check "  ... after the waved-through kernel that writes it, not under it" [ $? -eq 0 ]
+check "  ... the exit line counts operations not decoded" \
+	grep -Eq "; quiet: [1-9][0-9]* operations, [1-9][0-9]* not decoded" "$TMP/fq"
+# Four threads launch on their own objects as fast as they can (quiet,
+# waved through) while the main thread's new objects evict them: no
+# launch may reach an object being evicted, results exact.  Then with
+# every waved-through launch held 200 us between its check and the driver
+# (KMUX_DEBUG_QUIET_DELAY_US), where only the drain at the eviction
+# (mm_quiet_stop) keeps it off the unmapped range.
+qr_bad=""
+for d in 0 200 200 200; do
+	rm -f "$TMP"/qr.*
+	n=20000
+	[ "$d" != 0 ] && n=2000
+	SIMCUDA_LOG=$TMP/qr.%p KMUX_DEBUG_QUIET_DELAY_US=$d KMUX_LOG=info \
+		runp KMUX_MEMORY=evict KMUX_MEM_BUDGET=8M "$M" quietrace 4 $n 30 >"$TMP/qr" 2>&1
+	"$SIMDIR/simcuda-check" -q "$TMP"/qr.* >/dev/null 2>&1 || qr_bad="$qr_bad fault(delay=$d)"
+	has "$TMP/qr" "quietrace good=4/4 extra=30/30" || qr_bad="$qr_bad result(delay=$d)"
+	grep -Eq "[1-9][0-9]* evictions .*; quiet: [0-9]+ operations, [1-9][0-9]* not decoded" "$TMP/qr" ||
+		qr_bad="$qr_bad no-race(delay=$d)"
+done
+check "evict, quiet, evictions racing waved-through launches: exact, no fault${qr_bad:+ ($qr_bad)}" [ -z "$qr_bad" ]
 KMUX_LAZY_MIN=128M LD_PRELOAD=$PRELOAD KMUX_MEMORY=lazy "$M" unused >"$TMP/u2" 2>&1
 check "KMUX_LAZY_MIN=128M: 256 MiB is managed" has "$TMP/u2" "unused delta=0"
 KMUX_LAZY_MIN=512M LD_PRELOAD=$PRELOAD KMUX_MEMORY=lazy "$M" unused >"$TMP/u3" 2>&1

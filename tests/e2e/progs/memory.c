@@ -66,11 +66,20 @@
  *                    (t71: B and C must be backed before their first
  *                    operation although the one before was waved through):
  *                      late a=F/L b=F/L c=F/L
+ *   memory quietrace T N R  T threads, each filling its own 4 KiB object N
+ *                    times on a stream of its own as fast as it can (under
+ *                    evict with a budget of T objects' spans: the quiet
+ *                    state, most launches not even decoded), while the main
+ *                    thread R times allocates a fifth object and fills it,
+ *                    which must evict one of the busy ones (t71: never under
+ *                    a launch already waved through, simcuda's check):
+ *                      quietrace good=G/T extra=E/R
  *   memory context   the context and the module only, nothing allocated
  *                    (bench/memory.sh's dry stand-in for ctxonly.cu):
  *                      context ok
  */
 #include <sys/stat.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <string.h>
@@ -386,6 +395,73 @@ static void c_late(void)
 	CHECK(cuMemFree(c));
 }
 
+struct quiet_thread {
+	CUcontext ctx;
+	CUdeviceptr p;
+	int n;
+};
+
+static void *quiet_worker(void *arg)
+{
+	struct quiet_thread *q = arg;
+	CUstream s;
+	int words = 1024;
+
+	CHECK(cuCtxSetCurrent(q->ctx));
+	CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	for (int i = 1; i <= q->n; i++) {
+		unsigned v = (unsigned)i;
+		void *args[] = { &q->p, &v, &words };
+
+		CHECK(cuLaunchKernel(f_fill, 1, 1, 1, 32, 1, 1, 0, s, args,
+				     NULL));
+	}
+	CHECK(cuStreamSynchronize(s));
+	CHECK(cuStreamDestroy(s));
+	return NULL;
+}
+
+static void c_quietrace(int nt, int n, int rounds)
+{
+	struct quiet_thread q[8];
+	pthread_t th[8];
+	CUcontext ctx;
+	int good = 0, extra = 0;
+
+	if (nt > 8)
+		nt = 8;
+	CHECK(cuCtxGetCurrent(&ctx));
+	for (int t = 0; t < nt; t++) {
+		q[t] = (struct quiet_thread){ .ctx = ctx, .n = n };
+		CHECK(cuMemAlloc(&q[t].p, 4096));
+		CHECK(fill(q[t].p, 0, 1024));
+	}
+	CHECK(cuCtxSynchronize());
+	for (int t = 0; t < nt; t++)
+		if (pthread_create(&th[t], NULL, quiet_worker, &q[t]))
+			exit(1);
+	for (int r = 0; r < rounds; r++) {
+		CUdeviceptr x;
+		unsigned f, l;
+
+		usleep(2000);
+		CHECK(cuMemAlloc(&x, 4096));
+		CHECK(fill(x, 7, 1024));
+		ends(x, 1024, &f, &l);
+		extra += f == 7 && l == 7;
+		CHECK(cuMemFree(x));
+	}
+	for (int t = 0; t < nt; t++) {
+		unsigned f, l;
+
+		pthread_join(th[t], NULL);
+		ends(q[t].p, 1024, &f, &l);
+		good += f == (unsigned)n && l == (unsigned)n;
+		CHECK(cuMemFree(q[t].p));
+	}
+	printf("quietrace good=%d/%d extra=%d/%d\n", good, nt, extra, rounds);
+}
+
 int main(int argc, char **argv)
 {
 	CUcontext ctx;
@@ -413,6 +489,9 @@ int main(int argc, char **argv)
 		c_freebusy();
 	else if (!strcmp(c, "late"))
 		c_late();
+	else if (!strcmp(c, "quietrace") && argc > 4 && atoi(argv[2]) > 0 &&
+		 atoi(argv[3]) > 0 && atoi(argv[4]) > 0)
+		c_quietrace(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]));
 	else if (!strcmp(c, "oom"))
 		c_oom();
 	else if (!strcmp(c, "keep"))
@@ -432,7 +511,7 @@ int main(int argc, char **argv)
 			 argc > 4 ? atoi(argv[4]) : 0);
 	else {
 		fprintf(stderr, "usage: memory context|unused|touch|objects|oom|keep|"
-			"freebusy|late|idle FILE|regrow FILE [MS]|cycle ROUNDS [MS]|hot ROUNDS|\n"
+			"freebusy|late|quietrace T N R|idle FILE|regrow FILE [MS]|cycle ROUNDS [MS]|hot ROUNDS|\n"
 			"staged STAGES REQUESTS [MS]\n");
 		return 2;
 	}
