@@ -516,8 +516,8 @@ print("| app | reps | " + " | ".join(label.get(m, m) for m in cmodes) + " | " +
       " | ".join("%s vs none" % m for m in others) + " | failures |")
 print("|---|---|" + "---|" * len(cmodes) + "---|" * len(others) + "---|")
 # Per round: the ratio of a mode's ROI to none's in the same round (the
-# process wall time for a program that reports no ROI).
-def round_ratios(a, m):
+# process wall time for a program that reports no ROI), as (none, mode).
+def round_pairs(a, m):
     out = []
     for r in sorted({x["rep"] for x in rows if x["app"] == a and x["rep"] != "0"}, key=int):
         for key in ("roi_ms", "wall_ms"):
@@ -526,8 +526,20 @@ def round_ratios(a, m):
             if n and v:
                 break
         if n and v and n[0] > 0:
-            out.append(v[0] / n[0])
+            out.append((n[0], v[0]))
     return out
+# 95% interval of the ratio of medians, resampling rounds (fixed seed, so
+# the report is reproducible from the csv).
+import random
+def boot_ci(pairs, reps=4000):
+    rng = random.Random(1)
+    k = len(pairs)
+    est = []
+    for _ in range(reps):
+        s = [pairs[rng.randrange(k)] for _ in range(k)]
+        est.append(statistics.median(v for _, v in s) / statistics.median(n for n, _ in s))
+    est.sort()
+    return est[int(0.025 * reps)], est[int(0.975 * reps) - 1]
 ratio_lines = []
 for a in apps:
     med, wall, nrep, nf = {}, {}, 0, 0
@@ -547,15 +559,20 @@ for a in apps:
     print("| %s | %d | %s | %s | %d |" % (a, nrep, " | ".join(c(m) for m in cmodes),
           " | ".join(rel(m) for m in others), nf))
     for m in others:
-        rr = round_ratios(a, m)
+        pp = round_pairs(a, m)
+        rr = [v / n for n, v in pp]
         if len(rr) >= 2:
-            ratio_lines.append("| %s | %s | %d | %s | %s .. %s |" % (a, m, len(rr),
+            lo, hi = boot_ci(pp)
+            rom = statistics.median(v for _, v in pp) / statistics.median(n for n, _ in pp)
+            ratio_lines.append("| %s | %s | %d | %s | %s .. %s | %s [%s, %s] |" % (a, m, len(rr),
                 fmt_pct(100.0 * (statistics.median(rr) - 1)), fmt_pct(100.0 * (min(rr) - 1)),
-                fmt_pct(100.0 * (max(rr) - 1))))
+                fmt_pct(100.0 * (max(rr) - 1)), fmt_pct(100.0 * (rom - 1)),
+                fmt_pct(100.0 * (lo - 1)), fmt_pct(100.0 * (hi - 1))))
 if ratio_lines:
-    print("\nPer round (each mode against none in the same round): median and range of the ratios\n")
-    print("| app | mode | rounds | median | range |")
-    print("|---|---|---|---|---|")
+    print("\nPer round (each mode against none in the same round): median and range of the ratios;")
+    print("ratio of the medians with its 95% bootstrap interval over rounds\n")
+    print("| app | mode | rounds | median | range | ratio of medians [95%] |")
+    print("|---|---|---|---|---|---|")
     print("\n".join(ratio_lines))
 print("\nTargets (issue 5): >= 30% lower peak on phase-local apps and never higher (both figures above); <= 3% slower with ample memory.")
 print("Raw rows: memory.csv; every command and output tail: memory.log.")
