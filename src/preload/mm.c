@@ -850,8 +850,8 @@ static int mm_quiet_user(uint64_t u)
  * operation through undecoded.  Lazy: when nothing is left to back (the
  * fast path), the common case once a program's memory is in use.  Evict:
  * in the quiet state, past the first MM_QUIET_TRACK of the clock's tick,
- * on at most MM_QUIET_STREAMS streams.  Either saves the decoding, the lookups and
- * (evict) the mutex: bench/launch-cost.sh's staged pattern.
+ * on at most MM_QUIET_STREAMS streams.  Either saves the decoding, the
+ * lookups and (evict) the mutex: bench/results/memory.md run 16.
  */
 int mm_skip_begin(uint64_t user)
 {

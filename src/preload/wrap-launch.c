@@ -322,8 +322,9 @@ KMUX_EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned gx,
 	if (likely(!kmux_tracking))
 		return REAL(cuLaunchKernel)(f, gx, gy, gz, bx, by, bz, shmem,
 					    s, params, extra);
-	KMUX_MM_SKIP(s, 0, REAL(cuLaunchKernel)(f, gx, gy, gz, bx, by, bz, shmem,
-					    s, params, extra));
+	KMUX_MM_SKIP(s, 0,
+		     REAL(cuLaunchKernel)(f, gx, gy, gz, bx, by, bz, shmem, s,
+					     params, extra));
 	return launch_kernel(0, f, gx, gy, gz, bx, by, bz, shmem, s, params,
 			     extra);
 }
@@ -340,8 +341,9 @@ KMUX_EXPORT CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned gx,
 	if (likely(!kmux_tracking))
 		return REAL(cuLaunchKernel_ptsz)(f, gx, gy, gz, bx, by, bz,
 						 shmem, s, params, extra);
-	KMUX_MM_SKIP(s, 1, REAL(cuLaunchKernel_ptsz)(f, gx, gy, gz, bx, by, bz,
-						 shmem, s, params, extra));
+	KMUX_MM_SKIP(s, 1,
+		     REAL(cuLaunchKernel_ptsz)(f, gx, gy, gz, bx, by, bz, shmem,
+						  s, params, extra));
 	return launch_kernel(1, f, gx, gy, gz, bx, by, bz, shmem, s, params,
 			     extra);
 }
@@ -376,7 +378,8 @@ KMUX_EXPORT CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *c,
 	launch_count();
 	if (likely(!kmux_tracking))
 		return REAL(cuLaunchKernelEx)(c, f, params, extra);
-	KMUX_MM_SKIP(c ? c->hStream : NULL, 0, REAL(cuLaunchKernelEx)(c, f, params, extra));
+	KMUX_MM_SKIP(c ? c->hStream : NULL, 0,
+		     REAL(cuLaunchKernelEx)(c, f, params, extra));
 	return launch_kernel_ex(0, c, f, params, extra);
 }
 
@@ -389,7 +392,8 @@ KMUX_EXPORT CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *c,
 	launch_count();
 	if (likely(!kmux_tracking))
 		return REAL(cuLaunchKernelEx_ptsz)(c, f, params, extra);
-	KMUX_MM_SKIP(c ? c->hStream : NULL, 1, REAL(cuLaunchKernelEx_ptsz)(c, f, params, extra));
+	KMUX_MM_SKIP(c ? c->hStream : NULL, 1,
+		     REAL(cuLaunchKernelEx_ptsz)(c, f, params, extra));
 	return launch_kernel_ex(1, c, f, params, extra);
 }
 
@@ -419,8 +423,9 @@ KMUX_EXPORT CUresult CUDAAPI cuLaunchCooperativeKernel(CUfunction f,
 	if (likely(!kmux_tracking))
 		return REAL(cuLaunchCooperativeKernel)(f, gx, gy, gz, bx, by,
 						       bz, shmem, s, params);
-	KMUX_MM_SKIP(s, 0, REAL(cuLaunchCooperativeKernel)(f, gx, gy, gz, bx, by,
-						       bz, shmem, s, params));
+	KMUX_MM_SKIP(s, 0,
+		     REAL(cuLaunchCooperativeKernel)(f, gx, gy, gz, bx, by, bz,
+							shmem, s, params));
 	return launch_coop(0, f, gx, gy, gz, bx, by, bz, shmem, s, params);
 }
 
@@ -437,9 +442,9 @@ KMUX_EXPORT CUresult CUDAAPI cuLaunchCooperativeKernel_ptsz(CUfunction f,
 		return REAL(cuLaunchCooperativeKernel_ptsz)(f, gx, gy, gz, bx,
 							    by, bz, shmem, s,
 							    params);
-	KMUX_MM_SKIP(s, 1, REAL(cuLaunchCooperativeKernel_ptsz)(f, gx, gy, gz, bx,
-							    by, bz, shmem, s,
-							    params));
+	KMUX_MM_SKIP(s, 1,
+		     REAL(cuLaunchCooperativeKernel_ptsz)(f, gx, gy, gz, bx, by,
+							     bz, shmem, s, params));
 	return launch_coop(1, f, gx, gy, gz, bx, by, bz, shmem, s, params);
 }
 
