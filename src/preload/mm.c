@@ -1536,5 +1536,8 @@ void mm_atfork_parent(void)
 
 void mm_atfork_child(void)
 {
+	/* Operations other threads were waving through are not the child's:
+	 * an eviction there must not wait for them. */
+	atomic_store(&mm_quiet_inflight, 0);
 	pthread_mutex_unlock(&mm_mu);
 }
