@@ -30,12 +30,12 @@
  * still tracked, which keeps the LRU order and idle times current: all of
  * a slow program's, and a fast one's from a tick boundary that drifts
  * through its loop (a fixed one in N would see only one object of a loop
- * of N, the same one every time).  The
- * streams of the skipped operations are kept in one small set that every
- * wait for an object's users also synchronizes.  An eviction first ends
- * the quiet state and waits for the skipped operations already past their
- * check to reach the driver (mm_quiet_stop()), so none can be submitted
- * over an object being unmapped.
+ * of N, the same one every time).  The streams of the skipped operations
+ * are kept in one small set that every wait for an object's users also
+ * synchronizes.  An eviction first ends the quiet state and waits for the
+ * skipped operations already past their check to reach the driver
+ * (mm_quiet_stop()), so none can be submitted over an object being
+ * unmapped.
  *
  * Quota: under lazy, the quota (KMUX_MEM_QUOTA) is charged the span at the
  * allocation, so a first touch never exceeds it; under evict, the quota is
@@ -855,11 +855,11 @@ static int mm_quiet_user(uint64_t u)
  */
 int mm_skip_begin(uint64_t user)
 {
-	if (mm_on == MM_LAZY)
-		return mm_lazy_skip();
 	struct timespec ts;
 	uint64_t tick;
 
+	if (mm_on == MM_LAZY)
+		return mm_lazy_skip();
 	if (!atomic_load_explicit(&mm_quiet, memory_order_relaxed))
 		return 0;
 	atomic_fetch_add_explicit(&mm_quiet_n, 1, memory_order_relaxed);
