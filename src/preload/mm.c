@@ -125,7 +125,7 @@ static _Atomic uint64_t mm_skip_ops;	/* of those, not even decoded */
 static atomic_int mm_quiet;		/* written under mm_mu */
 static atomic_int mm_quiet_inflight;	/* skipped, not yet returned */
 static _Atomic uint64_t mm_quiet_n;	/* operations seen while quiet */
-static _Atomic uint64_t mm_quiet_tick;	/* the coarse clock, ns */
+static _Atomic uint64_t mm_quiet_tick;	/* mm_coarse_ms() at the last tick */
 static atomic_int mm_quiet_track;	/* left to track in this tick */
 /* MM_QUIET_TRACK; tests set it (KMUX_DEBUG_QUIET_TRACK=0: skip all) */
 static int mm_quiet_track_n = MM_QUIET_TRACK;
@@ -774,6 +774,16 @@ static int mm_host_alloc(CUcontext ctx, void **p, uint64_t size,
 	return mm_host_take(ctx, size, p, got);
 }
 
+/* Objects' touch times: the coarse clock (a vDSO read, no syscall); its
+ * few ms of resolution are nothing beside MM_IDLE_MS.  Never 0. */
+static uint64_t mm_coarse_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000 + 1;
+}
+
 /*
  * Lazy mode's fast path (see mm_unbacked): nothing is left to back, so the
  * operation needs nothing from the memory manager.  Counts it and gives up
@@ -855,7 +865,6 @@ static int mm_quiet_user(uint64_t u)
  */
 int mm_skip_begin(uint64_t user)
 {
-	struct timespec ts;
 	uint64_t tick;
 
 	if (mm_on == MM_LAZY)
@@ -864,8 +873,7 @@ int mm_skip_begin(uint64_t user)
 		return 0;
 	atomic_fetch_add_explicit(&mm_quiet_n, 1, memory_order_relaxed);
 	/* Racy by design: a few more or fewer tracked in a tick is fine. */
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	tick = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	tick = mm_coarse_ms();
 	if (atomic_load_explicit(&mm_quiet_tick, memory_order_relaxed) != tick) {
 		atomic_store_explicit(&mm_quiet_tick, tick,
 				      memory_order_relaxed);
@@ -1090,16 +1098,6 @@ static uint64_t mm_now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-/* Objects' touch times: the coarse clock (a vDSO read, no syscall); its
- * few ms of resolution are nothing beside MM_IDLE_MS.  Never 0. */
-static uint64_t mm_coarse_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000 + 1;
 }
 
 /*

@@ -80,7 +80,7 @@ check "  ... after the kernel that writes it, not under it" [ $? -eq 0 ]
 check "  ... the exit line counts its fast operations" \
 	grep -q "; fast path: [1-9][0-9]* operations ([1-9][0-9]* not decoded), 0 objects unbacked now$" "$TMP/fb"
 # With nothing left to back, the wrappers do not even decode an operation
-# (kmux_track_op); an allocation after that is unbacked again, and the next
+# (KMUX_MM_SKIP); an allocation after that is unbacked again, and the next
 # launch or copy that touches it must back it first (simcuda's mapping
 # check on every access).
 rm -f "$TMP"/late.*
