@@ -46,8 +46,8 @@ for m in "$A" "$B"; do
 	esac
 done
 case $SET in
-apps | staged) ;;
-*) echo "memory-mix-pairs: unknown mix '$SET' (apps, staged)" >&2; exit 2 ;;
+apps | staged | torch) ;;
+*) echo "memory-mix-pairs: unknown mix '$SET' (apps, staged, torch)" >&2; exit 2 ;;
 esac
 
 LOG=$OUT/pairs.log

@@ -6,8 +6,8 @@
 #
 #     OUT=$OUT/mix KMUX_MIX_BUDGET_S=280 bash bench/memory-mix.sh
 #
-# Two mixes (KMUX_MIX_SETS, default "staged apps", run in that order; each
-# its own calibration, daemons and table, one exit status for all):
+# Three mixes (KMUX_MIX_SETS, default "staged apps", run in the order given;
+# each its own calibration, daemons and table, one exit status for all):
 #   staged  KMUX_MIX_STAGED_COPIES (4) copies of bench/memory/staged.cu
 #           (`staged plain KMUX_MIX_STAGED_ARGS`, default: its own defaults,
 #           3 stages of 512 MiB weights, 32768 batch-1 requests each): a
@@ -18,6 +18,14 @@
 #           mixed_pairs reductions image_pipeline), `APP plain --reps R
 #           --warmup 2`: programs that touch every buffer in every
 #           repetition (bench/results/memory.md run 2: 0.12x).
+#   torch   KMUX_MIX_TORCH_COPIES (4) copies of bench/memory/pipeline.py
+#           (`$PY pipeline.py KMUX_MIX_TORCH_ARGS`, default: its own
+#           defaults, three torchvision models in bfloat16 run one after
+#           another over 500 batches of 8): staged's idle weights in a
+#           program that waits for the GPU a few hundred times a second,
+#           not tens of thousands, so copies sharing a GPU by time slicing
+#           lose little to context switches (bench/results/share.md).
+#           Needs torch and torchvision in $PY (else the mix is skipped).
 # staged comes first so that the new mix gets its time even when the apps'
 # evict mode runs long.
 #
@@ -131,8 +139,8 @@ kmuxp() { env "LD_LIBRARY_PATH=$KMUX_DEVLIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH
 
 for set in $SETS; do
 	case $set in
-	apps | staged) ;;
-	*) log "KMUX_MIX_SETS: unknown mix '$set' (apps, staged)"; exit 2 ;;
+	apps | staged | torch) ;;
+	*) log "KMUX_MIX_SETS: unknown mix '$set' (apps, staged, torch)"; exit 2 ;;
 	esac
 done
 
@@ -149,6 +157,9 @@ if [ "$DRY" = 1 ]; then
 	APP_CMD[cycle]="$ROOT/build/tests/e2e/memory cycle 40"
 	SET_APPS[staged]="staged"
 	APP_CMD[staged]="$ROOT/build/tests/e2e/memory staged 3 200"
+	# the torch mix's stand-in: the same phase-major shape
+	SET_APPS[torch]="pipeline"
+	APP_CMD[pipeline]="$ROOT/build/tests/e2e/memory staged 3 200"
 	if [ "$MPS" = 1 ] && [ -z "$MPS_CONTROL" ]; then
 		MPS_CONTROL=$ROOT/bench/gpu/mps-control-stub.sh
 	fi
@@ -160,9 +171,17 @@ else
 	done
 	SET_APPS[staged]="staged"
 	APP_CMD[staged]="$B/staged plain ${KMUX_MIX_STAGED_ARGS:-}"
+	SET_APPS[torch]="pipeline"
+	APP_CMD[pipeline]="$PY $ROOT/bench/memory/pipeline.py ${KMUX_MIX_TORCH_ARGS:-}"
+	case " $SETS " in
+	*" torch "*)
+		check_stacks
+		[ "$HAVE_TORCH" = 1 ] || log "torch: $WHY_TORCH; that mix is skipped" ;;
+	esac
 	# Build what the chosen mixes run, in parallel.
 	pids=()
 	for set in $SETS; do
+		[ "$set" = torch ] && continue
 		for app in ${SET_APPS[$set]}; do
 			src=bench/apps/$app.cu
 			[ "$app" = staged ] && src=bench/memory/staged.cu
@@ -177,6 +196,7 @@ else
 fi
 SET_COPIES[apps]=${KMUX_MIX_COPIES:-2}
 SET_COPIES[staged]=${KMUX_MIX_STAGED_COPIES:-4}
+SET_COPIES[torch]=${KMUX_MIX_TORCH_COPIES:-4}
 
 # --------------------------------------------------------- calibration
 # calibrate SET APP: NEED_Q[APP] and NEED_E[APP] from one lazy run;
@@ -184,7 +204,11 @@ SET_COPIES[staged]=${KMUX_MIX_STAGED_COPIES:-4}
 declare -A NEED_Q NEED_E
 calibrate() {
 	local set=$1 app=$2 rc p l pm lm half
-	if [ "$DRY" != 1 ] && [ ! -x "$B/$app" ]; then
+	if [ "$DRY" != 1 ] && [ "$set" = torch ] && [ "$HAVE_TORCH" != 1 ]; then
+		log "$set: $app needs torch; left out of the mix"
+		return 1
+	fi
+	if [ "$DRY" != 1 ] && [ "$set" != torch ] && [ ! -x "$B/$app" ]; then
 		log "build: $app FAILED; left out of the $set mix"
 		FAILS=$((FAILS + 1))
 		return 1
@@ -358,6 +382,8 @@ about = {
     "staged": "copies of bench/memory/staged.cu: every stage's weights resident, "
               "used one stage after another, so most objects sit idle",
     "apps": "copies of bench/apps programs that touch every buffer in every repetition",
+    "torch": "copies of bench/memory/pipeline.py: several PyTorch models resident, "
+             "run one after another, a host read per batch",
 }
 def get(s, mode, task, key):
     return [r["value"] for r in rows
@@ -443,8 +469,8 @@ for s in sets:
     if span.get("quota-mps", 0) > 0 and span.get("evict-mps", 0) > 0:
         print("\nThroughput evict-mps vs quota-mps, like for like (quota-mps makespan / "
               "evict-mps makespan): %.2fx" % (span["quota-mps"] / span["evict-mps"]))
-print("\nRESULT ms is each task's own ROI as it prints it: staged, its whole run (all")
-print("stages); a bench/apps program, the median of its repetitions.")
+print("\nRESULT ms is each task's own ROI as it prints it: staged and pipeline, its")
+print("whole run (all stages or models); a bench/apps program, the median of its repetitions.")
 print("\nRaw rows: mix.csv; commands and output tails: mix.log; job records: ps-SET-MODE.json.")
 EOF
 log "mix: done in $(($(date +%s) - START))s, $FAILS failures; $MD"

@@ -31,9 +31,16 @@
 #              `share_load heavy`; then `share_load heavy` alone and beside
 #              `share_load sync 2 0`: the cost of time slicing as a
 #              function of how often a program waits for the GPU
+#   pipe1      1 copy of bench/memory/pipeline.py (PyTorch, several models
+#              run one after another, a host read per batch;
+#              PROBE_SHARE_PIPE_ARGS), no kmux
+#   pipe4      4 copies of it at once, no kmux: whether such a program
+#              gains from sharing a GPU by time slicing (the memory-mix
+#              torch set's premise)
+#   pipe4p     the same with --sync-every 0 (one host read per model)
 # Output: $OUT/probe-share.log (commands, every RESULT/STAGE line) and
-# $OUT/probe-share.csv (case,repeat,copy,ms,us_per_request; the sweep's
-# SHARE lines are in the log).
+# $OUT/probe-share.csv (case,repeat,copy,ms,us_per_request: per request of
+# staged, per batch of pipeline; the sweep's SHARE lines are in the log).
 set -u
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 LOG=$OUT/probe-share.log
@@ -45,12 +52,16 @@ REPEATS=${PROBE_SHARE_REPEATS:-2}
 CASES=${PROBE_SHARE_CASES:-alone plain4 plain2 bare4 evict4 mps4 beside torch sweep}
 log "probe-share: $(gpu_line)"
 log "probe-share: reps $REPS, repeats $REPEATS, cases: $CASES"
+case " $CASES " in *" pipe"*) check_stacks ;; esac
 for p in "bench/memory/staged.cu staged" "bench/gpu/progs/share_load.cu share_load"; do
 	set -- $p
 	"$NVCC" $NVCCFLAGS -o "$WORK/bin/$2" "$ROOT/$1" >>"$LOG" 2>&1 ||
 		{ log "probe-share: build of $1 failed"; exit 1; }
 done
 STAGED="$WORK/bin/staged plain --reps $REPS"
+PIPE="$PY $ROOT/bench/memory/pipeline.py ${PROBE_SHARE_PIPE_ARGS:-}"
+# what run_copies starts
+RUNCMD=$STAGED
 
 MPSDIR=$WORK/mps
 mps_up() {
@@ -66,11 +77,12 @@ mps_down() {
 
 # run_copies CASE REPEAT K ENV...: K copies at once, each with ENV set
 run_copies() {
-	local c=$1 rep=$2 k=$3 i pids=() f ms us
+	local c=$1 rep=$2 k=$3 i pids=() f ms us n
 	shift 3
-	logq "\$ $k x env $* $STAGED"
+	logq "\$ $k x env $* $RUNCMD"
 	for ((i = 0; i < k; i++)); do
-		env "$@" $STAGED >"$WORK/run/$c-$rep-$i.out" 2>&1 &
+		# shellcheck disable=SC2086  # words, as given
+		env "$@" $RUNCMD >"$WORK/run/$c-$rep-$i.out" 2>&1 &
 		pids+=($!)
 	done
 	wait "${pids[@]}"
@@ -78,7 +90,10 @@ run_copies() {
 		f=$WORK/run/$c-$rep-$i.out
 		sed "s/^/    [$c.$rep.$i] /" "$f" | grep -E 'RESULT|STAGE|CHECK|rror' >>"$LOG"
 		ms=$(sed -n 's/^RESULT .* ms=\([0-9.]*\) .*/\1/p' "$f" | head -1)
-		us=$(awk -v ms="${ms:-0}" -v r="$REPS" 'BEGIN { if (ms > 0) printf "%.2f", ms * 1000 / (r * 3) }')
+		# requests (staged: 3 stages) or batches (pipeline: its stages=)
+		n=$(sed -n 's/^RESULT .* reps=\([0-9]*\) stages=\([0-9]*\).*/\1 \2/p' "$f" | head -1)
+		[ -n "$n" ] || n="$REPS 3"
+		us=$(echo "$n" | awk -v ms="${ms:-0}" '{ if (ms > 0) printf "%.2f", ms * 1000 / ($1 * $2) }')
 		echo "$c,$rep,$i,${ms:-},$us" >>"$CSV"
 	done
 }
@@ -146,6 +161,17 @@ for ((rep = 1; rep <= REPEATS; rep++)); do
 		torch) beside $c $rep 12 $PY "$PROGS/torch_resnet.py" --bench \
 			--steps 3000 --warmup 5 --configs 32x224 ;;
 		sweep) sweep $rep ;;
+		pipe1 | pipe4 | pipe4p)
+			if [ "$HAVE_TORCH" != 1 ]; then
+				log "probe-share: $c skipped: $WHY_TORCH"
+				continue
+			fi
+			RUNCMD=$PIPE
+			[ $c = pipe4p ] && RUNCMD="$PIPE --sync-every 0"
+			k=4
+			[ $c = pipe1 ] && k=1
+			run_copies $c $rep $k KMUX_NONE=1
+			RUNCMD=$STAGED ;;
 		*) log "probe-share: unknown case $c" ;;
 		esac
 		awk -F, -v c=$c -v r=$rep '$1 == c && $2 == r { printf "    %s.%s copy %s: %s ms, %s us/request\n", c, r, $3, $4, $5 }' "$CSV" | tee -a "$LOG"

@@ -114,6 +114,24 @@ if [ "$BUILD" = "$ROOT/build" ]; then
 		eval 'grep -q "^No learning pass" "$TMP/mix/mix.md" &&
 			not grep -q "evict-learn" "$TMP/mix/mix.csv"'
 
+	# The torch mix (bench/memory/pipeline.py on a GPU) has the staged
+	# stand-in here: it must be accepted, calibrated and run like staged.
+	OUT=$TMP/mixt KMUX_MIX_DRY=1 KMUX_MIX_SETS=torch KMUX_MIX_BUDGET_S=120 \
+		bash "$ROOT/bench/memory-mix.sh" >"$TMP/mixt.out" 2>&1
+	mrc=$?
+	check "memory-mix.sh dry, the torch mix: exit 0 ($mrc)" eval '[ "$mrc" = 0 ] || { tail -n 20 "$TMP/mixt.out"; false; }'
+	check "  ... its own table: 1 task at once under quota, 2 under evict, and the ratio" \
+		eval 'grep -q "^## mix: torch (copies of bench/memory/pipeline.py" "$TMP/mixt/mix.md" &&
+			grep -q "^| quota | 40 | 4 | 1 |" "$TMP/mixt/mix.md" &&
+			grep -q "^| evict | 40 | 4 | 2 |" "$TMP/mixt/mix.md" &&
+			grep -q "^Throughput evict vs quota" "$TMP/mixt/mix.md" &&
+			grep -q "^torch,evict,t3-pipeline,rc,0$" "$TMP/mixt/mix.csv"'
+	OUT=$TMP/mixu KMUX_MIX_DRY=1 KMUX_MIX_SETS="torch nosuch" bash "$ROOT/bench/memory-mix.sh" \
+		>"$TMP/mixu.out" 2>&1
+	mrc=$?
+	check "memory-mix.sh: an unknown mix is refused (exit 2, $mrc) and named" \
+		eval '[ "$mrc" = 2 ] && grep -q "unknown mix .nosuch. (apps, staged, torch)" "$TMP/mixu.out"'
+
 	# KMUX_MIX_LEARN=1 (bench/results/memory.md run 3): an apps mix whose
 	# `memory cycle` tasks thrash under evict (no margin: 8 MiB budgets, a
 	# 16 MiB working set).  The learning pass thrashes and kmuxd learns;
