@@ -357,16 +357,25 @@ void job_finish(struct server *srv, struct job *j, uint32_t state,
 		job_learn_waits(srv, j);
 	if (learned && (j->thrash_want || j->thrash_ws)) {
 		/* Thrashed: it asked to grow (a window thrashed), or its run
-		 * as a whole restored too much (the preload's verdict). */
-		uint64_t ws = j->thrash_want > j->thrash_ws ? j->thrash_want
-							    : j->thrash_ws;
-		char w[SIZE_FORMAT_MAX];
+		 * as a whole restored too much.  The preload's thrash_ws is
+		 * what to learn (mm_learn_ws: all it backed when the run
+		 * thrashed, the working set its windows sustained when it
+		 * only asked); the ask alone, all it had backed then, is the
+		 * fallback for a preload that sent none. */
+		uint64_t ws = j->thrash_ws ? j->thrash_ws : j->thrash_want;
+		char w[SIZE_FORMAT_MAX], a[SIZE_FORMAT_MAX];
 
 		size_format(ws, w, sizeof(w));
+		size_format(j->thrash_want, a, sizeof(a));
 		if (db_profile_note_thrash(srv->db, j->profile_key, ws, err,
 					   sizeof(err)))
 			log_warn("daemon: job %lld: profile: %s",
 				 (long long)j->id, err);
+		else if (j->thrash_want > ws)
+			log_info("daemon: job %lld: thrashed (asked to grow); "
+				 "its profile learned a working set of %s, what "
+				 "its windows sustained (it asked for %s)",
+				 (long long)j->id, w, a);
 		else
 			log_info("daemon: job %lld: thrashed (%s); its profile "
 				 "learned a working set of %s", (long long)j->id,

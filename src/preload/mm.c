@@ -94,6 +94,7 @@ struct mm_obj {
 	uint64_t host_size;		/* its buffer's real size */
 	uint64_t last;			/* seq of the last operation */
 	uint64_t touched_ms;		/* evict: when (coarse clock); 0 never */
+	uint64_t win;			/* evict: thrash window last counted in */
 	enum mm_state state;
 	int dev;
 	int pinned;
@@ -306,7 +307,7 @@ static void mm_report(void)
 			 (unsigned long long)s.run_restored,
 			 (unsigned long long)s.run_touched,
 			 (unsigned long long)(s.run_touched / s.run_restored),
-			 s.thrash_ws ? "thrashed" : "did not thrash");
+			 s.run_thrashed ? "thrashed" : "did not thrash");
 	else if (mm_on == MM_EVICT)
 		snprintf(ratio, sizeof(ratio), "; restored 0 of %llu touched "
 			 "bytes (none): did not thrash",
@@ -1101,6 +1102,20 @@ static uint64_t mm_now_ms(void)
 }
 
 /*
+ * Evict mode under kmuxd (mm_mu held): count o once in the thrash
+ * detector's open window (its sustained working set, thrash.h).
+ */
+static void mm_thrash_distinct(struct mm_obj *o)
+{
+	uint64_t w = thrash_window_id(&mm_thrash);
+
+	if (o->win != w) {
+		o->win = w;
+		thrash_note_distinct(&mm_thrash, o->size);
+	}
+}
+
+/*
  * Evict mode under kmuxd (mm_mu held): feed the thrash detector this
  * operation's touched and restored bytes.  Thrashing: ask, once the
  * operation is submitted and the mutex released (mm_op_end), for a budget
@@ -1165,7 +1180,7 @@ static CUresult mm_op_once(struct mm_op *op, const uint64_t *bases, int n,
 	uint64_t user = stream_norm(stream, per_thread), seq;
 	struct mm_obj *o, *mine[MM_MAX_TOUCH];
 	uint64_t touched = 0, need = 0, restored, backed, now = 0;
-	int k = 0;
+	int k = 0, grow;
 	CUresult r = CUDA_SUCCESS;
 
 	op->locked = 0;
@@ -1185,12 +1200,15 @@ static CUresult mm_op_once(struct mm_op *op, const uint64_t *bases, int n,
 	if (now && !mm_first_ms)
 		mm_first_ms = now;
 	restored = mm_st.restore_bytes;
+	grow = mm_on == MM_EVICT && mm_grow_budget && quota_on;
 	/* Mark first: nothing this operation needs is an eviction victim. */
 	if (all) {
 		for (o = mm_list.next; o != &mm_list; o = o->next) {
 			mm_touch(o, seq, pin, user, now);
 			touched += o->size;
 			need += o->span;
+			if (grow)
+				mm_thrash_distinct(o);
 		}
 		for (o = mm_list.next; o != &mm_list && !r; o = o->next)
 			r = mm_back(o, seq);
@@ -1202,6 +1220,8 @@ static CUresult mm_op_once(struct mm_op *op, const uint64_t *bases, int n,
 				mine[k++] = o;
 				touched += o->size;
 				need += o->span;
+				if (grow)
+					mm_thrash_distinct(o);
 			}
 		}
 		for (int i = 0; i < k && !r; i++)
@@ -1225,7 +1245,7 @@ static CUresult mm_op_once(struct mm_op *op, const uint64_t *bases, int n,
 		 mm_st.evicted;
 	if (backed > mm_st.peak_backed)
 		mm_st.peak_backed = backed;
-	if (mm_grow_budget && quota_on)
+	if (grow)
 		mm_thrash_check(op, touched, restored);
 	mm_quiet_update();
 	return r;
@@ -1393,6 +1413,30 @@ static uint64_t mm_any_gran(void)
 }
 
 /*
+ * What kmuxd learns as this run's working set (ALLOC_UPDATE's thrash_ws,
+ * mm_mu held or not: the fields are read apart).  A run that thrashed as a
+ * whole needs all it backed.  A run that only asked to grow had windows
+ * that thrashed, perhaps a transient (a warm-up that ran every model once,
+ * a stage boundary): its sustained working set (thrash.h), at least what
+ * one operation needs; all it backed when no THRASH_WS_SPAN windows
+ * closed to say.  Nothing else thrashed: 0, nothing to learn.
+ */
+static uint64_t mm_learn_ws(int run_thrashed)
+{
+	uint64_t ws = 0;
+
+	if (mm_on != MM_EVICT)
+		return 0;
+	if (run_thrashed)
+		ws = mm_st.peak_backed;
+	else if (mm_thrash.asked)
+		ws = mm_thrash.ws ? mm_thrash.ws : mm_st.peak_backed;
+	if (ws && ws < mm_st.op_need)
+		ws = mm_st.op_need;
+	return (ws + (1 << 20) - 1) & ~(uint64_t)((1 << 20) - 1);
+}
+
+/*
  * kmuxd wants budget back (MEM_PRESSURE with PROTO_PRESSURE_F_BUDGET): the
  * rule is shrink.h's.  The floor's inputs are sampled here, under mm_mu:
  * the objects touched within MM_IDLE_MS (and pinned ones, which never
@@ -1512,10 +1556,8 @@ void mm_get_stats(struct mm_stats *st)
 	st->quiet_skips = atomic_load_explicit(&mm_quiet_skips,
 					       memory_order_relaxed);
 	st->unbacked = atomic_load_explicit(&mm_unbacked, memory_order_relaxed);
-	st->thrash_ws = 0;
-	if (mm_on == MM_EVICT && thrash_run_verdict(&mm_run))
-		st->thrash_ws = (mm_st.peak_backed + (1 << 20) - 1) &
-				~(uint64_t)((1 << 20) - 1);
+	st->run_thrashed = mm_on == MM_EVICT && thrash_run_verdict(&mm_run);
+	st->thrash_ws = mm_learn_ws(st->run_thrashed);
 	st->budget = mm_on == MM_EVICT && quota_on ?
 		     atomic_load(&quota_global.limit) : 0;
 	if (locked)

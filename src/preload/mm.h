@@ -160,10 +160,12 @@ struct mm_stats {
 	uint64_t op_need, shrinks, shrunk_to;
 	uint64_t suspends;	/* load control: times it suspended */
 	/* Evict: the whole run's bytes touched by operations and restored
-	 * for them (thrash_run), and, when that thrashed
-	 * (thrash_run_verdict), peak_backed rounded up to a MiB (else 0):
-	 * the working set kmuxd learns (ALLOC_UPDATE's thrash_ws). */
+	 * for them (thrash_run), whether that thrashed (thrash_run_verdict),
+	 * and the working set kmuxd learns, rounded up to a MiB (ALLOC_UPDATE's
+	 * thrash_ws; mm.c, mm_learn_ws: peak_backed when the run thrashed,
+	 * the sustained working set when it only asked to grow, else 0). */
 	uint64_t run_touched, run_restored, thrash_ws;
+	int run_thrashed;
 	/* Lazy: operations that took the fast path (nothing was left to
 	 * back), of those the ones whose wrapper called straight through
 	 * without decoding them (mm_skip_begin), and objects still unbacked

@@ -40,9 +40,20 @@ bool thrash_note(struct thrash *t, uint64_t touched, uint64_t restored,
 		    ((1u << THRASH_STEADY_SPAN) - 1);
 	if (__builtin_popcount(t->steady) >= THRASH_STEADY_WINDOWS)
 		bad = true;
+	t->ws_last[t->windows % THRASH_WS_SPAN] = t->distinct;
 	t->windows++;
+	if (t->windows >= THRASH_WS_SPAN) {
+		uint64_t held = UINT64_MAX;
+
+		for (int i = 0; i < THRASH_WS_SPAN; i++)
+			if (t->ws_last[i] < held)
+				held = t->ws_last[i];
+		if (held > t->ws)
+			t->ws = held;
+	}
 	t->touched = 0;
 	t->restored = 0;
+	t->distinct = 0;
 	if (!bad)
 		return false;
 	t->thrashing++;

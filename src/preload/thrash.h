@@ -43,13 +43,49 @@
 #define THRASH_STEADY_SPAN 8
 #define THRASH_STEADY_WINDOWS 4
 
+/*
+ * The working set a task sustains (what kmuxd learns from a run that asked
+ * to grow but did not thrash as a whole, docs/design-daemon.md): each
+ * window also counts the bytes of the distinct objects it touched, and the
+ * sustained working set is the largest amount that THRASH_WS_SPAN windows
+ * in a row each touched (the maximum, over the run, of the minimum of the
+ * last THRASH_WS_SPAN windows).  One window across a stage boundary, or a
+ * warm-up that runs every model once, touches more than any stage, but
+ * only for a window or two; a stage's own set lasts for many
+ * (bench/results/memory.md run 17: pipeline.py's warm-up asked for its
+ * whole footprint, 1.46 GiB, where one model at a time needs about half).
+ * A set cycled through every repetition fills every window, so it is
+ * counted whole once the budget holds it (a window is two budgets of
+ * touches).
+ */
+#define THRASH_WS_SPAN 4
+
 struct thrash {
 	uint64_t touched, restored;	/* bytes, in the current window */
+	uint64_t distinct;		/* bytes of distinct objects, this window */
 	uint64_t windows, thrashing;	/* windows closed, and thrashing */
 	uint32_t steady;		/* the last windows at 1/RUN_DIV, a bit each */
 	uint64_t last_ask_ms;		/* 0: never asked */
 	bool asked;
+	uint64_t ws_last[THRASH_WS_SPAN];	/* distinct bytes, recent windows */
+	uint64_t ws;			/* sustained working set so far */
 };
+
+/*
+ * The open window's number (never 0): an object stamped with it was
+ * already counted in this window by thrash_note_distinct().
+ */
+static inline uint64_t thrash_window_id(const struct thrash *t)
+{
+	return t->windows + 1;
+}
+
+/* An object of bytes touched for the first time in the open window. */
+static inline void thrash_note_distinct(struct thrash *t, uint64_t bytes)
+{
+	t->distinct = bytes > UINT64_MAX - t->distinct ? UINT64_MAX
+						       : t->distinct + bytes;
+}
 
 /*
  * One operation: touched bytes of objects, restored bytes of them, under a

@@ -3,7 +3,8 @@
  * (thrash.c): cyclic working sets larger than the budget thrash at any
  * scale, idle objects restored now and then do not, the rate limit, and
  * the edges (no budget, saturation); and the whole run's verdict
- * (thrash_run_*): 1/THRASH_RUN_DIV exactly, its edges and patterns.
+ * (thrash_run_*): 1/THRASH_RUN_DIV exactly, its edges and patterns; and
+ * the sustained working set learned from a run that asked (thrash.h).
  */
 #include <stdarg.h>
 #include <stdbool.h>
@@ -246,6 +247,130 @@ static void test_run_patterns(void **state)
 	assert_int_equal(asks, 0);
 }
 
+/*
+ * The sustained working set (thrash.h, THRASH_WS_SPAN).  A toy LRU of
+ * objects under a budget, stamped per window as mm.c does: an operation
+ * touches one object, restores it if it was evicted.
+ */
+struct ws_obj {
+	uint64_t size, win, last;
+	bool resident;
+};
+
+struct ws_sim {
+	struct thrash t;
+	struct ws_obj *o;
+	int n;
+	uint64_t budget, seq, ms;
+	int asks;
+};
+
+static void ws_touch(struct ws_sim *s, int i)
+{
+	struct ws_obj *o = &s->o[i];
+	uint64_t restored = 0, res = 0;
+
+	if (o->win != thrash_window_id(&s->t)) {
+		o->win = thrash_window_id(&s->t);
+		thrash_note_distinct(&s->t, o->size);
+	}
+	if (!o->resident && o->last)
+		restored = o->size;
+	o->resident = true;
+	o->last = ++s->seq;
+	/* Evict least recently used objects until the budget holds. */
+	for (int k = 0; k < s->n; k++)
+		res += s->o[k].resident ? s->o[k].size : 0;
+	while (res > s->budget) {
+		int v = -1;
+
+		for (int k = 0; k < s->n; k++)
+			if (k != i && s->o[k].resident &&
+			    (v < 0 || s->o[k].last < s->o[v].last))
+				v = k;
+		if (v < 0)
+			break;
+		s->o[v].resident = false;
+		res -= s->o[v].size;
+	}
+	s->asks += thrash_note(&s->t, o->size, restored, s->budget,
+			       s->ms += 10);
+}
+
+static void test_ws_cyclic(void **state)
+{
+	struct ws_obj o[4] = { { .size = 4 } , { .size = 4 }, { .size = 4 },
+			       { .size = 4 } };
+	struct ws_sim s = { .o = o, .n = 4, .budget = 8 };
+
+	(void)state;
+	/* A window is 16 bytes of touches: 4 operations.  Before
+	 * THRASH_WS_SPAN windows closed, nothing is known. */
+	for (int i = 0; i < 4 * (THRASH_WS_SPAN - 1); i++)
+		ws_touch(&s, i % 4);
+	assert_int_equal(s.t.ws, 0);
+	for (int i = 0; i < 4; i++)
+		ws_touch(&s, i % 4);
+	/* The whole cycle, 16 bytes, twice the budget: it thrashed. */
+	assert_int_equal(s.t.ws, 16);
+	assert_true(s.asks > 0);
+	/* The budget grown to hold it: windows of 32 bytes, the same set. */
+	s.budget = 16;
+	for (int i = 0; i < 64; i++)
+		ws_touch(&s, i % 4);
+	assert_int_equal(s.t.ws, 16);
+}
+
+/*
+ * bench/memory/pipeline.py's shape: three models of 60, 40 and 16 units
+ * (each touched as 4 pieces per batch, one piece per operation) and an
+ * activation buffer of 8, under a budget of half the footprint (62).  A
+ * warm-up runs each model once, then each model runs 100 batches.  The
+ * warm-up and the boundaries thrash and ask; the set learned is the
+ * largest model's with its activations (68), not the footprint (124).
+ */
+static void test_ws_phases(void **state)
+{
+	struct ws_obj o[13] = { { 0 } };
+	struct ws_sim s = { .o = o, .n = 13, .budget = 62 };
+	const uint64_t piece[3] = { 15, 10, 4 };
+
+	(void)state;
+	for (int m = 0; m < 3; m++)
+		for (int p = 0; p < 4; p++)
+			o[4 * m + p].size = piece[m];
+	o[12].size = 8;
+	for (int m = 0; m < 3; m++)
+		for (int p = 0; p < 4; p++) {
+			ws_touch(&s, 4 * m + p);
+			ws_touch(&s, 12);
+		}
+	for (int m = 0; m < 3; m++)
+		for (int b = 0; b < 100; b++)
+			for (int p = 0; p < 4; p++) {
+				ws_touch(&s, 4 * m + p);
+				ws_touch(&s, 12);
+			}
+	assert_true(s.asks > 0);
+	assert_int_equal(s.t.ws, 68);
+}
+
+/* Distinct bytes saturate; a window closing resets them. */
+static void test_ws_edges(void **state)
+{
+	struct thrash t = { 0 };
+
+	(void)state;
+	assert_int_equal(thrash_window_id(&t), 1);
+	thrash_note_distinct(&t, UINT64_MAX - 1);
+	thrash_note_distinct(&t, 5);
+	assert_int_equal(t.distinct, UINT64_MAX);
+	thrash_note(&t, 200, 0, 100, 1);
+	assert_int_equal(t.distinct, 0);
+	assert_int_equal(thrash_window_id(&t), 2);
+	assert_int_equal(t.ws, 0);	/* one window: not sustained */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -258,6 +383,9 @@ int main(void)
 		cmocka_unit_test(test_run_ratio),
 		cmocka_unit_test(test_run_edges),
 		cmocka_unit_test(test_run_patterns),
+		cmocka_unit_test(test_ws_cyclic),
+		cmocka_unit_test(test_ws_phases),
+		cmocka_unit_test(test_ws_edges),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -43,6 +43,11 @@
  *                    makes stages last seconds whatever the build):
  *                      stage S sum=X     per stage, over its requests
  *                      staged check=C    an FNV-1a of every result
+ *   memory pipeline S R  staged's pattern after a warm-up that runs one
+ *                    request through every stage in turn, as
+ *                    bench/memory/pipeline.py does (t77: the warm-up
+ *                    cycles through every stage's weights, once):
+ *                    the same output as staged S R
  *   memory regrow FILE [MS]  two 4 MiB objects filled with 1 and 2; the
  *                    first refilled every MS ms (default 20) until FILE
  *                    exists (at most 60 s), the second idle meanwhile (a
@@ -264,7 +269,7 @@ static void c_hot(int rounds)
 	four_report(o);
 }
 
-static void c_staged(int stages, int reqs, int ms)
+static void c_staged(int stages, int reqs, int ms, int warm)
 {
 	const size_t n = 4 * MIB / 4, slice = 1024;
 	CUdeviceptr w[8], in, out;
@@ -284,6 +289,13 @@ static void c_staged(int stages, int reqs, int ms)
 	/* Small: passes through the memory manager. */
 	CHECK(cuMemAlloc(&in, 4));
 	CHECK(cuMemAlloc(&out, 4));
+	for (int s = 0; warm && s < stages; s++) {
+		int cnt = (int)slice;
+		void *args[] = { &w[s], &out, &cnt };
+
+		CHECK(cuLaunchKernel(f_sum, 1, 1, 1, 32, 1, 1, 0, NULL, args, NULL));
+		CHECK(cuMemcpyDtoH(&res, out, 4));
+	}
 	for (int s = 0; s < stages; s++) {
 		double sum = 0;
 
@@ -508,11 +520,14 @@ int main(int argc, char **argv)
 	else if (!strcmp(c, "staged") && argc > 3 && atoi(argv[2]) > 0 &&
 		 atoi(argv[3]) > 0)
 		c_staged(atoi(argv[2]), atoi(argv[3]),
-			 argc > 4 ? atoi(argv[4]) : 0);
+			 argc > 4 ? atoi(argv[4]) : 0, 0);
+	else if (!strcmp(c, "pipeline") && argc > 3 && atoi(argv[2]) > 0 &&
+		 atoi(argv[3]) > 0)
+		c_staged(atoi(argv[2]), atoi(argv[3]), 0, 1);
 	else {
 		fprintf(stderr, "usage: memory context|unused|touch|objects|oom|keep|"
 			"freebusy|late|quietrace T N R|idle FILE|regrow FILE [MS]|cycle ROUNDS [MS]|hot ROUNDS|\n"
-			"staged STAGES REQUESTS [MS]\n");
+			"staged STAGES REQUESTS [MS]|pipeline STAGES REQUESTS\n");
 		return 2;
 	}
 	CHECK(cuCtxSynchronize());
