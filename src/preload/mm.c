@@ -144,6 +144,9 @@ static int mm_debug_broken;	/* tests: never back anything */
 static unsigned mm_debug_quiet_delay;
 static int (*mm_prev_fields)(char *buf, size_t len);
 static struct thrash mm_thrash;	/* mm_mu */
+/* mm_thrash_reuse: more objects than it walks, once (mm_mu) */
+#define MM_REUSE_SCAN_MAX 1024
+static int mm_reuse_unknown;
 static struct thrash_run mm_run;	/* mm_mu: evict, the whole run */
 static atomic_bool mm_shrunk;		/* evict: mm_shrink gave budget back */
 static uint64_t mm_first_ms;	/* mm_mu: evict, first operation's time
@@ -1102,17 +1105,34 @@ static uint64_t mm_now_ms(void)
 }
 
 /*
- * Evict mode under kmuxd (mm_mu held): count o once in the thrash
- * detector's open window (its sustained working set, thrash.h).
+ * Evict mode under kmuxd (mm_mu held), before o is touched: at its first
+ * touch in the thrash detector's open window, note its reuse distance
+ * (thrash.h: the bytes of the objects touched since it was, itself
+ * included), for the sustained working set kmuxd learns.  A walk over
+ * every object, at most once per object and window; past
+ * MM_REUSE_SCAN_MAX objects it is not made, and the run's working set is
+ * unknown (mm_learn_ws then falls back to all it backed).
  */
-static void mm_thrash_distinct(struct mm_obj *o)
+static void mm_thrash_reuse(struct mm_obj *o)
 {
-	uint64_t w = thrash_window_id(&mm_thrash);
+	uint64_t w = thrash_window_id(&mm_thrash), d;
+	struct mm_obj *p;
 
-	if (o->win != w) {
-		o->win = w;
-		thrash_note_distinct(&mm_thrash, o->size);
+	if (o->win == w)
+		return;
+	o->win = w;
+	if (!o->last)
+		return;		/* never touched: backed, not reused */
+	if (atomic_load_explicit(&mm_nobj, memory_order_relaxed) >
+	    MM_REUSE_SCAN_MAX) {
+		mm_reuse_unknown = 1;
+		return;
 	}
+	d = o->size;
+	for (p = mm_list.next; p != &mm_list; p = p->next)
+		if (p->last > o->last)
+			d += p->size;
+	thrash_note_reuse(&mm_thrash, d);
 }
 
 /*
@@ -1204,11 +1224,11 @@ static CUresult mm_op_once(struct mm_op *op, const uint64_t *bases, int n,
 	/* Mark first: nothing this operation needs is an eviction victim. */
 	if (all) {
 		for (o = mm_list.next; o != &mm_list; o = o->next) {
+			if (grow)
+				mm_thrash_reuse(o);
 			mm_touch(o, seq, pin, user, now);
 			touched += o->size;
 			need += o->span;
-			if (grow)
-				mm_thrash_distinct(o);
 		}
 		for (o = mm_list.next; o != &mm_list && !r; o = o->next)
 			r = mm_back(o, seq);
@@ -1216,12 +1236,12 @@ static CUresult mm_op_once(struct mm_op *op, const uint64_t *bases, int n,
 		for (int i = 0; i < n && k < MM_MAX_TOUCH; i++) {
 			o = mm_find(bases[i]);
 			if (o && o->last != seq) {
+				if (grow)
+					mm_thrash_reuse(o);
 				mm_touch(o, seq, pin, user, now);
 				mine[k++] = o;
 				touched += o->size;
 				need += o->span;
-				if (grow)
-					mm_thrash_distinct(o);
 			}
 		}
 		for (int i = 0; i < k && !r; i++)
@@ -1419,7 +1439,8 @@ static uint64_t mm_any_gran(void)
  * that thrashed, perhaps a transient (a warm-up that ran every model once,
  * a stage boundary): its sustained working set (thrash.h), at least what
  * one operation needs; all it backed when no THRASH_WS_SPAN windows
- * closed to say.  Nothing else thrashed: 0, nothing to learn.
+ * closed to say, or when it had too many objects to measure reuse.
+ * Nothing else thrashed: 0, nothing to learn.
  */
 static uint64_t mm_learn_ws(int run_thrashed)
 {
@@ -1430,7 +1451,8 @@ static uint64_t mm_learn_ws(int run_thrashed)
 	if (run_thrashed)
 		ws = mm_st.peak_backed;
 	else if (mm_thrash.asked)
-		ws = mm_thrash.ws ? mm_thrash.ws : mm_st.peak_backed;
+		ws = mm_thrash.ws && !mm_reuse_unknown ? mm_thrash.ws
+						       : mm_st.peak_backed;
 	if (ws && ws < mm_st.op_need)
 		ws = mm_st.op_need;
 	return (ws + (1 << 20) - 1) & ~(uint64_t)((1 << 20) - 1);

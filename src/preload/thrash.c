@@ -40,7 +40,7 @@ bool thrash_note(struct thrash *t, uint64_t touched, uint64_t restored,
 		    ((1u << THRASH_STEADY_SPAN) - 1);
 	if (__builtin_popcount(t->steady) >= THRASH_STEADY_WINDOWS)
 		bad = true;
-	t->ws_last[t->windows % THRASH_WS_SPAN] = t->distinct;
+	t->ws_last[t->windows % THRASH_WS_SPAN] = t->reuse;
 	t->windows++;
 	if (t->windows >= THRASH_WS_SPAN) {
 		uint64_t held = UINT64_MAX;
@@ -53,7 +53,7 @@ bool thrash_note(struct thrash *t, uint64_t touched, uint64_t restored,
 	}
 	t->touched = 0;
 	t->restored = 0;
-	t->distinct = 0;
+	t->reuse = 0;
 	if (!bad)
 		return false;
 	t->thrashing++;

@@ -45,46 +45,52 @@
 
 /*
  * The working set a task sustains (what kmuxd learns from a run that asked
- * to grow but did not thrash as a whole, docs/design-daemon.md): each
- * window also counts the bytes of the distinct objects it touched, and the
- * sustained working set is the largest amount that THRASH_WS_SPAN windows
- * in a row each touched (the maximum, over the run, of the minimum of the
- * last THRASH_WS_SPAN windows).  One window across a stage boundary, or a
- * warm-up that runs every model once, touches more than any stage, but
- * only for a window or two; a stage's own set lasts for many
- * (bench/results/memory.md run 17: pipeline.py's warm-up asked for its
- * whole footprint, 1.46 GiB, where one model at a time needs about half).
- * A set cycled through every repetition fills every window, so it is
- * counted whole once the budget holds it (a window is two budgets of
- * touches).
+ * to grow but did not thrash as a whole, docs/design-memory.md):
+ * the LRU budget its windows needed.  The first time a window touches an
+ * object that was touched before, the caller notes the object's reuse
+ * distance: the bytes of the distinct objects touched since its previous
+ * touch, itself included, which is the smallest LRU budget under which
+ * that touch finds it resident.  A window keeps the largest, and the
+ * sustained working set is the largest that THRASH_WS_SPAN windows in a
+ * row each needed (the maximum, over the run, of the minimum of the last
+ * THRASH_WS_SPAN windows).  A warm-up that runs every model once, or a
+ * stage coming back after the others, needs more than any stage, but for
+ * a window or two; a stage's own weights, reused every batch, are needed
+ * in every window of its phase (bench/results/memory.md run 17:
+ * pipeline.py's warm-up asked for its whole footprint, 1.46 GiB).  Reuse,
+ * not the bytes a window touched: a window is two budgets of touches
+ * counted per operation, which hot activation buffers fill within a part
+ * of one forward pass, so it may see only a few of the weights that the
+ * pass cycles through (run 17's first estimate, 310 MiB, was that).
  */
 #define THRASH_WS_SPAN 4
 
 struct thrash {
 	uint64_t touched, restored;	/* bytes, in the current window */
-	uint64_t distinct;		/* bytes of distinct objects, this window */
+	uint64_t reuse;			/* the largest reuse distance, this window */
 	uint64_t windows, thrashing;	/* windows closed, and thrashing */
 	uint32_t steady;		/* the last windows at 1/RUN_DIV, a bit each */
 	uint64_t last_ask_ms;		/* 0: never asked */
 	bool asked;
-	uint64_t ws_last[THRASH_WS_SPAN];	/* distinct bytes, recent windows */
+	uint64_t ws_last[THRASH_WS_SPAN];	/* reuse, the recent windows */
 	uint64_t ws;			/* sustained working set so far */
 };
 
 /*
- * The open window's number (never 0): an object stamped with it was
- * already counted in this window by thrash_note_distinct().
+ * The open window's number (never 0): an object stamped with it had its
+ * reuse noted in this window already.
  */
 static inline uint64_t thrash_window_id(const struct thrash *t)
 {
 	return t->windows + 1;
 }
 
-/* An object of bytes touched for the first time in the open window. */
-static inline void thrash_note_distinct(struct thrash *t, uint64_t bytes)
+/* An object's reuse distance in bytes (above), at its first touch in the
+ * open window. */
+static inline void thrash_note_reuse(struct thrash *t, uint64_t bytes)
 {
-	t->distinct = bytes > UINT64_MAX - t->distinct ? UINT64_MAX
-						       : t->distinct + bytes;
+	if (bytes > t->reuse)
+		t->reuse = bytes;
 }
 
 /*
