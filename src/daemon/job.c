@@ -359,7 +359,7 @@ void job_finish(struct server *srv, struct job *j, uint32_t state,
 		/* Thrashed: it asked to grow (a window thrashed), or its run
 		 * as a whole restored too much.  The preload's thrash_ws is
 		 * what to learn (mm_learn_ws: all it backed when the run
-		 * thrashed, the working set its windows sustained when it
+		 * thrashed, the working set its reuse distances say when it
 		 * only asked); the ask alone, all it had backed then, is the
 		 * fallback for a preload that sent none. */
 		uint64_t ws = j->thrash_ws ? j->thrash_ws : j->thrash_want;
@@ -374,7 +374,7 @@ void job_finish(struct server *srv, struct job *j, uint32_t state,
 		else if (j->thrash_want > ws)
 			log_info("daemon: job %lld: thrashed (asked to grow); "
 				 "its profile learned a working set of %s, what "
-				 "its windows sustained (it asked for %s)",
+				 "its reuse needed (it asked for %s)",
 				 (long long)j->id, w, a);
 		else
 			log_info("daemon: job %lld: thrashed (%s); its profile "

@@ -1108,7 +1108,7 @@ static uint64_t mm_now_ms(void)
  * Evict mode under kmuxd (mm_mu held), before o is touched: at its first
  * touch in the thrash detector's open window, note its reuse distance
  * (thrash.h: the bytes of the objects touched since it was, itself
- * included), for the sustained working set kmuxd learns.  A walk over
+ * included), for the working set kmuxd learns.  A walk over
  * every object, at most once per object and window; past
  * MM_REUSE_SCAN_MAX objects it is not made, and the run's working set is
  * unknown (mm_learn_ws then falls back to all it backed).
@@ -1132,7 +1132,7 @@ static void mm_thrash_reuse(struct mm_obj *o)
 	for (p = mm_list.next; p != &mm_list; p = p->next)
 		if (p->last > o->last)
 			d += p->size;
-	thrash_note_reuse(&mm_thrash, d);
+	thrash_note_reuse(&mm_thrash, o->size, d);
 }
 
 /*
@@ -1437,9 +1437,9 @@ static uint64_t mm_any_gran(void)
  * mm_mu held or not: the fields are read apart).  A run that thrashed as a
  * whole needs all it backed.  A run that only asked to grow had windows
  * that thrashed, perhaps a transient (a warm-up that ran every model once,
- * a stage boundary): its sustained working set (thrash.h), at least what
- * one operation needs; all it backed when no THRASH_WS_SPAN windows
- * closed to say, or when it had too many objects to measure reuse.
+ * a stage boundary): the working set its reuse distances say (thrash.h,
+ * thrash_ws), at least what one operation needs; all it backed when
+ * nothing was reused, or when it had too many objects to measure reuse.
  * Nothing else thrashed: 0, nothing to learn.
  */
 static uint64_t mm_learn_ws(int run_thrashed)
@@ -1451,8 +1451,8 @@ static uint64_t mm_learn_ws(int run_thrashed)
 	if (run_thrashed)
 		ws = mm_st.peak_backed;
 	else if (mm_thrash.asked)
-		ws = mm_thrash.ws && !mm_reuse_unknown ? mm_thrash.ws
-						       : mm_st.peak_backed;
+		ws = !mm_reuse_unknown && thrash_ws(&mm_thrash) ?
+		     thrash_ws(&mm_thrash) : mm_st.peak_backed;
 	if (ws && ws < mm_st.op_need)
 		ws = mm_st.op_need;
 	return (ws + (1 << 20) - 1) & ~(uint64_t)((1 << 20) - 1);

@@ -40,20 +40,9 @@ bool thrash_note(struct thrash *t, uint64_t touched, uint64_t restored,
 		    ((1u << THRASH_STEADY_SPAN) - 1);
 	if (__builtin_popcount(t->steady) >= THRASH_STEADY_WINDOWS)
 		bad = true;
-	t->ws_last[t->windows % THRASH_WS_SPAN] = t->reuse;
 	t->windows++;
-	if (t->windows >= THRASH_WS_SPAN) {
-		uint64_t held = UINT64_MAX;
-
-		for (int i = 0; i < THRASH_WS_SPAN; i++)
-			if (t->ws_last[i] < held)
-				held = t->ws_last[i];
-		if (held > t->ws)
-			t->ws = held;
-	}
 	t->touched = 0;
 	t->restored = 0;
-	t->reuse = 0;
 	if (!bad)
 		return false;
 	t->thrashing++;
@@ -76,4 +65,45 @@ bool thrash_run_verdict(const struct thrash_run *r)
 	/* Multiplied, not divided: touched below THRASH_RUN_DIV would make
 	 * touched / THRASH_RUN_DIV 0, and nothing restored "thrash". */
 	return thrash_steady(r->touched, r->restored);
+}
+
+/* Distances below 8 have a bucket each; above, 8 per power of two. */
+static int thrash_bucket(uint64_t d)
+{
+	int o;
+
+	if (d < 8)
+		return (int)d;
+	o = 63 - __builtin_clzll(d);
+	return 8 * (o - 2) + (int)((d >> (o - 3)) & 7);
+}
+
+void thrash_note_reuse(struct thrash *t, uint64_t size, uint64_t dist)
+{
+	int b = thrash_bucket(dist);
+
+	t->reused = thrash_sat_add(t->reused, size);
+	t->reuse_bytes[b] = thrash_sat_add(t->reuse_bytes[b], size);
+	if (dist > t->reuse_max[b])
+		t->reuse_max[b] = dist;
+}
+
+uint64_t thrash_ws(const struct thrash *t)
+{
+	uint64_t allowed = t->reused / THRASH_RUN_DIV, far = 0;
+	int low = -1;
+
+	/* From the farthest down: the first bucket whose bytes, with all
+	 * farther ones, are more than may be restored must fit. */
+	for (int b = THRASH_WS_BUCKETS - 1; b >= 0; b--) {
+		if (!t->reuse_bytes[b])
+			continue;
+		low = b;
+		far = thrash_sat_add(far, t->reuse_bytes[b]);
+		if (far > allowed)
+			return t->reuse_max[b];
+	}
+	/* Everything within the share (fewer than THRASH_RUN_DIV bytes
+	 * reused): the nearest distance seen. */
+	return low < 0 ? 0 : t->reuse_max[low];
 }

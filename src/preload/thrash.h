@@ -44,36 +44,38 @@
 #define THRASH_STEADY_WINDOWS 4
 
 /*
- * The working set a task sustains (what kmuxd learns from a run that asked
- * to grow but did not thrash as a whole, docs/design-memory.md):
- * the LRU budget its windows needed.  The first time a window touches an
- * object that was touched before, the caller notes the object's reuse
- * distance: the bytes of the distinct objects touched since its previous
- * touch, itself included, which is the smallest LRU budget under which
- * that touch finds it resident.  A window keeps the largest, and the
- * sustained working set is the largest that THRASH_WS_SPAN windows in a
- * row each needed (the maximum, over the run, of the minimum of the last
- * THRASH_WS_SPAN windows).  A warm-up that runs every model once, or a
- * stage coming back after the others, needs more than any stage, but for
- * a window or two; a stage's own weights, reused every batch, are needed
- * in every window of its phase (bench/results/memory.md run 17:
- * pipeline.py's warm-up asked for its whole footprint, 1.46 GiB).  Reuse,
- * not the bytes a window touched: a window is two budgets of touches
- * counted per operation, which hot activation buffers fill within a part
- * of one forward pass, so it may see only a few of the weights that the
- * pass cycles through (run 17's first estimate, 310 MiB, was that).
+ * The working set a task needs (what kmuxd learns from a run that asked
+ * to grow but did not thrash as a whole, docs/design-memory.md).  The
+ * first time a window touches an object that was touched before, the
+ * caller notes the object's reuse distance: the bytes of the distinct
+ * objects touched since its previous touch, itself included, which is the
+ * smallest LRU budget under which that touch finds it resident.  The
+ * working set is the smallest budget under which at most
+ * 1/THRASH_RUN_DIV of the bytes so reused would have been restored: the
+ * run verdict's share (below), applied to reuse.  A warm-up that runs
+ * every model once, or a stage coming back after the others, reuses
+ * objects from far back, but a few times in a run; a stage's weights,
+ * reused every batch, are most of what the run reuses
+ * (bench/results/memory.md run 17: pipeline.py's warm-up asked for its
+ * whole footprint, 1.46 GiB, where one model at a time needs about half).
+ * A quantile of the run, not a property of windows in a row: a window is
+ * two budgets of touches counted per operation, which hot activation
+ * buffers fill within part of one forward pass, so windows are no unit of
+ * time for it (run 17's window-based estimates: 310 MiB, then 1.46 GiB).
+ * Distances are kept in THRASH_WS_BUCKETS buckets, 8 a power of two (the
+ * largest distance of each is kept, so the answer is one that was seen).
  */
-#define THRASH_WS_SPAN 4
+#define THRASH_WS_BUCKETS 512
 
 struct thrash {
 	uint64_t touched, restored;	/* bytes, in the current window */
-	uint64_t reuse;			/* the largest reuse distance, this window */
 	uint64_t windows, thrashing;	/* windows closed, and thrashing */
 	uint32_t steady;		/* the last windows at 1/RUN_DIV, a bit each */
 	uint64_t last_ask_ms;		/* 0: never asked */
 	bool asked;
-	uint64_t ws_last[THRASH_WS_SPAN];	/* reuse, the recent windows */
-	uint64_t ws;			/* sustained working set so far */
+	uint64_t reused;		/* bytes of noted reuses, saturating */
+	uint64_t reuse_bytes[THRASH_WS_BUCKETS];	/* by distance */
+	uint64_t reuse_max[THRASH_WS_BUCKETS];	/* the largest distance seen */
 };
 
 /*
@@ -85,13 +87,18 @@ static inline uint64_t thrash_window_id(const struct thrash *t)
 	return t->windows + 1;
 }
 
-/* An object's reuse distance in bytes (above), at its first touch in the
- * open window. */
-static inline void thrash_note_reuse(struct thrash *t, uint64_t bytes)
-{
-	if (bytes > t->reuse)
-		t->reuse = bytes;
-}
+/*
+ * An object of size bytes reused at a distance of dist bytes (above), at
+ * its first touch in the open window.
+ */
+void thrash_note_reuse(struct thrash *t, uint64_t size, uint64_t dist);
+
+/*
+ * The working set (above): the smallest reuse distance noted such that
+ * the bytes reused from farther are at most 1/THRASH_RUN_DIV of all bytes
+ * reused; 0 when nothing was reused.
+ */
+uint64_t thrash_ws(const struct thrash *t);
 
 /*
  * One operation: touched bytes of objects, restored bytes of them, under a

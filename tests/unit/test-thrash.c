@@ -279,7 +279,7 @@ static void ws_touch(struct ws_sim *s, int i)
 			for (int k = 0; k < s->n; k++)
 				if (s->o[k].last > o->last)
 					d += s->o[k].size;
-			thrash_note_reuse(&s->t, d);
+			thrash_note_reuse(&s->t, o->size, d);
 		}
 	}
 	if (!o->resident && o->last)
@@ -312,35 +312,23 @@ static void test_ws_cyclic(void **state)
 	struct ws_sim s = { .o = o, .n = 4, .budget = 8 };
 
 	(void)state;
-	/* A window is 16 bytes of touches: 4 operations.  The first has
-	 * no reuse (first touches); until THRASH_WS_SPAN windows with reuse
-	 * closed, nothing is known. */
-	for (int i = 0; i < 4 * THRASH_WS_SPAN; i++)
-		ws_touch(&s, i % 4);
-	assert_int_equal(s.t.ws, 0);
+	/* First touches are no reuse: nothing known. */
 	for (int i = 0; i < 4; i++)
-		ws_touch(&s, i % 4);
+		ws_touch(&s, i);
+	assert_int_equal(thrash_ws(&s.t), 0);
 	/* Each object comes back after the other three: the whole cycle,
-	 * 16 bytes, twice the budget: it thrashed. */
-	assert_int_equal(s.t.ws, 16);
+	 * 16 bytes, twice the budget: it thrashes. */
+	for (int i = 0; i < 64; i++)
+		ws_touch(&s, i % 4);
+	assert_int_equal(thrash_ws(&s.t), 16);
 	assert_true(s.asks > 0);
-	/* The budget grown to hold it: windows of 32 bytes, the same set. */
+	/* The budget grown to hold it: the same set. */
 	s.budget = 16;
 	for (int i = 0; i < 64; i++)
 		ws_touch(&s, i % 4);
-	assert_int_equal(s.t.ws, 16);
+	assert_int_equal(thrash_ws(&s.t), 16);
 }
 
-/*
- * bench/memory/pipeline.py's shape: three models of 60, 40 and 16 units
- * (each touched as 4 pieces per batch, one piece per operation) and an
- * activation buffer of 8 touched after every piece, under a budget of
- * half the footprint (62).  A warm-up runs each model once, then each
- * model runs 100 batches.  The warm-up and the boundaries thrash and ask;
- * the set learned is the largest model's with its activations (68), not
- * the footprint (124); the hot activation buffer alone (reused at 23
- * bytes) does not make it smaller.
- */
 /* hot: activation touches after each piece (1 in test_ws_phases). */
 static uint64_t ws_phases(int hot)
 {
@@ -365,7 +353,7 @@ static uint64_t ws_phases(int hot)
 					ws_touch(&s, 12);
 			}
 	assert_true(s.asks > 0);
-	return s.t.ws;
+	return thrash_ws(&s.t);
 }
 
 static void test_ws_phases(void **state)
@@ -378,21 +366,37 @@ static void test_ws_phases(void **state)
 	assert_int_equal(ws_phases(8), 68);
 }
 
-/* A window keeps its largest reuse; closing resets it. */
+/* The quantile's edges: nothing reused, the share exactly, buckets. */
 static void test_ws_edges(void **state)
 {
 	struct thrash t = { 0 };
 
 	(void)state;
 	assert_int_equal(thrash_window_id(&t), 1);
-	thrash_note_reuse(&t, 7);
-	thrash_note_reuse(&t, UINT64_MAX);
-	thrash_note_reuse(&t, 5);
-	assert_true(t.reuse == UINT64_MAX);	/* the largest */
+	assert_int_equal(thrash_ws(&t), 0);
 	thrash_note(&t, 200, 0, 100, 1);
-	assert_int_equal(t.reuse, 0);
 	assert_int_equal(thrash_window_id(&t), 2);
-	assert_int_equal(t.ws, 0);	/* one window: not sustained */
+	/* One reuse: its distance. */
+	thrash_note_reuse(&t, 1, 5);
+	assert_int_equal(thrash_ws(&t), 5);
+	/* Fewer than THRASH_RUN_DIV bytes reused: none may come back. */
+	thrash_note_reuse(&t, 1, 1000);
+	assert_int_equal(thrash_ws(&t), 1000);
+	/* 64 bytes at 10, 1 at 1000 (of 66 with the 5): 1/64 of 66 is 1
+	 * byte, the one at 1000 may come back: 10. */
+	t = (struct thrash){ 0 };
+	thrash_note_reuse(&t, 64, 10);
+	thrash_note_reuse(&t, 1, 5);
+	thrash_note_reuse(&t, 1, 1000);
+	assert_int_equal(thrash_ws(&t), 10);
+	/* A second byte at 1000 is more than the share. */
+	thrash_note_reuse(&t, 1, 1001);
+	assert_int_equal(thrash_ws(&t), 1001);	/* the bucket's largest */
+	/* Saturation: never wraps. */
+	thrash_note_reuse(&t, UINT64_MAX, 1);
+	thrash_note_reuse(&t, UINT64_MAX, UINT64_MAX);
+	assert_true(t.reused == UINT64_MAX);
+	assert_true(thrash_ws(&t) == UINT64_MAX);
 }
 
 int main(void)
