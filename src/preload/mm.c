@@ -1448,11 +1448,10 @@ static uint64_t mm_learn_ws(int run_thrashed)
 
 	if (mm_on != MM_EVICT)
 		return 0;
-	if (run_thrashed)
+	if (mm_thrash.asked && !run_thrashed && !mm_reuse_unknown)
+		ws = thrash_ws(&mm_thrash);
+	if ((mm_thrash.asked || run_thrashed) && !ws)
 		ws = mm_st.peak_backed;
-	else if (mm_thrash.asked)
-		ws = !mm_reuse_unknown && thrash_ws(&mm_thrash) ?
-		     thrash_ws(&mm_thrash) : mm_st.peak_backed;
 	if (ws && ws < mm_st.op_need)
 		ws = mm_st.op_need;
 	return (ws + (1 << 20) - 1) & ~(uint64_t)((1 << 20) - 1);

@@ -163,7 +163,7 @@ struct mm_stats {
 	 * for them (thrash_run), whether that thrashed (thrash_run_verdict),
 	 * and the working set kmuxd learns, rounded up to a MiB (ALLOC_UPDATE's
 	 * thrash_ws; mm.c, mm_learn_ws: peak_backed when the run thrashed,
-	 * the sustained working set when it only asked to grow, else 0). */
+	 * what its reuse needed when it only asked to grow, else 0). */
 	uint64_t run_touched, run_restored, thrash_ws;
 	int run_thrashed;
 	/* Lazy: operations that took the fast path (nothing was left to
