@@ -22,8 +22,8 @@
 #           (`$PY pipeline.py KMUX_MIX_TORCH_ARGS`, default: its own
 #           defaults, three torchvision models in bfloat16 run one after
 #           another over 500 batches of 8): staged's idle weights in a
-#           program that waits for the GPU a few hundred times a second,
-#           not tens of thousands, so copies sharing a GPU by time slicing
+#           program that waits for the GPU tens of times a second, not
+#           tens of thousands, so copies sharing a GPU by time slicing
 #           lose little to context switches (bench/results/share.md).
 #           Needs torch and torchvision in $PY (else the mix is skipped).
 # staged comes first so that the new mix gets its time even when the apps'

@@ -9,11 +9,12 @@ then model 1, ...  Like bench/memory/staged.cu, all but one model's weights
 sit idle at any time, which `kmux run --memory=evict` can take away at one
 eviction and one restore per model boundary.  Unlike staged.cu, a batch is
 a whole forward pass (hundreds of kernels) before the host reads anything
-back, so the program waits for the GPU a few hundred times a second, not
-tens of thousands: processes that share a GPU by time slicing lose little
-to context switches (bench/results/share.md), and since a small batch
-leaves the GPU partly idle while the host launches, such processes gain
-from sharing one.
+back, so the program waits for the GPU tens of times a second (29-72 on
+an H200, kmuxd's count; a batch takes 16 ms of host time), not tens of
+thousands: processes that share a GPU by time slicing lose little to
+context switches (bench/results/share.md), and since a small batch leaves
+the GPU mostly idle while the host launches (0.21-0.24 busy alone), such
+processes gain from sharing one (bench/results/memory.md run 17).
 
     python3 pipeline.py [--models vit_l_16,convnext_large,regnet_y_16gf]
         [--batch 8] [--batches 500] [--images 256] [--res 224]
