@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# hostsync-parts.sh - where host_sync's gap to its hand-written version goes
+# (issue 3).  A diagnostic, not a claim: it runs, side by side in rounds with
+# the order rotated, bench/apps/host_sync as shipped (plain, under kmux run
+# --streams N, expert) and a build without the step's closing
+# cudaStreamSynchronize(0) (-DHOST_SYNC_TAIL=0; same results, checked by
+# checksum), plain and under kmux.  If kmux on the build without it comes
+# within a few percent of the expert, that one synchronization, whose
+# meaning kmux keeps, is the gap.
+#
+# Usage (on the GPU machine, from the repo root, build/ carried):
+#   OUT=$OUT/hs bash bench/gpu/hostsync-parts.sh
+# Knobs: HS_ROUNDS (7), HS_N (16), HS_ARGS ("--reps 7 --warmup 3").
+# Writes $OUT/hostsync-parts.{log,csv,md}.
+set -u
+# shellcheck source=bench/gpu/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+LOG=$OUT/hostsync-parts.log
+CSV=$OUT/hostsync-parts.csv
+MD=$OUT/hostsync-parts.md
+ROUNDS=${HS_ROUNDS:-7}
+N=${HS_N:-16}
+read -r -a ARGS <<<"${HS_ARGS:---reps 7 --warmup 3}"
+: >"$LOG"
+echo "round,mode,ms,wall_ms,checksum" >"$CSV"
+
+B=$WORK/bin
+for v in 1 0; do
+	# shellcheck disable=SC2086  # NVCCFLAGS is a word list
+	"$NVCC" $NVCCFLAGS -DHOST_SYNC_TAIL=$v "$ROOT/bench/apps/host_sync.cu" \
+		-o "$B/host_sync_tail$v" >>"$LOG" 2>&1 ||
+		{ log "hostsync-parts: nvcc failed for HOST_SYNC_TAIL=$v (see $LOG)"; exit 1; }
+done
+
+# mode -> command words
+mode_cmd() {
+	case $1 in
+	plain) echo "$B/host_sync_tail1 plain" ;;
+	kmux) echo "$KMUX_BIN run --streams $N -- $B/host_sync_tail1 plain" ;;
+	expert) echo "$B/host_sync_tail1 expert" ;;
+	notail-plain) echo "$B/host_sync_tail0 plain" ;;
+	notail-kmux) echo "$KMUX_BIN run --streams $N -- $B/host_sync_tail0 plain" ;;
+	esac
+}
+MODES=(plain kmux expert notail-plain notail-kmux)
+
+for ((r = 0; r < ROUNDS; r++)); do
+	for ((i = 0; i < ${#MODES[@]}; i++)); do
+		m=${MODES[$(((i + r) % ${#MODES[@]}))]}
+		read -r -a cmd <<<"$(mode_cmd "$m")"
+		out=$(LD_LIBRARY_PATH="$KMUX_DEVLIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+			timeout 60 "${cmd[@]}" "${ARGS[@]}" 2>&1)
+		rc=$?
+		printf '### round %d %s rc=%d: %s %s\n%s\n' "$r" "$m" "$rc" "${cmd[*]}" \
+			"${ARGS[*]}" "$out" >>"$LOG"
+		ms=$(sed -n 's/^RESULT .* ms=\([0-9.]*\) wall_ms=\([0-9.]*\).*/\1,\2/p' <<<"$out")
+		ck=$(sed -n 's/^CHECKSUM .*value=\(0x[0-9a-f]*\).*/\1/p' <<<"$out")
+		if [ "$rc" -ne 0 ] || [ -z "$ms" ] || ! grep -q '^CHECK ok' <<<"$out"; then
+			log "hostsync-parts: round $r $m failed (rc $rc); see $LOG"
+			ms=","
+		fi
+		echo "$r,$m,$ms,$ck" >>"$CSV"
+	done
+	log "hostsync-parts: round $((r + 1))/$ROUNDS done"
+done
+
+{
+	echo "# host_sync: where the gap to the expert goes ($(date -u +%F), $(gpu_line))"
+	echo
+	echo "Rounds: $ROUNDS, order rotated each round; each run: ${ARGS[*]}; kmux: --streams $N."
+	echo
+	python3 - "$CSV" <<'EOF'
+import csv, statistics, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+ms, sums = {}, {}
+for r in rows:
+    if r["ms"]:
+        ms.setdefault(r["mode"], []).append(float(r["ms"]))
+        sums.setdefault(r["mode"], set()).add(r["checksum"])
+med = {m: statistics.median(v) for m, v in ms.items()}
+print("| mode | median ms | min..max | runs | / expert | checksums |")
+print("|---|---|---|---|---|---|")
+for m in ["plain", "kmux", "expert", "notail-plain", "notail-kmux"]:
+    if m not in med:
+        print(f"| {m} | - | - | 0 | - | - |")
+        continue
+    rel = med[m] / med["expert"] if "expert" in med else float("nan")
+    print(f"| {m} | {med[m]:.4f} | {min(ms[m]):.4f}..{max(ms[m]):.4f} | {len(ms[m])} "
+          f"| {rel:.3f} | {' '.join(sorted(sums[m]))} |")
+print()
+# per-round ratios, so that drift between rounds cancels
+by = {}
+for r in rows:
+    if r["ms"]:
+        by.setdefault(r["round"], {})[r["mode"]] = float(r["ms"])
+for a, b in [("kmux", "expert"), ("notail-kmux", "expert"), ("kmux", "notail-kmux")]:
+    q = [d[a] / d[b] for d in by.values() if a in d and b in d]
+    if q:
+        print(f"- {a} / {b}: median over rounds {statistics.median(q):.3f} "
+              f"({min(q):.3f}..{max(q):.3f}, {len(q)} rounds)")
+EOF
+	echo
+	echo "Commands (\$W: scratch dir):"
+	echo
+	for m in "${MODES[@]}"; do echo "    $(mode_cmd "$m" | shorten_cmds) ${ARGS[*]}"; done
+} >"$MD"
+cat "$MD"
