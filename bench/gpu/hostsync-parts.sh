@@ -6,7 +6,8 @@
 # cudaStreamSynchronize(0) (-DHOST_SYNC_TAIL=0; same results, checked by
 # checksum), plain and under kmux.  If kmux on the build without it comes
 # within a few percent of the expert, that one synchronization, whose
-# meaning kmux keeps, is the gap.
+# meaning kmux keeps, is the gap.  The "-nora" modes run kmux with
+# KMUX_READAHEAD=0 (no read-aheads, docs/design-streams.md), side by side.
 #
 # Usage (on the GPU machine, from the repo root, build/ carried):
 #   OUT=$OUT/hs bash bench/gpu/hostsync-parts.sh
@@ -40,16 +41,18 @@ mode_cmd() {
 	expert) echo "$B/host_sync_tail1 expert" ;;
 	notail-plain) echo "$B/host_sync_tail0 plain" ;;
 	notail-kmux) echo "$KMUX_BIN run --streams $N -- $B/host_sync_tail0 plain" ;;
+	kmux-nora) echo "env KMUX_READAHEAD=0 $KMUX_BIN run --streams $N -- $B/host_sync_tail1 plain" ;;
+	notail-kmux-nora) echo "env KMUX_READAHEAD=0 $KMUX_BIN run --streams $N -- $B/host_sync_tail0 plain" ;;
 	esac
 }
-MODES=(plain kmux expert notail-plain notail-kmux)
+MODES=(plain kmux expert notail-plain notail-kmux kmux-nora notail-kmux-nora)
 
 for ((r = 0; r < ROUNDS; r++)); do
 	for ((i = 0; i < ${#MODES[@]}; i++)); do
 		m=${MODES[$(((i + r) % ${#MODES[@]}))]}
 		read -r -a cmd <<<"$(mode_cmd "$m")"
 		out=$(LD_LIBRARY_PATH="$KMUX_DEVLIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-			timeout 60 "${cmd[@]}" "${ARGS[@]}" 2>&1)
+			KMUX_LOG=info timeout 60 "${cmd[@]}" "${ARGS[@]}" 2>&1)
 		rc=$?
 		printf '### round %d %s rc=%d: %s %s\n%s\n' "$r" "$m" "$rc" "${cmd[*]}" \
 			"${ARGS[*]}" "$out" >>"$LOG"
@@ -80,7 +83,8 @@ for r in rows:
 med = {m: statistics.median(v) for m, v in ms.items()}
 print("| mode | median ms | min..max | runs | / expert | checksums |")
 print("|---|---|---|---|---|---|")
-for m in ["plain", "kmux", "expert", "notail-plain", "notail-kmux"]:
+for m in ["plain", "kmux", "expert", "notail-plain", "notail-kmux", "kmux-nora",
+          "notail-kmux-nora"]:
     if m not in med:
         print(f"| {m} | - | - | 0 | - | - |")
         continue
@@ -93,12 +97,21 @@ by = {}
 for r in rows:
     if r["ms"]:
         by.setdefault(r["round"], {})[r["mode"]] = float(r["ms"])
-for a, b in [("kmux", "expert"), ("notail-kmux", "expert"), ("kmux", "notail-kmux")]:
+for a, b in [("kmux", "expert"), ("notail-kmux", "expert"), ("kmux", "notail-kmux"),
+             ("kmux-nora", "expert"), ("notail-kmux-nora", "expert"),
+             ("kmux", "kmux-nora"), ("notail-kmux", "notail-kmux-nora")]:
     q = [d[a] / d[b] for d in by.values() if a in d and b in d]
     if q:
         print(f"- {a} / {b}: median over rounds {statistics.median(q):.3f} "
               f"({min(q):.3f}..{max(q):.3f}, {len(q)} rounds)")
 EOF
+	echo
+	echo "Read-aheads (kmux's exit line, first run of each kmux mode):"
+	echo
+	for m in kmux notail-kmux kmux-nora notail-kmux-nora; do
+		printf -- '- %s: %s\n' "$m" "$(awk -v m="$m" '$1 == "###" && $4 == m {f = 1; next}
+			$1 == "###" {f = 0} f && /read ahead/ {sub(/.*read ahead/, "read ahead"); print; exit}' "$LOG")"
+	done
 	echo
 	echo "Commands (\$W: scratch dir):"
 	echo

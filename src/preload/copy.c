@@ -101,14 +101,25 @@ static CUresult copy_tramp_issue(void *p, CUstream s)
 	return t->issue(t->arg, s);
 }
 
-/* A synchronous copy into host memory: wait for its conflicts, then do it. */
-static CUresult copy_host_path(const struct copy_side *dst,
+/*
+ * A synchronous copy into host memory: wait for its conflicts, then do it.
+ * A small device-to-host read into pageable memory may instead be served
+ * from a read-ahead (streams.c, "Reading ahead").
+ */
+static CUresult copy_host_path(const struct copy_call *cc,
+			       const struct copy_side *dst,
 			       const struct copy_side *src,
 			       streams_issue_fn issue, void *arg)
 {
 	struct sched_access acc[2];
 	int n = 0, full = 0;
 	CUresult r;
+
+	if (cc->c.kind == TRACE_COPY_DTOH && !dst->known && src->known &&
+	    src->a.kind == ALLOC_DEVICE &&
+	    streams_host_read(src->a.id, src->a.base, cc->c.src,
+			      (void *)(uintptr_t)cc->c.dst, cc->c.bytes, &r))
+		return r;
 
 	if (src->known && src->a.kind != ALLOC_VMM)
 		acc[n++] = (struct sched_access){ .alloc_id = src->a.id, .mode = SCHED_READ };
@@ -204,7 +215,7 @@ static int copy_sched(struct copy_call *cc, streams_issue_fn issue, void *arg,
 	if (sync && (k == TRACE_COPY_DTOH ||
 		     (k == TRACE_COPY_ANY && dst.known &&
 		      dst.a.kind == ALLOC_HOST_MAPPED))) {
-		*r = copy_host_path(&dst, &src, issue, arg);
+		*r = copy_host_path(cc, &dst, &src, issue, arg);
 		return 1;
 	}
 	copy_plan_side(&p, &dst, k == TRACE_COPY_DTOH ? COPY_NEED_HOST :

@@ -101,6 +101,8 @@ __attribute__((constructor)) static void preload_init(void)
 	streams_keep_up_init(getenv("KMUX_KEEP_UP"),
 			     getenv("KMUX_DEBUG_KEEP_UP_US"));
 	streams_defer_init(getenv("KMUX_DEFER_FREE"));
+	streams_readahead_init(getenv("KMUX_READAHEAD"),
+			       getenv("KMUX_DEBUG_READAHEAD"));
 	streams_passthru_init(getenv("KMUX_PASS_THROUGH"));
 	if (streams_init(kmux_config.streams,
 			 getenv("CUDA_DEVICE_MAX_CONNECTIONS"),

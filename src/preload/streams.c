@@ -47,7 +47,9 @@
 #include "log.h"
 #include "preload.h"
 #include "ptx-table.h"
+#include "mm.h"
 #include "quota.h"
+#include "readahead.h"
 #include "stream-alloc.h"
 #include "streams.h"
 
@@ -130,6 +132,8 @@ struct streams_ctx {
 	uint64_t dfr_count, dfr_idle, dfr_short;
 	uint64_t pauses, paused_ops;
 	uint64_t pt_ops, pt_stretches;	/* passed through, keeping up */
+	struct ra_table ra;		/* reading ahead */
+	uint64_t ra_failed;
 };
 
 int kmux_streams;
@@ -152,6 +156,14 @@ static int streams_passthru_on = 1;
 static uint64_t streams_probe_op_ns = 200000;
 /* KMUX_DEFER_FREE=0 turns deferred frees off (streams_defer_free()). */
 static int streams_defer_on = 1;
+/* KMUX_READAHEAD=0 turns reading ahead off (streams_host_read()). */
+static int streams_ra_on = 1;
+/* KMUX_DEBUG_READAHEAD=unordered (streams_readahead_init()). */
+static int streams_ra_unordered;
+/* Contexts scheduling now: a read-ahead is served only while there is one
+ * (another context's kernels may write this one's memory through peer
+ * access, which its scheduler does not tell this one). */
+static atomic_int streams_nsched;
 
 static regex_t streams_re;
 static int streams_have_re;
@@ -242,6 +254,18 @@ void streams_defer_init(const char *value)
 {
 	streams_defer_on = kmux_log_switch("KMUX_DEFER_FREE", value,
 					   "deferred frees");
+}
+
+void streams_readahead_init(const char *value, const char *debug)
+{
+	streams_ra_unordered = debug && !strcmp(debug, "unordered");
+	if (!value || !strcmp(value, "1"))
+		return;
+	if (!strcmp(value, "0"))
+		streams_ra_on = 0;
+	else
+		log_warn("KMUX_READAHEAD=%s: not 0 or 1; reading ahead stays on",
+			 value);
 }
 
 void streams_debug_fail(const char *every)
@@ -337,17 +361,22 @@ static struct streams_ctx *sctx_current(void)
 }
 
 static void stats_add(struct sched_stats *a, const struct sched_stats *b);
+static void sctx_ra_teardown(struct streams_ctx *c);
+static void sctx_ra_after(struct streams_ctx *c, const struct streams_req *rq);
 
 /* Lock held.  Destroy the pool (drained, or its context is going away). */
 static void sctx_teardown(struct streams_ctx *c)
 {
 	struct sched_stats st;
 
+	if (c->state == SCTX_ON)
+		atomic_fetch_sub(&streams_nsched, 1);
 	if (c->s) {
 		sched_get_stats(c->s, &st);
 		st.allocs = 0;
 		stats_add(&c->retired, &st);
 	}
+	sctx_ra_teardown(c);
 	for (int i = 0; i < STREAMS_SLOTS; i++) {
 		if (c->ev[i])
 			REAL(cuEventDestroy_v2)(c->ev[i]);
@@ -404,6 +433,7 @@ static int sctx_setup(struct streams_ctx *c)
 		c->sms = sms;
 	c->state = SCTX_ON;
 	c->had_pool = 1;
+	atomic_fetch_add(&streams_nsched, 1);
 	log_debug("streams: context %p: %d streams", (void *)c->ctx, n);
 	return 0;
 
@@ -767,6 +797,7 @@ static CUresult sctx_bridge(struct streams_ctx **cs, int n,
 	}
 	for (int i = 0; i < n; i++) {
 		cs[i]->bridged++;
+		ra_invalidate(&cs[i]->ra);
 		if (synced)
 			continue;
 		sctx_decide(cs[i], NULL, 0, SCHED_BARRIER, 0, &d);
@@ -1106,6 +1137,7 @@ int streams_run(const struct streams_req *rq, CUresult *res)
 		 */
 		*res = rq->issue(rq->arg, NULL);
 		c->paused_ops++;
+		ra_invalidate(&c->ra);
 		goto done;
 	}
 	if (!sctx_ready(c))
@@ -1126,6 +1158,8 @@ int streams_run(const struct streams_req *rq, CUresult *res)
 		goto as_submitted;
 	sctx_decide(c, rq->acc, rq->nacc, rq->flags, rq->blocks, &d);
 	r = sctx_issue(c, &d, rq->issue, rq->arg);
+	if (r == CUDA_SUCCESS)
+		sctx_ra_after(c, rq);
 	if ((rq->flags & STREAMS_WAIT) && r == CUDA_SUCCESS) {
 		t = c->pool[d.stream];
 		gen = c->gen;
@@ -1147,8 +1181,11 @@ as_submitted:
 	 * another thread must not come between. */
 	*res = rq->issue(rq->arg, NULL);
 	c->pt_ops++;
+	ra_invalidate(&c->ra);
 	goto done;
 pass:
+	/* The caller runs it where the scheduler does not see it. */
+	ra_invalidate(&c->ra);
 	pthread_mutex_unlock(&c->mu);
 	return 0;
 }
@@ -1388,6 +1425,169 @@ int streams_is_deferred(uint64_t base)
 	return found;
 }
 
+/* --- reading ahead --------------------------------------------------------- */
+
+/*
+ * Reading ahead (readahead.h).  A synchronous read of a small device range
+ * into pageable memory costs the program a copy's round trip at the point
+ * of reading; host_sync's five per step kept it 10% behind its
+ * hand-written version even without its closing synchronization
+ * (bench/results/streams.md, run 8).  Once the table knows a range is read
+ * back after a write, the write's decision is followed by one more: a copy
+ * of the range into a pinned shadow, submitted to the scheduler as a read
+ * of the range (so it follows the writer, later writers follow it, and a
+ * free waits for it), with an event recorded after it.  The read then
+ * waits for that event and copies from the shadow.
+ *
+ * Served only while nothing can write the range unseen: this is the one
+ * context scheduling, the program has no stream of its own (its work is
+ * not ordered by the pool), no capture, pause or passing through, the
+ * memory manager is off; and nothing the scheduler did not see ran since
+ * the copy was queued (ra_invalidate() at every barrier, bridged or
+ * passed-through operation).  The same assumption as everywhere else
+ * stands: kernels reach memory only through their parameters.
+ */
+
+/* Lock held.  Whether reads in c may be served (and read-aheads queued). */
+static int sctx_ra_usable(const struct streams_ctx *c)
+{
+	return streams_ra_on && !mm_on && c->state == SCTX_ON && !c->paused &&
+	       !c->passthru && !c->capturing &&
+	       !atomic_load_explicit(&streams_own_nonblocking,
+				     memory_order_relaxed) &&
+	       !atomic_load_explicit(&streams_nblocking, memory_order_relaxed) &&
+	       atomic_load_explicit(&streams_nsched, memory_order_relaxed) == 1;
+}
+
+/* Lock held.  The shadows and events go with the pool. */
+static void sctx_ra_teardown(struct streams_ctx *c)
+{
+	for (int i = 0; i < RA_SLOTS; i++) {
+		struct ra_slot *sl = &c->ra.slot[i];
+
+		if (sl->shadow)
+			REAL(cuMemFreeHost)(sl->shadow);
+		if (sl->ev)
+			REAL(cuEventDestroy_v2)((CUevent)sl->ev);
+		*sl = (struct ra_slot){ 0 };
+	}
+	ra_invalidate(&c->ra);
+}
+
+static CUresult ra_copy_issue(void *arg, CUstream s)
+{
+	const struct ra_slot *sl = arg;
+	CUresult r;
+
+	if (!s)		/* never run as submitted: it was not submitted */
+		return CUDA_ERROR_INVALID_VALUE;
+	if (streams_inject())
+		return CUDA_ERROR_UNKNOWN;
+	r = REAL(cuMemcpyDtoHAsync_v2)(sl->shadow, sl->base + sl->off,
+				       sl->bytes, s);
+	if (r == CUDA_SUCCESS)
+		r = REAL(cuEventRecord)((CUevent)sl->ev, s);
+	return r;
+}
+
+/* Lock held.  Queue slot i's copy as a read of its range. */
+static void sctx_ra_queue(struct streams_ctx *c, int i)
+{
+	struct ra_slot *sl = &c->ra.slot[i];
+	struct sched_access a = {
+		.alloc_id = sl->alloc_id, .mode = SCHED_READ,
+		.off = sl->off, .len = sl->bytes,
+	};
+	struct sched_decision d;
+
+	if (!sl->shadow && (streams_inject() ||
+	    REAL(cuMemHostAlloc)(&sl->shadow, RA_MAX_BYTES, 0) != CUDA_SUCCESS))
+		sl->shadow = NULL;
+	if (!sl->ev && (streams_inject() ||
+	    REAL(cuEventCreate)((CUevent *)&sl->ev, CU_EVENT_DISABLE_TIMING) !=
+	    CUDA_SUCCESS))
+		sl->ev = NULL;
+	if (!sl->shadow || !sl->ev)
+		goto failed;
+	sctx_decide(c, &a, streams_ra_unordered ? 0 : 1, 0, 1, &d);
+	if (sctx_issue(c, &d, ra_copy_issue, sl) != CUDA_SUCCESS)
+		goto failed;
+	sl->stream = d.stream;
+	sl->seq = d.seq;
+	return;
+failed:
+	/* What was issued of it is a read the scheduler knows: harmless. */
+	c->ra_failed++;
+	ra_queue_failed(&c->ra, i);
+}
+
+/* Lock held.  rq was just issued by the scheduler: read ahead after it. */
+static void sctx_ra_after(struct streams_ctx *c, const struct streams_req *rq)
+{
+	if (rq->flags & (SCHED_BARRIER | STREAMS_BRIDGE)) {
+		ra_invalidate(&c->ra);
+		return;
+	}
+	if ((rq->flags & STREAMS_FREES) || !sctx_ra_usable(c))
+		return;
+	for (int k = 0; k < rq->nacc; k++) {
+		const struct sched_access *a = &rq->acc[k];
+		int i;
+
+		if (a->mode == SCHED_READ)
+			continue;
+		i = ra_written(&c->ra, a->alloc_id, a->off, a->len);
+		if (i >= 0)
+			sctx_ra_queue(c, i);
+	}
+}
+
+int streams_host_read(uint64_t alloc_id, uint64_t base, uint64_t src,
+		      void *dst, uint64_t bytes, CUresult *r)
+{
+	struct streams_ctx *c = sctx_current();
+	struct ra_slot *sl;
+	uint64_t off = src - base, gen;
+	unsigned cgen;
+	CUresult x;
+	int i, served = 0;
+
+	if (!c || !streams_ra_on || bytes > RA_MAX_BYTES || src < base)
+		return 0;
+	pthread_mutex_lock(&c->mu);
+	if (!sctx_ra_usable(c))
+		goto out;
+	i = ra_lookup(&c->ra, alloc_id, off, bytes);
+	if (i < 0) {
+		ra_learn(&c->ra, alloc_id, base, off, bytes);
+		goto out;
+	}
+	sl = &c->ra.slot[i];
+	gen = sl->gen;
+	cgen = c->gen;
+	c->hostwaits++;
+	pthread_mutex_unlock(&c->mu);
+	x = REAL(cuEventSynchronize)((CUevent)sl->ev);
+	pthread_mutex_lock(&c->mu);
+	/*
+	 * Another thread may have queued a newer copy into the shadow while
+	 * this one waited: then read as before (the data race on the
+	 * program's side, a read and a write of one buffer from two threads,
+	 * is the program's; a torn shadow must not be kmux's).
+	 */
+	if (x != CUDA_SUCCESS || c->gen != cgen || !ra_still(&c->ra, i, gen))
+		goto out;
+	memcpy(dst, (const char *)sl->shadow + (off - sl->off), bytes);
+	ra_served(&c->ra, i);
+	if (c->s)
+		sched_complete(c->s, sl->stream, sl->seq);
+	*r = CUDA_SUCCESS;
+	served = 1;
+out:
+	pthread_mutex_unlock(&c->mu);
+	return served;
+}
+
 /* --- host synchronization ------------------------------------------------- */
 
 CUresult streams_host_access(const struct sched_access *acc, int nacc,
@@ -1517,6 +1717,7 @@ void streams_forget(uint64_t alloc_id)
 		pthread_mutex_lock(&c->mu);
 		if (c->state == SCTX_ON)
 			sched_forget(c->s, alloc_id);
+		ra_forget(&c->ra, alloc_id);
 		pthread_mutex_unlock(&c->mu);
 	}
 }
@@ -1547,6 +1748,7 @@ void streams_rename(uint64_t from, uint64_t to)
 	}
 	if (err)
 		sched_forget(c->s, from);
+	ra_forget(&c->ra, from);
 out:
 	pthread_mutex_unlock(&c->mu);
 }
@@ -1593,6 +1795,13 @@ void streams_stream_created(CUstream s, unsigned flags)
 		/* Its work is ordered with nothing kmux sees (stream-alloc.h). */
 		atomic_store(&streams_own_nonblocking, 1);
 		return;
+	}
+	/* Work on it may write what was read ahead, in any context. */
+	for (c = atomic_load_explicit(&streams_list, memory_order_acquire); c;
+	     c = c->next) {
+		pthread_mutex_lock(&c->mu);
+		ra_invalidate(&c->ra);
+		pthread_mutex_unlock(&c->mu);
 	}
 	c = sctx_current();
 	if (!c)
@@ -1654,6 +1863,7 @@ void streams_capture_begin(CUstream s, int per_thread)
 		return;
 	pthread_mutex_lock(&c->mu);
 	c->capturing++;
+	ra_invalidate(&c->ra);
 	pthread_mutex_unlock(&c->mu);
 }
 
@@ -1796,6 +2006,9 @@ void streams_get_totals(struct streams_totals *t)
 		t->paused_ops += c->paused_ops;
 		t->pt_ops += c->pt_ops;
 		t->pt_stretches += c->pt_stretches;
+		t->ra_queued += c->ra.queued;
+		t->ra_served += c->ra.served;
+		t->ra_dropped += c->ra.dropped;
 		pthread_mutex_unlock(&c->mu);
 	}
 }
@@ -1837,7 +2050,8 @@ static void streams_report(void)
 		 "%llu ops placed as keeping up, %llu passed through in %llu "
 		 "stretches; frees deferred %llu (freed "
 		 "at idle syncs %llu times, after a drain %llu); paused %llu "
-		 "times (%llu ops as submitted)",
+		 "times (%llu ops as submitted); read ahead %llu, reads "
+		 "served %llu, given up %llu",
 		 (int)getpid(), kmux_streams, t.contexts, t.off,
 		 (unsigned long long)t.st.ops,
 		 (unsigned long long)t.st.barriers,
@@ -1864,7 +2078,10 @@ static void streams_report(void)
 		 (unsigned long long)t.dfr_idle,
 		 (unsigned long long)t.dfr_short,
 		 (unsigned long long)t.pauses,
-		 (unsigned long long)t.paused_ops);
+		 (unsigned long long)t.paused_ops,
+		 (unsigned long long)t.ra_queued,
+		 (unsigned long long)t.ra_served,
+		 (unsigned long long)t.ra_dropped);
 	salloc_report();
 	ptxtab_report();
 }
@@ -1883,4 +2100,5 @@ void streams_atfork_child(void)
 	}
 	atomic_store(&streams_nblocking, 0);
 	atomic_store(&streams_own_nonblocking, 0);
+	atomic_store(&streams_nsched, 0);
 }

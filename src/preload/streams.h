@@ -76,6 +76,23 @@ void streams_passthru_init(const char *value);
 void streams_defer_init(const char *value);
 
 /*
+ * KMUX_READAHEAD: "0" turns reading ahead off (streams.c, "Reading
+ * ahead"); anything else but "1" is warned about and leaves it on.
+ * debug: test knob KMUX_DEBUG_READAHEAD, "unordered" queues each copy
+ * with no dependency (a wrong order, which t5h's control must catch).
+ */
+void streams_readahead_init(const char *value, const char *debug);
+
+/*
+ * A synchronous read of bytes at device address src, in allocation
+ * alloc_id at base, into pageable host memory dst: 1 and *r when a
+ * read-ahead held it (dst is filled, the read is complete), 0 when the
+ * caller reads as before (the read is learned then).
+ */
+int streams_host_read(uint64_t alloc_id, uint64_t base, uint64_t src,
+		      void *dst, uint64_t bytes, CUresult *r);
+
+/*
  * Deferred frees (streams.c, "deferred frees"): a synchronous cuMemFree of
  * a plain device allocation, while the pool schedules the current context.
  * Returns 1 when kmux keeps the memory allocated until the pool is idle at
@@ -136,6 +153,9 @@ typedef CUresult (*streams_issue_fn)(void *arg, CUstream s);
 /* The host waits for the operation before returning (synchronous copies
  * from pinned host memory). */
 #define STREAMS_WAIT	0x200
+/* The operation frees what it writes (cuMemFreeAsync): nothing is read
+ * ahead after it (readahead.h). */
+#define STREAMS_FREES	0x400
 
 struct streams_req {
 	const struct sched_access *acc;
@@ -275,6 +295,9 @@ struct streams_totals {
 	uint64_t paused_ops;	/* run as submitted while paused */
 	uint64_t pt_ops;	/* passed through while keeping up */
 	uint64_t pt_stretches;	/* ... in that many stretches */
+	uint64_t ra_queued;	/* read-aheads queued */
+	uint64_t ra_served;	/* host reads served from one */
+	uint64_t ra_dropped;	/* slots given up, unused */
 	struct sched_stats st;	/* summed */
 };
 void streams_get_totals(struct streams_totals *t);

@@ -392,6 +392,7 @@ static CUresult free_pooled(const struct alloc *al)
 	struct sched_access acc = { .alloc_id = al->id, .mode = SCHED_WRITE };
 	struct streams_req rq = {
 		.acc = &acc, .nacc = 1, .orig = CU_STREAM_LEGACY,
+		.flags = STREAMS_FREES,
 		.issue = pooled_free_issue, .arg = &f,
 	};
 	CUresult r;
@@ -490,6 +491,7 @@ static CUresult free_async(struct async_args *a)
 	struct alloc_table *t = alloc_table_global();
 	struct sched_access acc;
 	struct streams_req rq = {
+		.flags = STREAMS_FREES,
 		.orig = streams_default_handle(a->s, a->per_thread),
 		.issue = async_issue, .arg = a,
 	};

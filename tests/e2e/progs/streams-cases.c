@@ -66,6 +66,17 @@
  *   chase        a kernel writes a buffer through a pointer stored in
  *                device memory; prints the hashes of two read-backs
  *                (scheduling breaks it: `kmux verify` must tell)
+ *   readback     reading ahead (streams.c): 24 rounds of a 20 ms kernel
+ *                writing a value into a small buffer, an unrelated 5 ms
+ *                kernel, sometimes a second write (memset, upload, or
+ *                inc_u32: a barrier under KMUX_BARRIER_KERNELS=^inc_u32$),
+ *                then synchronous reads of the whole buffer and of a word
+ *                inside it; each must see the round's value.  Prints
+ *                "readback ok" (run with SIMCUDA_LOG: no read-ahead copy
+ *                may overlap a write of the buffer)
+ *   readback-own the same after creating a non-blocking stream of its own
+ *                (kmux cannot see what that stream writes: nothing may be
+ *                served from a read-ahead)
  * Exit 0 when the check held, 1 with the reason on stderr otherwise.
  */
 #include <dlfcn.h>
@@ -83,6 +94,7 @@
 #define NWORDS		256
 
 static CUfunction f_touch, f_probe, f_pause0, f_store_via, f_rendezvous;
+static CUfunction f_fill_slow, f_inc;
 static CUdeviceptr buf[8];
 
 static int fail(const char *why)
@@ -725,6 +737,60 @@ static int case_chase(void)
 	return 0;
 }
 
+static int case_readback(int own)
+{
+	CUdeviceptr r = buf[2];
+	unsigned v[4], one, up[4], want;
+	CUstream mine;
+	int n = 4;
+
+	if (own)
+		CHECK(cuStreamCreate(&mine, CU_STREAM_NON_BLOCKING));
+	for (unsigned i = 1; i <= 24; i++) {
+		void *fa[] = { &r, &i, &n };
+		void *ia[] = { &r, &n };
+
+		CHECK(cuLaunchKernel(f_fill_slow, 1, 1, 1, 32, 1, 1, 0, NULL, fa,
+				     NULL));
+		want = i;
+		touch(NULL, buf[3], 5000);
+		switch (i % 6) {
+		case 0:
+			want = i * 1000;
+			CHECK(cuMemsetD32(r, want, 4));
+			break;
+		case 3:
+			want = i * 7;
+			for (int k = 0; k < 4; k++)
+				up[k] = want;
+			CHECK(cuMemcpyHtoD(r, up, sizeof(up)));
+			break;
+		case 5:
+			want = i + 1;
+			CHECK(cuLaunchKernel(f_inc, 1, 1, 1, 32, 1, 1, 0, NULL,
+					     ia, NULL));
+			break;
+		}
+		CHECK(cuMemcpyDtoH(v, r, sizeof(v)));
+		for (int k = 0; k < 4; k++)
+			if (v[k] != want) {
+				fprintf(stderr, "streams-cases: round %u: word %d "
+					"read %u, want %u\n", i, k, v[k], want);
+				return 1;
+			}
+		CHECK(cuMemcpyDtoH(&one, r + 8, sizeof(one)));
+		if (one != want) {
+			fprintf(stderr, "streams-cases: round %u: word 2 alone "
+				"read %u, want %u\n", i, one, want);
+			return 1;
+		}
+	}
+	printf("readback ok\n");
+	if (own)
+		CHECK(cuStreamDestroy(mine));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mod = e2e_module_path(), *slash, *m;
@@ -752,6 +818,8 @@ int main(int argc, char **argv)
 	CHECK(cuModuleGetFunction(&f_probe, dag, "probe"));
 	CHECK(cuModuleGetFunction(&f_pause0, dag, "pause0"));
 	CHECK(cuModuleGetFunction(&f_store_via, dag, "store_via"));
+	CHECK(cuModuleGetFunction(&f_fill_slow, basic, "fill_slow"));
+	CHECK(cuModuleGetFunction(&f_inc, basic, "inc_u32"));
 	for (int i = 0; i < 8; i++)
 		CHECK(cuMemAlloc(&buf[i], NWORDS * 4));
 	/* Only what the case itself does is checked. */
@@ -785,6 +853,8 @@ int main(int argc, char **argv)
 		r = case_chase();
 	else if (!strcmp(m, "pause"))
 		r = case_pause();
+	else if (!strcmp(m, "readback") || !strcmp(m, "readback-own"))
+		r = case_readback(!strcmp(m, "readback-own"));
 	else if (!strcmp(m, "keepup"))
 		r = case_keepup();
 	else if (!strcmp(m, "passthru"))
