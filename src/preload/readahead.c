@@ -6,8 +6,9 @@
  * Why count writes per read: a solver that writes its residual every
  * iteration but reads it every hundredth would otherwise pay a copy per
  * iteration for one read in a hundred.  The next read is expected after as
- * many writes as came between the last two; the read-ahead is queued at
- * that write (and at each one after it, until RA_UNUSED_MAX go unused).
+ * many writes as came between the last two; the read-ahead is due from
+ * that write on (and after each one after it, until RA_UNUSED_MAX queued
+ * copies go unused).
  */
 #include <stddef.h>
 
@@ -109,17 +110,38 @@ int ra_written(struct ra_table *t, uint64_t alloc_id, uint64_t off,
 		s->state = RA_LEARNED;
 		return -1;
 	}
+	s->state = RA_PENDING;
+	s->epoch = t->epoch;
+	return i;
+}
+
+int ra_due(struct ra_table *t, int i)
+{
+	struct ra_slot *s = &t->slot[i];
+
+	if (s->state != RA_PENDING)
+		return 0;
+	if (s->epoch != t->epoch) {
+		s->state = RA_LEARNED;
+		return 0;
+	}
+	return 1;
+}
+
+void ra_queued(struct ra_table *t, int i)
+{
+	struct ra_slot *s = &t->slot[i];
+
 	s->state = RA_QUEUED;
 	s->hit = 0;
-	s->epoch = t->epoch;
 	s->gen++;
 	t->queued++;
-	return i;
 }
 
 void ra_queue_failed(struct ra_table *t, int i)
 {
-	if (i >= 0 && i < RA_SLOTS && t->slot[i].state == RA_QUEUED) {
+	if (i >= 0 && i < RA_SLOTS && (t->slot[i].state == RA_QUEUED ||
+					t->slot[i].state == RA_PENDING)) {
 		t->slot[i].state = RA_LEARNED;
 		t->slot[i].gen++;
 	}

@@ -14,6 +14,11 @@
  * read-ahead holds, with no write of the allocation since, is served from
  * it.
  *
+ * The copy is not queued at the write but at the host's next wait (a
+ * synchronous read, a synchronization): queuing costs the host a few
+ * microseconds, which at the write would delay the launches that follow
+ * it, and before a wait cost nothing (bench/results/streams.md, run 8).
+ *
  * Pure bookkeeping: no driver calls, no locking (the caller holds its
  * context's lock).  A slot's shadow buffer and event belong to the caller;
  * the table only keeps them with the slot so that a slot reused for
@@ -40,6 +45,7 @@
 enum ra_state {
 	RA_EMPTY = 0,
 	RA_LEARNED,	/* read back before; no current read-ahead */
+	RA_PENDING,	/* written: a read-ahead is due at the next wait */
 	RA_QUEUED,	/* a read-ahead queued after the latest write */
 };
 
@@ -48,7 +54,7 @@ struct ra_slot {
 	uint64_t base;		/* the allocation's device address */
 	uint64_t off, bytes;	/* the range read back last, from base */
 	enum ra_state state;
-	uint64_t epoch;		/* the table's epoch when queued */
+	uint64_t epoch;		/* the table's epoch when written */
 	uint64_t gen;		/* bumped at each queue */
 	unsigned unused;	/* read-aheads no read used, in a row */
 	int hit;		/* a read used the current read-ahead */
@@ -83,16 +89,25 @@ int ra_learn(struct ra_table *t, uint64_t alloc_id, uint64_t base,
 
 /*
  * An operation the scheduler placed writes [off, off + len) of alloc_id
- * (len 0: all of it).  The index of the slot a read-ahead should now be
- * queued for (marked RA_QUEUED in the current epoch, gen bumped), or -1:
- * nothing of that range is read back, or this is not yet the write the
- * next read is expected after (the slot is then no longer current), or the
- * slot was given up after RA_UNUSED_MAX unused read-aheads.
+ * (len 0: all of it).  The index of the slot a read-ahead is now due for
+ * (marked RA_PENDING in the current epoch), or -1: nothing of that range
+ * is read back, or this is not yet the write the next read is expected
+ * after (the slot is then no longer current), or the slot was given up
+ * after RA_UNUSED_MAX unused read-aheads.
  */
 int ra_written(struct ra_table *t, uint64_t alloc_id, uint64_t off,
 	       uint64_t len);
 
-/* The read-ahead ra_written() asked for could not be queued. */
+/*
+ * Whether slot i's read-ahead is due (RA_PENDING in the current epoch); a
+ * pending slot of an older epoch goes back to RA_LEARNED.
+ */
+int ra_due(struct ra_table *t, int i);
+
+/* Slot i's read-ahead was queued (RA_QUEUED, gen bumped). */
+void ra_queued(struct ra_table *t, int i);
+
+/* Slot i's read-ahead could not be queued. */
 void ra_queue_failed(struct ra_table *t, int i);
 
 /*

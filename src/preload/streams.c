@@ -133,6 +133,7 @@ struct streams_ctx {
 	uint64_t pauses, paused_ops;
 	uint64_t pt_ops, pt_stretches;	/* passed through, keeping up */
 	struct ra_table ra;		/* reading ahead */
+	int ra_due;			/* ... slots may be due */
 	uint64_t ra_failed;
 };
 
@@ -1437,7 +1438,12 @@ int streams_is_deferred(uint64_t base)
  * of the range into a pinned shadow, submitted to the scheduler as a read
  * of the range (so it follows the writer, later writers follow it, and a
  * free waits for it), with an event recorded after it.  The read then
- * waits for that event and copies from the shadow.
+ * waits for that event and copies from the shadow.  The copy is queued
+ * when the host is about to wait (sctx_ra_flush(): a synchronous read, a
+ * synchronization), not at the write: queuing it costs the host a few
+ * microseconds, which right after a synchronization delayed the launches
+ * behind it and made host_sync 5% slower (run 8, call 2); before a wait
+ * they cost nothing.
  *
  * Served only while nothing can write the range unseen: this is the one
  * context scheduling, the program has no stream of its own (its work is
@@ -1514,6 +1520,7 @@ static void sctx_ra_queue(struct streams_ctx *c, int i)
 		goto failed;
 	sl->stream = d.stream;
 	sl->seq = d.seq;
+	ra_queued(&c->ra, i);
 	return;
 failed:
 	/* What was issued of it is a read the scheduler knows: harmless. */
@@ -1521,7 +1528,7 @@ failed:
 	ra_queue_failed(&c->ra, i);
 }
 
-/* Lock held.  rq was just issued by the scheduler: read ahead after it. */
+/* Lock held.  rq was just issued by the scheduler: what it writes. */
 static void sctx_ra_after(struct streams_ctx *c, const struct streams_req *rq)
 {
 	if (rq->flags & (SCHED_BARRIER | STREAMS_BRIDGE)) {
@@ -1532,14 +1539,24 @@ static void sctx_ra_after(struct streams_ctx *c, const struct streams_req *rq)
 		return;
 	for (int k = 0; k < rq->nacc; k++) {
 		const struct sched_access *a = &rq->acc[k];
-		int i;
 
-		if (a->mode == SCHED_READ)
-			continue;
-		i = ra_written(&c->ra, a->alloc_id, a->off, a->len);
-		if (i >= 0)
-			sctx_ra_queue(c, i);
+		if (a->mode != SCHED_READ &&
+		    ra_written(&c->ra, a->alloc_id, a->off, a->len) >= 0)
+			c->ra_due++;
 	}
+}
+
+/* Lock held.  The host is about to wait: queue the read-aheads due. */
+static void sctx_ra_flush(struct streams_ctx *c)
+{
+	if (!c->ra_due)
+		return;
+	c->ra_due = 0;
+	if (!sctx_ra_usable(c))
+		return;
+	for (int i = 0; i < RA_SLOTS; i++)
+		if (ra_due(&c->ra, i))
+			sctx_ra_queue(c, i);
 }
 
 int streams_host_read(uint64_t alloc_id, uint64_t base, uint64_t src,
@@ -1557,6 +1574,7 @@ int streams_host_read(uint64_t alloc_id, uint64_t base, uint64_t src,
 	pthread_mutex_lock(&c->mu);
 	if (!sctx_ra_usable(c))
 		goto out;
+	sctx_ra_flush(c);
 	i = ra_lookup(&c->ra, alloc_id, off, bytes);
 	if (i < 0) {
 		ra_learn(&c->ra, alloc_id, base, off, bytes);
@@ -1604,6 +1622,7 @@ CUresult streams_host_access(const struct sched_access *acc, int nacc,
 		goto out;
 	/* A legacy-stream read also follows the blocking streams' work. */
 	sctx_blk_flush(c);
+	sctx_ra_flush(c);
 	if (full || sched_sync_for(c->s, acc, nacc, &hw))
 		sched_sync_all(c->s, &hw);
 	r = sctx_hostwait(c, &hw);
@@ -1646,6 +1665,8 @@ CUresult streams_sync_default(int query)
 	if (c->state != SCTX_ON)
 		goto out;
 	sctx_blk_flush(c);
+	if (!query)
+		sctx_ra_flush(c);
 	sched_sync_all(c->s, &hw);
 	r = query ? sctx_query(c, &hw) : sctx_hostwait(c, &hw);
 	if (r == CUDA_SUCCESS && c->s)
@@ -1663,6 +1684,8 @@ void streams_ctx_sync_begin(CUcontext ctx, struct streams_sync *ss)
 	if (!c)
 		return;
 	pthread_mutex_lock(&c->mu);
+	if (c->state == SCTX_ON)
+		sctx_ra_flush(c);
 	if (c->state == SCTX_ON && sched_sync_all(c->s, &ss->hw) == 0) {
 		ss->c = c;
 		ss->gen = c->gen;

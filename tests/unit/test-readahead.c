@@ -1,7 +1,7 @@
 /*
  * test-readahead.c - unit tests of the read-ahead table (readahead.c):
- * a range read back is queued after its next write and serves reads inside
- * it until the next write; writes beside it leave it current; the epoch
+ * a range read back is due after its next write, queued at the host's next
+ * wait, and serves reads inside it until the next write; writes beside it leave it current; the epoch
  * makes every copy stale; writes per read decide which write is followed;
  * unused read-aheads give the slot up; slots are replaced least recently
  * used, forgotten on free, and keep the span of two ranges.
@@ -17,6 +17,16 @@
 
 #define BASE 0x7d0000000000ull
 
+/* A write, then the host's next wait: the read-ahead due is queued. */
+static int wq(struct ra_table *t, uint64_t id, uint64_t off, uint64_t len)
+{
+	int i = ra_written(t, id, off, len);
+
+	if (i >= 0 && ra_due(t, i))
+		ra_queued(t, i);
+	return i;
+}
+
 static void test_write_then_read(void **state)
 {
 	struct ra_table t = { 0 };
@@ -24,14 +34,14 @@ static void test_write_then_read(void **state)
 
 	(void)state;
 	/* Nothing known: no read-ahead, no hit. */
-	assert_int_equal(ra_written(&t, 5, 0, 0), -1);
+	assert_int_equal(wq(&t, 5, 0, 0), -1);
 	assert_int_equal(ra_lookup(&t, 5, 0, 4), -1);
 	i = ra_learn(&t, 5, BASE, 16, 8);
 	assert_true(i >= 0);
 	assert_int_equal(t.slot[i].base, BASE);
 	/* Learned, not yet written since: nothing to serve from. */
 	assert_int_equal(ra_lookup(&t, 5, 16, 8), -1);
-	assert_int_equal(ra_written(&t, 5, 0, 0), i);
+	assert_int_equal(wq(&t, 5, 0, 0), i);
 	assert_int_equal(t.slot[i].state, RA_QUEUED);
 	assert_int_equal(ra_lookup(&t, 5, 16, 8), i);
 	assert_int_equal(ra_lookup(&t, 5, 20, 4), i);	/* inside */
@@ -53,14 +63,14 @@ static void test_write_beside(void **state)
 
 	(void)state;
 	i = ra_learn(&t, 5, BASE, 64, 16);
-	assert_int_equal(ra_written(&t, 5, 0, 0), i);
+	assert_int_equal(wq(&t, 5, 0, 0), i);
 	/* Bytes [0, 64) and [80, 96): the copy of [64, 80) stays current. */
-	assert_int_equal(ra_written(&t, 5, 0, 64), -1);
-	assert_int_equal(ra_written(&t, 5, 80, 16), -1);
+	assert_int_equal(wq(&t, 5, 0, 64), -1);
+	assert_int_equal(wq(&t, 5, 80, 16), -1);
 	assert_int_equal(ra_lookup(&t, 5, 64, 16), i);
 	/* Overlapping by one byte at either end: a new copy. */
-	assert_int_equal(ra_written(&t, 5, 79, 8), i);
-	assert_int_equal(ra_written(&t, 5, 0, 65), i);
+	assert_int_equal(wq(&t, 5, 79, 8), i);
+	assert_int_equal(wq(&t, 5, 0, 65), i);
 }
 
 static void test_epoch(void **state)
@@ -71,7 +81,7 @@ static void test_epoch(void **state)
 
 	(void)state;
 	i = ra_learn(&t, 5, BASE, 0, 4);
-	assert_int_equal(ra_written(&t, 5, 0, 0), i);
+	assert_int_equal(wq(&t, 5, 0, 0), i);
 	gen = t.slot[i].gen;
 	assert_true(ra_still(&t, i, gen));
 	/* A barrier, a bridged or passed-through operation. */
@@ -79,7 +89,7 @@ static void test_epoch(void **state)
 	assert_int_equal(ra_lookup(&t, 5, 0, 4), -1);
 	assert_false(ra_still(&t, i, gen));
 	/* The next write queues a copy that is current again. */
-	assert_int_equal(ra_written(&t, 5, 0, 0), i);
+	assert_int_equal(wq(&t, 5, 0, 0), i);
 	assert_int_equal(ra_lookup(&t, 5, 0, 4), i);
 	/* A newer copy replaced the one a waiting reader found. */
 	assert_false(ra_still(&t, i, gen));
@@ -98,16 +108,16 @@ static void test_writes_per_read(void **state)
 	(void)state;
 	i = ra_learn(&t, 5, BASE, 0, 4);
 	/* The first round: one write per read is assumed. */
-	assert_int_equal(ra_written(&t, 5, 0, 0), i);
-	assert_int_equal(ra_written(&t, 5, 0, 0), i);
-	assert_int_equal(ra_written(&t, 5, 0, 0), i);
+	assert_int_equal(wq(&t, 5, 0, 0), i);
+	assert_int_equal(wq(&t, 5, 0, 0), i);
+	assert_int_equal(wq(&t, 5, 0, 0), i);
 	assert_int_equal(ra_lookup(&t, 5, 0, 4), i);
 	ra_served(&t, i);
 	assert_int_equal(t.slot[i].w_per_read, 3);
 	for (int round = 0; round < 5; round++) {
 		queued = 0;
 		for (int w = 0; w < 3; w++) {
-			int q = ra_written(&t, 5, 0, 0);
+			int q = wq(&t, 5, 0, 0);
 
 			/* The first two make the copy stale and queue none. */
 			if (w < 2) {
@@ -122,7 +132,7 @@ static void test_writes_per_read(void **state)
 	}
 	assert_int_equal(t.dropped, 0);
 	/* A read that missed learns the count too. */
-	ra_written(&t, 5, 0, 0);
+	wq(&t, 5, 0, 0);
 	ra_learn(&t, 5, BASE, 0, 4);
 	assert_int_equal(t.slot[i].w_per_read, 1);
 }
@@ -136,21 +146,22 @@ static void test_unused_given_up(void **state)
 	i = ra_learn(&t, 5, BASE, 0, 4);
 	/* The host stopped reading: RA_UNUSED_MAX copies, then none. */
 	for (int k = 0; k < RA_UNUSED_MAX; k++)
-		assert_int_equal(ra_written(&t, 5, 0, 0), i);
-	assert_int_equal(ra_written(&t, 5, 0, 0), -1);
+		assert_int_equal(wq(&t, 5, 0, 0), i);
+	assert_int_equal(wq(&t, 5, 0, 0), -1);
 	assert_int_equal(t.dropped, 1);
 	assert_int_equal(t.slot[i].alloc_id, 0);
-	assert_int_equal(ra_written(&t, 5, 0, 0), -1);
+	assert_int_equal(wq(&t, 5, 0, 0), -1);
 	/* A copy that was read is not unused. */
 	i = ra_learn(&t, 7, BASE, 0, 4);
 	for (int k = 0; k < 3 * RA_UNUSED_MAX; k++) {
-		assert_int_equal(ra_written(&t, 7, 0, 0), i);
+		assert_int_equal(wq(&t, 7, 0, 0), i);
 		ra_served(&t, i);
 	}
 	assert_int_equal(t.dropped, 1);
 	/* A failed queue leaves the slot learned, not current. */
 	assert_int_equal(ra_written(&t, 7, 0, 0), i);
 	ra_queue_failed(&t, i);
+	assert_false(ra_due(&t, i));
 	assert_int_equal(ra_lookup(&t, 7, 0, 4), -1);
 	assert_int_equal(t.slot[i].state, RA_LEARNED);
 }
@@ -173,7 +184,7 @@ static void test_slots(void **state)
 	j = ra_learn(&t, 2, BASE + 8192, 0, 4);
 	/* Full: a new buffer takes the least recently used (id 3). */
 	i = ra_learn(&t, 100, BASE, 0, 4);
-	assert_int_equal(ra_written(&t, 3, 0, 0), -1);
+	assert_int_equal(wq(&t, 3, 0, 0), -1);
 	assert_int_equal(t.slot[i].alloc_id, 100);
 	assert_int_equal(t.learned, RA_SLOTS + 1);
 	assert_int_not_equal(i, j);
@@ -183,7 +194,7 @@ static void test_slots(void **state)
 	ra_forget(&t, 1);
 	assert_int_equal(t.slot[i].alloc_id, 0);
 	assert_ptr_equal(t.slot[i].shadow, shadow);
-	assert_int_equal(ra_written(&t, 1, 0, 0), -1);
+	assert_int_equal(wq(&t, 1, 0, 0), -1);
 	ra_forget(&t, 12345);	/* unknown: nothing */
 }
 
@@ -200,13 +211,45 @@ static void test_span(void **state)
 	assert_int_equal(t.slot[i].bytes, 16);
 	assert_int_equal(ra_learn(&t, 5, BASE, 32, 8), i);
 	assert_int_equal(t.slot[i].bytes, 40);
-	ra_written(&t, 5, 0, 0);
+	wq(&t, 5, 0, 0);
 	assert_int_equal(ra_lookup(&t, 5, 0, 16), i);
 	assert_int_equal(ra_lookup(&t, 5, 32, 8), i);
 	/* Too far apart for one copy: the newest range alone. */
 	assert_int_equal(ra_learn(&t, 5, BASE, RA_MAX_BYTES, 8), i);
 	assert_int_equal(t.slot[i].off, RA_MAX_BYTES);
 	assert_int_equal(t.slot[i].bytes, 8);
+}
+
+/* Due at the write, queued at the wait; an epoch between drops it. */
+static void test_due(void **state)
+{
+	struct ra_table t = { 0 };
+	int i;
+
+	(void)state;
+	i = ra_learn(&t, 5, BASE, 0, 4);
+	assert_int_equal(ra_written(&t, 5, 0, 0), i);
+	assert_int_equal(t.slot[i].state, RA_PENDING);
+	/* Not queued yet: nothing to serve from. */
+	assert_int_equal(ra_lookup(&t, 5, 0, 4), -1);
+	assert_true(ra_due(&t, i));
+	ra_queued(&t, i);
+	assert_false(ra_due(&t, i));
+	assert_int_equal(ra_lookup(&t, 5, 0, 4), i);
+	ra_served(&t, i);
+	/* Written again, then something unseen ran before the wait. */
+	assert_int_equal(ra_written(&t, 5, 0, 0), i);
+	ra_invalidate(&t);
+	assert_false(ra_due(&t, i));
+	assert_int_equal(t.slot[i].state, RA_LEARNED);
+	assert_int_equal(ra_lookup(&t, 5, 0, 4), -1);
+	/* Writes that were never queued are not unused read-aheads. */
+	for (int k = 0; k < 3 * RA_UNUSED_MAX; k++)
+		assert_int_equal(ra_written(&t, 5, 0, 0), i);
+	assert_int_equal(t.dropped, 0);
+	assert_int_equal(t.queued, 1);
+	/* Other slots' states are not due. */
+	assert_false(ra_due(&t, (i + 1) % RA_SLOTS));
 }
 
 int main(void)
@@ -219,6 +262,7 @@ int main(void)
 		cmocka_unit_test(test_unused_given_up),
 		cmocka_unit_test(test_slots),
 		cmocka_unit_test(test_span),
+		cmocka_unit_test(test_due),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
