@@ -27,10 +27,15 @@ static int ra_find(const struct ra_table *t, uint64_t alloc_id)
 /* Empty the slot, keeping the caller's shadow and event for reuse. */
 static void ra_clear(struct ra_slot *s)
 {
-	void *shadow = s->shadow, *ev = s->ev;
+	void *shadow = s->shadow, *ev = s->ev, *wev = s->wev;
 	uint64_t gen = s->gen;
 
-	*s = (struct ra_slot){ .shadow = shadow, .ev = ev, .gen = gen + 1 };
+	int copying = s->copying;
+
+	*s = (struct ra_slot){
+		.shadow = shadow, .ev = ev, .wev = wev, .gen = gen + 1,
+		.copying = copying,
+	};
 }
 
 int ra_learn(struct ra_table *t, uint64_t alloc_id, uint64_t base,
@@ -62,16 +67,23 @@ int ra_learn(struct ra_table *t, uint64_t alloc_id, uint64_t base,
 			}
 		}
 	} else {
-		/* An empty slot, else the least recently used one. */
-		i = 0;
+		/*
+		 * An empty slot, else the least recently used one whose copy
+		 * is not running (its buffer's next writer would no longer
+		 * wait for it); none: not learned.
+		 */
+		i = -1;
 		for (int j = 0; j < RA_SLOTS; j++) {
 			if (!t->slot[j].alloc_id) {
 				i = j;
 				break;
 			}
-			if (t->slot[j].used < t->slot[i].used)
+			if (!t->slot[j].copying &&
+			    (i < 0 || t->slot[j].used < t->slot[i].used))
 				i = j;
 		}
+		if (i < 0)
+			return -1;
 		s = &t->slot[i];
 		ra_clear(s);
 		s->alloc_id = alloc_id;

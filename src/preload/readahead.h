@@ -62,11 +62,11 @@ struct ra_slot {
 	unsigned w_per_read;	/* writes between the last two reads, >= 1 */
 	uint64_t used;		/* the table's clock at its last use */
 	/* The caller's: where the copy goes, what is recorded after it, and
-	 * the pool stream and sequence number of the copy. */
+	 * what is recorded after the write it follows. */
 	void *shadow;
 	void *ev;
-	int stream;
-	uint64_t seq;
+	void *wev;
+	int copying;		/* the copy may still be running */
 };
 
 struct ra_table {
@@ -80,9 +80,10 @@ struct ra_table {
 /*
  * A synchronous read of [off, off + bytes) of alloc_id (at device address
  * base) that was not served: remember it, taking the least recently used
- * slot if it is new; a slot that knows the allocation keeps the span of
- * the old range and the new one while that fits in RA_MAX_BYTES.  The slot's index, or -1 when bytes is 0 or above
- * RA_MAX_BYTES.
+ * slot whose copy is not running if it is new; a slot that knows the
+ * allocation keeps the span of the old range and the new one while that
+ * fits in RA_MAX_BYTES.  The slot's index, or -1 when bytes is 0 or above
+ * RA_MAX_BYTES, or every slot's copy is running.
  */
 int ra_learn(struct ra_table *t, uint64_t alloc_id, uint64_t base,
 	     uint64_t off, uint64_t bytes);

@@ -133,6 +133,7 @@ struct streams_ctx {
 	uint64_t pauses, paused_ops;
 	uint64_t pt_ops, pt_stretches;	/* passed through, keeping up */
 	struct ra_table ra;		/* reading ahead */
+	CUstream ra_stream;		/* ... where the copies go */
 	int ra_due;			/* ... slots may be due */
 	uint64_t ra_failed;
 };
@@ -363,7 +364,11 @@ static struct streams_ctx *sctx_current(void)
 
 static void stats_add(struct sched_stats *a, const struct sched_stats *b);
 static void sctx_ra_teardown(struct streams_ctx *c);
-static void sctx_ra_after(struct streams_ctx *c, const struct streams_req *rq);
+static void sctx_ra_quiesce(struct streams_ctx *c, uint64_t alloc_id);
+static void sctx_ra_before(struct streams_ctx *c, const struct streams_req *rq,
+			   int stream);
+static void sctx_ra_after(struct streams_ctx *c, const struct streams_req *rq,
+			  int stream);
 
 /* Lock held.  Destroy the pool (drained, or its context is going away). */
 static void sctx_teardown(struct streams_ctx *c)
@@ -1157,10 +1162,14 @@ int streams_run(const struct streams_req *rq, CUresult *res)
 		sctx_probe(c);
 	if (c->passthru)
 		goto as_submitted;
+	if (rq->flags & STREAMS_FREES)
+		for (int k = 0; k < rq->nacc; k++)
+			sctx_ra_quiesce(c, rq->acc[k].alloc_id);
 	sctx_decide(c, rq->acc, rq->nacc, rq->flags, rq->blocks, &d);
+	sctx_ra_before(c, rq, d.stream);
 	r = sctx_issue(c, &d, rq->issue, rq->arg);
 	if (r == CUDA_SUCCESS)
-		sctx_ra_after(c, rq);
+		sctx_ra_after(c, rq, d.stream);
 	if ((rq->flags & STREAMS_WAIT) && r == CUDA_SUCCESS) {
 		t = c->pool[d.stream];
 		gen = c->gen;
@@ -1435,23 +1444,31 @@ int streams_is_deferred(uint64_t base)
  * hand-written version even without its closing synchronization
  * (bench/results/streams.md, run 8).  Once the table knows a range is read
  * back after a write, the write's decision is followed by one more: a copy
- * of the range into a pinned shadow, submitted to the scheduler as a read
- * of the range (so it follows the writer, later writers follow it, and a
- * free waits for it), with an event recorded after it.  The read then
- * waits for that event and copies from the shadow.  The copy is queued
- * when the host is about to wait (sctx_ra_flush(): a synchronous read, a
- * synchronization), not at the write: queuing it costs the host a few
- * microseconds, which right after a synchronization delayed the launches
- * behind it and made host_sync 5% slower (run 8, call 2); before a wait
- * they cost nothing.
+ * of the range into a pinned shadow, with an event recorded after it; the
+ * read then waits for that event and copies from the shadow.
+ *
+ * Off the program's streams: an event is recorded behind the write on its
+ * pool stream, and the copy goes to a stream of kmux's own (ra_stream)
+ * that waits for it.  Placed on the writer's pool stream, the copy sat
+ * between the writer and the task's next kernel and made host_sync 4-5%
+ * slower (run 8, calls 2 and 3).  The scheduler does not know the copy,
+ * which only reads the range and writes kmux's shadow; so a later writer's
+ * pool stream waits for the copy's event (sctx_ra_before(), unless the
+ * host saw it complete), and a free waits for it (sctx_ra_quiesce()).
+ *
+ * Queued when the host is about to wait (sctx_ra_flush(): a synchronous
+ * read, a synchronization), not at the write: the three driver calls cost
+ * the host several microseconds, which right after a synchronization
+ * delay the launches behind it; before a wait they cost nothing.  Only
+ * the record is made at the write.
  *
  * Served only while nothing can write the range unseen: this is the one
  * context scheduling, the program has no stream of its own (its work is
  * not ordered by the pool), no capture, pause or passing through, the
  * memory manager is off; and nothing the scheduler did not see ran since
- * the copy was queued (ra_invalidate() at every barrier, bridged or
- * passed-through operation).  The same assumption as everywhere else
- * stands: kernels reach memory only through their parameters.
+ * the write (ra_invalidate() at every barrier, bridged or passed-through
+ * operation).  The same assumption as everywhere else stands: kernels
+ * reach memory only through their parameters.
  */
 
 /* Lock held.  Whether reads in c may be served (and read-aheads queued). */
@@ -1465,9 +1482,61 @@ static int sctx_ra_usable(const struct streams_ctx *c)
 	       atomic_load_explicit(&streams_nsched, memory_order_relaxed) == 1;
 }
 
-/* Lock held.  The shadows and events go with the pool. */
+/* Lock held.  The copy of alloc_id's slot, if one is queued, is done. */
+static void sctx_ra_quiesce(struct streams_ctx *c, uint64_t alloc_id)
+{
+	for (int i = 0; i < RA_SLOTS; i++) {
+		struct ra_slot *sl = &c->ra.slot[i];
+
+		if (sl->alloc_id == alloc_id && sl->copying &&
+		    REAL(cuEventSynchronize)((CUevent)sl->ev) == CUDA_SUCCESS)
+			sl->copying = 0;
+	}
+}
+
+/*
+ * Lock held.  rq is about to be issued on pool stream `stream`: a write of
+ * a range whose copy may still be running waits for it there (the copy
+ * must read what came before the write, and must not race it).
+ */
+static void sctx_ra_before(struct streams_ctx *c, const struct streams_req *rq,
+			   int stream)
+{
+	for (int k = 0; k < rq->nacc; k++) {
+		const struct sched_access *a = &rq->acc[k];
+
+		if (a->mode == SCHED_READ)
+			continue;
+		for (int i = 0; i < RA_SLOTS; i++) {
+			struct ra_slot *sl = &c->ra.slot[i];
+			CUresult q;
+
+			if (!sl->copying || sl->alloc_id != a->alloc_id)
+				continue;
+			q = REAL(cuEventQuery)((CUevent)sl->ev);
+			if (q == CUDA_SUCCESS ||
+			    sctx_wait(c->pool[stream], (CUevent)sl->ev) ==
+			    CUDA_SUCCESS) {
+				if (q == CUDA_SUCCESS)
+					sl->copying = 0;
+				continue;
+			}
+			/* No wait: the host makes sure instead. */
+			c->ra_failed++;
+			if (REAL(cuEventSynchronize)((CUevent)sl->ev) == CUDA_SUCCESS)
+				sl->copying = 0;
+		}
+	}
+}
+
+/* Lock held.  The stream, shadows and events go with the pool. */
 static void sctx_ra_teardown(struct streams_ctx *c)
 {
+	if (c->ra_stream) {
+		REAL(cuStreamSynchronize)(c->ra_stream);
+		REAL(cuStreamDestroy_v2)(c->ra_stream);
+		c->ra_stream = NULL;
+	}
 	for (int i = 0; i < RA_SLOTS; i++) {
 		struct ra_slot *sl = &c->ra.slot[i];
 
@@ -1475,61 +1544,67 @@ static void sctx_ra_teardown(struct streams_ctx *c)
 			REAL(cuMemFreeHost)(sl->shadow);
 		if (sl->ev)
 			REAL(cuEventDestroy_v2)((CUevent)sl->ev);
+		if (sl->wev)
+			REAL(cuEventDestroy_v2)((CUevent)sl->wev);
 		*sl = (struct ra_slot){ 0 };
 	}
+	c->ra_due = 0;
 	ra_invalidate(&c->ra);
 }
 
-static CUresult ra_copy_issue(void *arg, CUstream s)
+/* Lock held.  An event, created on first use (through the failure knob). */
+static CUevent sctx_ra_event(void **ev)
 {
-	const struct ra_slot *sl = arg;
-	CUresult r;
-
-	if (!s)		/* never run as submitted: it was not submitted */
-		return CUDA_ERROR_INVALID_VALUE;
-	if (streams_inject())
-		return CUDA_ERROR_UNKNOWN;
-	r = REAL(cuMemcpyDtoHAsync_v2)(sl->shadow, sl->base + sl->off,
-				       sl->bytes, s);
-	if (r == CUDA_SUCCESS)
-		r = REAL(cuEventRecord)((CUevent)sl->ev, s);
-	return r;
+	if (!*ev && (streams_inject() ||
+	    REAL(cuEventCreate)((CUevent *)ev, CU_EVENT_DISABLE_TIMING) !=
+	    CUDA_SUCCESS))
+		*ev = NULL;
+	return (CUevent)*ev;
 }
 
-/* Lock held.  Queue slot i's copy as a read of its range. */
+/* Lock held.  Queue slot i's copy on ra_stream, behind its writer. */
 static void sctx_ra_queue(struct streams_ctx *c, int i)
 {
 	struct ra_slot *sl = &c->ra.slot[i];
-	struct sched_access a = {
-		.alloc_id = sl->alloc_id, .mode = SCHED_READ,
-		.off = sl->off, .len = sl->bytes,
-	};
-	struct sched_decision d;
+	CUevent ev = sctx_ra_event(&sl->ev);
 
 	if (!sl->shadow && (streams_inject() ||
 	    REAL(cuMemHostAlloc)(&sl->shadow, RA_MAX_BYTES, 0) != CUDA_SUCCESS))
 		sl->shadow = NULL;
-	if (!sl->ev && (streams_inject() ||
-	    REAL(cuEventCreate)((CUevent *)&sl->ev, CU_EVENT_DISABLE_TIMING) !=
+	if (!c->ra_stream && (streams_inject() ||
+	    REAL(cuStreamCreate)(&c->ra_stream, CU_STREAM_NON_BLOCKING) !=
 	    CUDA_SUCCESS))
-		sl->ev = NULL;
-	if (!sl->shadow || !sl->ev)
+		c->ra_stream = NULL;
+	if (!sl->shadow || !ev || !sl->wev || !c->ra_stream)
 		goto failed;
-	sctx_decide(c, &a, streams_ra_unordered ? 0 : 1, 0, 1, &d);
-	if (sctx_issue(c, &d, ra_copy_issue, sl) != CUDA_SUCCESS)
+	/* The test knob's wrong order: the copy follows nothing. */
+	if (!streams_ra_unordered &&
+	    sctx_wait(c->ra_stream, (CUevent)sl->wev) != CUDA_SUCCESS)
 		goto failed;
-	sl->stream = d.stream;
-	sl->seq = d.seq;
+	if (streams_inject() ||
+	    REAL(cuMemcpyDtoHAsync_v2)(sl->shadow, sl->base + sl->off,
+				       sl->bytes, c->ra_stream) != CUDA_SUCCESS)
+		goto failed;
+	if (sctx_record(ev, c->ra_stream) != CUDA_SUCCESS) {
+		/* The copy is queued, with nothing to wait for it by. */
+		REAL(cuStreamSynchronize)(c->ra_stream);
+		goto failed;
+	}
+	sl->copying = 1;
 	ra_queued(&c->ra, i);
 	return;
 failed:
-	/* What was issued of it is a read the scheduler knows: harmless. */
+	/* A copy that was queued reads the range and writes the shadow only. */
 	c->ra_failed++;
 	ra_queue_failed(&c->ra, i);
 }
 
-/* Lock held.  rq was just issued by the scheduler: what it writes. */
-static void sctx_ra_after(struct streams_ctx *c, const struct streams_req *rq)
+/*
+ * Lock held.  rq was just issued by the scheduler on pool stream `stream`:
+ * mark behind it the writes of ranges read back.
+ */
+static void sctx_ra_after(struct streams_ctx *c, const struct streams_req *rq,
+			  int stream)
 {
 	if (rq->flags & (SCHED_BARRIER | STREAMS_BRIDGE)) {
 		ra_invalidate(&c->ra);
@@ -1539,10 +1614,21 @@ static void sctx_ra_after(struct streams_ctx *c, const struct streams_req *rq)
 		return;
 	for (int k = 0; k < rq->nacc; k++) {
 		const struct sched_access *a = &rq->acc[k];
+		struct ra_slot *sl;
+		CUevent wev;
+		int i;
 
-		if (a->mode != SCHED_READ &&
-		    ra_written(&c->ra, a->alloc_id, a->off, a->len) >= 0)
-			c->ra_due++;
+		if (a->mode == SCHED_READ ||
+		    (i = ra_written(&c->ra, a->alloc_id, a->off, a->len)) < 0)
+			continue;
+		sl = &c->ra.slot[i];
+		wev = sctx_ra_event(&sl->wev);
+		if (!wev || sctx_record(wev, c->pool[stream]) != CUDA_SUCCESS) {
+			c->ra_failed++;
+			ra_queue_failed(&c->ra, i);
+			continue;
+		}
+		c->ra_due++;
 	}
 }
 
@@ -1557,6 +1643,20 @@ static void sctx_ra_flush(struct streams_ctx *c)
 	for (int i = 0; i < RA_SLOTS; i++)
 		if (ra_due(&c->ra, i))
 			sctx_ra_queue(c, i);
+}
+
+void streams_ra_release(uint64_t alloc_id)
+{
+	struct streams_ctx *c;
+
+	if (!alloc_id)
+		return;
+	for (c = atomic_load_explicit(&streams_list, memory_order_acquire); c;
+	     c = c->next) {
+		pthread_mutex_lock(&c->mu);
+		sctx_ra_quiesce(c, alloc_id);
+		pthread_mutex_unlock(&c->mu);
+	}
 }
 
 int streams_host_read(uint64_t alloc_id, uint64_t base, uint64_t src,
@@ -1596,9 +1696,8 @@ int streams_host_read(uint64_t alloc_id, uint64_t base, uint64_t src,
 	if (x != CUDA_SUCCESS || c->gen != cgen || !ra_still(&c->ra, i, gen))
 		goto out;
 	memcpy(dst, (const char *)sl->shadow + (off - sl->off), bytes);
+	sl->copying = 0;
 	ra_served(&c->ra, i);
-	if (c->s)
-		sched_complete(c->s, sl->stream, sl->seq);
 	*r = CUDA_SUCCESS;
 	served = 1;
 out:
@@ -1725,6 +1824,7 @@ void streams_before_free(uint64_t alloc_id)
 		if (c->state == SCTX_ON &&
 		    sched_sync_for(c->s, &a, 1, &hw) == 0)
 			sctx_hostwait(c, &hw);
+		sctx_ra_quiesce(c, alloc_id);
 		pthread_mutex_unlock(&c->mu);
 	}
 }

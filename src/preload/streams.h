@@ -93,6 +93,13 @@ int streams_host_read(uint64_t alloc_id, uint64_t base, uint64_t src,
 		      void *dst, uint64_t bytes, CUresult *r);
 
 /*
+ * alloc_id is about to be freed where streams_before_free() is not called
+ * (a deferred free, a stream-ordered free on a stream of the program's):
+ * wait for kmux's read-ahead copy of it, if one is queued.
+ */
+void streams_ra_release(uint64_t alloc_id);
+
+/*
  * Deferred frees (streams.c, "deferred frees"): a synchronous cuMemFree of
  * a plain device allocation, while the pool schedules the current context.
  * Returns 1 when kmux keeps the memory allocated until the pool is idle at

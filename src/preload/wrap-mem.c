@@ -438,6 +438,7 @@ static int mem_defer_free(uint64_t base, uint64_t charged)
 	 */
 	if (a.device < 0 || a.device != current_device())
 		return 0;
+	streams_ra_release(a.id);
 	if (!streams_defer_free(base, a.size, charged))
 		return 0;
 	mem_after_free(base, a.id);
@@ -518,6 +519,8 @@ static CUresult free_async(struct async_args *a)
 	if (unlikely(quota_on) && !pooled)
 		charged = quota_charged(a->ptr);
 	if (likely(!kmux_streams) || !streams_is_default(a->s) || !t) {
+		if (kmux_streams && t && alloc_table_find(t, a->ptr, &al) == 0)
+			streams_ra_release(al.id);
 		r = streams_pass(a->s, async_issue, a);
 		if (r == CUDA_SUCCESS) {
 			mem_untrack(a->ptr);

@@ -196,6 +196,18 @@ static void test_slots(void **state)
 	assert_ptr_equal(t.slot[i].shadow, shadow);
 	assert_int_equal(wq(&t, 1, 0, 0), -1);
 	ra_forget(&t, 12345);	/* unknown: nothing */
+	/* A slot whose copy is running is not taken for another buffer. */
+	for (int k = 0; k < RA_SLOTS; k++) {
+		t.slot[k].alloc_id = 200 + k;
+		t.slot[k].copying = k != 7;
+	}
+	i = ra_learn(&t, 300, BASE, 0, 4);
+	assert_int_equal(i, 7);
+	t.slot[7].copying = 1;
+	assert_int_equal(ra_learn(&t, 301, BASE, 0, 4), -1);
+	/* A forgotten slot keeps the flag: the caller still owns the copy. */
+	ra_forget(&t, 300);
+	assert_int_equal(t.slot[7].copying, 1);
 }
 
 static void test_span(void **state)
