@@ -67,6 +67,8 @@ struct ra_slot {
 	void *ev;
 	void *wev;
 	int copying;		/* the copy may still be running */
+	int wstream;		/* the write it follows: pool stream, */
+	uint64_t wseq;		/* ... and number there */
 };
 
 struct ra_table {

@@ -368,7 +368,7 @@ static void sctx_ra_quiesce(struct streams_ctx *c, uint64_t alloc_id);
 static void sctx_ra_before(struct streams_ctx *c, const struct streams_req *rq,
 			   int stream);
 static void sctx_ra_after(struct streams_ctx *c, const struct streams_req *rq,
-			  int stream);
+			  const struct sched_decision *d);
 
 /* Lock held.  Destroy the pool (drained, or its context is going away). */
 static void sctx_teardown(struct streams_ctx *c)
@@ -1169,7 +1169,7 @@ int streams_run(const struct streams_req *rq, CUresult *res)
 	sctx_ra_before(c, rq, d.stream);
 	r = sctx_issue(c, &d, rq->issue, rq->arg);
 	if (r == CUDA_SUCCESS)
-		sctx_ra_after(c, rq, d.stream);
+		sctx_ra_after(c, rq, &d);
 	if ((rq->flags & STREAMS_WAIT) && r == CUDA_SUCCESS) {
 		t = c->pool[d.stream];
 		gen = c->gen;
@@ -1600,11 +1600,11 @@ failed:
 }
 
 /*
- * Lock held.  rq was just issued by the scheduler on pool stream `stream`:
- * mark behind it the writes of ranges read back.
+ * Lock held.  rq was just issued by the scheduler as d decided: mark
+ * behind it the writes of ranges read back.
  */
 static void sctx_ra_after(struct streams_ctx *c, const struct streams_req *rq,
-			  int stream)
+			  const struct sched_decision *d)
 {
 	if (rq->flags & (SCHED_BARRIER | STREAMS_BRIDGE)) {
 		ra_invalidate(&c->ra);
@@ -1623,11 +1623,13 @@ static void sctx_ra_after(struct streams_ctx *c, const struct streams_req *rq,
 			continue;
 		sl = &c->ra.slot[i];
 		wev = sctx_ra_event(&sl->wev);
-		if (!wev || sctx_record(wev, c->pool[stream]) != CUDA_SUCCESS) {
+		if (!wev || sctx_record(wev, c->pool[d->stream]) != CUDA_SUCCESS) {
 			c->ra_failed++;
 			ra_queue_failed(&c->ra, i);
 			continue;
 		}
+		sl->wstream = d->stream;
+		sl->wseq = d->seq;
 		c->ra_due++;
 	}
 }
@@ -1697,6 +1699,9 @@ int streams_host_read(uint64_t alloc_id, uint64_t base, uint64_t src,
 		goto out;
 	memcpy(dst, (const char *)sl->shadow + (off - sl->off), bytes);
 	sl->copying = 0;
+	/* As a read that waited for its writer tells the scheduler. */
+	if (c->s && sl->wseq)
+		sched_complete(c->s, sl->wstream, sl->wseq);
 	ra_served(&c->ra, i);
 	*r = CUDA_SUCCESS;
 	served = 1;
