@@ -312,6 +312,20 @@ static struct streams_ctx *sctx_find(CUcontext ctx)
 	return NULL;
 }
 
+/* fn(c, arg) for every context, under its lock. */
+static void sctx_each(void (*fn)(struct streams_ctx *c, uint64_t arg),
+		      uint64_t arg)
+{
+	struct streams_ctx *c;
+
+	for (c = atomic_load_explicit(&streams_list, memory_order_acquire); c;
+	     c = c->next) {
+		pthread_mutex_lock(&c->mu);
+		fn(c, arg);
+		pthread_mutex_unlock(&c->mu);
+	}
+}
+
 /* The state of ctx, created when missing.  NULL only on out of memory. */
 static struct streams_ctx *sctx_get(CUcontext ctx)
 {
@@ -1649,16 +1663,15 @@ static void sctx_ra_flush(struct streams_ctx *c)
 
 void streams_ra_release(uint64_t alloc_id)
 {
-	struct streams_ctx *c;
+	if (alloc_id)
+		sctx_each(sctx_ra_quiesce, alloc_id);
+}
 
-	if (!alloc_id)
-		return;
-	for (c = atomic_load_explicit(&streams_list, memory_order_acquire); c;
-	     c = c->next) {
-		pthread_mutex_lock(&c->mu);
-		sctx_ra_quiesce(c, alloc_id);
-		pthread_mutex_unlock(&c->mu);
-	}
+/* Lock held.  Work kmux will not see may write anything read ahead. */
+static void sctx_ra_stale(struct streams_ctx *c, uint64_t unused)
+{
+	(void)unused;
+	ra_invalidate(&c->ra);
 }
 
 int streams_host_read(uint64_t alloc_id, uint64_t base, uint64_t src,
@@ -1815,39 +1828,35 @@ void streams_ctx_sync_end(struct streams_sync *ss, CUresult r)
 
 /* --- memory ------------------------------------------------------------ */
 
-void streams_before_free(uint64_t alloc_id)
+/* Lock held.  alloc_id is about to be freed: its users first. */
+static void sctx_before_free(struct streams_ctx *c, uint64_t alloc_id)
 {
 	struct sched_access a = { .alloc_id = alloc_id, .mode = SCHED_WRITE };
 	struct sched_hostwait hw;
-	struct streams_ctx *c;
 
-	if (!alloc_id)
-		return;
-	for (c = atomic_load_explicit(&streams_list, memory_order_acquire); c;
-	     c = c->next) {
-		pthread_mutex_lock(&c->mu);
-		if (c->state == SCTX_ON &&
-		    sched_sync_for(c->s, &a, 1, &hw) == 0)
-			sctx_hostwait(c, &hw);
-		sctx_ra_quiesce(c, alloc_id);
-		pthread_mutex_unlock(&c->mu);
-	}
+	if (c->state == SCTX_ON && sched_sync_for(c->s, &a, 1, &hw) == 0)
+		sctx_hostwait(c, &hw);
+	sctx_ra_quiesce(c, alloc_id);
+}
+
+void streams_before_free(uint64_t alloc_id)
+{
+	if (alloc_id)
+		sctx_each(sctx_before_free, alloc_id);
+}
+
+/* Lock held. */
+static void sctx_forget(struct streams_ctx *c, uint64_t alloc_id)
+{
+	if (c->state == SCTX_ON)
+		sched_forget(c->s, alloc_id);
+	ra_forget(&c->ra, alloc_id);
 }
 
 void streams_forget(uint64_t alloc_id)
 {
-	struct streams_ctx *c;
-
-	if (!alloc_id)
-		return;
-	for (c = atomic_load_explicit(&streams_list, memory_order_acquire); c;
-	     c = c->next) {
-		pthread_mutex_lock(&c->mu);
-		if (c->state == SCTX_ON)
-			sched_forget(c->s, alloc_id);
-		ra_forget(&c->ra, alloc_id);
-		pthread_mutex_unlock(&c->mu);
-	}
+	if (alloc_id)
+		sctx_each(sctx_forget, alloc_id);
 }
 
 uint64_t streams_placeholder(void)
@@ -1925,12 +1934,7 @@ void streams_stream_created(CUstream s, unsigned flags)
 		return;
 	}
 	/* Work on it may write what was read ahead, in any context. */
-	for (c = atomic_load_explicit(&streams_list, memory_order_acquire); c;
-	     c = c->next) {
-		pthread_mutex_lock(&c->mu);
-		ra_invalidate(&c->ra);
-		pthread_mutex_unlock(&c->mu);
-	}
+	sctx_each(sctx_ra_stale, 0);
 	c = sctx_current();
 	if (!c)
 		return;
