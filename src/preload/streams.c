@@ -378,7 +378,7 @@ static struct streams_ctx *sctx_current(void)
 
 static void stats_add(struct sched_stats *a, const struct sched_stats *b);
 static void sctx_ra_teardown(struct streams_ctx *c);
-static void sctx_ra_quiesce(struct streams_ctx *c, uint64_t alloc_id);
+static void sctx_ra_drop(struct streams_ctx *c, uint64_t alloc_id);
 static void sctx_ra_before(struct streams_ctx *c, const struct streams_req *rq,
 			   int stream);
 static void sctx_ra_after(struct streams_ctx *c, const struct streams_req *rq,
@@ -1149,6 +1149,10 @@ int streams_run(const struct streams_req *rq, CUresult *res)
 	    (rq->peer[1] && rq->peer[1] != c->ctx))
 		return streams_run_peer(c, rq, res);
 	pthread_mutex_lock(&c->mu);
+	/* However it is run, a free comes after kmux's copies of it. */
+	if (rq->flags & STREAMS_FREES)
+		for (int k = 0; k < rq->nacc; k++)
+			sctx_ra_drop(c, rq->acc[k].alloc_id);
 	if (c->paused) {
 		/*
 		 * Under the lock: a kmux_streams_pause(0) in another thread
@@ -1176,9 +1180,6 @@ int streams_run(const struct streams_req *rq, CUresult *res)
 		sctx_probe(c);
 	if (c->passthru)
 		goto as_submitted;
-	if (rq->flags & STREAMS_FREES)
-		for (int k = 0; k < rq->nacc; k++)
-			sctx_ra_quiesce(c, rq->acc[k].alloc_id);
 	sctx_decide(c, rq->acc, rq->nacc, rq->flags, rq->blocks, &d);
 	sctx_ra_before(c, rq, d.stream);
 	r = sctx_issue(c, &d, rq->issue, rq->arg);
@@ -1468,7 +1469,7 @@ int streams_is_deferred(uint64_t base)
  * slower (run 8, calls 2 and 3).  The scheduler does not know the copy,
  * which only reads the range and writes kmux's shadow; so a later writer's
  * pool stream waits for the copy's event (sctx_ra_before(), unless the
- * host saw it complete), and a free waits for it (sctx_ra_quiesce()).
+ * host saw it complete), and a free waits for it (sctx_ra_drop()).
  *
  * Queued when the host is about to wait (sctx_ra_flush(): a synchronous
  * read, a synchronization), not at the write: the three driver calls cost
@@ -1496,15 +1497,22 @@ static int sctx_ra_usable(const struct streams_ctx *c)
 	       atomic_load_explicit(&streams_nsched, memory_order_relaxed) == 1;
 }
 
-/* Lock held.  The copy of alloc_id's slot, if one is queued, is done. */
-static void sctx_ra_quiesce(struct streams_ctx *c, uint64_t alloc_id)
+/*
+ * Lock held.  alloc_id is about to be freed: its copy, if one is running,
+ * is waited for, and its slot goes now, not after the free, so that no
+ * other thread's wait queues a copy of it in between.
+ */
+static void sctx_ra_drop(struct streams_ctx *c, uint64_t alloc_id)
 {
 	for (int i = 0; i < RA_SLOTS; i++) {
 		struct ra_slot *sl = &c->ra.slot[i];
 
-		if (sl->alloc_id == alloc_id && sl->copying &&
+		if (sl->alloc_id != alloc_id)
+			continue;
+		if (sl->copying &&
 		    REAL(cuEventSynchronize)((CUevent)sl->ev) == CUDA_SUCCESS)
 			sl->copying = 0;
+		ra_forget(&c->ra, alloc_id);
 	}
 }
 
@@ -1664,7 +1672,7 @@ static void sctx_ra_flush(struct streams_ctx *c)
 void streams_ra_release(uint64_t alloc_id)
 {
 	if (alloc_id)
-		sctx_each(sctx_ra_quiesce, alloc_id);
+		sctx_each(sctx_ra_drop, alloc_id);
 }
 
 /* Lock held.  Work kmux will not see may write anything read ahead. */
@@ -1836,7 +1844,7 @@ static void sctx_before_free(struct streams_ctx *c, uint64_t alloc_id)
 
 	if (c->state == SCTX_ON && sched_sync_for(c->s, &a, 1, &hw) == 0)
 		sctx_hostwait(c, &hw);
-	sctx_ra_quiesce(c, alloc_id);
+	sctx_ra_drop(c, alloc_id);
 }
 
 void streams_before_free(uint64_t alloc_id)
