@@ -16,7 +16,8 @@
  * scheduler, N non-blocking pool streams, the event slots, two bridge
  * events, a mutex), created lazily on first use; the bridging of the
  * program's blocking streams to the pool; the count of
- * stream captures in progress; the statistics printed at exit.
+ * stream captures in progress; reading ahead (the copies, their stream and
+ * shadows; readahead.h keeps the table); the statistics printed at exit.
  * docs/design-streams.md ("The wrappers") explains the rules.
  *
  * Failure: nothing here aborts.  A context whose pool cannot be set up
@@ -95,7 +96,8 @@ int streams_host_read(uint64_t alloc_id, uint64_t base, uint64_t src,
 /*
  * alloc_id is about to be freed where streams_before_free() is not called
  * (a deferred free, a stream-ordered free on a stream of the program's):
- * wait for kmux's read-ahead copy of it, if one is queued.
+ * wait for kmux's read-ahead copy of it, if one is running, and forget
+ * what was learned of it (streams_before_free() does both too).
  */
 void streams_ra_release(uint64_t alloc_id);
 
@@ -160,8 +162,8 @@ typedef CUresult (*streams_issue_fn)(void *arg, CUstream s);
 /* The host waits for the operation before returning (synchronous copies
  * from pinned host memory). */
 #define STREAMS_WAIT	0x200
-/* The operation frees what it writes (cuMemFreeAsync): nothing is read
- * ahead after it (readahead.h). */
+/* The operation frees what it writes (cuMemFreeAsync): kmux's read-ahead
+ * copies of it are waited for and forgotten first (readahead.h). */
 #define STREAMS_FREES	0x400
 
 struct streams_req {
