@@ -46,8 +46,8 @@
 
 #include "log.h"
 #include "preload.h"
-#include "ptx-table.h"
 #include "mm.h"
+#include "ptx-table.h"
 #include "quota.h"
 #include "readahead.h"
 #include "stream-alloc.h"
@@ -135,7 +135,6 @@ struct streams_ctx {
 	struct ra_table ra;		/* reading ahead */
 	CUstream ra_stream;		/* ... where the copies go */
 	int ra_due;			/* ... slots may be due */
-	uint64_t ra_failed;
 };
 
 int kmux_streams;
@@ -1497,6 +1496,14 @@ static int sctx_ra_usable(const struct streams_ctx *c)
 	       atomic_load_explicit(&streams_nsched, memory_order_relaxed) == 1;
 }
 
+/* Lock held.  The host waits for sl's copy, if one is running. */
+static void sctx_ra_finish(struct ra_slot *sl)
+{
+	if (sl->copying &&
+	    REAL(cuEventSynchronize)((CUevent)sl->ev) == CUDA_SUCCESS)
+		sl->copying = 0;
+}
+
 /*
  * Lock held.  alloc_id is about to be freed: its copy, if one is running,
  * is waited for, and its slot goes now, not after the free, so that no
@@ -1504,16 +1511,10 @@ static int sctx_ra_usable(const struct streams_ctx *c)
  */
 static void sctx_ra_drop(struct streams_ctx *c, uint64_t alloc_id)
 {
-	for (int i = 0; i < RA_SLOTS; i++) {
-		struct ra_slot *sl = &c->ra.slot[i];
-
-		if (sl->alloc_id != alloc_id)
-			continue;
-		if (sl->copying &&
-		    REAL(cuEventSynchronize)((CUevent)sl->ev) == CUDA_SUCCESS)
-			sl->copying = 0;
-		ra_forget(&c->ra, alloc_id);
-	}
+	for (int i = 0; i < RA_SLOTS; i++)
+		if (c->ra.slot[i].alloc_id == alloc_id)
+			sctx_ra_finish(&c->ra.slot[i]);
+	ra_forget(&c->ra, alloc_id);
 }
 
 /*
@@ -1544,9 +1545,7 @@ static void sctx_ra_before(struct streams_ctx *c, const struct streams_req *rq,
 				continue;
 			}
 			/* No wait: the host makes sure instead. */
-			c->ra_failed++;
-			if (REAL(cuEventSynchronize)((CUevent)sl->ev) == CUDA_SUCCESS)
-				sl->copying = 0;
+			sctx_ra_finish(sl);
 		}
 	}
 }
@@ -1617,7 +1616,6 @@ static void sctx_ra_queue(struct streams_ctx *c, int i)
 	return;
 failed:
 	/* A copy that was queued reads the range and writes the shadow only. */
-	c->ra_failed++;
 	ra_queue_failed(&c->ra, i);
 }
 
@@ -1646,7 +1644,6 @@ static void sctx_ra_after(struct streams_ctx *c, const struct streams_req *rq,
 		sl = &c->ra.slot[i];
 		wev = sctx_ra_event(&sl->wev);
 		if (!wev || sctx_record(wev, c->pool[d->stream]) != CUDA_SUCCESS) {
-			c->ra_failed++;
 			ra_queue_failed(&c->ra, i);
 			continue;
 		}
@@ -1809,8 +1806,7 @@ void streams_ctx_sync_begin(CUcontext ctx, struct streams_sync *ss)
 	if (!c)
 		return;
 	pthread_mutex_lock(&c->mu);
-	if (c->state == SCTX_ON)
-		sctx_ra_flush(c);
+	sctx_ra_flush(c);
 	if (c->state == SCTX_ON && sched_sync_all(c->s, &ss->hw) == 0) {
 		ss->c = c;
 		ss->gen = c->gen;
