@@ -215,8 +215,8 @@ int bjob_from_line(const char *line, struct bjob *j)
 		return 1;
 	}
 	bjob_free(&words);
-	if ((r = push(j, "/bin/sh", 7)) || (r = push(j, "-c", 2)) ||
-	    (r = push(j, line, strlen(line))))
+	if (push(j, "/bin/sh", 7) || push(j, "-c", 2) ||
+	    push(j, line, strlen(line)))
 		goto out;
 	return 0;
 out:

@@ -101,9 +101,13 @@ static int read_small(const char *dir, const char *name, char *buf,
 	if (fd < 0)
 		return -errno;
 	n = read(fd, buf, len - 1);
+	if (n < 0) {
+		int e = errno;
+
+		close(fd);
+		return -e;
+	}
 	close(fd);
-	if (n < 0)
-		return -errno;
 	buf[n] = '\0';
 	return 0;
 }
