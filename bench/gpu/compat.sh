@@ -10,7 +10,12 @@
 #   timing                     build/kmux trace --timing -o T.json -- PROGRAM
 # and checks that every kmux run exits 0 with stdout byte-identical to the
 # plain run, and that each trace holds kernel events ("cat":"kernel") with
-# the program's kernel names.  The PyTorch program is run plain twice: only
+# the program's kernel names.  KMUX_COMPAT_MODES="streams verify" runs the
+# stream scheduler's modes instead (issue 3 on real stacks):
+#   streams                    build/kmux run --streams N -- PROGRAM
+#   verify                     build/kmux verify --stdout --streams N -- PROGRAM
+# (N: KMUX_COMPAT_STREAMS, default 16); verify passes when it reports
+# identical copies and stdout.  KMUX_COMPAT_PROGS="id ..." picks programs.  The PyTorch program is run plain twice: only
 # if those two differ (not deterministic) are the kmux runs compared with a
 # tolerance, and the table says so.  A program whose stack is missing is a
 # SKIP, never a PASS.
@@ -75,6 +80,7 @@ row() {
 
 # skip_prog PROGRAM REASON: one SKIP row for the whole program
 skip_prog() {
+	prog_selected "$1" || return 0
 	row "$1" "all" "-" "-" "-" "SKIP" "$2"
 }
 
@@ -89,9 +95,14 @@ build_failed() {
 run_prog() {
 	local id=$1 nondet_ok=$2 tmo=$3
 	shift 3
-	local modes=(plain bare trace timing) mode so se tr rc dt out trc verdict note
+	local modes mode so se tr rc dt out trc verdict note
 	local deterministic=1 plain_rc=-1 cmpres
-	[ "$nondet_ok" = 1 ] && modes=(plain plain2 bare trace timing)
+	if ! prog_selected "$id"; then
+		log "== $id: not in KMUX_COMPAT_PROGS"
+		return 0
+	fi
+	# shellcheck disable=SC2206  # a list of words
+	modes=(plain $([ "$nondet_ok" = 1 ] && echo plain2) $COMPAT_MODES)
 	log "== $id: $* (expect: ${EXP[*]:-none})"
 	for mode in "${modes[@]}"; do
 		if ! mode_ok "$mode"; then
@@ -139,6 +150,17 @@ run_prog() {
 		plain)
 			plain_rc=$rc
 			out="reference"
+			;;
+		verify)
+			# verify ran the program twice itself and compared its
+			# copies and its stdout: its verdict is the check
+			if [ "$rc" = 0 ] && grep -q 'kmux verify: identical' "$so" "$se"; then
+				out="identical"
+			else
+				out="DIVERGED"
+				verdict=FAIL
+				note="$note $(grep -h -m1 'kmux verify' "$so" "$se" | cut -c1-160);"
+			fi
 			;;
 		plain2)
 			cmpres=$("$PY" "$BENCH/benchtool.py" compare \
@@ -199,6 +221,15 @@ run_prog() {
 }
 
 # ------------------------------------------------------------------ programs
+# KMUX_COMPAT_MODES: the kmux modes after plain (default: issue 2's
+# three); "streams verify" checks the stream scheduler on real stacks.
+# KMUX_COMPAT_PROGS: only these programs (ids as in the table; default all).
+COMPAT_MODES=${KMUX_COMPAT_MODES:-bare trace timing}
+prog_selected() {
+	[ -z "${KMUX_COMPAT_PROGS:-}" ] && return 0
+	case " $KMUX_COMPAT_PROGS " in *" $1 "*) return 0 ;; esac
+	return 1
+}
 build
 
 if [ "$HAVE_NVCC" = 1 ]; then
@@ -241,6 +272,23 @@ if [ "$HAVE_TRITON" = 1 ]; then
 	run_prog triton_add 0 240 "$PY" "$PROGS/triton_add.py"
 else skip_prog triton_add "$WHY_TRITON"; fi
 
+# Libraries and compilers whose kernels kmux never saw as source: many
+# independent branches for the stream scheduler (streams / verify modes).
+if [ "$HAVE_CUPY" = 1 ]; then
+	EXP=('(?i)gemm|cutlass|xmma|sm90')
+	run_prog cupy_libs 0 180 "$PY" "$PROGS/cupy_libs.py"
+else skip_prog cupy_libs "$WHY_CUPY"; fi
+
+if [ "$HAVE_TRITON" = 1 ]; then
+	EXP=('^kmux_tt_matmul$' '^kmux_tt_softmax$' '^kmux_tt_update$')
+	run_prog triton_multi 0 240 "$PY" "$PROGS/triton_multi.py"
+else skip_prog triton_multi "$WHY_TRITON"; fi
+
+if [ "$HAVE_JAX" = 1 ]; then
+	EXP=('.')
+	run_prog jax_mlp 0 180 "$PY" "$PROGS/jax_mlp.py"
+else skip_prog jax_mlp "$WHY_JAX"; fi
+
 # ------------------------------------------------------------------ report
 MD=$OUT/compat.md
 {
@@ -257,6 +305,12 @@ MD=$OUT/compat.md
 	echo "its stdout is byte-identical to the plain run's (within a relative tolerance of $TOL"
 	echo "only for a program whose two plain runs differ, marked in the note) and, for trace"
 	echo "modes, the trace has kernel events with each expected name (count > 0)."
+	echo "Stream scheduler modes (when KMUX_COMPAT_MODES names them): streams, \`kmux run"
+	echo "--streams $KMUX_COMPAT_STREAMS\` as shipped, judged like the others; verify, \`kmux verify --stdout"
+	echo "--streams $KMUX_COMPAT_STREAMS\`, which runs the program unscheduled and then with every"
+	echo "operation scheduled (KMUX_PASS_THROUGH=0) and passes when every device-to-host copy"
+	echo "and the whole stdout are the same."
+	echo "Modes run: plain $COMPAT_MODES."
 	echo
 } >"$MD"
 log "compat: results"
@@ -268,7 +322,9 @@ status=${PIPESTATUS[0]}
 	echo "drv_api: ^drv_saxpy\$ ^drv_mix\$ ^drv_iota\$; rt_shared/rt_static: ^rt_vec_add\$ rt_axpy_t"
 	echo "rt_reduce_block; graphs: ^graph_step\$ ^graph_accum\$ (reach the driver during stream"
 	echo "capture only); ptds: ptds_work; torch_resnet18: at(6|::)native, a GEMM-like and a"
-	echo "cuDNN-like name; cupy_raw: ^cupy_saxpy\$; triton_add: ^kmux_triton_add\$."
+	echo "cuDNN-like name; cupy_raw: ^cupy_saxpy\$; triton_add: ^kmux_triton_add\$;"
+	echo "cupy_libs: a GEMM-like name; triton_multi: ^kmux_tt_matmul\$ ^kmux_tt_softmax\$"
+	echo "^kmux_tt_update\$; jax_mlp: any kernel."
 	echo "Per-trace counts, top kernels and kmux's own summary: compat-traces.json."
 	echo
 	echo "## Commands"

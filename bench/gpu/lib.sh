@@ -109,8 +109,13 @@ check_kmux() {
 	HAVE_CLI=1
 }
 
+# The pool size of the streams and verify modes.
+KMUX_COMPAT_STREAMS=${KMUX_COMPAT_STREAMS:-16}
+
 # run_mode MODE TRACEFILE TIMEOUT STDOUT STDERR CMD...
 #   MODE: plain | bare | trace | timing   (timing = kmux trace --timing)
+#         | streams (kmux run --streams N) | verify (kmux verify --stdout
+#         --streams N: its stdout is verify's verdict, not the program's)
 # Returns the command's exit status (124/137 on timeout).
 run_mode() {
 	local mode=$1 trace=$2 tmo=$3 so=$4 se=$5
@@ -134,6 +139,16 @@ run_mode() {
 		timeout -k 10 "$tmo" env \
 			LD_LIBRARY_PATH="$KMUX_DEVLIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
 			"$KMUX_BIN" trace --timing -o "$trace" -- "$@" >"$so" 2>"$se" ;;
+	streams)
+		timeout -k 10 "$tmo" env \
+			LD_LIBRARY_PATH="$KMUX_DEVLIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+			"$KMUX_BIN" run --streams "$KMUX_COMPAT_STREAMS" -- "$@" >"$so" 2>"$se" ;;
+	verify)
+		# twice the program's time: the unscheduled run, then the other
+		timeout -k 10 $((2 * tmo)) env \
+			LD_LIBRARY_PATH="$KMUX_DEVLIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+			"$KMUX_BIN" verify --stdout --streams "$KMUX_COMPAT_STREAMS" -- "$@" \
+			>"$so" 2>"$se" ;;
 	*)
 		echo "run_mode: bad mode $mode" >&2
 		return 2 ;;
@@ -149,6 +164,8 @@ mode_cmdline() {
 	bare) echo "LD_PRELOAD=build/libkmux.so $*" ;;
 	trace) echo "LD_LIBRARY_PATH=build/devlibs build/kmux trace -o $trace -- $*" ;;
 	timing) echo "LD_LIBRARY_PATH=build/devlibs build/kmux trace --timing -o $trace -- $*" ;;
+	streams) echo "LD_LIBRARY_PATH=build/devlibs build/kmux run --streams $KMUX_COMPAT_STREAMS -- $*" ;;
+	verify) echo "LD_LIBRARY_PATH=build/devlibs build/kmux verify --stdout --streams $KMUX_COMPAT_STREAMS -- $*" ;;
 	esac
 }
 
@@ -157,7 +174,8 @@ mode_ok() {
 	case $1 in
 	plain | plain2) return 0 ;;
 	bare) [ "${HAVE_PRELOAD:-0}" = 1 ] ;;
-	trace | timing) [ "${HAVE_PRELOAD:-0}" = 1 ] && [ "${HAVE_CLI:-0}" = 1 ] ;;
+	trace | timing | streams | verify)
+		[ "${HAVE_PRELOAD:-0}" = 1 ] && [ "${HAVE_CLI:-0}" = 1 ] ;;
 	esac
 }
 
@@ -183,7 +201,7 @@ check_stacks() {
 	local probe
 	probe=$("$PY" - 2>&1 <<'PYEOF'
 import importlib
-for m in ("torch", "torchvision", "cupy", "triton"):
+for m in ("torch", "torchvision", "cupy", "triton", "jax"):
     try:
         mod = importlib.import_module(m)
         print(f"have {m} {getattr(mod, '__version__', '?')}")
@@ -200,19 +218,22 @@ PYEOF
 	logq "$probe"
 	STACK_VERSIONS=$(printf '%s\n' "$probe" | awk '$1=="have"{printf "%s %s; ", $2, $3}')
 	_has() { printf '%s\n' "$probe" | grep -q "^have $1 "; }
-	HAVE_TORCH=0 HAVE_CUPY=0 HAVE_TRITON=0
+	HAVE_TORCH=0 HAVE_CUPY=0 HAVE_TRITON=0 HAVE_JAX=0
 	WHY_TORCH="python3 cannot import torch+torchvision or torch sees no GPU"
 	WHY_CUPY="python3 cannot import cupy"
 	WHY_TRITON="python3 cannot import triton+torch or torch sees no GPU"
+	WHY_JAX="python3 cannot import jax"
 	if _has torch && _has torchvision && printf '%s\n' "$probe" | grep -q '^cuda 1'; then
 		HAVE_TORCH=1
 	fi
 	_has cupy && HAVE_CUPY=1
+	_has jax && HAVE_JAX=1
 	if _has triton && [ "$HAVE_TORCH" = 1 ]; then HAVE_TRITON=1; fi
 	KMUX_STACKS_CHECKED=1
-	export HAVE_NVCC HAVE_TORCH HAVE_CUPY HAVE_TRITON WHY_NVCC WHY_TORCH \
-		WHY_CUPY WHY_TRITON STACK_VERSIONS KMUX_STACKS_CHECKED
-	log "stacks: nvcc=$HAVE_NVCC torch=$HAVE_TORCH cupy=$HAVE_CUPY triton=$HAVE_TRITON ($STACK_VERSIONS)"
+	export HAVE_NVCC HAVE_TORCH HAVE_CUPY HAVE_TRITON HAVE_JAX WHY_NVCC \
+		WHY_TORCH WHY_CUPY WHY_TRITON WHY_JAX STACK_VERSIONS \
+		KMUX_STACKS_CHECKED
+	log "stacks: nvcc=$HAVE_NVCC torch=$HAVE_TORCH cupy=$HAVE_CUPY triton=$HAVE_TRITON jax=$HAVE_JAX ($STACK_VERSIONS)"
 }
 
 # kmux_ident: a line naming the kmux build that is being measured
