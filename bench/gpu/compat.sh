@@ -89,6 +89,28 @@ build_failed() {
 	row "$1" "all" "-" "-" "-" "FAIL" "nvcc build failed (see compat.log)"
 }
 
+# sched_summary STDERR: what the scheduler did, summed over the processes'
+# reports ("streams: pid P: ..." at KMUX_LOG=info): how much of the work it
+# ordered itself, so that a pass means something.
+sched_summary() {
+	awk '/streams: pid [0-9]+:/ {
+		n++
+		if (match($0, /[0-9]+ ops, [0-9]+ barriers/)) {
+			split(substr($0, RSTART, RLENGTH), a, " "); ops += a[1]; bar += a[3]
+		}
+		if (match($0, /waits issued [0-9]+, pruned [0-9]+/)) {
+			split(substr($0, RSTART, RLENGTH), a, "[ ,]+"); wi += a[3]; wp += a[5]
+		}
+		if (match($0, /[0-9]+ passed through/)) {
+			split(substr($0, RSTART, RLENGTH), a, " "); pt += a[1]
+		}
+	}
+	END {
+		if (!n) { print "no scheduler report"; exit }
+		printf "scheduled %d ops, %d barriers, waits issued %d pruned %d, passed through %d", ops, bar, wi, wp, pt
+	}' "$1"
+}
+
 # ------------------------------------------------------------------ one program
 # run_prog ID NONDET_OK TIMEOUT CMD...   (expected kernel regexes in EXP)
 #   NONDET_OK=1: run plain twice; if they differ, compare with $TOL.
@@ -214,6 +236,9 @@ run_prog() {
 				cp "$tr" "$OUT/trace-drv_api.json"
 			fi
 			rm -f "$tr"
+		fi
+		if [ "$mode" = streams ] || [ "$mode" = verify ]; then
+			note="$note $(sched_summary "$se");"
 		fi
 		note=${note# }
 		row "$id" "$mode" "$rc" "$out" "$trc" "$verdict" "${note%;}"

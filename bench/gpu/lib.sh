@@ -115,7 +115,8 @@ KMUX_COMPAT_STREAMS=${KMUX_COMPAT_STREAMS:-16}
 # run_mode MODE TRACEFILE TIMEOUT STDOUT STDERR CMD...
 #   MODE: plain | bare | trace | timing   (timing = kmux trace --timing)
 #         | streams (kmux run --streams N) | verify (kmux verify --stdout
-#         --streams N: its stdout is verify's verdict, not the program's)
+#         --streams N: its stdout is verify's verdict, not the program's);
+#         both with KMUX_LOG=info, for the scheduler's report at exit
 # Returns the command's exit status (124/137 on timeout).
 run_mode() {
 	local mode=$1 trace=$2 tmo=$3 so=$4 se=$5
@@ -142,12 +143,12 @@ run_mode() {
 	streams)
 		timeout -k 10 "$tmo" env \
 			LD_LIBRARY_PATH="$KMUX_DEVLIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-			"$KMUX_BIN" run --streams "$KMUX_COMPAT_STREAMS" -- "$@" >"$so" 2>"$se" ;;
+			KMUX_LOG=info "$KMUX_BIN" run --streams "$KMUX_COMPAT_STREAMS" -- "$@" >"$so" 2>"$se" ;;
 	verify)
 		# twice the program's time: the unscheduled run, then the other
 		timeout -k 10 $((2 * tmo)) env \
 			LD_LIBRARY_PATH="$KMUX_DEVLIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-			"$KMUX_BIN" verify --stdout --streams "$KMUX_COMPAT_STREAMS" -- "$@" \
+			KMUX_LOG=info "$KMUX_BIN" verify --stdout --streams "$KMUX_COMPAT_STREAMS" -- "$@" \
 			>"$so" 2>"$se" ;;
 	*)
 		echo "run_mode: bad mode $mode" >&2
@@ -164,8 +165,8 @@ mode_cmdline() {
 	bare) echo "LD_PRELOAD=build/libkmux.so $*" ;;
 	trace) echo "LD_LIBRARY_PATH=build/devlibs build/kmux trace -o $trace -- $*" ;;
 	timing) echo "LD_LIBRARY_PATH=build/devlibs build/kmux trace --timing -o $trace -- $*" ;;
-	streams) echo "LD_LIBRARY_PATH=build/devlibs build/kmux run --streams $KMUX_COMPAT_STREAMS -- $*" ;;
-	verify) echo "LD_LIBRARY_PATH=build/devlibs build/kmux verify --stdout --streams $KMUX_COMPAT_STREAMS -- $*" ;;
+	streams) echo "KMUX_LOG=info LD_LIBRARY_PATH=build/devlibs build/kmux run --streams $KMUX_COMPAT_STREAMS -- $*" ;;
+	verify) echo "KMUX_LOG=info LD_LIBRARY_PATH=build/devlibs build/kmux verify --stdout --streams $KMUX_COMPAT_STREAMS -- $*" ;;
 	esac
 }
 
