@@ -311,7 +311,7 @@ else skip_prog triton_multi "$WHY_TRITON"; fi
 
 if [ "$HAVE_JAX" = 1 ]; then
 	EXP=('.')
-	run_prog jax_mlp 0 180 "$PY" "$PROGS/jax_mlp.py"
+	run_prog jax_mlp 1 180 "$PY" "$PROGS/jax_mlp.py"
 else skip_prog jax_mlp "$WHY_JAX"; fi
 
 # ------------------------------------------------------------------ report

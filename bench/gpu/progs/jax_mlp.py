@@ -8,6 +8,13 @@ own streams") and change nothing it computes.  A small MLP trained with
 jitted SGD steps on fixed random data; the loss of every step is printed
 with 6 significant digits and checked to fall.
 
+Determinism: XLA picks GEMM kernels by timing them (autotuning), so two
+runs can pick different kernels and round differently (seen on the H200:
+one step's loss differed in its 6th digit between two runs, kmux doing
+nothing to either).  --xla_gpu_deterministic_ops=true (added to XLA_FLAGS
+here) turns autotuning and nondeterministic kernels off, so that two runs
+print the same bytes.
+
 Memory: XLA_PYTHON_CLIENT_PREALLOCATE=false (set here unless given), so
 the program does not take 75% of the GPU at start.  Exits nonzero on an
 error or when the loss does not fall.
@@ -16,6 +23,9 @@ import os
 import sys
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+if "xla_gpu_deterministic_ops" not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
+                               " --xla_gpu_deterministic_ops=true").strip()
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
