@@ -57,6 +57,7 @@ build() {
 		nv "$B/rt_static" $NVCCFLAGS "$PROGS/rt_api.cu" &
 		nv "$B/graphs" $NVCCFLAGS -cudart shared "$PROGS/graphs.cu" &
 		nv "$B/ptds" $NVCCFLAGS --default-stream per-thread "$PROGS/ptds.cu" &
+		nv "$B/cublas_batched" $NVCCFLAGS "$PROGS/cublas_batched.cu" -lcublas &
 		wait
 	}
 	log "build: done ($(ls "$B" | tr '\n' ' '))"
@@ -273,8 +274,11 @@ if [ "$HAVE_NVCC" = 1 ]; then
 	EXP=('ptds_work')
 	if [ -x "$B/ptds" ]; then run_prog ptds 0 60 "$B/ptds"
 	else build_failed ptds; fi
+	EXP=('^k_rewrite_a$' '(?i)gemm')
+	if [ -x "$B/cublas_batched" ]; then run_prog cublas_batched 0 60 "$B/cublas_batched"
+	else build_failed cublas_batched; fi
 else
-	for p in drv_api rt_shared rt_static graphs ptds; do skip_prog "$p" "$WHY_NVCC"; done
+	for p in drv_api rt_shared rt_static graphs ptds cublas_batched; do skip_prog "$p" "$WHY_NVCC"; done
 fi
 
 if [ "$HAVE_TORCH" = 1 ]; then
@@ -349,7 +353,7 @@ status=${PIPESTATUS[0]}
 	echo "capture only); ptds: ptds_work; torch_resnet18: at(6|::)native, a GEMM-like and a"
 	echo "cuDNN-like name; cupy_raw: ^cupy_saxpy\$; triton_add: ^kmux_triton_add\$;"
 	echo "cupy_libs: a GEMM-like name; triton_multi: ^kmux_tt_matmul\$ ^kmux_tt_softmax\$"
-	echo "^kmux_tt_update\$; jax_mlp: any kernel."
+	echo "^kmux_tt_update\$; jax_mlp: any kernel; cublas_batched: ^k_rewrite_a\$ and a GEMM-like name."
 	echo "Per-trace counts, top kernels and kmux's own summary: compat-traces.json."
 	echo
 	echo "## Commands"

@@ -26,7 +26,10 @@
 
 #include "alloc-table.h"
 #include "copy.h"
+#include "log.h"
 #include "mm.h"
+#include "ptrtab.h"
+#include "real.h"
 #include "verify.h"
 
 void copy_begin(struct copy_call *cc, enum trace_copy_kind kind,
@@ -334,10 +337,116 @@ static CUresult copy_mm_begin(const struct copy_call *cc, struct mm_op *mo)
 			   cc->orig, cc->per_thread);
 }
 
+/* KMUX_PTRTAB=0 turns pointer tables off (copy_tables_init()). */
+static int copy_tables_on = 1;
+
+void copy_tables_init(const char *value)
+{
+	copy_tables_on = kmux_log_switch("KMUX_PTRTAB", value,
+					 "pointer tables");
+}
+
+/* Whether id is still the allocation at base (ptrtab_live_fn). */
+static bool copy_table_live(uint64_t id, uint64_t base, void *arg)
+{
+	struct alloc a;
+
+	return alloc_table_find(arg, base, &a) == 0 && a.id == id &&
+	       a.base == base;
+}
+
+/*
+ * Host memory the copy reads: an upload's source, or a unified copy's
+ * when the source is pinned host memory or unknown to kmux and to the
+ * driver (pageable memory).  Device memory is never read from the host.
+ */
+static bool copy_src_is_host(const struct copy_call *cc)
+{
+	struct copy_side src;
+	CUmemorytype mt = 0;
+
+	if (cc->c.kind == TRACE_COPY_HTOD)
+		return true;
+	if (cc->c.kind != TRACE_COPY_ANY)
+		return false;
+	copy_find(cc->c.src, &src);
+	if (src.known)
+		return src.a.kind == ALLOC_HOST_MAPPED;
+	return REAL(cuPointerGetAttribute)(&mt,
+			CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+			(CUdeviceptr)cc->c.src) != CUDA_SUCCESS ||
+	       mt == CU_MEMORYTYPE_HOST;
+}
+
+/*
+ * The candidate words w[0..n) of an upload into dst: those that point into
+ * another allocation join dst's table.  -1 when the table cannot take
+ * more (opaque, or lost): nothing more to note.
+ */
+static int copy_table_add(struct alloc_table *t, const struct alloc *dst,
+			  const uint64_t *w, int n)
+{
+	struct ptrtab_ref ref[PTRTAB_REFS];
+	struct alloc a[PTRTAB_REFS];
+	int nref = 0;
+
+	if (n == 0 || alloc_table_find_batch(t, w, n, a) <= 0)
+		return 0;
+	for (int i = 0; i < n; i++)
+		if (a[i].id && a[i].id != dst->id)
+			ref[nref++] = (struct ptrtab_ref){ a[i].id, w[i] };
+	/* Deduplicated there; a full table turns opaque. */
+	if (nref && ptrtab_note(dst->id, dst->base, ref, nref,
+				copy_table_live, t) < 0)
+		return -1;
+	return 0;
+}
+
+/*
+ * Pointer tables (ptrtab.h): a small upload into device memory whose
+ * 8-byte words, aligned where they land, point into allocations kmux
+ * knows makes its destination a table of those allocations.  Read before
+ * the copy is made, from the bytes the driver is handed.
+ */
+static void copy_note_table(const struct copy_call *cc)
+{
+	struct alloc_table *t = alloc_table_global();
+	const unsigned char *h = (const unsigned char *)(uintptr_t)cc->c.src;
+	uint64_t n = cc->c.bytes, lo, hi, w[PTRTAB_REFS];
+	struct copy_side dst;
+	int nw = 0;
+
+	if (n < 8 || n > PTRTAB_SCAN_MAX || !h)
+		return;
+	copy_find(cc->c.dst, &dst);
+	if (!dst.known || dst.a.kind == ALLOC_HOST_MAPPED ||
+	    !copy_src_is_host(cc))
+		return;
+	alloc_table_span(t, &lo, &hi);
+	for (uint64_t j = (8 - (cc->c.dst & 7)) & 7; j + 8 <= n; j += 8) {
+		uint64_t v;
+
+		memcpy(&v, h + j, sizeof(v));
+		if (v - lo >= hi - lo)
+			continue;	/* most words: no pointer at all */
+		w[nw++] = v;
+		if (nw == PTRTAB_REFS) {
+			if (copy_table_add(t, &dst.a, w, nw) < 0)
+				return;
+			nw = 0;
+		}
+	}
+	copy_table_add(t, &dst.a, w, nw);
+}
+
 CUresult copy_run(struct copy_call *cc, streams_issue_fn issue, void *arg)
 {
 	struct mm_op mo = { 0 };
 	CUresult r;
+
+	if (copy_tables_on && (kmux_streams || mm_on) &&
+	    cc->c.kind != TRACE_MEMSET)
+		copy_note_table(cc);
 
 	if (unlikely(mm_on) && (r = copy_mm_begin(cc, &mo)) != CUDA_SUCCESS)
 		;	/* not issued: what it touches could not be backed */

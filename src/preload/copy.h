@@ -35,6 +35,13 @@ CUresult copy_run(struct copy_call *cc, streams_issue_fn issue, void *arg);
  */
 void copy_debug_sync_wait(const char *value);
 
+/*
+ * KMUX_PTRTAB: "0" stops noting pointer tables in uploads (ptrtab.h), so
+ * that kernels given one are scheduled by their parameters alone.  From
+ * the constructor.
+ */
+void copy_tables_init(const char *value);
+
 /* Host or device address of one side of a 2D/3D copy. */
 static inline uint64_t copy_side(CUmemorytype type, const void *host,
 				 CUdeviceptr dev)

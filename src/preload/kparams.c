@@ -48,6 +48,7 @@
 #include "compiler.h"
 #include "kparams.h"
 #include "ptx-range.h"
+#include "ptrtab.h"
 
 #define KP_FIRST_BITS 12
 #define KP_PROBE_MAX 32
@@ -702,6 +703,43 @@ static int kp_parse_extra(void **extra, const unsigned char **buf,
 	return 0;
 }
 
+/*
+ * Pointer tables (ptrtab.h): each allocation found so far that the host
+ * filled with pointers makes the kernel reach the allocations they point
+ * into, read and written, whole (no parameter's proof or extent covers a
+ * pointer loaded from memory).  One level: the tables among the direct
+ * finds, not tables reached through a table.
+ */
+static void kp_add_tables(struct kp_collect *c)
+{
+	uint64_t p[PTRTAB_REFS];
+	int direct = c->n, k;
+
+	if (ptrtab_lost()) {
+		c->flags |= KPARAMS_TABLE_OPAQUE;
+		return;
+	}
+	for (int i = 0; i < direct && !c->full; i++) {
+		k = ptrtab_get(c->out[i].alloc_id, p, PTRTAB_REFS);
+		if (k == -ENOENT)
+			continue;
+		if (k < 0) {
+			c->flags |= KPARAMS_TABLE_OPAQUE;
+			return;
+		}
+		for (int j = 0; j < k && !c->full; j++) {
+			/* Outside every allocation now: nothing to order. */
+			if (p[j] - c->lo >= c->hi - c->lo)
+				continue;
+			c->word[c->nw] = p[j];
+			c->wparam[c->nw] = KPARAMS_PARAM_UNKNOWN;
+			if (++c->nw == KP_BATCH)
+				kp_flush(c);
+		}
+	}
+	kp_flush(c);
+}
+
 /* The extents of ki for one geometry: cached, solved, or NULL. */
 static const struct kp_geo *kp_geo_for(const struct kernel_info *ki,
 				       const unsigned grid[3],
@@ -845,6 +883,8 @@ int kparams_collect_at(struct alloc_table *t, const struct kernel_info *ki,
 	}
 out:
 	kp_flush(&c);
+	if (ptrtab_any() && !c.full)
+		kp_add_tables(&c);
 	if (flags)
 		*flags = c.flags;
 	return c.n;

@@ -169,12 +169,19 @@ struct access {
 #define KPARAMS_UNKNOWN_LAYOUT	0x1	/* no param info: see above */
 #define KPARAMS_EXTRA_OPAQUE	0x2	/* extra blob without a usable size */
 #define KPARAMS_TRUNCATED	0x4	/* more accesses than max */
+/* A pointer table (ptrtab.h) it was given points to more than kmux kept. */
+#define KPARAMS_TABLE_OPAQUE	0x8
+/* Any of these: the accesses are not all the kernel reaches. */
+#define KPARAMS_NOT_ALL		(KPARAMS_UNKNOWN_LAYOUT | KPARAMS_EXTRA_OPAQUE | \
+				 KPARAMS_TRUNCATED | KPARAMS_TABLE_OPAQUE)
 
 /*
  * Decode one launch.  Exactly one of kernel_params / extra is used, as the
  * driver does (kernel_params wins when both are set).  Fills at most max
  * accesses, each allocation at most once, and returns the number filled;
- * *flags gets KPARAMS_* bits.
+ * *flags gets KPARAMS_* bits.  An allocation found there that is a pointer
+ * table (ptrtab.h) adds the allocations it points to, read-write and whole,
+ * with param KPARAMS_PARAM_UNKNOWN.
  */
 int kparams_collect(struct alloc_table *t, const struct kernel_info *ki,
 		    void **kernel_params, void **extra, struct access *out,

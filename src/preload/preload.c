@@ -98,6 +98,7 @@ __attribute__((constructor)) static void preload_init(void)
 	kmux_config.streams = getenv("KMUX_STREAMS");
 	streams_debug_fail(getenv("KMUX_DEBUG_STREAMS_FAIL"));
 	copy_debug_sync_wait(getenv("KMUX_DEBUG_SYNC_WAIT"));
+	copy_tables_init(getenv("KMUX_PTRTAB"));
 	streams_keep_up_init(getenv("KMUX_KEEP_UP"),
 			     getenv("KMUX_DEBUG_KEEP_UP_US"));
 	streams_defer_init(getenv("KMUX_DEFER_FREE"));

@@ -49,6 +49,7 @@
 #include "mm.h"
 #include "ptx-table.h"
 #include "quota.h"
+#include "ptrtab.h"
 #include "readahead.h"
 #include "stream-alloc.h"
 #include "streams.h"
@@ -2167,6 +2168,22 @@ static int streams_trace_fields(char *buf, size_t len)
 	return n < 0 ? 0 : (size_t)n >= len ? 0 : n;
 }
 
+/* Pointer tables (ptrtab.h), when the program uploaded any. */
+static void streams_report_tables(void)
+{
+	uint64_t tables, refs, opaque;
+
+	if (!ptrtab_any())
+		return;
+	ptrtab_counts(&tables, &refs, &opaque);
+	log_info("streams: pid %d: pointer tables %llu (%llu opaque; the "
+		 "others reach %llu allocations)%s",
+		 (int)getpid(), (unsigned long long)tables,
+		 (unsigned long long)opaque, (unsigned long long)refs,
+		 ptrtab_lost() ? "; one could not be kept: every kernel "
+				 "is a barrier since" : "");
+}
+
 static void streams_report(void)
 {
 	struct streams_totals t;
@@ -2218,6 +2235,7 @@ static void streams_report(void)
 		 (unsigned long long)t.ra_queued,
 		 (unsigned long long)t.ra_served,
 		 (unsigned long long)t.ra_dropped);
+	streams_report_tables();
 	salloc_report();
 	ptxtab_report();
 }

@@ -185,8 +185,7 @@ static int launch_is_barrier(const struct launch_op *op)
 
 	if (!tl->ki || tl->ki->nparams < 0)
 		return 1;
-	if (tl->kflags & (KPARAMS_UNKNOWN_LAYOUT | KPARAMS_EXTRA_OPAQUE |
-			  KPARAMS_TRUNCATED))
+	if (tl->kflags & KPARAMS_NOT_ALL)
 		return 1;
 	for (int i = 0; i < tl->nacc; i++)
 		if (op->acc[i].kind != ALLOC_DEVICE)
@@ -261,8 +260,7 @@ static CUresult launch_mm_begin(struct launch_op *op, struct mm_op *mo)
 				   op->per_thread);
 	all = op->kind == LAUNCH_GRAPH || !tl->ki ||
 		  tl->ki->nparams < 0 ||
-		  (tl->kflags & (KPARAMS_UNKNOWN_LAYOUT | KPARAMS_EXTRA_OPAQUE |
-				 KPARAMS_TRUNCATED)) ||
+		  (tl->kflags & KPARAMS_NOT_ALL) ||
 		  streams_barrier_kernel(tl->ki);
 
 	return mm_op_begin_acc(mo, op->acc, all ? 0 : tl->nacc, all,

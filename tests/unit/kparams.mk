@@ -6,7 +6,7 @@
 UNIT_TESTS += test-kparams
 
 TEST_KPARAMS_SRCS = tests/unit/test-kparams.c src/preload/kparams.c \
-	src/preload/alloc-table.c src/preload/ptx-range.c
+	src/preload/alloc-table.c src/preload/ptx-range.c src/preload/ptrtab.c
 TEST_KPARAMS_OBJS = $(TEST_KPARAMS_SRCS:%.c=$(BUILD)/obj/unit/test-kparams/%.o)
 
 $(TEST_KPARAMS_OBJS): $(BUILD)/obj/unit/test-kparams/%.o: %.c

@@ -24,6 +24,7 @@
 
 #include "alloc-table.h"
 #include "kparams.h"
+#include "ptrtab.h"
 
 #define FAKE_MAX_PARAMS 300
 #define FAKE_MAX 64
@@ -529,6 +530,64 @@ static void test_dedup(void **state)
 	assert_int_equal(kparams_collect(fx->t, ki, kp, NULL, acc, 1, &flags),
 			 1);
 	assert_int_equal(flags, 0);
+}
+
+/*
+ * Pointer tables (ptrtab.h): a kernel given A, a table pointing into B
+ * and D, reaches B and D too, read-write, whole, the parameter unknown;
+ * one also given D directly keeps one access for it; an opaque table
+ * makes the launch's accesses incomplete.
+ */
+static void test_pointer_table(void **state)
+{
+	struct fixture *fx = *state;
+	const struct kernel_info *ki = kparams_info(H(fake_saxpy()));
+	struct ptrtab_ref ref[] = { { fx->b, B_BASE + 64 }, { fx->d, D_BASE } };
+	struct ptrtab_ref wide[PTRTAB_REFS + 1];
+	int n = 1;
+	uint64_t x = A_BASE, y = 0;
+	void *kp[] = { &n, &x, &y };
+	struct access acc[8];
+	unsigned flags = ~0u;
+
+	ptrtab_reset();
+	assert_int_equal(ptrtab_note(fx->a, A_BASE, ref, 2, NULL, NULL), 0);
+	assert_int_equal(kparams_collect(fx->t, ki, kp, NULL, acc, 8, &flags),
+			 3);
+	assert_int_equal(flags, 0);
+	assert_access(&acc[0], fx->a, A_BASE, ALLOC_DEVICE, 1);
+	assert_access(&acc[1], fx->b, B_BASE, ALLOC_MANAGED,
+		      KPARAMS_PARAM_UNKNOWN);
+	assert_access(&acc[2], fx->d, D_BASE, ALLOC_VMM, KPARAMS_PARAM_UNKNOWN);
+	assert_int_equal(acc[1].readonly, 0);
+	assert_int_equal(acc[1].len, 0);
+	/* Named directly too: one access, at the parameter. */
+	y = D_BASE + 8;
+	assert_int_equal(kparams_collect(fx->t, ki, kp, NULL, acc, 8, &flags),
+			 3);
+	assert_access(&acc[1], fx->d, D_BASE, ALLOC_VMM, 2);
+	assert_access(&acc[2], fx->b, B_BASE, ALLOC_MANAGED,
+		      KPARAMS_PARAM_UNKNOWN);
+	/* Not given the table: nothing through it. */
+	x = 0;
+	assert_int_equal(kparams_collect(fx->t, ki, kp, NULL, acc, 8, &flags),
+			 1);
+	/* Reached allocations count against max like the others. */
+	x = A_BASE;
+	y = 0;
+	assert_int_equal(kparams_collect(fx->t, ki, kp, NULL, acc, 2, &flags),
+			 2);
+	assert_true(flags & KPARAMS_TRUNCATED);
+	/* Wider than kept: the launch's accesses are not all it reaches. */
+	for (int i = 0; i <= PTRTAB_REFS; i++)
+		wide[i] = (struct ptrtab_ref){ 1000 + (uint64_t)i, C_BASE };
+	assert_int_equal(ptrtab_note(fx->c, C_BASE, wide, PTRTAB_REFS + 1,
+				     NULL, NULL), -E2BIG);
+	y = C_BASE;
+	kparams_collect(fx->t, ki, kp, NULL, acc, 8, &flags);
+	assert_true(flags & KPARAMS_TABLE_OPAQUE);
+	assert_true(KPARAMS_NOT_ALL & KPARAMS_TABLE_OPAQUE);
+	ptrtab_reset();
 }
 
 static void test_truncated(void **state)
@@ -1254,6 +1313,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_pointer_into_middle,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dedup, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pointer_table, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_truncated, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_many_pointers, setup,

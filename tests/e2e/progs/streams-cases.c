@@ -64,8 +64,17 @@
  *                Prints "pause ok" and the return values ("pause: not
  *                under kmux" without the preload)
  *   chase        a kernel writes a buffer through a pointer stored in
- *                device memory; prints the hashes of two read-backs
- *                (scheduling breaks it: `kmux verify` must tell)
+ *                device memory by a device-to-device copy; prints the
+ *                hashes of two read-backs (scheduling breaks it: `kmux
+ *                verify` must tell)
+ *   table        the same pointer uploaded from the host (a pointer
+ *                table kmux follows): the read-back must see the write;
+ *                prints "table ok" (with KMUX_PTRTAB=0 it must fail: the
+ *                control)
+ *   table-unified the same, uploaded by cuMemcpy from pageable memory
+ *   table-wide   the same with the pointer first in a table of 140
+ *                allocations, more than kmux keeps: the kernel becomes a
+ *                barrier, and the read-back must still see the write
  *   readback     reading ahead (streams.c): 24 rounds of a 20 ms kernel
  *                writing a value into a small buffer, an unrelated 5 ms
  *                kernel, sometimes a second write (memset, upload, or
@@ -91,6 +100,7 @@
 #include "simcuda.h"
 
 #define LONG_US		30000
+#define TABLE_WIDE	140	/* > PTRTAB_REFS (src/preload/ptrtab.h) */
 #define NWORDS		256
 
 static CUfunction f_touch, f_probe, f_pause0, f_store_via, f_rendezvous;
@@ -721,12 +731,17 @@ static uint64_t hash(const unsigned *p, size_t n)
 static int case_chase(void)
 {
 	static unsigned h[NWORDS];
-	CUdeviceptr ptrs = buf[6], target = buf[7];
+	CUdeviceptr ptrs = buf[6], target = buf[7], staged = buf[5];
 	unsigned v = 7, ms = 100;
 	int n = NWORDS;
 	void *a[] = { &ptrs, &v, &n, &ms };
 
-	CHECK(cuMemcpyHtoD(ptrs, &target, sizeof(target)));
+	/*
+	 * The pointer reaches ptrs by a device-to-device copy: a table kmux
+	 * sees filled from the host (case table) would be followed.
+	 */
+	CHECK(cuMemcpyHtoD(staged, &target, sizeof(target)));
+	CHECK(cuMemcpyDtoD(ptrs, staged, sizeof(target)));
 	CHECK(cuMemsetD32(target, 0, NWORDS));
 	CHECK(cuMemcpyDtoH(h, ptrs, sizeof(target)));
 	printf("a %016llx\n", (unsigned long long)hash(h, 2));
@@ -734,6 +749,45 @@ static int case_chase(void)
 	CHECK(cuLaunchKernel(f_store_via, 1, 1, 1, 32, 1, 1, 0, NULL, a, NULL));
 	CHECK(cuMemcpyDtoH(h, target, sizeof(h)));
 	printf("b %016llx\n", (unsigned long long)hash(h, NWORDS));
+	return 0;
+}
+
+/*
+ * A pointer table uploaded from the host: store_via writes target through
+ * it, 100 ms after it starts; the read-back of target must see that write
+ * (kmux follows the table, ptrtab.h), and the memset before it must not
+ * run after it.
+ */
+static int case_table(int wide, int unified)
+{
+	static unsigned h[NWORDS];
+	static CUdeviceptr table[TABLE_WIDE];
+	CUdeviceptr ptrs = buf[6], target = buf[7];
+	unsigned v = 7, ms = 100;
+	int n = NWORDS, len = 1;
+	void *a[] = { &ptrs, &v, &n, &ms };
+
+	table[0] = target;
+	if (wide) {
+		/* More allocations than kmux keeps per table: opaque. */
+		CHECK(cuMemAlloc(&ptrs, sizeof(table)));
+		for (len = 1; len < TABLE_WIDE; len++)
+			CHECK(cuMemAlloc(&table[len], 64));
+	}
+	if (unified)	/* cuMemcpy: kmux asks the driver what the source is */
+		CHECK(cuMemcpy(ptrs, (CUdeviceptr)(uintptr_t)table,
+			       (size_t)len * sizeof(table[0])));
+	else
+		CHECK(cuMemcpyHtoD(ptrs, table, (size_t)len * sizeof(table[0])));
+	CHECK(cuMemsetD32(target, 0, NWORDS));
+	CHECK(cuLaunchKernel(f_store_via, 1, 1, 1, 32, 1, 1, 0, NULL, a, NULL));
+	touch(NULL, buf[0], 1000);	/* unrelated: may run beside it */
+	CHECK(cuMemcpyDtoH(h, target, sizeof(h)));
+	for (int i = 0; i < NWORDS; i++)
+		if (h[i] != v)
+			return fail("table: the read-back did not wait for the "
+				    "kernel that writes through the table");
+	printf("table ok\n");
 	return 0;
 }
 
@@ -851,6 +905,10 @@ int main(int argc, char **argv)
 		r = case_blocking();
 	else if (!strcmp(m, "chase"))
 		r = case_chase();
+	else if (!strcmp(m, "table") || !strcmp(m, "table-wide") ||
+		 !strcmp(m, "table-unified"))
+		r = case_table(!strcmp(m, "table-wide"),
+			       !strcmp(m, "table-unified"));
 	else if (!strcmp(m, "pause"))
 		r = case_pause();
 	else if (!strcmp(m, "readback") || !strcmp(m, "readback-own"))

@@ -1,0 +1,156 @@
+/*
+ * ptrtab.c - pointer tables (ptrtab.h): a fixed array of tables, each a
+ * fixed array of (allocation, pointer) pairs, under one mutex.  Fixed
+ * sizes because a table is noted at a copy and read at every launch that
+ * names it: no allocation on either path, and a bound on both.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "ptrtab.h"
+
+struct ptrtab_slot {
+	uint64_t id;		/* the table's allocation; 0: free slot */
+	uint64_t base;
+	int n;
+	bool opaque;		/* more than PTRTAB_REFS allocations */
+	struct ptrtab_ref ref[PTRTAB_REFS];
+};
+
+static pthread_mutex_t pt_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ptrtab_slot pt_slot[PTRTAB_TABLES];
+static int pt_used;			/* slots with id != 0 */
+static atomic_bool pt_some;		/* pt_used > 0 or pt_lost */
+static atomic_bool pt_lost;
+static uint64_t pt_noted, pt_opaque;
+
+bool ptrtab_any(void)
+{
+	return atomic_load_explicit(&pt_some, memory_order_relaxed);
+}
+
+bool ptrtab_lost(void)
+{
+	return atomic_load_explicit(&pt_lost, memory_order_relaxed);
+}
+
+static struct ptrtab_slot *pt_find(uint64_t id)
+{
+	for (int i = 0; i < PTRTAB_TABLES; i++)
+		if (pt_slot[i].id == id)
+			return &pt_slot[i];
+	return NULL;
+}
+
+/* A free slot, after dropping the tables that were freed; NULL: none. */
+static struct ptrtab_slot *pt_claim(ptrtab_live_fn live, void *arg)
+{
+	struct ptrtab_slot *s = pt_find(0);
+
+	if (s || !live)
+		return s;
+	for (int i = 0; i < PTRTAB_TABLES; i++)
+		if (!live(pt_slot[i].id, pt_slot[i].base, arg)) {
+			pt_slot[i].id = 0;
+			pt_used--;
+			s = s ? s : &pt_slot[i];
+		}
+	return s;
+}
+
+int ptrtab_note(uint64_t id, uint64_t base, const struct ptrtab_ref *ref,
+		int n, ptrtab_live_fn live, void *arg)
+{
+	struct ptrtab_slot *s;
+	int r = 0;
+
+	if (id == 0 || n <= 0)
+		return n < 0 ? -EINVAL : 0;
+	pthread_mutex_lock(&pt_lock);
+	s = pt_find(id);
+	if (!s) {
+		s = pt_claim(live, arg);
+		if (!s) {
+			atomic_store(&pt_lost, true);
+			atomic_store(&pt_some, true);
+			r = -ENOSPC;
+			goto out;
+		}
+		memset(s, 0, sizeof(*s));
+		s->id = id;
+		s->base = base;
+		pt_used++;
+		pt_noted++;
+		atomic_store(&pt_some, true);
+	}
+	for (int i = 0; i < n && !s->opaque; i++) {
+		int k;
+
+		for (k = 0; k < s->n; k++)
+			if (s->ref[k].alloc_id == ref[i].alloc_id)
+				break;
+		if (k < s->n)
+			continue;
+		if (s->n == PTRTAB_REFS) {
+			s->opaque = true;
+			pt_opaque++;
+			break;
+		}
+		s->ref[s->n++] = ref[i];
+	}
+	if (s->opaque)
+		r = -E2BIG;
+out:
+	pthread_mutex_unlock(&pt_lock);
+	return r;
+}
+
+int ptrtab_get(uint64_t id, uint64_t *out, int max)
+{
+	struct ptrtab_slot *s;
+	int n = -ENOENT;
+
+	if (id == 0)
+		return -ENOENT;
+	pthread_mutex_lock(&pt_lock);
+	s = pt_find(id);
+	if (s && s->opaque) {
+		n = -E2BIG;
+	} else if (s && s->n > max) {
+		n = -E2BIG;	/* the caller cannot take them all */
+	} else if (s) {
+		n = s->n;
+		for (int i = 0; i < n; i++)
+			out[i] = s->ref[i].addr;
+	}
+	pthread_mutex_unlock(&pt_lock);
+	return n;
+}
+
+void ptrtab_counts(uint64_t *tables, uint64_t *refs, uint64_t *opaque)
+{
+	uint64_t r = 0;
+
+	pthread_mutex_lock(&pt_lock);
+	for (int i = 0; i < PTRTAB_TABLES; i++)
+		if (pt_slot[i].id && !pt_slot[i].opaque)
+			r += (uint64_t)pt_slot[i].n;
+	*tables = pt_noted;
+	*refs = r;
+	*opaque = pt_opaque;
+	pthread_mutex_unlock(&pt_lock);
+}
+
+void ptrtab_reset(void)
+{
+	pthread_mutex_lock(&pt_lock);
+	memset(pt_slot, 0, sizeof(pt_slot));
+	pt_used = 0;
+	pt_noted = 0;
+	pt_opaque = 0;
+	atomic_store(&pt_lost, false);
+	atomic_store(&pt_some, false);
+	pthread_mutex_unlock(&pt_lock);
+}

@@ -1,0 +1,71 @@
+/*
+ * ptrtab.h - pointer tables: device allocations the host filled, through a
+ * host-to-device copy, with pointers into other allocations.  cuBLAS's and
+ * cuSOLVER's batched calls take such arrays (A[i], B[i], C[i] uploaded by
+ * the program), CUTLASS's grouped GEMM a list of problems, hand-written
+ * code a table of buffers.  A kernel given a table reaches what the table
+ * points to, which its parameters do not show: kparams.c adds those
+ * allocations to the launch's accesses, read-write and whole
+ * (docs/design-streams.md, "Pointer tables").
+ *
+ * This file owns the bookkeeping only: which table holds pointers into
+ * which allocations.  copy.c finds the pointers in the bytes a copy
+ * uploads; nothing here looks at an allocation table.
+ * One mutex; while no table exists a launch pays one relaxed load
+ * (ptrtab_any()).
+ */
+#ifndef KMUX_PTRTAB_H
+#define KMUX_PTRTAB_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define PTRTAB_TABLES		128	/* tables kept at once */
+#define PTRTAB_REFS		128	/* distinct allocations per table */
+/* A larger upload is data, not a table: never scanned. */
+#define PTRTAB_SCAN_MAX		65536
+
+/* One pointer found in an upload: the allocation it pointed into then. */
+struct ptrtab_ref {
+	uint64_t alloc_id;
+	uint64_t addr;		/* the pointer's value */
+};
+
+/*
+ * Whether a table's id is still the allocation at base (for reclaiming
+ * the slots of tables that were freed).
+ */
+typedef bool (*ptrtab_live_fn)(uint64_t id, uint64_t base, void *arg);
+
+/* Any table noted, or the bookkeeping lost one (ptrtab_lost()). */
+bool ptrtab_any(void);
+
+/*
+ * Table id (the allocation at base) now also holds the pointers ref[0..n):
+ * their allocations join the table's, one entry per allocation (its first
+ * pointer kept).  A table only grows: pointers overwritten later stay
+ * (an extra dependency, never a missing one).  Returns 0; -E2BIG when the
+ * table reached PTRTAB_REFS allocations (it is opaque from then on:
+ * ptrtab_get() says so); -ENOSPC when no slot was free even after the
+ * tables live() denies were dropped (then ptrtab_lost() holds for good).
+ */
+int ptrtab_note(uint64_t id, uint64_t base, const struct ptrtab_ref *ref,
+		int n, ptrtab_live_fn live, void *arg);
+
+/*
+ * The pointers of table id into out: how many; -ENOENT when id holds no
+ * table; -E2BIG when the table is opaque (a kernel given it may reach
+ * anything) or holds more than max.
+ */
+int ptrtab_get(uint64_t id, uint64_t *out, int max);
+
+/* Some table could not be kept: no launch can be trusted to show all. */
+bool ptrtab_lost(void);
+
+/* For the exit line: tables noted, allocations the kept ones reach, opaque tables. */
+void ptrtab_counts(uint64_t *tables, uint64_t *refs, uint64_t *opaque);
+
+/* Forget everything (tests). */
+void ptrtab_reset(void);
+
+#endif
