@@ -30,7 +30,7 @@
 #define NB 16
 #define N 128
 #define ROUNDS 4
-#define SLOW 64		/* extra iterations: make the writers take a while */
+#define SPIN_CYCLES 2000000LL	/* ~1.1 ms at the H200's 1.76 GHz */
 
 #define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
 	fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
@@ -39,16 +39,19 @@
 	fprintf(stderr, "%s:%d: cuBLAS status %d\n", __FILE__, __LINE__, (int)s_); \
 	exit(2); } } while (0)
 
-/* a = 0.5 a + r / (i + 1), one block, slowly (the same value SLOW times). */
+/*
+ * a = 0.5 a + r / (i % 97 + 1), one block, after spinning SPIN_CYCLES (about
+ * a millisecond): a writer slow enough that a GEMM not ordered after it
+ * reads a half-written A.
+ */
 __global__ void k_rewrite_a(float *a, int n, float r)
 {
-	for (int i = threadIdx.x; i < n; i += blockDim.x) {
-		float v = a[i];
+	long long t0 = clock64();
 
-		for (int k = 0; k < SLOW; k++)
-			v = 0.5f * a[i] + r / (float)(i % 97 + 1);
-		a[i] = v;
-	}
+	while (clock64() - t0 < SPIN_CYCLES)
+		;
+	for (int i = threadIdx.x; i < n; i += blockDim.x)
+		a[i] = 0.5f * a[i] + r / (float)(i % 97 + 1);
 }
 
 /* b = 0.25 tanh(c) */
