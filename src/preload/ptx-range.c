@@ -346,10 +346,17 @@ static void decode_pure(struct rins *r, const char *op, size_t n,
 	} else if (base_is(op, base, "sub") && nsrc == 2) {
 		r->op = OP_SUB;
 	} else if (base_is(op, base, "mul") && nsrc == 2) {
-		r->op = ptx_op_has(op, n, ".wide") ? OP_MULW :
+		/*
+		 * .wide is PTX only for 16- and 32-bit sources; a 64-bit one
+		 * (malformed text) would make a 128-bit product no i128
+		 * holds: not interpreted.
+		 */
+		r->op = ptx_op_has(op, n, ".wide") ? (r->w <= 4 ? OP_MULW :
+						     OP_TOP) :
 			ptx_op_has(op, n, ".lo") ? OP_MUL : OP_TOP;
 	} else if (base_is(op, base, "mad") && nsrc == 3) {
-		r->op = ptx_op_has(op, n, ".wide") ? OP_MADW :
+		r->op = ptx_op_has(op, n, ".wide") ? (r->w <= 4 ? OP_MADW :
+						     OP_TOP) :
 			ptx_op_has(op, n, ".lo") ? OP_MAD : OP_TOP;
 	} else if (base_is(op, base, "shl") && nsrc == 2) {
 		r->op = OP_SHL;
