@@ -24,6 +24,12 @@ static struct ptrtab_slot pt_slot[PTRTAB_TABLES];
 static int pt_used;			/* slots with id != 0 */
 static atomic_bool pt_some;		/* pt_used > 0 or pt_lost */
 static atomic_bool pt_lost;
+/*
+ * Bit id % 64 of every table ever noted since the last reset: most
+ * allocations a launch names are no table, and this says so without the
+ * mutex.
+ */
+static _Atomic uint64_t pt_mask;
 static uint64_t pt_noted, pt_opaque;
 
 bool ptrtab_any(void)
@@ -79,6 +85,7 @@ int ptrtab_note(uint64_t id, uint64_t base, const struct ptrtab_ref *ref,
 			goto out;
 		}
 		memset(s, 0, sizeof(*s));
+		atomic_fetch_or(&pt_mask, (uint64_t)1 << (id % 64));
 		s->id = id;
 		s->base = base;
 		pt_used++;
@@ -112,7 +119,8 @@ int ptrtab_get(uint64_t id, uint64_t *out, int max)
 	struct ptrtab_slot *s;
 	int n = -ENOENT;
 
-	if (id == 0)
+	if (id == 0 || !(atomic_load_explicit(&pt_mask, memory_order_acquire) >>
+			 (id % 64) & 1))
 		return -ENOENT;
 	pthread_mutex_lock(&pt_lock);
 	s = pt_find(id);
@@ -152,5 +160,6 @@ void ptrtab_reset(void)
 	pt_opaque = 0;
 	atomic_store(&pt_lost, false);
 	atomic_store(&pt_some, false);
+	atomic_store(&pt_mask, 0);
 	pthread_mutex_unlock(&pt_lock);
 }
