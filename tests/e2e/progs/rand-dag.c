@@ -23,7 +23,9 @@
  * other stretch of K operations is launch-bound (kernels of at most 2 us,
  * 300 us of host time before each operation), so that kmux passes work
  * through as submitted there and schedules it again after (the same
- * picks, so the same output).  Built twice: rand-dag (the default stream is the
+ * picks, so the same output).  With RAND_DAG_TABLES set, a sixth of the
+ * kernels reach their three buffers only through a table of pointers
+ * uploaded from the host before each launch (kmux must follow it).  Built twice: rand-dag (the default stream is the
  * legacy one) and rand-dag-pt (-DCUDA_API_PER_THREAD_DEFAULT_STREAM: the
  * _ptsz/_ptds entry points, and each thread's own default stream).
  */
@@ -65,10 +67,12 @@ struct prog {
 	unsigned host_calls;
 	CUevent ev;
 	CUstream blk;		/* RAND_DAG_BLOCKING: a blocking stream */
+	CUdeviceptr tab;	/* RAND_DAG_TABLES: three pointers */
 	int launch_bound;	/* RAND_DAG_PHASES: in a launch-bound stretch */
 };
 
-static CUfunction f_mix, f_bump, f_fill, f_copy;
+static CUfunction f_mix, f_bump, f_fill, f_copy, f_mix_via;
+static int tables;		/* RAND_DAG_TABLES */
 static CUcontext ctx;
 static int nops = 150;
 static uint64_t seed0;
@@ -184,7 +188,7 @@ static void op_kernel(int op)
 	CUstream s = dflt();
 
 	(void)op;
-	switch (pick(5)) {
+	switch (pick(tables ? 6 : 5)) {
 	case 0: {
 		void *p[] = { &b[x].d, &b[y].d, &b[z].d, &n, &us };
 
@@ -218,7 +222,7 @@ static void op_kernel(int op)
 		CHECK(cuLaunchKernel(f_fill, 1, 1, 1, 32, 1, 1, 0, s, p, NULL));
 		break;
 	}
-	default: {
+	case 4: {
 		/* Pointers inside a by-value struct. */
 		struct copy_args ca;
 		void *p[] = { &ca };
@@ -231,6 +235,19 @@ static void op_kernel(int op)
 		ca.dst = b[x].d;
 		ca.n = b[x].n < b[y].n ? b[x].n : b[y].n;
 		CHECK(cuLaunchKernel(f_copy, 1, 1, 1, 32, 1, 1, 0, s, p, NULL));
+		break;
+	}
+	default: {
+		/*
+		 * RAND_DAG_TABLES: mix through a table of pointers uploaded
+		 * from the host, as cuBLAS's batched calls are given theirs.
+		 */
+		CUdeviceptr t[3] = { b[x].d, b[y].d, b[z].d };
+		void *p[] = { &P->tab, &n, &us };
+
+		CHECK(cuMemcpyHtoD(P->tab, t, sizeof(t)));
+		CHECK(cuLaunchKernel(f_mix_via, 1, 1, 1, 32, 1, 1, 0, s, p,
+				     NULL));
 		break;
 	}
 	}
@@ -348,6 +365,8 @@ static void *prog_run(void *arg)
 	if (getenv("RAND_DAG_BLOCKING") && threads == 1)
 		CHECK(cuStreamCreate(&P->blk, 0));
 #endif
+	if (tables)
+		CHECK(cuMemAlloc(&P->tab, 3 * sizeof(CUdeviceptr)));
 	nb = 3 + (int)pick(MAXB - 2);
 	for (int i = 0; i < nb; i++) {
 		int n = 64 + (int)pick(MAXN - 64);
@@ -397,6 +416,8 @@ static void *prog_run(void *arg)
 	CHECK(cuStreamSynchronize(NULL));
 	printf("t%d host functions %u\n", P->tid, P->host_calls);
 	CHECK(cuEventDestroy(P->ev));
+	if (P->tab)
+		CHECK(cuMemFree(P->tab));
 	if (P->blk)
 		CHECK(cuStreamDestroy(P->blk));
 	return NULL;
@@ -441,6 +462,8 @@ int main(int argc, char **argv)
 	CHECK(cuModuleLoad(&dag, path));
 	CHECK(cuModuleGetFunction(&f_mix, dag, "mix"));
 	CHECK(cuModuleGetFunction(&f_bump, dag, "bump"));
+	CHECK(cuModuleGetFunction(&f_mix_via, dag, "mix_via"));
+	tables = getenv("RAND_DAG_TABLES") != NULL;
 	CHECK(cuModuleGetFunction(&f_fill, basic, "fill_u32"));
 	CHECK(cuModuleGetFunction(&f_copy, basic, "copy_struct"));
 	for (int t = 0; t < nthreads; t++) {

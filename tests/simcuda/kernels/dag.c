@@ -2,10 +2,14 @@
  * dag.c - simulated kernels for the stream scheduler's tests
  * (build/simcuda/kernels/dag.so): integer kernels whose results depend on
  * the order they run in, each with a simulated duration so that overlap
- * windows exist, and two that break the rules on purpose.
+ * windows exist, and two that break the rules on purpose (store_via, and
+ * mix_via where its table was not uploaded from the host).
  *
  *   mix(unsigned *dst, const unsigned *a, const unsigned *b, int n, us)
  *	dst[i] = (rotl(a[i], 5) ^ b[i] * 0x9e3779b1) + i; dst may be a or b
+ *   mix_via(const CUdeviceptr *t, int n, unsigned us)	mix(t[0], t[1],
+ *	t[2], n): its buffers only in a table in device memory (kmux follows
+ *	tables the host uploaded: src/preload/ptrtab.h)
  *   bump(unsigned *p, int n, unsigned us)	p[i] = p[i] * 3 + 1
  *   probe(unsigned *p, int n, unsigned us)	bump under another name, for
  *						telling one launch from the rest
@@ -25,28 +29,45 @@
 
 #include "simcuda.h"
 
-static void mix(struct sim_kctx *k, void **params)
+/* dst[i] = rotl(a[i], 5) ^ b[i] * golden + i, for n words. */
+static void mix_words(struct sim_kctx *k, CUdeviceptr dp, CUdeviceptr ap,
+		      CUdeviceptr bp, int n)
 {
-	int n = SIM_ARG(params, 3, int);
 	unsigned *dst;
 	const unsigned *a, *b;
 	unsigned x;
 
-	k->duration_us = SIM_ARG(params, 4, unsigned);
 	if (n <= 0)
 		return;
-	a = sim_mem(k, SIM_ARG(params, 1, CUdeviceptr), (size_t)n * 4,
-		    SIM_READ);
-	b = sim_mem(k, SIM_ARG(params, 2, CUdeviceptr), (size_t)n * 4,
-		    SIM_READ);
-	dst = sim_mem(k, SIM_ARG(params, 0, CUdeviceptr), (size_t)n * 4,
-		      SIM_WRITE);
+	a = sim_mem(k, ap, (size_t)n * 4, SIM_READ);
+	b = sim_mem(k, bp, (size_t)n * 4, SIM_READ);
+	dst = sim_mem(k, dp, (size_t)n * 4, SIM_WRITE);
 	if (!a || !b || !dst)
 		return;
 	for (int i = 0; i < n; i++) {
 		x = (a[i] << 5 | a[i] >> 27) ^ (b[i] * 0x9e3779b1u);
 		dst[i] = x + (unsigned)i;
 	}
+}
+
+static void mix(struct sim_kctx *k, void **params)
+{
+	k->duration_us = SIM_ARG(params, 4, unsigned);
+	mix_words(k, SIM_ARG(params, 0, CUdeviceptr),
+		  SIM_ARG(params, 1, CUdeviceptr),
+		  SIM_ARG(params, 2, CUdeviceptr), SIM_ARG(params, 3, int));
+}
+
+/* mix with its three buffers read from a table in device memory. */
+static void mix_via(struct sim_kctx *k, void **params)
+{
+	const CUdeviceptr *t;
+
+	k->duration_us = SIM_ARG(params, 2, unsigned);
+	t = sim_mem(k, SIM_ARG(params, 0, CUdeviceptr), 3 * sizeof(*t),
+		    SIM_READ);
+	if (t)
+		mix_words(k, t[0], t[1], t[2], SIM_ARG(params, 1, int));
 }
 
 static void bump(struct sim_kctx *k, void **params)
@@ -112,6 +133,7 @@ static void slot(struct sim_kctx *k, void **params)
 
 const struct sim_kernel simcuda_kernels[] = {
 	{ "mix", mix, 5, { 8, 8, 8, 4, 4 }, 0 },
+	{ "mix_via", mix_via, 3, { 8, 4, 4 }, 0 },
 	{ "bump", bump, 3, { 8, 4, 4 }, 0 },
 	{ "probe", bump, 3, { 8, 4, 4 }, 0 },
 	{ "pause0", pause0, 0, { 0 }, 20000 },
