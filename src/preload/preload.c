@@ -31,6 +31,7 @@
 #include "log.h"
 #include "mm.h"
 #include "preload.h"
+#include "ptrtab.h"
 #include "ptx-table.h"
 #include "quota.h"
 #include "stream-alloc.h"
@@ -58,10 +59,12 @@ static void preload_atfork_prepare(void)
 	alloc_table_atfork_prepare();
 	quota_atfork_prepare();
 	mm_atfork_prepare();
+	ptrtab_atfork_prepare();
 }
 
 static void preload_atfork_parent(void)
 {
+	ptrtab_atfork_parent();
 	mm_atfork_parent();
 	quota_atfork_parent();
 	alloc_table_atfork_parent();
@@ -69,6 +72,7 @@ static void preload_atfork_parent(void)
 
 static void preload_atfork_child(void)
 {
+	ptrtab_atfork_child();
 	mm_atfork_child();
 	quota_atfork_child();
 	alloc_table_atfork_child();

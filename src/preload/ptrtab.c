@@ -163,3 +163,19 @@ void ptrtab_reset(void)
 	atomic_store(&pt_mask, 0);
 	pthread_mutex_unlock(&pt_lock);
 }
+
+/* fork: the mutex is held across it, so the child's copy is consistent. */
+void ptrtab_atfork_prepare(void)
+{
+	pthread_mutex_lock(&pt_lock);
+}
+
+void ptrtab_atfork_parent(void)
+{
+	pthread_mutex_unlock(&pt_lock);
+}
+
+void ptrtab_atfork_child(void)
+{
+	pthread_mutex_unlock(&pt_lock);
+}

@@ -68,4 +68,9 @@ void ptrtab_counts(uint64_t *tables, uint64_t *refs, uint64_t *opaque);
 /* Forget everything (tests). */
 void ptrtab_reset(void);
 
+/* pthread_atfork handlers (preload.c): the mutex is held across fork(). */
+void ptrtab_atfork_prepare(void);
+void ptrtab_atfork_parent(void);
+void ptrtab_atfork_child(void);
+
 #endif
