@@ -356,9 +356,10 @@ static bool copy_table_live(uint64_t id, uint64_t base, void *arg)
 }
 
 /*
- * Host memory the copy reads: an upload's source, or a unified copy's
- * when the source is pinned host memory or unknown to kmux and to the
- * driver (pageable memory).  Device memory is never read from the host.
+ * Host memory the copy (an upload or a unified copy) reads: an upload's
+ * source, or a unified copy's when the source is pinned host memory or
+ * unknown to kmux and to the driver (pageable memory).  Device memory is
+ * never read from the host.
  */
 static bool copy_src_is_host(const struct copy_call *cc)
 {
@@ -367,8 +368,6 @@ static bool copy_src_is_host(const struct copy_call *cc)
 
 	if (cc->c.kind == TRACE_COPY_HTOD)
 		return true;
-	if (cc->c.kind != TRACE_COPY_ANY)
-		return false;
 	copy_find(cc->c.src, &src);
 	if (src.known)
 		return src.a.kind == ALLOC_HOST_MAPPED;
@@ -445,7 +444,7 @@ CUresult copy_run(struct copy_call *cc, streams_issue_fn issue, void *arg)
 	CUresult r;
 
 	if (copy_tables_on && (kmux_streams || mm_on) &&
-	    cc->c.kind != TRACE_MEMSET)
+	    (cc->c.kind == TRACE_COPY_HTOD || cc->c.kind == TRACE_COPY_ANY))
 		copy_note_table(cc);
 
 	if (unlikely(mm_on) && (r = copy_mm_begin(cc, &mo)) != CUDA_SUCCESS)
