@@ -44,7 +44,10 @@ check "a program that hardly waits learns a low rate (${brate:-none}/s)" \
 
 # Learned: two runs of the waiter never share the GPU; a task that hardly
 # waits joins either.
-c=$(REG_SYNC_MS=2500 "$KMUX" submit -m 1G -- "${WAITER[@]}")
+# c, h, k, m and n wait until the test has looked (REG_SYNC_UNTIL), not
+# for a time a loaded machine may overrun.
+STOP=$KMUX_STATE_DIR/stop-syncing
+c=$(REG_SYNC_UNTIL=$STOP REG_SYNC_MS=500 "$KMUX" submit -m 1G -- "${WAITER[@]}")
 check "learned: the next run says it is wait-bound" \
 	wait_for 10 grep -q "job $c: its profile waits for the GPU [0-9]* times a second (1 runs; --slice-waits 1000): wait-bound" "$LOG"
 check "  ... it runs" wait_state "$c" running
@@ -61,13 +64,15 @@ check "  ... with the running one's waits per second (>= 1000)" \
 	wait_for 5 cond '[ "$(jq_job "$c" "j[\"wait_rate\"]")" -ge 1000 ]'
 
 check "  ... (the first still runs)" job_running "$c"
+touch "$STOP"
 "$KMUX" wait "$d" >/dev/null
 check "  ... and runs once the first ended (exit 0)" [ $? -eq 0 ]
 check "  ... not before" cond '[ "$(jq_job "$d" "j[\"start_us\"] >= $(jq_job "$c" "j[\"end_us\"]")")" = True ]'
 
 # Seen while it runs: a command with no profile turns out wait-bound; a
 # learned wait-bound one submitted then waits for it to end.
-f=$(REG_SYNC_MS=3000 "$KMUX" submit -m 1G -- "$R" 16 1)
+rm -f "$STOP"
+f=$(REG_SYNC_UNTIL=$STOP REG_SYNC_MS=500 "$KMUX" submit -m 1G -- "$R" 16 1)
 check "a new command that waits often is seen to while it runs" \
 	wait_for 20 grep -q "job $f waits for the GPU [0-9]* times a second (--slice-waits 1000): wait-bound" "$LOG"
 g=$(REG_SYNC_MS=300 "$KMUX" submit -m 1G -- "${WAITER[@]}")
@@ -75,6 +80,7 @@ sleep 0.5
 check "  ... a learned wait-bound task submitted then waits" \
 	[ "$(job_state "$g")" = queued ]
 check "  ... while it runs" job_running "$f"
+touch "$STOP"
 "$KMUX" wait "$g" >/dev/null
 check "  ... and runs after it (exit 0)" [ $? -eq 0 ]
 stop_daemon
@@ -82,11 +88,13 @@ stop_daemon
 # --slice-waits 0 turns the rule off: two learned waiters share.
 start_daemon --slice-waits 0
 check "--slice-waits 0 is logged" grep -q "slice-waits 0" "$LOG"
-h=$(REG_SYNC_MS=2500 "$KMUX" submit -m 1G -- "${WAITER[@]}")
-k=$(REG_SYNC_MS=2500 "$KMUX" submit -m 1G -- "${WAITER[@]}")
+rm -f "$STOP"
+h=$(REG_SYNC_UNTIL=$STOP REG_SYNC_MS=500 "$KMUX" submit -m 1G -- "${WAITER[@]}")
+k=$(REG_SYNC_UNTIL=$STOP REG_SYNC_MS=500 "$KMUX" submit -m 1G -- "${WAITER[@]}")
 check "--slice-waits 0: a learned waiter runs" wait_state "$h" running
 check "  ... and a second beside it" wait_state "$k" running
 check "  ... at once" job_running "$h"
+touch "$STOP"
 "$KMUX" wait "$h" >/dev/null
 "$KMUX" wait "$k" >/dev/null
 stop_daemon
@@ -95,13 +103,15 @@ stop_daemon
 start_daemon --mps --mps-control "$ROOT/bench/gpu/mps-control-stub.sh"
 check "--mps: the log says the rule is off" \
 	grep -q "slice-waits 1000 (off: MPS shares the GPUs)" "$LOG"
-m=$(REG_SYNC_MS=2500 "$KMUX" submit -m 1G -- "${WAITER[@]}")
-n=$(REG_SYNC_MS=2500 "$KMUX" submit -m 1G -- "${WAITER[@]}")
+rm -f "$STOP"
+m=$(REG_SYNC_UNTIL=$STOP REG_SYNC_MS=500 "$KMUX" submit -m 1G -- "${WAITER[@]}")
+n=$(REG_SYNC_UNTIL=$STOP REG_SYNC_MS=500 "$KMUX" submit -m 1G -- "${WAITER[@]}")
 check "--mps: a learned waiter runs" wait_state "$m" running
 check "  ... and a second beside it" wait_state "$n" running
 check "  ... at once" job_running "$m"
 check "  ... neither called wait-bound" \
 	cond '! grep -q "job $m: its profile waits for the GPU" "$LOG"'
+touch "$STOP"
 "$KMUX" wait "$m" >/dev/null
 "$KMUX" wait "$n" >/dev/null
 stop_daemon

@@ -15,9 +15,12 @@ LOG=$KMUX_STATE_DIR/kmuxd.log
 
 start_daemon
 # Two commands never seen (no profile: both admitted at once) and one that
-# hardly waits; the preloads log at info level (their exit lines).
-a=$(KMUX_LOG=info REG_SYNC_MS=3500 "$KMUX" submit -m 1G -- "$R" 16 2)
-b=$(KMUX_LOG=info REG_SYNC_MS=3500 "$KMUX" submit -m 1G -- "$R" 16 3)
+# hardly waits; the preloads log at info level (their exit lines).  The
+# waiting ones go on until the test has seen turns (REG_SYNC_UNTIL), not for
+# a time a loaded machine may overrun.
+STOP=$KMUX_STATE_DIR/stop-syncing
+a=$(KMUX_LOG=info REG_SYNC_UNTIL=$STOP REG_SYNC_MS=500 "$KMUX" submit -m 1G -- "$R" 16 2)
+b=$(KMUX_LOG=info REG_SYNC_UNTIL=$STOP REG_SYNC_MS=500 "$KMUX" submit -m 1G -- "$R" 16 3)
 c=$(KMUX_LOG=info "$KMUX" submit -m 1G -- "$R" 16 3500 70)
 check "two waiting programs and a quiet one run at once" \
 	wait_for 10 cond '[ "$(job_state "$a")" = running ] && [ "$(job_state "$b")" = running ] && [ "$(job_state "$c")" = running ]'
@@ -25,6 +28,8 @@ check "  ... both waiting ones are seen to be wait-bound" \
 	wait_for 20 cond 'grep -q "job $a waits for the GPU" "$LOG" && grep -q "job $b waits for the GPU" "$LOG"'
 check "  ... and take turns" \
 	wait_for 10 grep -q "GPU 0: 2 wait-bound tasks share it without MPS: they take turns of 500 ms" "$LOG"
+sleep 1.5	# three turns: each is paused at least once
+touch "$STOP"
 for j in "$a" "$b" "$c"; do "$KMUX" wait "$j" >/dev/null; done
 check "  ... all three end (exit 0)" \
 	cond '[ "$(job_state "$a")" = "exited" ] && [ "$(job_state "$b")" = exited ] && [ "$(job_state "$c")" = exited ]'
@@ -47,14 +52,16 @@ stop_daemon
 
 # The daemon dies (kill -9) during turns: the paused task does not wait for
 # a turn that no one will give it; both run to their end.
-f=$(REG_SYNC_MS=5000 "$KMUX" submit -m 1G -- "$R" 16 6)
-g=$(REG_SYNC_MS=5000 "$KMUX" submit -m 1G -- "$R" 16 7)
+rm -f "$STOP"
+f=$(REG_SYNC_UNTIL=$STOP REG_SYNC_MS=500 "$KMUX" submit -m 1G -- "$R" 16 6)
+g=$(REG_SYNC_UNTIL=$STOP REG_SYNC_MS=500 "$KMUX" submit -m 1G -- "$R" 16 7)
 wait_state "$g" running
 fp=$(jq_job "$f" 'j["pid"]')
 gp=$(jq_job "$g" 'j["pid"]')
 check "two more first runs take turns" \
 	wait_for 20 cond '[ "$(grep -c "take turns" "$LOG")" -ge 2 ]'
 kill9_daemon
+touch "$STOP"
 check "  ... after kill -9 of the daemon both still finish" \
 	wait_for 20 cond '! kill -0 "$fp" 2>/dev/null && ! kill -0 "$gp" 2>/dev/null'
 start_daemon

@@ -25,6 +25,9 @@
  * REG_SYNC_MS=n: at "ready", for n ms launch one small kernel and wait for
  * it (cuStreamSynchronize) in a loop, then print syncs=N: a program that
  * waits on the GPU thousands of times a second (kmuxd's --slice-waits).
+ * REG_SYNC_UNTIL=PATH: the loop goes on past n ms until PATH exists, so a
+ * test sees the program waiting for as long as it looks, however loaded
+ * the machine.
  */
 #include <stdint.h>
 #include <time.h>
@@ -81,6 +84,7 @@ int main(int argc, char **argv)
 	if (getenv("REG_SYNC_MS") && r == CUDA_SUCCESS) {
 		struct timespec t0, t1;
 		long ms = atol(getenv("REG_SYNC_MS")), n = 0, el;
+		const char *until = getenv("REG_SYNC_UNTIL");
 
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		do {
@@ -95,7 +99,7 @@ int main(int argc, char **argv)
 			clock_gettime(CLOCK_MONOTONIC, &t1);
 			el = (t1.tv_sec - t0.tv_sec) * 1000 +
 			     (t1.tv_nsec - t0.tv_nsec) / 1000000;
-		} while (el < ms);
+		} while (el < ms || (until && access(until, F_OK)));
 		printf("syncs=%ld\n", n);
 	}
 	for (long k = 0; k < kernels; k++) {
