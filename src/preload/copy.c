@@ -402,40 +402,76 @@ static int copy_table_add(struct alloc_table *t, const struct alloc *dst,
 }
 
 /*
- * Pointer tables (ptrtab.h): a small upload into device memory whose
- * 8-byte words, aligned where they land, point into allocations kmux
- * knows makes its destination a table of those allocations.  Read before
- * the copy is made, from the bytes the driver is handed.
+ * Pointer tables (ptrtab.h): an upload into device memory whose 8-byte
+ * words, aligned where they land, point into allocations kmux knows makes
+ * its destination a table of those allocations.  Read before the copy is
+ * made, from the bytes the driver is handed: a small upload whole, a
+ * large one past its head only when the head held a candidate (ptrtab.h).
  */
-static void copy_note_table(const struct copy_call *cc)
+static void copy_note_table(const struct copy_call *cc,
+			    const struct copy_side *dst)
 {
 	struct alloc_table *t = alloc_table_global();
 	const unsigned char *h = (const unsigned char *)(uintptr_t)cc->c.src;
-	uint64_t n = cc->c.bytes, lo, hi, w[PTRTAB_REFS];
-	struct copy_side dst;
+	uint64_t n = cc->c.bytes, lo, hi, w[PTRTAB_REFS], seen = 0;
 	int nw = 0;
 
-	if (n < 8 || n > PTRTAB_SCAN_MAX || !h)
-		return;
-	copy_find(cc->c.dst, &dst);
-	if (!dst.known || dst.a.kind == ALLOC_HOST_MAPPED ||
-	    !copy_src_is_host(cc))
+	if (n < 8 || !h)
 		return;
 	alloc_table_span(t, &lo, &hi);
 	for (uint64_t j = (8 - (cc->c.dst & 7)) & 7; j + 8 <= n; j += 8) {
 		uint64_t v;
 
+		if (j >= PTRTAB_SCAN_HEAD && !seen && n > PTRTAB_SCAN_SMALL)
+			return;		/* data */
+		if (j >= PTRTAB_SCAN_MAX) {
+			/* A table too large to read: its kernels are barriers. */
+			ptrtab_note_opaque(dst->a.id, dst->a.base,
+					   copy_table_live, t);
+			return;
+		}
 		memcpy(&v, h + j, sizeof(v));
 		if (v - lo >= hi - lo)
 			continue;	/* most words: no pointer at all */
+		seen++;
 		w[nw++] = v;
 		if (nw == PTRTAB_REFS) {
-			if (copy_table_add(t, &dst.a, w, nw) < 0)
+			if (copy_table_add(t, &dst->a, w, nw) < 0)
 				return;
 			nw = 0;
 		}
 	}
-	copy_table_add(t, &dst.a, w, nw);
+	copy_table_add(t, &dst->a, w, nw);
+}
+
+/*
+ * Which copies make a table: uploads (read, above), and device-to-device
+ * copies out of a table (the program staged it, or keeps one per batch):
+ * the destination holds what the source holds.
+ */
+static void copy_note_tables(const struct copy_call *cc)
+{
+	struct copy_side dst, src;
+	bool up = cc->c.kind == TRACE_COPY_HTOD;
+
+	if (cc->c.kind != TRACE_COPY_HTOD && cc->c.kind != TRACE_COPY_DTOD &&
+	    cc->c.kind != TRACE_COPY_ANY)
+		return;
+	copy_find(cc->c.dst, &dst);
+	if (!dst.known || dst.a.kind == ALLOC_HOST_MAPPED)
+		return;
+	if (cc->c.kind == TRACE_COPY_ANY)
+		up = copy_src_is_host(cc);
+	if (up) {
+		copy_note_table(cc, &dst);
+		return;
+	}
+	if (!ptrtab_any())
+		return;
+	copy_find(cc->c.src, &src);
+	if (src.known && src.a.kind != ALLOC_HOST_MAPPED)
+		ptrtab_copy(src.a.id, dst.a.id, dst.a.base, copy_table_live,
+			    alloc_table_global());
 }
 
 CUresult copy_run(struct copy_call *cc, streams_issue_fn issue, void *arg)
@@ -443,9 +479,8 @@ CUresult copy_run(struct copy_call *cc, streams_issue_fn issue, void *arg)
 	struct mm_op mo = { 0 };
 	CUresult r;
 
-	if (copy_tables_on && (kmux_streams || mm_on) &&
-	    (cc->c.kind == TRACE_COPY_HTOD || cc->c.kind == TRACE_COPY_ANY))
-		copy_note_table(cc);
+	if (copy_tables_on && (kmux_streams || mm_on))
+		copy_note_tables(cc);
 
 	if (unlikely(mm_on) && (r = copy_mm_begin(cc, &mo)) != CUDA_SUCCESS)
 		;	/* not issued: what it touches could not be backed */

@@ -66,23 +66,24 @@ static struct ptrtab_slot *pt_claim(ptrtab_live_fn live, void *arg)
 	return s;
 }
 
-int ptrtab_note(uint64_t id, uint64_t base, const struct ptrtab_ref *ref,
-		int n, ptrtab_live_fn live, void *arg)
+/* ptrtab_note() and the others, pt_lock held; opaque: id is opaque now. */
+static int pt_note_locked(uint64_t id, uint64_t base,
+			  const struct ptrtab_ref *ref, int n, bool opaque,
+			  ptrtab_live_fn live, void *arg)
 {
-	struct ptrtab_slot *s;
-	int r = 0;
+	struct ptrtab_slot *s = pt_find(id);
+	int others = 0;
 
-	if (id == 0 || n <= 0)
-		return n < 0 ? -EINVAL : 0;
-	pthread_mutex_lock(&pt_lock);
-	s = pt_find(id);
+	for (int i = 0; i < n; i++)
+		others += ref[i].alloc_id != id;
+	if (!s && !others && !opaque)
+		return 0;	/* points only into itself: no table */
 	if (!s) {
 		s = pt_claim(live, arg);
 		if (!s) {
 			atomic_store(&pt_lost, true);
 			atomic_store(&pt_some, true);
-			r = -ENOSPC;
-			goto out;
+			return -ENOSPC;
 		}
 		memset(s, 0, sizeof(*s));
 		atomic_fetch_or(&pt_mask, (uint64_t)1 << (id % 64));
@@ -92,13 +93,17 @@ int ptrtab_note(uint64_t id, uint64_t base, const struct ptrtab_ref *ref,
 		pt_noted++;
 		atomic_store(&pt_some, true);
 	}
+	if (opaque && !s->opaque) {
+		s->opaque = true;
+		pt_opaque++;
+	}
 	for (int i = 0; i < n && !s->opaque; i++) {
 		int k;
 
 		for (k = 0; k < s->n; k++)
 			if (s->ref[k].alloc_id == ref[i].alloc_id)
 				break;
-		if (k < s->n)
+		if (k < s->n || ref[i].alloc_id == id)
 			continue;
 		if (s->n == PTRTAB_REFS) {
 			s->opaque = true;
@@ -107,8 +112,58 @@ int ptrtab_note(uint64_t id, uint64_t base, const struct ptrtab_ref *ref,
 		}
 		s->ref[s->n++] = ref[i];
 	}
-	if (s->opaque)
-		r = -E2BIG;
+	return s->opaque ? -E2BIG : 0;
+}
+
+int ptrtab_note(uint64_t id, uint64_t base, const struct ptrtab_ref *ref,
+		int n, ptrtab_live_fn live, void *arg)
+{
+	int r;
+
+	if (id == 0 || n <= 0)
+		return n < 0 ? -EINVAL : 0;
+	pthread_mutex_lock(&pt_lock);
+	r = pt_note_locked(id, base, ref, n, false, live, arg);
+	pthread_mutex_unlock(&pt_lock);
+	return r;
+}
+
+int ptrtab_note_opaque(uint64_t id, uint64_t base, ptrtab_live_fn live,
+		       void *arg)
+{
+	int r;
+
+	if (id == 0)
+		return -EINVAL;
+	pthread_mutex_lock(&pt_lock);
+	r = pt_note_locked(id, base, NULL, 0, true, live, arg);
+	pthread_mutex_unlock(&pt_lock);
+	return r;
+}
+
+int ptrtab_copy(uint64_t from, uint64_t id, uint64_t base,
+		ptrtab_live_fn live, void *arg)
+{
+	struct ptrtab_ref ref[PTRTAB_REFS];
+	struct ptrtab_slot *s;
+	bool opaque;
+	int n, r;
+
+	if (from == 0 || id == 0 || from == id ||
+	    !(atomic_load_explicit(&pt_mask, memory_order_acquire) >>
+	      (from % 64) & 1))
+		return 0;
+	pthread_mutex_lock(&pt_lock);
+	s = pt_find(from);
+	if (!s) {
+		r = 0;
+		goto out;
+	}
+	/* Copied out first: claiming a slot for id may reuse others. */
+	n = s->n;
+	opaque = s->opaque;
+	memcpy(ref, s->ref, (size_t)n * sizeof(ref[0]));
+	r = pt_note_locked(id, base, ref, n, opaque, live, arg);
 out:
 	pthread_mutex_unlock(&pt_lock);
 	return r;

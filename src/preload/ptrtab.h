@@ -1,6 +1,7 @@
 /*
  * ptrtab.h - pointer tables: device allocations the host filled, through a
- * host-to-device copy, with pointers into other allocations.  cuBLAS's and
+ * host-to-device copy (or a device-to-device copy of such a table), with
+ * pointers into other allocations.  cuBLAS's and
  * cuSOLVER's batched calls take such arrays (A[i], B[i], C[i] uploaded by
  * the program), CUTLASS's grouped GEMM a list of problems, hand-written
  * code a table of buffers.  A kernel given a table reaches what the table
@@ -22,8 +23,16 @@
 
 #define PTRTAB_TABLES		128	/* tables kept at once */
 #define PTRTAB_REFS		128	/* distinct allocations per table */
-/* A larger upload is data, not a table: never scanned. */
-#define PTRTAB_SCAN_MAX		65536
+/*
+ * An upload of at most PTRTAB_SCAN_SMALL bytes is read whole.  Of a larger
+ * one the first PTRTAB_SCAN_HEAD bytes are read, and the rest only when
+ * those held a candidate pointer: most large uploads are data, and reading
+ * all of them would cost the host about what the copy costs.  A table
+ * larger than PTRTAB_SCAN_MAX is not read to its end: it is opaque.
+ */
+#define PTRTAB_SCAN_SMALL	65536
+#define PTRTAB_SCAN_HEAD	4096
+#define PTRTAB_SCAN_MAX		(16u << 20)
 
 /* One pointer found in an upload: the allocation it pointed into then. */
 struct ptrtab_ref {
@@ -51,6 +60,23 @@ bool ptrtab_any(void);
  */
 int ptrtab_note(uint64_t id, uint64_t base, const struct ptrtab_ref *ref,
 		int n, ptrtab_live_fn live, void *arg);
+
+/*
+ * Table id holds pointers kmux did not read (a table too large to scan):
+ * it is opaque.  Returns -E2BIG, or -ENOSPC as ptrtab_note().
+ */
+int ptrtab_note_opaque(uint64_t id, uint64_t base, ptrtab_live_fn live,
+		       void *arg);
+
+/*
+ * A device-to-device copy from allocation from into allocation id (at
+ * base): when from is a table, id now also holds every pointer from holds
+ * (all of them, whatever part was copied: an extra dependency, never a
+ * missing one), and is opaque when from is.  Returns 0 when from is no
+ * table; otherwise as ptrtab_note().
+ */
+int ptrtab_copy(uint64_t from, uint64_t id, uint64_t base,
+		ptrtab_live_fn live, void *arg);
 
 /*
  * The pointers of table id into out: how many; -ENOENT when id holds no

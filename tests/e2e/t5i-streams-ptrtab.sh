@@ -4,12 +4,14 @@
 # what they point to; the scheduler must order it with those allocations'
 # other users.  Each case checks its read-back and simcuda's records
 # (tests/e2e/progs/streams-cases.c); KMUX_PTRTAB=0 is the control that
-# must fail; a table wider than kmux keeps makes its kernel a barrier;
-# random programs with tables keep their output; a table built on the
-# device stays invisible (t55's chase).
+# must fail; a table wider than kmux keeps, or too large to read to its
+# end, makes its kernel a barrier; a table staged through a device-to-
+# device copy and one whose pointer lies past the first 64 KiB are
+# followed; random programs with tables keep their output; a table built
+# by kernels stays invisible (t55's chase).
 . "$(dirname "$0")/lib.sh"
 
-for m in table table-unified table-wide; do
+for m in table table-unified table-wide table-dtod table-large table-huge; do
 	rm -f "$TMP"/sim.*
 	KMUX_LOG=info SIMCUDA_LOG=$TMP/sim.%p KMUX_STREAMS=8 \
 		LD_PRELOAD=$PRELOAD "$PROGS/streams-cases" $m >"$TMP/$m" 2>&1
@@ -23,12 +25,19 @@ check "table: the exit line counts it" \
 check "table-wide: opaque, and its kernel a barrier" bash -c "
 	grep -q 'pointer tables 1 (1 opaque' '$TMP/table-wide' &&
 	grep -q ' [1-9][0-9]* barriers' '$TMP/table-wide'"
+check "table-dtod: the staging buffer and the table, both followed" \
+	grep -q 'pointer tables 2 (0 opaque; the others reach 2 allocations)' "$TMP/table-dtod"
+check "table-large: read past its head (a table of 2 allocations)" \
+	grep -q 'pointer tables 1 (0 opaque; the others reach 2 allocations)' "$TMP/table-large"
+check "table-huge: opaque, and its kernel a barrier" bash -c "
+	grep -q 'pointer tables 1 (1 opaque' '$TMP/table-huge' &&
+	grep -q ' [1-9][0-9]* barriers' '$TMP/table-huge'"
 
 # The control: without tables the kernel writing through one is ordered
 # by its parameters alone, and the read-back overtakes it.
 # (The program exits at the wrong read, often before the kernel ends, so
 # simcuda's records need not hold the overlap.)
-for m in table table-unified; do
+for m in table table-unified table-dtod table-large; do
 	KMUX_PTRTAB=0 KMUX_STREAMS=8 LD_PRELOAD=$PRELOAD \
 		"$PROGS/streams-cases" $m >"$TMP/ctl-$m" 2>&1
 	rc=$?

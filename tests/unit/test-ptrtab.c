@@ -3,7 +3,9 @@
  * a table keeps one pointer per allocation and only grows; more
  * allocations than it keeps, or than the caller can take, make it opaque;
  * tables that were freed give their slots up, and with none to give the
- * bookkeeping says it lost one; nothing noted costs nothing.
+ * bookkeeping says it lost one; nothing noted costs nothing; a
+ * device-to-device copy of a table makes its destination one (opaque when
+ * the source is); a table too large to read is opaque.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -153,6 +155,64 @@ static void test_lost(void **state)
 	assert_false(ptrtab_any());
 }
 
+static void test_copy(void **state)
+{
+	struct ptrtab_ref r[] = { { 11, BASE + 0x1000 }, { 12, BASE + 0x2000 } };
+	struct ptrtab_ref back = { 20, BASE + 0x9000 };	/* 20 -> 21 -> 20 */
+	uint64_t p[8], t, n, o;
+
+	(void)state;
+	/* From no table: nothing, and nothing noted. */
+	assert_int_equal(ptrtab_copy(5, 6, BASE, all_live, NULL), 0);
+	assert_false(ptrtab_any());
+	assert_int_equal(ptrtab_note(5, BASE, r, 2, all_live, NULL), 0);
+	/* Staged: 5 copied into 6, which now reaches what 5 does. */
+	assert_int_equal(ptrtab_copy(5, 6, BASE + 0x40000, all_live, NULL), 0);
+	assert_int_equal(ptrtab_get(6, p, 8), 2);
+	assert_int_equal(p[0], BASE + 0x1000);
+	assert_int_equal(p[1], BASE + 0x2000);
+	/* Copied again, or within itself: nothing changes. */
+	assert_int_equal(ptrtab_copy(5, 6, BASE + 0x40000, all_live, NULL), 0);
+	assert_int_equal(ptrtab_copy(5, 5, BASE, all_live, NULL), 0);
+	assert_int_equal(ptrtab_get(6, p, 8), 2);
+	assert_int_equal(ptrtab_get(5, p, 8), 2);
+	/* Copied into one of the allocations it points to: not to itself. */
+	assert_int_equal(ptrtab_copy(5, 11, BASE + 0x1000, all_live, NULL), 0);
+	assert_int_equal(ptrtab_get(11, p, 8), 1);
+	assert_int_equal(p[0], BASE + 0x2000);
+	/* A table pointing into the one it is copied into: skipped too. */
+	assert_int_equal(ptrtab_note(21, BASE, &back, 1, all_live, NULL), 0);
+	assert_int_equal(ptrtab_copy(21, 20, BASE + 0x9000, all_live, NULL), 0);
+	assert_int_equal(ptrtab_get(20, p, 8), -ENOENT);
+	ptrtab_counts(&t, &n, &o);
+	assert_int_equal(t, 4);
+	assert_int_equal(o, 0);
+}
+
+static void test_too_large(void **state)
+{
+	struct ptrtab_ref r = { 11, BASE + 0x1000 };
+	uint64_t p[8], t, n, o;
+
+	(void)state;
+	assert_int_equal(ptrtab_note_opaque(0, BASE, all_live, NULL), -EINVAL);
+	assert_int_equal(ptrtab_note_opaque(7, BASE, all_live, NULL), -E2BIG);
+	assert_true(ptrtab_any());
+	assert_int_equal(ptrtab_get(7, p, 8), -E2BIG);
+	assert_int_equal(ptrtab_note(7, BASE, &r, 1, all_live, NULL), -E2BIG);
+	/* Copied: the copy is opaque too. */
+	assert_int_equal(ptrtab_copy(7, 8, BASE, all_live, NULL), -E2BIG);
+	assert_int_equal(ptrtab_get(8, p, 8), -E2BIG);
+	/* A table that was readable turns opaque, once. */
+	assert_int_equal(ptrtab_note(9, BASE, &r, 1, all_live, NULL), 0);
+	assert_int_equal(ptrtab_note_opaque(9, BASE, all_live, NULL), -E2BIG);
+	assert_int_equal(ptrtab_note_opaque(9, BASE, all_live, NULL), -E2BIG);
+	ptrtab_counts(&t, &n, &o);
+	assert_int_equal(t, 3);
+	assert_int_equal(o, 3);
+	assert_int_equal(n, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -161,6 +221,8 @@ int main(void)
 		cmocka_unit_test_setup(test_opaque, setup),
 		cmocka_unit_test_setup(test_slots_reclaimed, setup),
 		cmocka_unit_test_setup(test_lost, setup),
+		cmocka_unit_test_setup(test_copy, setup),
+		cmocka_unit_test_setup(test_too_large, setup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

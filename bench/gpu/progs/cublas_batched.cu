@@ -18,10 +18,18 @@
  * every C[i] back.  Checked against a float64 CPU replay; prints each
  * round's sum with 6 significant digits.  Exits nonzero on a mismatch or
  * a CUDA/cuBLAS error.
+ *
+ * CUBLAS_BATCHED_TABLE says how the arrays reach the device:
+ *   upload  (default) one cudaMemcpy from the host each
+ *   staged  uploaded into staging buffers, then copied device to device
+ *           into the arrays the GEMM is given
+ *   large   each array LARGE entries (80 KiB: a batch of 10,240's size),
+ *           the NB pointers repeated; the GEMM uses the first NB
  */
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include <cublas_v2.h>
@@ -30,6 +38,7 @@
 #define NB 16
 #define N 128
 #define ROUNDS 4
+#define LARGE 10240
 #define SPIN_CYCLES 2000000LL	/* ~1.1 ms at the H200's 1.76 GHz */
 
 #define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
@@ -93,13 +102,45 @@ int main()
 		}
 		CK(cudaMemcpy(b[i], tmp.data(), nn * sizeof(float), cudaMemcpyHostToDevice));
 	}
-	/* The pointer arrays, uploaded from the host. */
-	CK(cudaMalloc(&da, NB * sizeof(float *)));
-	CK(cudaMalloc(&db, NB * sizeof(float *)));
-	CK(cudaMalloc(&dc, NB * sizeof(float *)));
-	CK(cudaMemcpy(da, a.data(), NB * sizeof(float *), cudaMemcpyHostToDevice));
-	CK(cudaMemcpy(db, b.data(), NB * sizeof(float *), cudaMemcpyHostToDevice));
-	CK(cudaMemcpy(dc, c.data(), NB * sizeof(float *), cudaMemcpyHostToDevice));
+	/* The pointer arrays, built on the host. */
+	const char *how = getenv("CUBLAS_BATCHED_TABLE");
+	int len = NB;
+
+	if (!how)
+		how = "upload";
+	if (!strcmp(how, "large"))
+		len = LARGE;
+	else if (strcmp(how, "upload") && strcmp(how, "staged")) {
+		fprintf(stderr, "CUBLAS_BATCHED_TABLE=%s: upload, staged or large\n", how);
+		return 2;
+	}
+	std::vector<float *> ta(len), tb(len), tc(len);
+	for (int i = 0; i < len; i++) {
+		ta[i] = a[i % NB];
+		tb[i] = b[i % NB];
+		tc[i] = c[i % NB];
+	}
+	size_t bytes = len * sizeof(float *);
+	CK(cudaMalloc(&da, bytes));
+	CK(cudaMalloc(&db, bytes));
+	CK(cudaMalloc(&dc, bytes));
+	if (!strcmp(how, "staged")) {
+		float **sa, **sb, **sc;
+
+		CK(cudaMalloc(&sa, bytes));
+		CK(cudaMalloc(&sb, bytes));
+		CK(cudaMalloc(&sc, bytes));
+		CK(cudaMemcpy(sa, ta.data(), bytes, cudaMemcpyHostToDevice));
+		CK(cudaMemcpy(sb, tb.data(), bytes, cudaMemcpyHostToDevice));
+		CK(cudaMemcpy(sc, tc.data(), bytes, cudaMemcpyHostToDevice));
+		CK(cudaMemcpy(da, sa, bytes, cudaMemcpyDeviceToDevice));
+		CK(cudaMemcpy(db, sb, bytes, cudaMemcpyDeviceToDevice));
+		CK(cudaMemcpy(dc, sc, bytes, cudaMemcpyDeviceToDevice));
+	} else {
+		CK(cudaMemcpy(da, ta.data(), bytes, cudaMemcpyHostToDevice));
+		CK(cudaMemcpy(db, tb.data(), bytes, cudaMemcpyHostToDevice));
+		CK(cudaMemcpy(dc, tc.data(), bytes, cudaMemcpyHostToDevice));
+	}
 
 	for (int r = 0; r < ROUNDS; r++) {
 		double sum = 0, want = 0;

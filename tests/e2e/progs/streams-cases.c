@@ -64,7 +64,7 @@
  *                Prints "pause ok" and the return values ("pause: not
  *                under kmux" without the preload)
  *   chase        a kernel writes a buffer through a pointer stored in
- *                device memory by a device-to-device copy; prints the
+ *                device memory by kernels; prints the
  *                hashes of two read-backs (scheduling breaks it: `kmux
  *                verify` must tell)
  *   table        the same pointer uploaded from the host (a pointer
@@ -75,6 +75,10 @@
  *   table-wide   the same with the pointer first in a table of 140
  *                allocations, more than kmux keeps: the kernel becomes a
  *                barrier, and the read-back must still see the write
+ *   table-dtod   the table uploaded into a staging buffer and copied
+ *                device to device into place
+ *   table-large  a 72 KiB table, the pointer past its first 64 KiB
+ *   table-huge   a 17 MiB table: opaque, the kernel a barrier
  *   readback     reading ahead (streams.c): 24 rounds of a 20 ms kernel
  *                writing a value into a small buffer, an unrelated 5 ms
  *                kernel, sometimes a second write (memset, upload, or
@@ -100,11 +104,11 @@
 #include "simcuda.h"
 
 #define LONG_US		30000
-#define TABLE_WIDE	140	/* > PTRTAB_REFS (src/preload/ptrtab.h) */
+#define TABLE_WIDE_LEN	140	/* > PTRTAB_REFS (src/preload/ptrtab.h) */
 #define NWORDS		256
 
 static CUfunction f_touch, f_probe, f_pause0, f_store_via, f_rendezvous;
-static CUfunction f_fill_slow, f_inc;
+static CUfunction f_fill_slow, f_inc, f_fill;
 static CUdeviceptr buf[8];
 
 static int fail(const char *why)
@@ -731,17 +735,20 @@ static uint64_t hash(const unsigned *p, size_t n)
 static int case_chase(void)
 {
 	static unsigned h[NWORDS];
-	CUdeviceptr ptrs = buf[6], target = buf[7], staged = buf[5];
+	CUdeviceptr ptrs = buf[6], target = buf[7], ptrs_hi = ptrs + 4;
 	unsigned v = 7, ms = 100;
-	int n = NWORDS;
+	unsigned lo = (unsigned)target, hi = (unsigned)(target >> 32);
+	int n = NWORDS, one = 1;
 	void *a[] = { &ptrs, &v, &n, &ms };
+	void *flo[] = { &ptrs, &lo, &one }, *fhi[] = { &ptrs_hi, &hi, &one };
 
 	/*
-	 * The pointer reaches ptrs by a device-to-device copy: a table kmux
-	 * sees filled from the host (case table) would be followed.
+	 * The pointer reaches ptrs written by kernels, 32 bits at a time: a
+	 * table kmux sees filled from the host, or copied from one (case
+	 * table), would be followed.
 	 */
-	CHECK(cuMemcpyHtoD(staged, &target, sizeof(target)));
-	CHECK(cuMemcpyDtoD(ptrs, staged, sizeof(target)));
+	CHECK(cuLaunchKernel(f_fill, 1, 1, 1, 1, 1, 1, 0, NULL, flo, NULL));
+	CHECK(cuLaunchKernel(f_fill, 1, 1, 1, 1, 1, 1, 0, NULL, fhi, NULL));
 	CHECK(cuMemsetD32(target, 0, NWORDS));
 	CHECK(cuMemcpyDtoH(h, ptrs, sizeof(target)));
 	printf("a %016llx\n", (unsigned long long)hash(h, 2));
@@ -752,33 +759,77 @@ static int case_chase(void)
 	return 0;
 }
 
+/* How case_table's table reaches the device. */
+enum table_how {
+	TABLE_HTOD,		/* cuMemcpyHtoD */
+	TABLE_UNIFIED,		/* cuMemcpy from pageable memory */
+	TABLE_WIDE,		/* TABLE_WIDE_LEN allocations: opaque */
+	TABLE_DTOD,		/* uploaded into a staging buffer, copied over */
+	TABLE_LARGE,		/* the pointer past the first 64 KiB */
+	TABLE_HUGE,		/* over 16 MiB: not read to its end, opaque */
+};
+
+#define TABLE_LARGE_WORDS	9216		/* 72 KiB */
+#define TABLE_LARGE_AT		9000
+#define TABLE_HUGE_BYTES	(17u << 20)
+
 /*
- * A pointer table uploaded from the host: store_via writes target through
- * it, 100 ms after it starts; the read-back of target must see that write
+ * A pointer table built by the host: store_via writes target through it,
+ * 100 ms after it starts; the read-back of target must see that write
  * (kmux follows the table, ptrtab.h), and the memset before it must not
  * run after it.
  */
-static int case_table(int wide, int unified)
+static int case_table(enum table_how how)
 {
 	static unsigned h[NWORDS];
-	static CUdeviceptr table[TABLE_WIDE];
-	CUdeviceptr ptrs = buf[6], target = buf[7];
+	static CUdeviceptr table[TABLE_WIDE_LEN];
+	CUdeviceptr ptrs = buf[6], target = buf[7], pp, *big = NULL;
 	unsigned v = 7, ms = 100;
 	int n = NWORDS, len = 1;
-	void *a[] = { &ptrs, &v, &n, &ms };
+	void *a[] = { &pp, &v, &n, &ms };
 
 	table[0] = target;
-	if (wide) {
+	pp = ptrs;
+	switch (how) {
+	case TABLE_WIDE:
 		/* More allocations than kmux keeps per table: opaque. */
 		CHECK(cuMemAlloc(&ptrs, sizeof(table)));
-		for (len = 1; len < TABLE_WIDE; len++)
+		pp = ptrs;
+		for (len = 1; len < TABLE_WIDE_LEN; len++)
 			CHECK(cuMemAlloc(&table[len], 64));
-	}
-	if (unified)	/* cuMemcpy: kmux asks the driver what the source is */
-		CHECK(cuMemcpy(ptrs, (CUdeviceptr)(uintptr_t)table,
-			       (size_t)len * sizeof(table[0])));
-	else
+		/* fall through */
+	case TABLE_HTOD:
 		CHECK(cuMemcpyHtoD(ptrs, table, (size_t)len * sizeof(table[0])));
+		break;
+	case TABLE_UNIFIED:	/* kmux asks the driver what the source is */
+		CHECK(cuMemcpy(ptrs, (CUdeviceptr)(uintptr_t)table,
+			       sizeof(table[0])));
+		break;
+	case TABLE_DTOD:
+		CHECK(cuMemcpyHtoD(buf[5], table, sizeof(table[0])));
+		CHECK(cuMemcpyDtoD(ptrs, buf[5], sizeof(table[0])));
+		break;
+	case TABLE_LARGE:
+	case TABLE_HUGE: {
+		/* Every other word points at buf[3]: the head is a table. */
+		size_t bytes = how == TABLE_LARGE ?
+			       TABLE_LARGE_WORDS * sizeof(CUdeviceptr) :
+			       TABLE_HUGE_BYTES;
+		size_t at = how == TABLE_LARGE ? TABLE_LARGE_AT : 0;
+
+		big = malloc(bytes);
+		if (!big)
+			return fail("table: out of host memory");
+		for (size_t i = 0; i < bytes / sizeof(*big); i++)
+			big[i] = buf[3];
+		big[at] = target;
+		CHECK(cuMemAlloc(&ptrs, bytes));
+		CHECK(cuMemcpyHtoD(ptrs, big, bytes));
+		pp = ptrs + at * sizeof(*big);
+		free(big);
+		break;
+	}
+	}
 	CHECK(cuMemsetD32(target, 0, NWORDS));
 	CHECK(cuLaunchKernel(f_store_via, 1, 1, 1, 32, 1, 1, 0, NULL, a, NULL));
 	touch(NULL, buf[0], 1000);	/* unrelated: may run beside it */
@@ -874,6 +925,7 @@ int main(int argc, char **argv)
 	CHECK(cuModuleGetFunction(&f_store_via, dag, "store_via"));
 	CHECK(cuModuleGetFunction(&f_fill_slow, basic, "fill_slow"));
 	CHECK(cuModuleGetFunction(&f_inc, basic, "inc_u32"));
+	CHECK(cuModuleGetFunction(&f_fill, basic, "fill_u32"));
 	for (int i = 0; i < 8; i++)
 		CHECK(cuMemAlloc(&buf[i], NWORDS * 4));
 	/* Only what the case itself does is checked. */
@@ -905,10 +957,18 @@ int main(int argc, char **argv)
 		r = case_blocking();
 	else if (!strcmp(m, "chase"))
 		r = case_chase();
-	else if (!strcmp(m, "table") || !strcmp(m, "table-wide") ||
-		 !strcmp(m, "table-unified"))
-		r = case_table(!strcmp(m, "table-wide"),
-			       !strcmp(m, "table-unified"));
+	else if (!strcmp(m, "table"))
+		r = case_table(TABLE_HTOD);
+	else if (!strcmp(m, "table-unified"))
+		r = case_table(TABLE_UNIFIED);
+	else if (!strcmp(m, "table-wide"))
+		r = case_table(TABLE_WIDE);
+	else if (!strcmp(m, "table-dtod"))
+		r = case_table(TABLE_DTOD);
+	else if (!strcmp(m, "table-large"))
+		r = case_table(TABLE_LARGE);
+	else if (!strcmp(m, "table-huge"))
+		r = case_table(TABLE_HUGE);
 	else if (!strcmp(m, "pause"))
 		r = case_pause();
 	else if (!strcmp(m, "readback") || !strcmp(m, "readback-own"))
