@@ -404,7 +404,7 @@ static struct kernel_info *kp_learn(const void *f, unsigned long gen)
 	cnt = n > 0 ? (size_t)n : 0;
 	for (size_t i = 0; i < cnt; i++)
 		nw += kp_words_in(off[i], size[i], NULL, 0);
-	asks = ro && n > 0 && strcmp(name, "?") != 0;
+	asks = ro && n >= 0 && strcmp(name, "?") != 0;
 	/* Room for extents whenever the prover is asked (they are few). */
 	next = asks ? cnt * sizeof(struct kparams_extent) : 0;
 	ki = malloc(sizeof(*ki) + next + 2 * cnt * sizeof(uint32_t) +
@@ -439,12 +439,14 @@ static struct kernel_info *kp_learn(const void *f, unsigned long gen)
 	ki->param_bytes = pb;
 	ki->readonly = 0;
 	ki->range = NULL;
+	ki->globals_id = 0;
 	atomic_init(&ki->geo, NULL);
 	atomic_init(&ki->geo_solves, 0);
 	if (asks) {
-		memset(ext, 0, next);
+		if (ext)
+			memset(ext, 0, next);
 		ki->readonly = ro(f, via == KP_VIA_KERNEL, copy, n, ki->size,
-				  &has_ext, ext, &ki->range);
+				  &has_ext, ext, &ki->range, &ki->globals_id);
 		if (n < 64)
 			has_ext &= ((uint64_t)1 << n) - 1;
 		for (int i = 0; i < n && i < 64; i++)

@@ -69,6 +69,12 @@ struct kernel_info {
 	 * geo_solves change after publication (atomically), as sched_class.
 	 */
 	struct ptxr_prog *range;
+	/*
+	 * Non-zero: the kernel reaches its module's `__device__` variables,
+	 * which no allocation holds; the scheduler orders it as reading and
+	 * writing this pseudo allocation id (ptx-table.h, PTXTAB_GLOBALS_ID).
+	 */
+	uint64_t globals_id;
 	_Atomic(struct kp_geo *) geo;
 	atomic_uint geo_solves;
 	/*
@@ -104,13 +110,16 @@ void kparams_set_driver(const struct kparams_driver *drv);
  * the read-only mask; sets bit i of *has_ext and ext[i] (ext has nparams
  * entries, i < 64) for each pointer parameter with an exact extent, and
  * clears the other bits; *range gets a counted reference to the kernel's
- * body for geometry-dependent ranges, or NULL.  NULL: nobody.
+ * body for geometry-dependent ranges, or NULL; *globals the pseudo
+ * allocation id of the module variables it reaches, or 0.  Asked for
+ * kernels without parameters too.  NULL: nobody.
  */
 typedef uint64_t (*kparams_readonly_fn)(const void *f, int is_kernel,
 					const char *name, int nparams,
 					const uint32_t *size, uint64_t *has_ext,
 					struct kparams_extent *ext,
-					struct ptxr_prog **range);
+					struct ptxr_prog **range,
+					uint64_t *globals);
 void kparams_set_readonly(kparams_readonly_fn fn);
 
 /*

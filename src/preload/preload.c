@@ -117,6 +117,7 @@ __attribute__((constructor)) static void preload_init(void)
 	ptxtab_init(getenv("KMUX_PTX_READONLY"), kmux_streams > 0);
 	ptxtab_extents_init(getenv("KMUX_PTX_EXTENTS"));
 	ptxtab_ranges_init(getenv("KMUX_PTX_RANGES"));
+	ptxtab_globals_init(getenv("KMUX_PTX_GLOBALS"));
 	kmux_config.verify_log = getenv("KMUX_VERIFY_LOG");
 	if (kmux_config.verify_log && *kmux_config.verify_log &&
 	    verify_init(kmux_config.verify_log) == 0)

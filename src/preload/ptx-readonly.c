@@ -186,6 +186,266 @@ static bool word_is(const char *p, size_t n, const char *w)
 	return strlen(w) == n && memcmp(p, w, n) == 0;
 }
 
+/* ---- module-scope .global variables ---- */
+
+/* Names: pointers into the stripped text, sorted for bsearch. */
+struct ptx_names {
+	struct ptx_name {
+		const char *s;
+		size_t n;
+	} *name;
+	int n, cap;
+};
+
+/*
+ * The text's module-scope .global variables and the functions it defines
+ * (with a body).  A kernel that names one of the variables, or calls one
+ * of the functions (or through a register) while there are any, reaches
+ * memory that is in no allocation (ptxro_entry.globals).  Names only:
+ * `.global` in an instruction (ld.global) is one word with the opcode.
+ */
+struct ptx_globals {
+	struct ptx_names var, fn;
+	bool opaque;	/* a declaration not understood: any name may be one */
+};
+
+static int name_cmp(const void *a, const void *b)
+{
+	const struct ptx_name *x = a, *y = b;
+
+	if (x->n != y->n)
+		return x->n < y->n ? -1 : 1;
+	return memcmp(x->s, y->s, x->n);
+}
+
+static int names_add(struct ptx_names *l, const char *p, size_t n)
+{
+	if (ptx_grow((void **)&l->name, &l->cap, l->n + 1,
+		     sizeof(*l->name)) < 0)
+		return -ENOMEM;
+	l->name[l->n++] = (struct ptx_name){ .s = p, .n = n };
+	return 0;
+}
+
+static bool names_has(const struct ptx_names *l, const char *p, size_t n)
+{
+	struct ptx_name key = { .s = p, .n = n };
+
+	return l->n && bsearch(&key, l->name, (size_t)l->n, sizeof(*l->name),
+			       name_cmp);
+}
+
+/* Whether name [p, p + n) is nvcc's string literal: $str, $str$1, ... */
+static bool name_is_string(const char *p, size_t n)
+{
+	return n >= 4 && memcmp(p, "$str", 4) == 0 && (n == 4 || p[4] == '$');
+}
+
+/* p past a '(': past its ')' (or at the ';' or NUL that cut it short). */
+static const char *skip_parens(const char *p)
+{
+	while (*p && *p != ')' && *p != ';')
+		p++;
+	return *p == ')' ? p + 1 : p;
+}
+
+/*
+ * The declaration after a module-scope ".global" at p: its names into g
+ * (one or a comma-separated list, each perhaps with array bounds), or
+ * g->opaque when it has none this understands.  Returns where to go on,
+ * or NULL for -ENOMEM.
+ */
+static const char *globals_decl(const char *p, struct ptx_globals *g)
+{
+	size_t n;
+
+	for (;;) {
+		p = skip_space(p);
+		n = ident_len(p);
+		if (n == 0) {
+			g->opaque = true;
+			return p;
+		}
+		if (*p == '.') {
+			/* .attribute(...) and the like carry a list. */
+			p = skip_space(p + n);
+			if (*p == '(')
+				p = skip_parens(p + 1);
+			continue;
+		}
+		if (*p >= '0' && *p <= '9') {	/* .align's value */
+			p += n;
+			continue;
+		}
+		break;
+	}
+	for (;;) {
+		if (*p == '%') {
+			g->opaque = true;
+			return p + n;
+		}
+		/*
+		 * String literals (printf's formats) are constant data no
+		 * program may write: they order nothing.
+		 */
+		if (!name_is_string(p, n) && names_add(&g->var, p, n) < 0)
+			return NULL;
+		p = skip_space(p + n);
+		while (*p == '[') {
+			while (*p && *p != ']' && *p != ';')
+				p++;
+			if (*p == ']')
+				p = skip_space(p + 1);
+		}
+		if (*p != ',')
+			return p;
+		p = skip_space(p + 1);
+		n = ident_len(p);
+		if (n == 0 || *p == '.' || (*p >= '0' && *p <= '9')) {
+			g->opaque = true;
+			return p;
+		}
+	}
+}
+
+/*
+ * The .func at p (past the word): its name into g->fn when it has a body,
+ * not only a prototype.  Returns where to go on, or NULL for -ENOMEM.
+ */
+static const char *globals_func(const char *p, struct ptx_globals *g)
+{
+	const char *name, *q;
+	size_t n;
+
+	p = skip_space(p);
+	if (*p == '(')			/* the return value */
+		p = skip_space(skip_parens(p + 1));
+	n = ident_len(p);
+	if (n == 0 || *p == '.' || *p == '%')
+		return p;
+	name = p;
+	for (q = p + n; *q && *q != ';' && *q != '{'; q++)
+		if (*q == '(')
+			q = skip_parens(q + 1) - 1;
+	if (*q == '{' && names_add(&g->fn, name, n) < 0)
+		return NULL;
+	return p + n;
+}
+
+/*
+ * Every module-scope .global variable and defined function of the
+ * stripped text t.  Returns 0 or -ENOMEM.
+ */
+static int globals_collect(const char *t, struct ptx_globals *g)
+{
+	const char *p = t;
+	int depth = 0;
+
+	while (*p) {
+		size_t n;
+
+		if (*p == '"') {
+			for (p++; *p && *p != '"'; p++)
+				;
+			if (*p)
+				p++;
+			continue;
+		}
+		if (*p == '{' || *p == '}') {
+			depth += *p == '{' ? 1 : -1;
+			p++;
+			continue;
+		}
+		n = ident_len(p);
+		if (n == 0) {
+			p++;
+			continue;
+		}
+		if (depth == 0 && word_is(p, n, ".global"))
+			p = globals_decl(p + n, g);
+		else if (depth == 0 && word_is(p, n, ".func"))
+			p = globals_func(p + n, g);
+		else
+			p += n;
+		if (!p)
+			return -ENOMEM;
+	}
+	if (g->var.n > 1)
+		qsort(g->var.name, (size_t)g->var.n, sizeof(*g->var.name),
+		      name_cmp);
+	if (g->fn.n > 1)
+		qsort(g->fn.name, (size_t)g->fn.n, sizeof(*g->fn.name),
+		      name_cmp);
+	return 0;
+}
+
+static void globals_release(struct ptx_globals *g)
+{
+	free(g->var.name);
+	free(g->fn.name);
+}
+
+/*
+ * Whether the call whose operands start at s (past "call" and its
+ * modifiers) may reach g's variables: a function the text defines, or
+ * one through a register.  An external one (vprintf, malloc) cannot name
+ * them.
+ */
+static bool call_reaches(const struct ptx_globals *g, const char *s,
+			 const char *e)
+{
+	size_t n;
+
+	s = skip_space(s);
+	if (s < e && *s == '(') {		/* (retval), */
+		s = skip_space(skip_parens(s + 1));
+		if (s < e && *s == ',')
+			s = skip_space(s + 1);
+	}
+	if (s >= e)
+		return true;
+	n = ident_len(s);
+	if (n == 0 || *s == '%' || n > (size_t)(e - s))
+		return true;
+	return names_has(&g->fn, s, n);
+}
+
+/* Whether the body [s, e) may reach a module-scope variable of g. */
+static bool body_uses_globals(const struct ptx_globals *g, const char *s,
+			      const char *e)
+{
+	if (g->opaque)
+		return true;
+	if (g->var.n == 0)
+		return false;
+	while (s < e) {
+		size_t n;
+
+		if (*s == '"') {
+			for (s++; s < e && *s != '"'; s++)
+				;
+			s++;
+			continue;
+		}
+		n = ident_len(s);
+		if (n == 0) {
+			s++;
+			continue;
+		}
+		if (n > (size_t)(e - s))
+			n = (size_t)(e - s);
+		if (n >= 4 && memcmp(s, "call", 4) == 0 &&
+		    (n == 4 || s[4] == '.')) {
+			if (call_reaches(g, s + n, e))
+				return true;
+		} else if (*s != '%' && names_has(&g->var, s, n)) {
+			return true;
+		}
+		s += n;
+	}
+	return false;
+}
+
 /* ---- module and entries ---- */
 
 void ptxro_module_init(struct ptxro_module *m)
@@ -1482,7 +1742,7 @@ static void body_release(struct body *b)
 
 /* p just past ".entry": name, signature, body.  Returns the end or NULL. */
 static const char *parse_entry(const char *p, struct ptxro_module *m,
-			       int *err)
+			       const struct ptx_globals *g, int *err)
 {
 	struct ptxro_entry *e;
 	struct body b = { 0 };
@@ -1564,6 +1824,7 @@ static const char *parse_entry(const char *p, struct ptxro_module *m,
 	if (depth)
 		goto bad;
 	/* q is past the closing brace. */
+	e->globals = body_uses_globals(g, body, q - 1);
 	b.psize = e->size;
 	b.rp = ptxr_new();
 	if (!b.rp)
@@ -1598,6 +1859,8 @@ bad:
 	/* Keep the entry, proven nothing: its name must not look unknown. */
 	e->readonly = 0;
 	e->has_extent = 0;
+	/* Where its body ends is unknown: it may name any global. */
+	e->globals = g->var.n > 0 || g->opaque;
 	body_release(&b);
 	return NULL;
 }
@@ -1605,11 +1868,17 @@ bad:
 int ptxro_parse(const char *text, size_t len, struct ptxro_module *m)
 {
 	char *t = strip_comments(text, len);
+	struct ptx_globals g = { 0 };
 	const char *p;
 	int depth = 0, err = 0;
 
 	if (!t)
 		return -ENOMEM;
+	if (globals_collect(t, &g) < 0) {
+		globals_release(&g);
+		free(t);
+		return -ENOMEM;
+	}
 	p = t;
 	while (*p) {
 		size_t n;
@@ -1640,7 +1909,7 @@ int ptxro_parse(const char *text, size_t len, struct ptxro_module *m)
 			continue;
 		}
 		if (depth == 0 && word_is(p, n, ".entry")) {
-			p = parse_entry(p + n, m, &err);
+			p = parse_entry(p + n, m, &g, &err);
 			if (!p)
 				break;
 			continue;
@@ -1649,6 +1918,7 @@ int ptxro_parse(const char *text, size_t len, struct ptxro_module *m)
 	}
 	if (!err && depth)
 		err = -EINVAL;
+	globals_release(&g);
 	free(t);
 	return err;
 }

@@ -9,6 +9,7 @@
 #ifndef KMUX_PTX_READONLY_H
 #define KMUX_PTX_READONLY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -48,6 +49,15 @@ struct ptxro_entry {
 	 * when none can.  Counted (ptxr_ref/ptxr_unref).
 	 */
 	struct ptxr_prog *range;
+	/*
+	 * The body names a module-scope .global variable of its text (a
+	 * `__device__` variable; nvcc's string literals excepted), or calls a
+	 * function the text defines while it has any, or the text declares
+	 * one this parser does not understand: the kernel reaches memory that
+	 * is in no allocation kmux tracks.  Set whatever else the entry's
+	 * verdict is.
+	 */
+	bool globals;
 };
 
 struct ptxro_module {

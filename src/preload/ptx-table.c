@@ -21,6 +21,11 @@
  *     the name is asked for that kernel (cuLibraryGetKernel) and its
  *     function in the current context (cuKernelGetFunction); only the very
  *     same handle proves the owner.
+ * Module-scope variables (ptxro_entry.globals): an image whose PTX has
+ * kernels that reach its `__device__` variables gets a pseudo allocation
+ * id of its own (PTXTAB_GLOBALS_ID), and each such kernel is scheduled as
+ * reading and writing it, so that those kernels keep their program order
+ * among themselves.  KMUX_PTX_GLOBALS=0 turns that off.
  * Within one image a name seen in several PTX texts keeps only the
  * parameters proven read-only in all of them, and nothing when the layouts
  * differ.  A verdict is used only when the driver's layout of the function
@@ -49,12 +54,14 @@
 int ptxtab_on;
 int ptxtab_extents_on;
 int ptxtab_ranges_on;
+int ptxtab_globals_on;
 
 /* The verdicts of one loaded image, one entry per kernel name. */
 struct ptxtab_image {
 	enum ptxtab_owner kind;
 	const void *handle;
 	struct ptxro_module m;
+	uint64_t globals_id;	/* 0: no kernel of it reaches its globals */
 };
 
 static pthread_mutex_t ptxtab_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -64,9 +71,10 @@ static int ptxtab_nimg, ptxtab_capimg;
 static struct ptxro_image_stats ptxtab_st;
 static unsigned long ptxtab_images, ptxtab_errors, ptxtab_analysed;
 static unsigned long ptxtab_unloads;
+static uint64_t ptxtab_globals_next;
 static bool ptxtab_told_no_codec;
 static atomic_ulong ptxtab_kernels, ptxtab_params_ro, ptxtab_mismatch,
-	ptxtab_unowned, ptxtab_params_ext, ptxtab_ranged;
+	ptxtab_unowned, ptxtab_params_ext, ptxtab_ranged, ptxtab_globals;
 
 int ptxtab_init(const char *value, int scheduling)
 {
@@ -86,6 +94,14 @@ int ptxtab_ranges_init(const char *value)
 {
 	ptxtab_ranges_on = kmux_log_switch("KMUX_PTX_RANGES", value,
 					   "the ranges") && ptxtab_extents_on;
+	return 0;
+}
+
+int ptxtab_globals_init(const char *value)
+{
+	ptxtab_globals_on = kmux_log_switch("KMUX_PTX_GLOBALS", value,
+					    "ordering by module globals") &&
+			    ptxtab_on;
 	return 0;
 }
 
@@ -147,6 +163,8 @@ static struct ptxro_module ptxtab_merge(struct ptxro_module *m)
 								     e->name);
 
 		if (old) {
+			/* Either text may be the one the driver runs. */
+			old->globals |= e->globals;
 			if (!ptxtab_same_layout(old, e->nparams, e->size))
 				old->readonly = 0;
 			else
@@ -235,6 +253,14 @@ void ptxtab_scan(enum ptxtab_owner kind, const void *handle,
 	ptxtab_img[ptxtab_nimg++] = (struct ptxtab_image){
 		.kind = kind, .handle = handle, .m = merged,
 	};
+	for (int i = 0; i < merged.n; i++) {
+		if (merged.e[i].globals) {
+			/* Never reused: a stale id orders nothing wrongly. */
+			ptxtab_img[ptxtab_nimg - 1].globals_id =
+				PTXTAB_GLOBALS_ID + ++ptxtab_globals_next;
+			break;
+		}
+	}
 out:
 	pthread_mutex_unlock(&ptxtab_mu);
 	ptxro_module_release(&m);
@@ -289,7 +315,7 @@ static int ptxtab_owner_verdict(enum ptxtab_owner kind, const void *handle,
 				const char *name, int nparams,
 				const uint32_t *size, uint64_t *ro,
 				uint64_t *has_ext, struct kparams_extent *ext,
-				struct ptxr_prog **range)
+				struct ptxr_prog **range, uint64_t *globals)
 {
 	struct ptxtab_image *img;
 	struct ptxro_entry *e;
@@ -299,6 +325,15 @@ static int ptxtab_owner_verdict(enum ptxtab_owner kind, const void *handle,
 	e = img ? ptxtab_entry(&img->m, name) : NULL;
 	*ro = 0;
 	*has_ext = 0;
+	*globals = 0;
+	/*
+	 * Whatever the layout: the name in its own image is the kernel, and
+	 * an order too many is never wrong.
+	 */
+	if (e && e->globals && ptxtab_globals_on) {
+		*globals = img->globals_id;
+		atomic_fetch_add(&ptxtab_globals, 1);
+	}
 	if (e && ptxtab_same_layout(e, nparams, size)) {
 		*ro = e->readonly;
 		if (ptxtab_extents_on && e->ext) {
@@ -337,13 +372,14 @@ static int ptxtab_probe_libraries(const void *f, const char *name,
 				  const struct ptxtab_driver *drv,
 				  uint64_t *ro, uint64_t *has_ext,
 				  struct kparams_extent *ext,
-				  struct ptxr_prog **range)
+				  struct ptxr_prog **range, uint64_t *globals)
 {
 	const void *lib[PTXTAB_PROBE_MAX];
 	int n = 0;
 
 	*ro = 0;
 	*has_ext = 0;
+	*globals = 0;
 	if (!drv->library_get_kernel)
 		return 0;
 	pthread_mutex_lock(&ptxtab_mu);
@@ -354,10 +390,12 @@ static int ptxtab_probe_libraries(const void *f, const char *name,
 			continue;
 		e = ptxtab_entry(&ptxtab_img[i].m, name);
 		/* Nothing to gain from proving an owner with no verdict. */
-		if (!e || !(e->readonly ||
-			    (ptxtab_extents_on && e->has_extent) ||
-			    (ptxtab_ranges_on && e->range)) ||
-		    !ptxtab_same_layout(e, nparams, size))
+		if (!e)
+			continue;
+		if (!(ptxtab_globals_on && e->globals) &&
+		    (!(e->readonly || (ptxtab_extents_on && e->has_extent) ||
+		       (ptxtab_ranges_on && e->range)) ||
+		     !ptxtab_same_layout(e, nparams, size)))
 			continue;
 		lib[n++] = ptxtab_img[i].handle;
 	}
@@ -375,14 +413,16 @@ static int ptxtab_probe_libraries(const void *f, const char *name,
 		     (const void *)g == f))
 			return ptxtab_owner_verdict(PTXTAB_LIBRARY, lib[i],
 						    name, nparams, size, ro,
-						    has_ext, ext, range);
+						    has_ext, ext, range,
+						    globals);
 	}
 	return 0;
 }
 
 uint64_t ptxtab_readonly(const void *f, int is_kernel, const char *name,
 			 int nparams, const uint32_t *size, uint64_t *has_ext,
-			 struct kparams_extent *ext, struct ptxr_prog **range)
+			 struct kparams_extent *ext, struct ptxr_prog **range,
+			 uint64_t *globals)
 {
 	struct ptxtab_driver drv;
 	uint64_t ro = 0;
@@ -390,7 +430,9 @@ uint64_t ptxtab_readonly(const void *f, int is_kernel, const char *name,
 
 	*has_ext = 0;
 	*range = NULL;
-	if (!ptxtab_on || !f || !name || nparams <= 0)
+	*globals = 0;
+	/* A kernel without parameters may still reach the globals. */
+	if (!ptxtab_on || !f || !name || nparams < 0)
 		return 0;
 	pthread_mutex_lock(&ptxtab_mu);
 	drv = ptxtab_drv;
@@ -401,7 +443,8 @@ uint64_t ptxtab_readonly(const void *f, int is_kernel, const char *name,
 		if (drv.func_get_module(&m, (CUfunction)f) == CUDA_SUCCESS && m)
 			owned = ptxtab_owner_verdict(PTXTAB_MODULE, m, name,
 						     nparams, size, &ro,
-						     has_ext, ext, range);
+						     has_ext, ext, range,
+						     globals);
 	}
 	if (!owned && is_kernel && drv.kernel_get_library) {
 		CUlibrary l = NULL;
@@ -410,11 +453,12 @@ uint64_t ptxtab_readonly(const void *f, int is_kernel, const char *name,
 		    l)
 			owned = ptxtab_owner_verdict(PTXTAB_LIBRARY, l, name,
 						     nparams, size, &ro,
-						     has_ext, ext, range);
+						     has_ext, ext, range,
+						     globals);
 	}
 	if (!owned &&
 	    !ptxtab_probe_libraries(f, name, nparams, size, &drv, &ro,
-				    has_ext, ext, range))
+				    has_ext, ext, range, globals))
 		atomic_fetch_add(&ptxtab_unowned, 1);
 	atomic_fetch_add(&ptxtab_params_ro,
 			 (unsigned long)__builtin_popcountll(ro));
@@ -435,13 +479,14 @@ void ptxtab_report(void)
 		 "proven read-only, %lu with exact extents, %lu kernels "
 		 "with ranges by geometry, %lu layout mismatches, %lu launched "
 		 "kernels without a readable image, %lu images unloaded, "
-		 "%lu errors",
+		 "%lu errors; %lu launched kernels ordered by their module's "
+		 "globals",
 		 (int)getpid(), ptxtab_images, ptxtab_st.ptx,
 		 ptxtab_st.decompressed, ptxtab_st.no_ptx, ptxtab_st.compressed,
 		 ptxtab_st.bad, ptxtab_analysed, atomic_load(&ptxtab_kernels),
 		 atomic_load(&ptxtab_params_ro),
 		 atomic_load(&ptxtab_params_ext), atomic_load(&ptxtab_ranged),
 		 atomic_load(&ptxtab_mismatch), atomic_load(&ptxtab_unowned),
-		 ptxtab_unloads, ptxtab_errors);
+		 ptxtab_unloads, ptxtab_errors, atomic_load(&ptxtab_globals));
 	pthread_mutex_unlock(&ptxtab_mu);
 }

@@ -48,6 +48,23 @@ extern int ptxtab_ranges_on;
 int ptxtab_ranges_init(const char *value);
 
 /*
+ * Non-zero when a kernel whose PTX reaches its module's `__device__`
+ * variables is ordered with the others that do (ptxtab_readonly()'s
+ * *globals): the scan is on and KMUX_PTX_GLOBALS is not "0".
+ */
+extern int ptxtab_globals_on;
+
+/* After ptxtab_init(): value is KMUX_PTX_GLOBALS.  Returns 0. */
+int ptxtab_globals_init(const char *value);
+
+/*
+ * The pseudo allocation ids of images' module globals: PTXTAB_GLOBALS_ID
+ * plus a serial.  Above every alloc-table id (a counter from 1) and below
+ * the scheduler's sub-state ids (bits 57-63, sched-internal.h).
+ */
+#define PTXTAB_GLOBALS_ID ((uint64_t)1 << 56)
+
+/*
  * The driver entry points used to find which loaded image a launched
  * function comes from, passed in so the table is testable without a
  * driver.  Any may be NULL (that way of finding the owner is skipped).
@@ -87,11 +104,15 @@ void ptxtab_modules_gone(void);
  * (nparams entries), none when KMUX_PTX_EXTENTS=0 or the image has the
  * name twice.  *range: a counted reference to the image's body of f for
  * geometry-dependent ranges (ptx-range.h), or NULL, on the same terms as
- * extents.  Asks the driver; callers cache the answer (kparams.h).
+ * extents.  *globals: the pseudo allocation id (PTXTAB_GLOBALS_ID + n) of
+ * the module-scope variables f reaches in that image, whatever its layout
+ * (nparams may be 0), or 0.  Asks the driver; callers cache the answer
+ * (kparams.h).
  */
 uint64_t ptxtab_readonly(const void *f, int is_kernel, const char *name,
 			 int nparams, const uint32_t *size, uint64_t *has_ext,
-			 struct kparams_extent *ext, struct ptxr_prog **range);
+			 struct kparams_extent *ext, struct ptxr_prog **range,
+			 uint64_t *globals);
 
 /* KMUX_LOG=info counters, at exit. */
 void ptxtab_report(void);

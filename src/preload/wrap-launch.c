@@ -196,7 +196,7 @@ static int launch_is_barrier(const struct launch_op *op)
 /* 1 and *r when the scheduler ran it; 0: pass it through. */
 static int launch_sched(struct launch_op *op, CUresult *r)
 {
-	struct sched_access acc[LAUNCH_MAX_ACCESS];
+	struct sched_access acc[LAUNCH_MAX_ACCESS + 1];
 	struct streams_req rq = {
 		.orig = streams_default_handle(op->orig, op->per_thread),
 		.issue = launch_issue,
@@ -238,6 +238,15 @@ static int launch_sched(struct launch_op *op, CUresult *r)
 			};
 		rq.acc = acc;
 		rq.nacc = op->tl.nacc;
+		/*
+		 * Its module's `__device__` variables are in no allocation:
+		 * kernels that reach them are ordered by a pseudo one.
+		 */
+		if (op->tl.ki->globals_id)
+			acc[rq.nacc++] = (struct sched_access){
+				.alloc_id = op->tl.ki->globals_id,
+				.mode = SCHED_RW,
+			};
 		break;
 	}
 	return streams_run(&rq, r);

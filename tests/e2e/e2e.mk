@@ -58,7 +58,7 @@ $(BUILD)/tests/e2e/drv-threads: tests/e2e/progs/drv-threads.c tests/e2e/progs/e2
 # stream, and one program per case that must keep its order.  Linked with
 # the simulated driver: streams-cases reads simcuda's records in-process.
 E2E_STREAMS_PROGS = rand-dag rand-dag-pt streams-cases launch-cost ptx-readonly \
-	ptx-extents
+	ptx-extents globals
 TEST_TARGETS += $(E2E_STREAMS_PROGS:%=$(BUILD)/tests/e2e/%)
 
 $(BUILD)/tests/e2e/rand-dag: tests/e2e/progs/rand-dag.c tests/e2e/progs/e2e-common.h $(E2E_SIMDIR)/libcuda.so
@@ -80,6 +80,11 @@ $(BUILD)/tests/e2e/ptx-readonly: tests/e2e/progs/ptx-readonly.c tests/e2e/progs/
 
 # Exact extents of constant-offset pointers (KMUX_PTX_EXTENTS, t5b).
 $(BUILD)/tests/e2e/ptx-extents: tests/e2e/progs/ptx-extents.c tests/e2e/progs/e2e-common.h tests/e2e/progs/sim-overlap.h tests/simcuda/simcuda.h $(E2E_SIMDIR)/libcuda.so
+	@mkdir -p $(dir $@)
+	$(CC) $(E2E_CFLAGS) -Itests/simcuda -o $@ $< -L$(E2E_SIMDIR) -lcuda
+
+# Kernels that share a module-scope variable (KMUX_PTX_GLOBALS, t5j).
+$(BUILD)/tests/e2e/globals: tests/e2e/progs/globals.c tests/e2e/progs/e2e-common.h tests/simcuda/simcuda.h $(E2E_SIMDIR)/libcuda.so
 	@mkdir -p $(dir $@)
 	$(CC) $(E2E_CFLAGS) -Itests/simcuda -o $@ $< -L$(E2E_SIMDIR) -lcuda
 

@@ -7,7 +7,10 @@
 . "$(dirname "$0")/kmuxd-lib.sh"
 
 start_daemon
-a=$("$KMUX" submit -m 10G -- sh -c 'sleep 1.5; echo a-done')
+# Job 1 runs until the test has looked (at most 60 s), not for a fixed time
+# a loaded machine can overrun before the checks that it is still running.
+GO=$TMP/a-may-end
+a=$("$KMUX" submit -m 10G -- sh -c "for i in \$(seq 1200); do [ -e '$GO' ] && break; sleep 0.05; done; echo a-done")
 b=$("$KMUX" submit -m 10G -- echo b-ran)
 check "job $a runs" wait_state "$a" running
 check "job $b is queued" [ "$(jq_job "$b" 'j["state"]')" = queued ]
@@ -23,6 +26,7 @@ expect_rc 0 "a new daemon starts on the stale socket" start_daemon
 check "  ... and logs that it replaced it" grep -q "replaced the stale socket" "$KMUX_STATE_DIR/kmuxd.log" 
 check "job $b is still queued" [ "$(jq_job "$b" 'j["state"]')" = queued ]
 check "job $a is still running" [ "$(jq_job "$a" 'j["state"]')" = running ]
+touch "$GO"
 expect_rc 0 "job $b runs once job $a ended" "$KMUX" wait "$b"
 check "  ... with its output in its log" grep -qx b-ran <("$KMUX" logs "$b")
 a_end=$(jq_job "$a" 'j["end_us"]')
@@ -49,16 +53,22 @@ check "  ... output intact" grep -qx e-ran <("$KMUX" logs "$e")
 
 # `kmux wait` outlives a daemon restart: it connects again and gets the
 # status from the new daemon.
-f=$("$KMUX" submit -m 10G -- sleep 1)
+GO2=$TMP/f-may-end
+f=$("$KMUX" submit -m 10G -- sh -c "for i in \$(seq 1200); do [ -e '$GO2' ] && break; sleep 0.05; done")
 g=$("$KMUX" submit -m 10G -- sh -c 'exit 7')
 wait_state "$f" running
 "$KMUX" wait "$g" >"$TMP/w.out" 2>"$TMP/w.err" &
 wp=$!
-sleep 0.3
+# Connected to the daemon (its socket among the client's files) before the kill.
+for i in $(seq 200); do
+	ls -l "/proc/$wp/fd" 2>/dev/null | grep -q 'socket:' && break
+	sleep 0.05
+done
 dpid=$(daemon_pid)
 kill -9 "$dpid"
 for i in $(seq 50); do kill -0 "$dpid" 2>/dev/null || break; sleep 0.1; done
 start_daemon
+touch "$GO2"
 wait "$wp"
 check "wait across a restart: the job's own status (7)" [ $? -eq 7 ]
 check "  ... after saying it waits for kmuxd" \

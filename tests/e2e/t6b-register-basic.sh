@@ -40,7 +40,7 @@ check "  ... and nothing stays committed" [ "$(top_json 't["gpus"][0]["mem_commi
 
 # KMUX_MEM and KMUX_NAME (the Slurm plugin's interface): a 10 GiB task
 # holds the GPU; a second one waits in cuInit until the first exits.
-KMUX_MEM=10G KMUX_NAME=first LD_PRELOAD=$PRELOAD "$R" 16 2000 >"$TMP/a" 2>&1 &
+REG_HOLD_FILE=$TMP/go-first KMUX_MEM=10G KMUX_NAME=first LD_PRELOAD=$PRELOAD "$R" 16 1 >"$TMP/a" 2>&1 &
 pa=$!
 check "KMUX_MEM=10G: admitted" wait_line "$TMP/a" ready
 ja=$(job_of first)
@@ -53,6 +53,7 @@ wait_job second
 jb=$(job_of second)
 check "a second 10 GiB task: queued" [ "$(jq_job "$jb" 'j["state"]')" = queued ]
 check "  ... it waits inside cuInit" cond 'has "$TMP/b" start && ! has "$TMP/b" ready'
+touch "$TMP/go-first"
 wait "$pa"
 check "  ... it starts once the first has exited" wait_line "$TMP/b" ready 50
 wait "$pb"

@@ -33,7 +33,8 @@ check "the daemon logs its guess" grep -q "guess 0.25, grow-wait 600 s" \
 	"$KMUX_STATE_DIR/kmuxd.log"
 
 # The task wants 6 GiB.
-LD_PRELOAD=$PRELOAD "$R" 6144 1500 >"$TMP/g" 2>&1 &
+# A hold argument keeps its command apart from the tasks below (profiles).
+REG_HOLD_FILE=$TMP/go-g LD_PRELOAD=$PRELOAD "$R" 6144 1 >"$TMP/g" 2>&1 &
 pg=$!
 check "guessed: it starts" wait_line "$TMP/g" ready || cat "$TMP/g"
 jg=$(job_of reg)
@@ -44,6 +45,7 @@ check "  ... its quota grew to 6 GiB (ps --json)" \
 check "  ... and so did the GPU's commitment" [ "$(committed_mib)" = 6144 ]
 check "  ... the daemon says so" \
 	grep -q "job $jg grew from 4.00 GiB to 6.00 GiB" "$KMUX_STATE_DIR/kmuxd.log"
+touch "$TMP/go-g"
 wait "$pg"
 check "  ... the program exits 0" [ $? -eq 0 ]
 check "  ... and its commitment goes with it" wait_state "$jg" exited 20

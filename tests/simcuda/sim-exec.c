@@ -152,6 +152,19 @@ static void *kernel_mem(struct sim_kctx *k, CUdeviceptr p, size_t bytes,
 	return h;
 }
 
+/* sim_kctx.var: the launching module's variable, or 0. */
+static CUdeviceptr kernel_var(struct sim_kctx *k, const char *name)
+{
+	struct sim_exec *x = sim_container_of(k, struct sim_exec, k);
+	CUdeviceptr p;
+
+	sim_lock();
+	p = x->op->kind == SIM_OP_KERNEL ?
+	    sim_module_var(x->op->u.kernel.f->mod, name, NULL) : 0;
+	sim_unlock();
+	return p;
+}
+
 int sim_exec_fault_users(struct sim_alloc *a, uint64_t lo, uint64_t hi,
 			 const char *why)
 {
@@ -280,6 +293,7 @@ void sim_exec_op(struct sim_stream *s, struct sim_op *op, uint64_t graph)
 	x.k.abi = SIMCUDA_ABI_VERSION;
 	x.k.device = s->ctx->dev->ordinal;
 	x.k.mem = kernel_mem;
+	x.k.var = kernel_var;
 
 	sim_lock();
 	status = s->ctx->sticky;

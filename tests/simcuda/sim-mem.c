@@ -254,6 +254,12 @@ static CUresult device_alloc(struct sim_ctx *c, uint64_t size,
 	return device_alloc_from(c, size, kind, NULL, out);
 }
 
+CUresult sim_mem_alloc_locked(struct sim_ctx *c, uint64_t size,
+			      CUdeviceptr *out)
+{
+	return device_alloc(c, size, SIM_ALLOC_DEVICE, out);
+}
+
 SIM_API CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
 	struct sim_ctx *c;

@@ -70,8 +70,9 @@ static int layout(struct sim_func *f)
 static CUresult module_open(const char *path, struct sim_module **out)
 {
 	const struct sim_kernel *table;
+	const struct sim_var *globals;
 	struct sim_module *m;
-	unsigned n, i;
+	unsigned n, i, ng = 0;
 	CUresult err;
 	void *dl;
 
@@ -84,6 +85,7 @@ static CUresult module_open(const char *path, struct sim_module **out)
 		sim_warn("cannot load module %s: %s", path, dlerror());
 		return CUDA_ERROR_INVALID_IMAGE;
 	}
+	globals = dlsym(dl, SIMCUDA_VARS_SYMBOL);
 	table = dlsym(dl, SIMCUDA_KERNELS_SYMBOL);
 	if (table == NULL) {
 		sim_warn("module %s has no %s table", path,
@@ -98,11 +100,27 @@ static CUresult module_open(const char *path, struct sim_module **out)
 		err = CUDA_ERROR_INVALID_IMAGE;
 		goto err_close;
 	}
+	for (; globals != NULL && ng < MAX_KERNELS && globals[ng].name != NULL;
+	     ng++) {
+		if (globals[ng].bytes == 0) {
+			sim_warn("module %s: variable %s has no size", path,
+				 globals[ng].name);
+			err = CUDA_ERROR_INVALID_IMAGE;
+			goto err_close;
+		}
+	}
+	if (ng == MAX_KERNELS) {
+		sim_warn("module %s: variable table not terminated", path);
+		err = CUDA_ERROR_INVALID_IMAGE;
+		goto err_close;
+	}
 	m = calloc(1, sizeof(*m));
 	if (m == NULL) {
 		err = CUDA_ERROR_OUT_OF_MEMORY;
 		goto err_close;
 	}
+	m->globals = globals;
+	m->nglobals = ng;
 	sim_list_init(&m->link);
 	m->dl = dl;
 	m->table = table;
@@ -169,9 +187,60 @@ static void module_close(struct sim_module *m, int registered)
 		sim_list_del(&m->link);
 	}
 	dlclose(m->dl);
+	free(m->gaddr);
 	free(m->funcs);
 	free(m->path);
 	free(m);
+}
+
+/*
+ * Lock held.  Allocate m's variables in c, zeroed, as loading a module
+ * does; -1 when out of memory (none is left allocated).
+ */
+static int module_globals_alloc(struct sim_module *m, struct sim_ctx *c)
+{
+	unsigned i;
+
+	if (m->nglobals == 0)
+		return 0;
+	m->gaddr = calloc(m->nglobals, sizeof(*m->gaddr));
+	if (m->gaddr == NULL)
+		return -1;
+	for (i = 0; i < m->nglobals; i++) {
+		if (sim_mem_alloc_locked(c, m->globals[i].bytes,
+					 &m->gaddr[i]) != CUDA_SUCCESS) {
+			while (i-- > 0)
+				sim_mem_free_locked(m->gaddr[i], 1);
+			free(m->gaddr);
+			m->gaddr = NULL;
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Lock held.  Free m's variables (an unload frees them, unrecorded). */
+static void module_globals_free(struct sim_module *m)
+{
+	for (unsigned i = 0; m->gaddr != NULL && i < m->nglobals; i++)
+		if (sim_alloc_find(m->gaddr[i]) != NULL)
+			sim_mem_free_locked(m->gaddr[i], 1);
+	free(m->gaddr);
+	m->gaddr = NULL;
+}
+
+CUdeviceptr sim_module_var(const struct sim_module *m, const char *name,
+			      size_t *bytes)
+{
+	for (unsigned i = 0; m != NULL && m->gaddr != NULL && name != NULL &&
+			     i < m->nglobals; i++) {
+		if (strcmp(m->globals[i].name, name) == 0) {
+			if (bytes != NULL)
+				*bytes = m->globals[i].bytes;
+			return m->gaddr[i];
+		}
+	}
+	return 0;
 }
 
 #define PTX_MODULE_TAG "// simcuda-module: "
@@ -242,7 +311,12 @@ static CUresult module_load(CUmodule *module, const char *path)
 		err = CUDA_ERROR_INVALID_CONTEXT;
 		goto err_close;
 	}
+	if (module_globals_alloc(m, c) < 0) {
+		err = CUDA_ERROR_OUT_OF_MEMORY;
+		goto err_close;
+	}
 	if (module_register(m) < 0) {
+		module_globals_free(m);
 		err = CUDA_ERROR_OUT_OF_MEMORY;
 		goto err_close;
 	}
@@ -308,6 +382,7 @@ SIM_API CUresult cuModuleUnload(CUmodule hmod)
 		sim_handle_del(&m->funcs[i]);
 	sim_handle_del(m);
 	sim_list_del(&m->link);
+	module_globals_free(m);
 	sim_unlock();
 	/* dlclose outside the lock: module destructors may run. */
 	module_close(m, 0);
@@ -320,9 +395,14 @@ err_handle:
 
 void sim_module_free_all(struct sim_ctx *c)
 {
-	while (!sim_list_empty(&c->modules))
-		module_close(sim_container_of(c->modules.next,
-					      struct sim_module, link), 1);
+	while (!sim_list_empty(&c->modules)) {
+		struct sim_module *m = sim_container_of(c->modules.next,
+							struct sim_module,
+							link);
+
+		module_globals_free(m);
+		module_close(m, 1);
+	}
 }
 
 static struct sim_func *find_func(struct sim_module *m, const char *name)
@@ -355,6 +435,33 @@ SIM_API CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod,
 			err = CUDA_ERROR_NOT_FOUND;
 		else
 			*hfunc = (CUfunction)f;
+	}
+	sim_unlock();
+	return err;
+}
+
+SIM_API CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes,
+				      CUmodule hmod, const char *name)
+{
+	struct sim_module *m = (struct sim_module *)hmod;
+	CUdeviceptr p;
+	size_t n = 0;
+	CUresult err = sim_check_init();
+
+	if (err != CUDA_SUCCESS)
+		return err;
+	if (name == NULL)
+		return CUDA_ERROR_INVALID_VALUE;
+	sim_lock();
+	if (!sim_handle_ok(m, SIM_H_MODULE)) {
+		err = CUDA_ERROR_INVALID_HANDLE;
+	} else if ((p = sim_module_var(m, name, &n)) == 0) {
+		err = CUDA_ERROR_NOT_FOUND;
+	} else {
+		if (dptr != NULL)
+			*dptr = p;
+		if (bytes != NULL)
+			*bytes = n;
 	}
 	sim_unlock();
 	return err;

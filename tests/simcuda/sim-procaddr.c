@@ -231,6 +231,7 @@ static const struct pa table[] = {
 	PA("cuModuleUnload", 2000, LEG, cuModuleUnload),
 	PA("cuModuleGetFunction", 2000, LEG, cuModuleGetFunction),
 	PA("cuModuleGetFunctionCount", 12040, LEG, cuModuleGetFunctionCount),
+	PA("cuModuleGetGlobal", 3020, LEG, cuModuleGetGlobal_v2),
 	PA("cuModuleEnumerateFunctions", 12040, LEG,
 	   cuModuleEnumerateFunctions),
 	PA("cuFuncGetAttribute", 2020, LEG, cuFuncGetAttribute),

@@ -259,6 +259,13 @@ void sim_alloc_free_ctx(struct sim_ctx *c);
 CUresult sim_va_alloc(struct sim_device *d, uint64_t size, uint64_t *va);
 /* Free a device allocation (cuMemFree, cuMemFreeAsync at run time). */
 CUresult sim_mem_free_locked(uint64_t p, int async_op);
+/* Lock held.  A zeroed device allocation in c (a module's variable). */
+CUresult sim_mem_alloc_locked(struct sim_ctx *c, uint64_t size,
+			      CUdeviceptr *out);
+struct sim_module;
+/* Lock held.  The address of module-scope variable name of m, or 0. */
+CUdeviceptr sim_module_var(const struct sim_module *m, const char *name,
+			      size_t *bytes);
 int sim_addr_is_simulated(uint64_t addr);
 
 /* ---- VMM ----------------------------------------------------------------- */
@@ -483,6 +490,10 @@ struct sim_module {
 	const struct sim_kernel *table;
 	struct sim_func *funcs;
 	unsigned nfuncs;
+	/* Its module-scope variables, allocated in ctx (modules only). */
+	const struct sim_var *globals;
+	unsigned nglobals;
+	CUdeviceptr *gaddr;
 	struct sim_list link;		/* ctx->modules */
 };
 

@@ -23,6 +23,18 @@
  *      sim_kctx, never by symbol lookup, so modules work when the program
  *      loaded libcuda.so.1 with dlopen(RTLD_LOCAL).
  *
+ *      A module may also export module-scope variables (a `__device__`
+ *      variable of CUDA C), each a zeroed device allocation of its own made
+ *      when cuModuleLoad* loads it into a context (cuModuleGetGlobal finds
+ *      it; libraries have none):
+ *
+ *          const struct sim_var simcuda_vars[] = {
+ *                  { "counter", 4 }, { 0 }
+ *          };
+ *
+ *      A kernel finds one with sim_var() and reaches it with sim_mem()
+ *      like any other memory; it is in no allocation the program made.
+ *
  *   2. The test hooks libcuda.so.1 exports besides the driver API:
  *      simcuda_check(), simcuda_op_count(), simcuda_op_get(),
  *      simcuda_records_clear().
@@ -43,10 +55,12 @@
 extern "C" {
 #endif
 
-#define SIMCUDA_ABI_VERSION 1
+#define SIMCUDA_ABI_VERSION 2
 
 /* The symbol a kernel module exports. */
 #define SIMCUDA_KERNELS_SYMBOL "simcuda_kernels"
+/* The symbol of its module-scope variables, if it has any. */
+#define SIMCUDA_VARS_SYMBOL "simcuda_vars"
 
 #define SIM_MAX_PARAMS 32
 
@@ -68,6 +82,8 @@ struct sim_kctx {
 	int device;		/* ordinal of the device it runs on */
 	unsigned long long duration_us;	/* simulated time after fn returns */
 	void *(*mem)(struct sim_kctx *k, CUdeviceptr p, size_t bytes, int rw);
+	/* The address of the launching module's variable name, or 0. */
+	CUdeviceptr (*var)(struct sim_kctx *k, const char *name);
 	void *sim_private;	/* the simulator's, opaque */
 };
 
@@ -99,6 +115,17 @@ static inline void *sim_mem(struct sim_kctx *k, CUdeviceptr p, size_t bytes,
 			    int rw)
 {
 	return k->mem(k, p, bytes, rw);
+}
+
+/* A module-scope variable of a module (SIMCUDA_VARS_SYMBOL). */
+struct sim_var {
+	const char *name;	/* NULL ends the table */
+	size_t bytes;
+};
+
+static inline CUdeviceptr sim_var(struct sim_kctx *k, const char *name)
+{
+	return k->var(k, name);
 }
 
 /* Parameter i of a launch, as a value of type T. */

@@ -986,11 +986,12 @@ static int ro_seen_kernel = -1;
 static uint64_t fake_readonly(const void *f, int is_kernel, const char *name,
 			      int nparams, const uint32_t *size,
 			      uint64_t *has_ext, struct kparams_extent *ext,
-			      struct ptxr_prog **range)
+			      struct ptxr_prog **range, uint64_t *globals)
 {
 	(void)size;
 	(void)ext;
 	*range = NULL;
+	*globals = strcmp(name, "other") == 0 ? 0x100000000000007ull : 0;
 	*has_ext = 0;
 	ro_seen_f = f;
 	ro_seen_kernel = is_kernel;
@@ -1014,7 +1015,10 @@ static void test_invalidate_relearns(void **state)
 	assert_ptr_equal(ro_seen_f, H(f));
 	assert_int_equal(ro_seen_kernel, 0);
 	assert_int_equal(ki->readonly, 0);
+	assert_int_equal(ki->globals_id, 0);
 	assert_int_equal(kparams_info(H(k))->readonly, 0x2);
+	/* The prover's globals id is kept with the verdict. */
+	assert_int_equal(kparams_info(H(k))->globals_id, 0x100000000000007ull);
 	assert_int_equal(ro_seen_kernel, 1);
 	/* The handle now belongs to another kernel: not seen until told. */
 	snprintf(f->name, sizeof(f->name), "other");
@@ -1045,9 +1049,10 @@ static void test_invalidate_relearns(void **state)
 static uint64_t fake_extents(const void *f, int is_kernel, const char *name,
 			     int nparams, const uint32_t *size,
 			     uint64_t *has_ext, struct kparams_extent *ext,
-			     struct ptxr_prog **range)
+			     struct ptxr_prog **range, uint64_t *globals)
 {
 	*range = NULL;
+	*globals = 0;
 	(void)f;
 	(void)is_kernel;
 	(void)size;

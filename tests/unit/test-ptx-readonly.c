@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <setjmp.h>
@@ -331,6 +332,102 @@ static void test_nvcc_extents(void **state)
 	ptxro_module_release(&m);
 }
 
+/* The .globals verdict of entry name in m; fails when it is not there. */
+static bool globals_named(const struct ptxro_module *m, const char *name)
+{
+	for (int i = 0; i < m->n; i++)
+		if (strcmp(m->e[i].name, name) == 0)
+			return m->e[i].globals;
+	fail_msg("no entry %s", name);
+	return false;
+}
+
+/* Parse text (expecting ret) and give the verdict of entry name. */
+static bool globals_of(const char *text, const char *name, int ret)
+{
+	struct ptxro_module m;
+	bool g;
+
+	ptxro_module_init(&m);
+	assert_int_equal(ptxro_parse(text, strlen(text), &m), ret);
+	g = globals_named(&m, name);
+	ptxro_module_release(&m);
+	return g;
+}
+
+#define PTX_TOP ".version 8.0\n.target sm_90\n.address_size 64\n"
+
+/*
+ * Module-scope variables: which kernels reach a `__device__` variable
+ * (nvcc's own output), and the declarations and calls around them.
+ */
+static void test_module_globals(void **state)
+{
+	struct ptxro_module m;
+	size_t n;
+	char *b;
+
+	(void)state;
+	ptxro_module_init(&m);
+	b = slurp("tests/unit/ptx/globals.ptx", &n);
+	assert_int_equal(ptxro_parse(b, n, &m), 0);
+	free(b);
+	assert_int_equal(m.n, 6);
+	/* atomicInc on a __device__ counter; its reset, with no params */
+	assert_true(globals_named(&m, "uses_counter"));
+	assert_true(globals_named(&m, "reset"));
+	/* an initialized __device__ array, read (still ordered: RW) */
+	assert_true(globals_named(&m, "reads_table"));
+	/* __constant__ only: the host writes it, by a copy kmux orders */
+	assert_false(globals_named(&m, "plain"));
+	/* printf: its format is a $str literal, vprintf is external */
+	assert_false(globals_named(&m, "prints"));
+	/* a non-inlined function of the text that writes through slot_ptr */
+	assert_true(globals_named(&m, "calls_helper"));
+	ptxro_module_release(&m);
+
+	/* A name is a whole word: count2 and ld.global are not count. */
+	assert_false(globals_of(PTX_TOP ".global .align 4 .u32 count;\n"
+				".visible .entry k(.param .u64 k_p)\n{\n"
+				"\t.reg .b64 %rd<3>;\n\t.reg .b32 %r<2>;\n"
+				"\tld.param.u64 %rd1, [k_p];\n"
+				"\tld.global.u32 %r1, [%rd1];\n"
+				"\tmov.u64 %rd2, count2;\n\tret;\n}\n",
+				"k", 0));
+	/* Lists, array bounds, attributes: every name counts. */
+	assert_true(globals_of(PTX_TOP ".visible .global .align 8 .b8 "
+			       "a[16], b[8], c;\n"
+			       ".global .attribute(.managed) .align 4 .u32 d;\n"
+			       ".visible .entry k()\n{\n\t.reg .b64 %rd<2>;\n"
+			       "\tmov.u64 %rd1, c;\n\tret;\n}\n", "k", 0));
+	assert_true(globals_of(PTX_TOP ".global .attribute(.managed) .align 4 "
+			       ".u32 d;\n.visible .entry k()\n{\n"
+			       "\t.reg .b32 %r<2>;\n"
+			       "\tld.global.u32 %r1, [d+4];\n\tret;\n}\n",
+			       "k", 0));
+	/* Declared after the entry (PTX allows no such use; still seen). */
+	assert_true(globals_of(PTX_TOP ".visible .entry k()\n{\n"
+			       "\tst.global.u32 [late], 1;\n\tret;\n}\n"
+			       ".extern .global .align 4 .u32 late;\n", "k", 0));
+	/* A call through a register may reach any function. */
+	assert_true(globals_of(PTX_TOP ".global .u32 g;\n"
+			       ".visible .entry k(.param .u64 k_p)\n{\n"
+			       "\t.reg .b64 %rd<2>;\n"
+			       "\tld.param.u64 %rd1, [k_p];\n"
+			       "\tcall %rd1, (), proto;\n\tret;\n}\n", "k", 0));
+	/* Calls into the text reach nothing when it has no variables. */
+	assert_false(globals_of(PTX_TOP ".func f()\n{\n\tret;\n}\n"
+				".visible .entry k()\n{\n\tcall.uni f, ();\n"
+				"\tret;\n}\n", "k", 0));
+	/* A declaration not understood: every kernel may reach it. */
+	assert_true(globals_of(PTX_TOP ".global .align 4 .u32 %weird;\n"
+			       ".visible .entry k()\n{\n\tret;\n}\n", "k", 0));
+	/* An entry whose body was not understood: as any name. */
+	assert_true(globals_of(PTX_TOP ".global .u32 g;\n"
+			       ".visible .entry k(.param .u64 k_p\n{\n"
+			       "\tret;\n}\n", "k", -EINVAL));
+}
+
 static void test_nvcc_output(void **state)
 {
 	struct ptxro_image_stats st = { 0 };
@@ -514,6 +611,7 @@ int main(void)
 		cmocka_unit_test(test_struct_param),
 		cmocka_unit_test(test_bad_text),
 		cmocka_unit_test(test_nvcc_output),
+		cmocka_unit_test(test_module_globals),
 		cmocka_unit_test(test_fatbin),
 		cmocka_unit_test(test_count_calls),
 	};

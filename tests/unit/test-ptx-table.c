@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "ptx-range.h"
 #include "ptx-table.h"
 
 #define RO_READS 0x1eull
@@ -125,8 +126,10 @@ static uint64_t ro(const void *f, int is_kernel)
 	struct kparams_extent ext[5];
 	uint64_t has_ext;
 
+	uint64_t globals;
+
 	return ptxtab_readonly(f, is_kernel, "mix", 5, mix_size, &has_ext,
-			       ext, &range_none);
+			       ext, &range_none, &globals);
 }
 
 static int setup(void **state)
@@ -187,17 +190,17 @@ static void test_layout_must_match(void **state)
 	(void)state;
 	ptxtab_scan(PTXTAB_MODULE, &h_mod_a, img_reads);
 	struct kparams_extent ext[5];
-	uint64_t he;
+	uint64_t he, g;
 
 	assert_int_equal(ptxtab_readonly(&h_fa, 0, "mix", 5, other, &he, ext,
-					 &range_none),
+					 &range_none, &g),
 			 0);
 	assert_int_equal(he, 0);
 	assert_int_equal(ptxtab_readonly(&h_fa, 0, "mix", 4, mix_size, &he,
-					 ext, &range_none), 0);
+					 ext, &range_none, &g), 0);
 	assert_int_equal(he, 0);
 	assert_int_equal(ptxtab_readonly(&h_fa, 0, "nope", 5, mix_size, &he,
-					 ext, &range_none), 0);
+					 ext, &range_none, &g), 0);
 	assert_int_equal(he, 0);
 	assert_int_equal(ro(&h_fa, 0), RO_READS);
 }
@@ -302,8 +305,10 @@ static void test_on_by_default(void **state)
 static void ext_of(const void *f, int is_kernel, uint64_t *he,
 		   struct kparams_extent *ext)
 {
+	uint64_t g;
+
 	ptxtab_readonly(f, is_kernel, "mix", 5, mix_size, he, ext,
-			&range_none);
+			&range_none, &g);
 }
 
 static void test_extents(void **state)
@@ -369,6 +374,82 @@ static void test_extents(void **state)
 	ptxtab_extents_init("0");
 }
 
+/* The globals id ptxtab_readonly() gives f as "mix", n params. */
+static uint64_t globals_of(const void *f, int is_kernel, int n,
+			   const uint32_t *size)
+{
+	struct kparams_extent ext[5];
+	struct ptxr_prog *range = NULL;
+	uint64_t he, g = 0xdead;
+
+	ptxtab_readonly(f, is_kernel, "mix", n, size, &he, ext, &range, &g);
+	ptxr_unref(range);
+	return g;
+}
+
+/*
+ * Module-scope variables: a kernel whose PTX names one gets its image's
+ * pseudo allocation id, one per image, above every allocation id; the
+ * same name from another image, or without PTX, gets none.
+ */
+static void test_globals(void **state)
+{
+	static char img_glob[8192];
+	const uint32_t other[5] = { 8, 8, 8, 8, 4 };
+	uint64_t a, a2, k;
+
+	(void)state;
+	snprintf(img_glob, sizeof(img_glob),
+		 ".version 8.0\n.target sm_90\n.address_size 64\n"
+		 ".global .align 4 .u32 count;\n%s"
+		 "\tatom.global.add.u32 %%r1, [count], 1;\n\tret;\n}\n",
+		 ptx_head + strlen(".version 8.0\n.target sm_90\n"
+				   ".address_size 64\n\n"));
+	ptxtab_globals_init(NULL);
+	assert_int_equal(ptxtab_globals_on, 1);
+	ptxtab_scan(PTXTAB_MODULE, &h_mod_a, img_glob);
+	ptxtab_scan(PTXTAB_MODULE, &h_mod_b, img_reads);
+	ptxtab_scan(PTXTAB_LIBRARY, &h_lib, img_glob);
+	a = globals_of(&h_fa, 0, 5, mix_size);
+	assert_true(a > PTXTAB_GLOBALS_ID);
+	assert_true(a < (uint64_t)1 << 57);
+	/* Its read-only verdict is the one it always had. */
+	assert_int_equal(ro(&h_fa, 0), RO_READS);
+	/* Another layout: still the same kernel's globals. */
+	assert_int_equal(globals_of(&h_fa, 0, 5, other), a);
+	/* Without parameters too (a reset kernel has none). */
+	assert_int_equal(globals_of(&h_fa, 0, 0, NULL), a);
+	/* Same name without the variable, or from a file: none. */
+	assert_int_equal(globals_of(&h_fb, 0, 5, mix_size), 0);
+	assert_int_equal(globals_of(&h_ffile, 0, 5, mix_size), 0);
+	/* The library's image is another image: its own id. */
+	k = globals_of(&h_k, 1, 5, mix_size);
+	assert_true(k > PTXTAB_GLOBALS_ID);
+	assert_int_not_equal(k, a);
+	assert_int_equal(globals_of(&h_kf, 0, 5, mix_size), k);
+	/* Loaded again under the same handle: a new id, never reused. */
+	ptxtab_unload(PTXTAB_MODULE, &h_mod_a);
+	assert_int_equal(globals_of(&h_fa, 0, 5, mix_size), 0);
+	ptxtab_scan(PTXTAB_MODULE, &h_mod_a, img_glob);
+	a2 = globals_of(&h_fa, 0, 5, mix_size);
+	assert_true(a2 > PTXTAB_GLOBALS_ID);
+	assert_int_not_equal(a2, a);
+	assert_int_not_equal(a2, k);
+	/* KMUX_PTX_GLOBALS=0: none, the verdict stays. */
+	ptxtab_globals_init("0");
+	assert_int_equal(ptxtab_globals_on, 0);
+	assert_int_equal(globals_of(&h_fa, 0, 5, mix_size), 0);
+	assert_int_equal(globals_of(&h_kf, 0, 5, mix_size), 0);
+	assert_int_equal(ro(&h_fa, 0), RO_READS);
+	/* KMUX_PTX_READONLY=0 turns it off with the scan. */
+	ptxtab_init("0", 1);
+	ptxtab_globals_init(NULL);
+	assert_int_equal(ptxtab_globals_on, 0);
+	ptxtab_init("1", 1);
+	ptxtab_globals_init(NULL);
+	assert_int_equal(globals_of(&h_fa, 0, 5, mix_size), a2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -381,6 +462,7 @@ int main(void)
 		T(test_library_kernel_and_function),
 		T(test_no_driver_no_verdict),
 		T(test_extents),
+		T(test_globals),
 #undef T
 	};
 

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Kernels that share a module-scope variable (`__device__ unsigned state`)
+# and no parameter: kmux reads the variable in their PTX and keeps them in
+# program order among themselves, while the independent kernels between
+# them still run beside them.  With KMUX_PTX_GLOBALS=0 (the control) the
+# state's kernels overlap, simcuda's check finds the conflict and the
+# values read back are wrong; loaded without PTX kmux cannot see the
+# variable (the documented limit), and KMUX_BARRIER_KERNELS is the fix.
+. "$(dirname "$0")/lib.sh"
+
+P=$PROGS/globals
+val() { sed -n "s/^$2 //p" "$1"; }
+unset KMUX_PTX_GLOBALS KMUX_PTX_READONLY
+
+"$P" ptx >"$TMP/plain" 2>&1
+check "unscheduled: exit 0, in order" grep -q '^order ok' "$TMP/plain"
+check "unscheduled: the state's kernels never overlap" [ "$(val "$TMP/plain" 'state pairs')" = 0 ]
+
+KMUX_STREAMS=4 KMUX_LOG=info LD_PRELOAD=$PRELOAD "$P" ptx >"$TMP/on" 2>&1
+check "scheduled: exit 0" [ $? -eq 0 ]
+check "scheduled: no conflicting overlap" grep -q '^conflicts none' "$TMP/on"
+check "scheduled: the values of program order" grep -q '^order ok' "$TMP/on"
+check "scheduled: the values equal the unscheduled run" \
+	[ -n "$(val "$TMP/on" state)" -a "$(val "$TMP/on" state)" = "$(val "$TMP/plain" state)" ]
+check "scheduled: the state's kernels never overlap" [ "$(val "$TMP/on" 'state pairs')" = 0 ]
+check "scheduled: independent kernels ran beside them ($(val "$TMP/on" beside) of 8)" \
+	[ "$(val "$TMP/on" beside)" -ge 1 ]
+check "the exit line counts vadd and vread as ordered by the globals" \
+	grep -q "2 launched kernels ordered by their module's globals" "$TMP/on"
+
+KMUX_PTX_GLOBALS=0 KMUX_STREAMS=4 KMUX_LOG=warn LD_PRELOAD=$PRELOAD "$P" ptx >"$TMP/off" 2>&1
+check "KMUX_PTX_GLOBALS=0 (control): the program fails" [ $? -ne 0 ]
+check "KMUX_PTX_GLOBALS=0: simcuda finds the state's kernels overlapping" \
+	grep -q 'conflict: kernel v\(add\|read\).*kernel v\(add\|read\)' "$TMP/off"
+check "KMUX_PTX_GLOBALS=0: the values are not program order's" not grep -q '^order ok' "$TMP/off"
+
+KMUX_STREAMS=4 LD_PRELOAD=$PRELOAD "$P" noptx >"$TMP/noptx" 2>&1
+check "without PTX (the limit): kmux cannot see the variable, simcuda finds the conflict" \
+	grep -q 'conflict: kernel v' "$TMP/noptx"
+KMUX_BARRIER_KERNELS='^v(add|read)$' KMUX_STREAMS=4 LD_PRELOAD=$PRELOAD "$P" noptx \
+	>"$TMP/barrier" 2>&1
+check "without PTX, KMUX_BARRIER_KERNELS='^v(add|read)\$': exit 0, in order" \
+	grep -q '^order ok' "$TMP/barrier"
+check "... no conflicting overlap" grep -q '^conflicts none' "$TMP/barrier"
+
+"$KMUX" verify --streams 4 -- "$P" ptx >"$TMP/verify" 2>&1
+check "kmux verify --streams 4: identical" [ $? -eq 0 ]
+
+# Only "0" is off.
+KMUX_PTX_GLOBALS=no KMUX_STREAMS=4 KMUX_LOG=warn LD_PRELOAD=$PRELOAD "$P" ptx \
+	>"$TMP/typo" 2>&1
+check "KMUX_PTX_GLOBALS=no: still on, in order" grep -q '^order ok' "$TMP/typo"
+check "KMUX_PTX_GLOBALS=no: warned" grep -q 'KMUX_PTX_GLOBALS=no: only 0 turns' "$TMP/typo"
+finish

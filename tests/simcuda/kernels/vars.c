@@ -1,0 +1,63 @@
+/*
+ * vars.c - simulated kernels that keep state in a module-scope variable
+ * (a `__device__` variable of CUDA C), for the stream scheduler's test of
+ * kernels that reach memory outside their parameters
+ * (build/simcuda/kernels/vars.so, t5j-streams-globals.sh):
+ *
+ *   vadd(unsigned v, unsigned us)	state = state * 3 + v: the order of
+ *					the launches decides the result
+ *   vread(unsigned *out, unsigned us)	*out = state
+ *   vtouch(unsigned *p, unsigned us)	p[0] = p[0] * 5 + 1: parameters only
+ *
+ * `state` is the module's one variable (4 bytes, zeroed at load).
+ */
+#include "simcuda.h"
+
+static unsigned *state(struct sim_kctx *k, int rw)
+{
+	return sim_mem(k, sim_var(k, "state"), sizeof(unsigned), rw);
+}
+
+static void vadd(struct sim_kctx *k, void **params)
+{
+	unsigned *s;
+
+	k->duration_us = SIM_ARG(params, 1, unsigned);
+	s = state(k, SIM_RW);
+	if (s)
+		*s = *s * 3 + SIM_ARG(params, 0, unsigned);
+}
+
+static void vread(struct sim_kctx *k, void **params)
+{
+	unsigned *s, *out;
+
+	k->duration_us = SIM_ARG(params, 1, unsigned);
+	s = state(k, SIM_READ);
+	out = sim_mem(k, SIM_ARG(params, 0, CUdeviceptr), sizeof(*out),
+		      SIM_WRITE);
+	if (s && out)
+		*out = *s;
+}
+
+static void vtouch(struct sim_kctx *k, void **params)
+{
+	unsigned *p;
+
+	k->duration_us = SIM_ARG(params, 1, unsigned);
+	p = sim_mem(k, SIM_ARG(params, 0, CUdeviceptr), sizeof(*p), SIM_RW);
+	if (p)
+		*p = *p * 5 + 1;
+}
+
+const struct sim_var simcuda_vars[] = {
+	{ "state", sizeof(unsigned) },
+	{ 0 },
+};
+
+const struct sim_kernel simcuda_kernels[] = {
+	{ "vadd", vadd, 2, { 4, 4 }, 0 },
+	{ "vread", vread, 2, { 8, 4 }, 0 },
+	{ "vtouch", vtouch, 2, { 8, 4 }, 0 },
+	{ 0 },
+};
