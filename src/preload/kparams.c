@@ -390,6 +390,18 @@ static struct kernel_info *kp_learn(const void *f, unsigned long gen)
 		if (n < 0 && first_func == CUDA_ERROR_INVALID_VALUE &&
 		    first_kernel == CUDA_ERROR_INVALID_VALUE)
 			n = 0;
+		/*
+		 * On the real driver the kernel calls answer for every
+		 * launched handle and cuFuncGetParamInfo for none
+		 * (GPU-FACTS.md): when the kernel calls know f's name, their
+		 * "no parameter 0" stands alone.  Otherwise a kernel without
+		 * parameters (a counter's reset) would be a barrier.
+		 */
+		if (n < 0 && first_kernel == CUDA_ERROR_INVALID_VALUE &&
+		    kp_name(KP_VIA_KERNEL, f)) {
+			n = 0;
+			via = KP_VIA_KERNEL;
+		}
 	}
 
 	/* Ask for the name the way the layout was answered, then the other. */
@@ -439,7 +451,7 @@ static struct kernel_info *kp_learn(const void *f, unsigned long gen)
 	ki->param_bytes = pb;
 	ki->readonly = 0;
 	ki->range = NULL;
-	ki->globals_id = 0;
+	ki->globals_id = KPARAMS_GLOBALS_UNKNOWN;
 	atomic_init(&ki->geo, NULL);
 	atomic_init(&ki->geo_solves, 0);
 	if (asks) {

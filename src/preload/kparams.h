@@ -70,9 +70,12 @@ struct kernel_info {
 	 */
 	struct ptxr_prog *range;
 	/*
-	 * Non-zero: the kernel reaches its module's `__device__` variables,
-	 * which no allocation holds; the scheduler orders it as reading and
-	 * writing this pseudo allocation id (ptx-table.h, PTXTAB_GLOBALS_ID).
+	 * The kernel reaches its module's `__device__` variables, which no
+	 * allocation holds: the scheduler orders it as reading and writing
+	 * this pseudo allocation id (ptx-table.h, PTXTAB_GLOBALS_ID).  0: its
+	 * image's PTX shows it reaches none; KPARAMS_GLOBALS_UNKNOWN: nobody
+	 * could tell (then a kernel without parameters is a barrier: it can
+	 * reach nothing else).
 	 */
 	uint64_t globals_id;
 	_Atomic(struct kp_geo *) geo;
@@ -111,8 +114,9 @@ void kparams_set_driver(const struct kparams_driver *drv);
  * entries, i < 64) for each pointer parameter with an exact extent, and
  * clears the other bits; *range gets a counted reference to the kernel's
  * body for geometry-dependent ranges, or NULL; *globals the pseudo
- * allocation id of the module variables it reaches, or 0.  Asked for
- * kernels without parameters too.  NULL: nobody.
+ * allocation id of the module variables it reaches, 0 for none, or
+ * KPARAMS_GLOBALS_UNKNOWN.  Asked for kernels without parameters too.
+ * NULL: nobody.
  */
 typedef uint64_t (*kparams_readonly_fn)(const void *f, int is_kernel,
 					const char *name, int nparams,
@@ -166,6 +170,9 @@ struct access {
 	 */
 	uint64_t off, len;
 };
+
+/* kernel_info.globals_id when no image's PTX spoke for the kernel. */
+#define KPARAMS_GLOBALS_UNKNOWN UINT64_MAX
 
 /* access.param when the layout is unknown (whole extra buffer scanned). */
 #define KPARAMS_PARAM_UNKNOWN	UINT32_MAX

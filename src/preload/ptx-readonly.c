@@ -333,6 +333,34 @@ static const char *globals_func(const char *p, struct ptx_globals *g)
 }
 
 /*
+ * The next word of the stripped text at or after p, past strings, braces
+ * (counted in *depth, which a stray '}' makes negative) and punctuation:
+ * its start with its length in *n, or the terminating NUL with *n 0.
+ */
+static const char *scan_word(const char *p, int *depth, size_t *n)
+{
+	for (*n = 0; *p; p++) {
+		if (*p == '"') {
+			for (p++; *p && *p != '"'; p++)
+				;
+			if (!*p)
+				break;
+			continue;
+		}
+		if (*p == '{' || *p == '}') {
+			*depth += *p == '{' ? 1 : -1;
+			if (*depth < 0)
+				return p + 1;
+			continue;
+		}
+		*n = ident_len(p);
+		if (*n)
+			return p;
+	}
+	return p;
+}
+
+/*
  * Every module-scope .global variable and defined function of the
  * stripped text t.  Returns 0 or -ENOMEM.
  */
@@ -340,27 +368,9 @@ static int globals_collect(const char *t, struct ptx_globals *g)
 {
 	const char *p = t;
 	int depth = 0;
+	size_t n;
 
-	while (*p) {
-		size_t n;
-
-		if (*p == '"') {
-			for (p++; *p && *p != '"'; p++)
-				;
-			if (*p)
-				p++;
-			continue;
-		}
-		if (*p == '{' || *p == '}') {
-			depth += *p == '{' ? 1 : -1;
-			p++;
-			continue;
-		}
-		n = ident_len(p);
-		if (n == 0) {
-			p++;
-			continue;
-		}
+	while (*(p = scan_word(p, &depth, &n))) {
 		if (depth == 0 && word_is(p, n, ".global"))
 			p = globals_decl(p + n, g);
 		else if (depth == 0 && word_is(p, n, ".func"))
@@ -1871,6 +1881,7 @@ int ptxro_parse(const char *text, size_t len, struct ptxro_module *m)
 	struct ptx_globals g = { 0 };
 	const char *p;
 	int depth = 0, err = 0;
+	size_t n;
 
 	if (!t)
 		return -ENOMEM;
@@ -1880,34 +1891,7 @@ int ptxro_parse(const char *text, size_t len, struct ptxro_module *m)
 		return -ENOMEM;
 	}
 	p = t;
-	while (*p) {
-		size_t n;
-
-		if (*p == '"') {
-			for (p++; *p && *p != '"'; p++)
-				;
-			if (*p)
-				p++;
-			continue;
-		}
-		if (*p == '{') {
-			depth++;
-			p++;
-			continue;
-		}
-		if (*p == '}') {
-			if (--depth < 0) {
-				err = -EINVAL;
-				break;
-			}
-			p++;
-			continue;
-		}
-		n = ident_len(p);
-		if (n == 0) {
-			p++;
-			continue;
-		}
+	while (*(p = scan_word(p, &depth, &n)) && depth >= 0) {
 		if (depth == 0 && word_is(p, n, ".entry")) {
 			p = parse_entry(p + n, m, &g, &err);
 			if (!p)

@@ -325,14 +325,15 @@ static int ptxtab_owner_verdict(enum ptxtab_owner kind, const void *handle,
 	e = img ? ptxtab_entry(&img->m, name) : NULL;
 	*ro = 0;
 	*has_ext = 0;
-	*globals = 0;
+	*globals = KPARAMS_GLOBALS_UNKNOWN;
 	/*
 	 * Whatever the layout: the name in its own image is the kernel, and
 	 * an order too many is never wrong.
 	 */
-	if (e && e->globals && ptxtab_globals_on) {
-		*globals = img->globals_id;
-		atomic_fetch_add(&ptxtab_globals, 1);
+	if (e && ptxtab_globals_on) {
+		*globals = e->globals ? img->globals_id : 0;
+		if (e->globals)
+			atomic_fetch_add(&ptxtab_globals, 1);
 	}
 	if (e && ptxtab_same_layout(e, nparams, size)) {
 		*ro = e->readonly;
@@ -379,7 +380,7 @@ static int ptxtab_probe_libraries(const void *f, const char *name,
 
 	*ro = 0;
 	*has_ext = 0;
-	*globals = 0;
+	*globals = KPARAMS_GLOBALS_UNKNOWN;
 	if (!drv->library_get_kernel)
 		return 0;
 	pthread_mutex_lock(&ptxtab_mu);
@@ -392,7 +393,8 @@ static int ptxtab_probe_libraries(const void *f, const char *name,
 		/* Nothing to gain from proving an owner with no verdict. */
 		if (!e)
 			continue;
-		if (!(ptxtab_globals_on && e->globals) &&
+		/* Without parameters, "no globals" is a verdict too. */
+		if (!(ptxtab_globals_on && (e->globals || nparams == 0)) &&
 		    (!(e->readonly || (ptxtab_extents_on && e->has_extent) ||
 		       (ptxtab_ranges_on && e->range)) ||
 		     !ptxtab_same_layout(e, nparams, size)))
@@ -430,7 +432,7 @@ uint64_t ptxtab_readonly(const void *f, int is_kernel, const char *name,
 
 	*has_ext = 0;
 	*range = NULL;
-	*globals = 0;
+	*globals = KPARAMS_GLOBALS_UNKNOWN;
 	/* A kernel without parameters may still reach the globals. */
 	if (!ptxtab_on || !f || !name || nparams < 0)
 		return 0;

@@ -106,7 +106,9 @@ void ptxtab_modules_gone(void);
  * geometry-dependent ranges (ptx-range.h), or NULL, on the same terms as
  * extents.  *globals: the pseudo allocation id (PTXTAB_GLOBALS_ID + n) of
  * the module-scope variables f reaches in that image, whatever its layout
- * (nparams may be 0), or 0.  Asks the driver; callers cache the answer
+ * (nparams may be 0); 0 when that image's PTX shows it reaches none;
+ * KPARAMS_GLOBALS_UNKNOWN when the image is unknown or has no PTX for it,
+ * or KMUX_PTX_GLOBALS is 0.  Asks the driver; callers cache the answer
  * (kparams.h).
  */
 uint64_t ptxtab_readonly(const void *f, int is_kernel, const char *name,

@@ -190,6 +190,13 @@ static int launch_is_barrier(const struct launch_op *op)
 	for (int i = 0; i < tl->nacc; i++)
 		if (op->acc[i].kind != ALLOC_DEVICE)
 			return 1;	/* managed, host-mapped, VMM */
+	/*
+	 * Without parameters a kernel reaches memory only through its
+	 * module's variables (or no memory at all): unless its PTX told.
+	 */
+	if (tl->ki->nparams == 0 &&
+	    tl->ki->globals_id == KPARAMS_GLOBALS_UNKNOWN)
+		return 1;
 	return streams_barrier_kernel(tl->ki);
 }
 
@@ -242,7 +249,8 @@ static int launch_sched(struct launch_op *op, CUresult *r)
 		 * Its module's `__device__` variables are in no allocation:
 		 * kernels that reach them are ordered by a pseudo one.
 		 */
-		if (op->tl.ki->globals_id)
+		if (op->tl.ki->globals_id &&
+		    op->tl.ki->globals_id != KPARAMS_GLOBALS_UNKNOWN)
 			acc[rq.nacc++] = (struct sched_access){
 				.alloc_id = op->tl.ki->globals_id,
 				.mode = SCHED_RW,

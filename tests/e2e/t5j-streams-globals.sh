@@ -6,6 +6,7 @@
 # state's kernels overlap, simcuda's check finds the conflict and the
 # values read back are wrong; loaded without PTX kmux cannot see the
 # variable (the documented limit), and KMUX_BARRIER_KERNELS is the fix.
+# vreset has no parameters: ordered by the PTX, a barrier without it.
 . "$(dirname "$0")/lib.sh"
 
 P=$PROGS/globals
@@ -25,8 +26,8 @@ check "scheduled: the values equal the unscheduled run" \
 check "scheduled: the state's kernels never overlap" [ "$(val "$TMP/on" 'state pairs')" = 0 ]
 check "scheduled: independent kernels ran beside them ($(val "$TMP/on" beside) of 8)" \
 	[ "$(val "$TMP/on" beside)" -ge 1 ]
-check "the exit line counts vadd and vread as ordered by the globals" \
-	grep -q "2 launched kernels ordered by their module's globals" "$TMP/on"
+check "the exit line counts vadd, vread and vreset (no parameters) as ordered by the globals" \
+	grep -q "3 launched kernels ordered by their module's globals" "$TMP/on"
 
 KMUX_PTX_GLOBALS=0 KMUX_STREAMS=4 KMUX_LOG=warn LD_PRELOAD=$PRELOAD "$P" ptx >"$TMP/off" 2>&1
 check "KMUX_PTX_GLOBALS=0 (control): the program fails" [ $? -ne 0 ]

@@ -892,6 +892,7 @@ static void test_zero_params(void **state)
 	struct fake_fn *f = fake_new("noargs", false, 0);
 	struct fake_fn *g = fake_new("noargs_kernel", true, 0);
 	struct fake_fn *u = fake_new("ambiguous", false, 0);
+	struct fake_fn *k = fake_new("noargs_refused", true, 0);
 	const struct kernel_info *ki;
 	struct access acc[4];
 	unsigned flags;
@@ -910,6 +911,15 @@ static void test_zero_params(void **state)
 	assert_int_equal(flags, 0);
 	g->wrong_type = CUDA_ERROR_INVALID_VALUE;
 	assert_int_equal(kparams_info(H(g))->nparams, 0);
+
+	/*
+	 * A kernel the function calls refuse (as the real driver's do for
+	 * every handle): the kernel calls know its name and say "no
+	 * parameter 0", so it has none.
+	 */
+	ki = kparams_info(H(k));
+	assert_int_equal(ki->nparams, 0);
+	assert_string_equal(ki->name, "noargs_refused");
 
 	/* The other call refused the handle: cannot tell, so unknown. */
 	ki = kparams_info(H(u));

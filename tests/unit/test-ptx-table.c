@@ -419,9 +419,14 @@ static void test_globals(void **state)
 	assert_int_equal(globals_of(&h_fa, 0, 5, other), a);
 	/* Without parameters too (a reset kernel has none). */
 	assert_int_equal(globals_of(&h_fa, 0, 0, NULL), a);
-	/* Same name without the variable, or from a file: none. */
+	/* Same name, its own PTX without the variable: none, known. */
 	assert_int_equal(globals_of(&h_fb, 0, 5, mix_size), 0);
-	assert_int_equal(globals_of(&h_ffile, 0, 5, mix_size), 0);
+	assert_int_equal(globals_of(&h_fb, 0, 0, NULL), 0);
+	/* From a file (never scanned): nobody can tell. */
+	assert_int_equal(globals_of(&h_ffile, 0, 5, mix_size),
+			 KPARAMS_GLOBALS_UNKNOWN);
+	assert_int_equal(globals_of(&h_ffile, 0, 0, NULL),
+			 KPARAMS_GLOBALS_UNKNOWN);
 	/* The library's image is another image: its own id. */
 	k = globals_of(&h_k, 1, 5, mix_size);
 	assert_true(k > PTXTAB_GLOBALS_ID);
@@ -429,17 +434,20 @@ static void test_globals(void **state)
 	assert_int_equal(globals_of(&h_kf, 0, 5, mix_size), k);
 	/* Loaded again under the same handle: a new id, never reused. */
 	ptxtab_unload(PTXTAB_MODULE, &h_mod_a);
-	assert_int_equal(globals_of(&h_fa, 0, 5, mix_size), 0);
+	assert_int_equal(globals_of(&h_fa, 0, 5, mix_size),
+			 KPARAMS_GLOBALS_UNKNOWN);
 	ptxtab_scan(PTXTAB_MODULE, &h_mod_a, img_glob);
 	a2 = globals_of(&h_fa, 0, 5, mix_size);
 	assert_true(a2 > PTXTAB_GLOBALS_ID);
 	assert_int_not_equal(a2, a);
 	assert_int_not_equal(a2, k);
-	/* KMUX_PTX_GLOBALS=0: none, the verdict stays. */
+	/* KMUX_PTX_GLOBALS=0: nobody tells, the verdict stays. */
 	ptxtab_globals_init("0");
 	assert_int_equal(ptxtab_globals_on, 0);
-	assert_int_equal(globals_of(&h_fa, 0, 5, mix_size), 0);
-	assert_int_equal(globals_of(&h_kf, 0, 5, mix_size), 0);
+	assert_int_equal(globals_of(&h_fa, 0, 5, mix_size),
+			 KPARAMS_GLOBALS_UNKNOWN);
+	assert_int_equal(globals_of(&h_kf, 0, 5, mix_size),
+			 KPARAMS_GLOBALS_UNKNOWN);
 	assert_int_equal(ro(&h_fa, 0), RO_READS);
 	/* KMUX_PTX_READONLY=0 turns it off with the scan. */
 	ptxtab_init("0", 1);

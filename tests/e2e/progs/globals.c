@@ -13,8 +13,9 @@
  * The program sets `state` with a copy to the address cuModuleGetGlobal
  * gives (as cudaMemcpyToSymbol does), then launches, eight times, vadd
  * (state = state * 3 + i) and vtouch on a buffer of its own, reading the
- * state back with vread every fourth round; then sets it again, adds and
- * reads once more.  Prints the values read ("state ..."), whether they are
+ * state back with vread every fourth round; then sets it again (a copy),
+ * resets it with vreset (a kernel without parameters), adds and reads once
+ * more.  Prints the values read ("state ..."), whether they are
  * the ones the program order gives ("order ok"), how many pairs of the
  * state's kernels overlapped in time ("state pairs K"), how many vtouch
  * ran beside one of them ("beside K"), and "conflicts none", or exits 1
@@ -27,7 +28,7 @@
 #include "simcuda.h"
 
 #define ROUNDS 8
-#define NREAD (ROUNDS / 4 + 1)
+#define NREAD (ROUNDS / 4 + 2)
 
 static const char ptx[] =
 	".version 8.0\n.target sm_90\n.address_size 64\n\n"
@@ -53,7 +54,9 @@ static const char ptx[] =
 	"\tcvta.to.global.u64 %rd2, %rd1;\n"
 	"\tld.global.u32 %r1, [%rd2];\n"
 	"\tmad.lo.s32 %r2, %r1, 5, 1;\n"
-	"\tst.global.u32 [%rd2], %r2;\n\tret;\n}\n";
+	"\tst.global.u32 [%rd2], %r2;\n\tret;\n}\n\n"
+	".visible .entry vreset()\n{\n\t.reg .b32 %r<2>;\n\n"
+	"\tmov.u32 %r1, 0;\n\tst.global.u32 [state], %r1;\n\tret;\n}\n";
 
 static int is(const struct simcuda_op_info *o, const char *name)
 {
@@ -62,7 +65,7 @@ static int is(const struct simcuda_op_info *o, const char *name)
 
 static int uses_state(const struct simcuda_op_info *o)
 {
-	return is(o, "vadd") || is(o, "vread");
+	return is(o, "vadd") || is(o, "vread") || is(o, "vreset");
 }
 
 static int overlap(const struct simcuda_op_info *a,
@@ -102,7 +105,7 @@ int main(int argc, char **argv)
 	static char image[8192], so[4096];
 	unsigned seed = 7, again = 11, got[NREAD], want[NREAD], s;
 	CUdeviceptr var, out, touch[ROUNDS];
-	CUfunction vadd, vread, vtouch;
+	CUfunction vadd, vread, vtouch, vreset;
 	int pairs, beside, k = 0, ok = 1;
 	size_t bytes = 0;
 	char msg[512];
@@ -125,6 +128,7 @@ int main(int argc, char **argv)
 	CHECK(cuModuleGetFunction(&vadd, m, "vadd"));
 	CHECK(cuModuleGetFunction(&vread, m, "vread"));
 	CHECK(cuModuleGetFunction(&vtouch, m, "vtouch"));
+	CHECK(cuModuleGetFunction(&vreset, m, "vreset"));
 	CHECK(cuModuleGetGlobal(&var, &bytes, m, "state"));
 	if (bytes != sizeof(unsigned)) {
 		fprintf(stderr, "globals: state is %zu bytes\n", bytes);
@@ -157,17 +161,28 @@ int main(int argc, char **argv)
 			want[k++] = s;
 		}
 	}
-	/* cudaMemcpyToSymbol between kernels, then one more round. */
+	/*
+	 * cudaMemcpyToSymbol between kernels, read back; then a reset by a
+	 * kernel without parameters, and one more round.
+	 */
 	CHECK(cuMemcpyHtoD(var, &again, sizeof(again)));
 	{
 		unsigned v = 5, us = 3000;
 		CUdeviceptr o = out + (CUdeviceptr)k * sizeof(unsigned);
+		CUdeviceptr o2 = o + sizeof(unsigned);
 		void *aa[] = { &v, &us }, *ar[] = { &o, &us };
+		void *ar2[] = { &o2, &us };
 
 		CHECK(cuLaunchKernel(vadd, 1, 1, 1, 1, 1, 1, 0, NULL, aa, NULL));
 		CHECK(cuLaunchKernel(vread, 1, 1, 1, 1, 1, 1, 0, NULL, ar,
 				     NULL));
 		want[k++] = again * 3 + v;
+		CHECK(cuLaunchKernel(vreset, 1, 1, 1, 1, 1, 1, 0, NULL, NULL,
+				     NULL));
+		CHECK(cuLaunchKernel(vadd, 1, 1, 1, 1, 1, 1, 0, NULL, aa, NULL));
+		CHECK(cuLaunchKernel(vread, 1, 1, 1, 1, 1, 1, 0, NULL, ar2,
+				     NULL));
+		want[k++] = v;
 	}
 	CHECK(cuMemcpyDtoH(got, out, sizeof(got)));
 	CHECK(cuCtxSynchronize());

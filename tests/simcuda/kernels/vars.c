@@ -7,6 +7,7 @@
  *   vadd(unsigned v, unsigned us)	state = state * 3 + v: the order of
  *					the launches decides the result
  *   vread(unsigned *out, unsigned us)	*out = state
+ *   vreset()				state = 0, 2 ms: no parameters at all
  *   vtouch(unsigned *p, unsigned us)	p[0] = p[0] * 5 + 1: parameters only
  *
  * `state` is the module's one variable (4 bytes, zeroed at load).
@@ -40,6 +41,17 @@ static void vread(struct sim_kctx *k, void **params)
 		*out = *s;
 }
 
+static void vreset(struct sim_kctx *k, void **params)
+{
+	unsigned *s;
+
+	(void)params;
+	k->duration_us = 2000;
+	s = state(k, SIM_WRITE);
+	if (s)
+		*s = 0;
+}
+
 static void vtouch(struct sim_kctx *k, void **params)
 {
 	unsigned *p;
@@ -59,5 +71,6 @@ const struct sim_kernel simcuda_kernels[] = {
 	{ "vadd", vadd, 2, { 4, 4 }, 0 },
 	{ "vread", vread, 2, { 8, 4 }, 0 },
 	{ "vtouch", vtouch, 2, { 8, 4 }, 0 },
+	{ "vreset", vreset, 0, { 0 }, 0 },
 	{ 0 },
 };
