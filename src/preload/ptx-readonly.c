@@ -424,24 +424,16 @@ static bool call_reaches(const struct ptx_globals *g, const char *s,
 static bool body_uses_globals(const struct ptx_globals *g, const char *s,
 			      const char *e)
 {
+	int depth = 0;
+	size_t n;
+
 	if (g->opaque)
 		return true;
 	if (g->var.n == 0)
 		return false;
-	while (s < e) {
-		size_t n;
-
-		if (*s == '"') {
-			for (s++; s < e && *s != '"'; s++)
-				;
-			s++;
-			continue;
-		}
-		n = ident_len(s);
-		if (n == 0) {
-			s++;
-			continue;
-		}
+	/* The body's braces balance: depth never matters here. */
+	for (s = scan_word(s, &depth, &n); n && s < e;
+	     s = scan_word(s + n, &depth, &n)) {
 		if (n > (size_t)(e - s))
 			n = (size_t)(e - s);
 		if (n >= 4 && memcmp(s, "call", 4) == 0 &&
@@ -451,7 +443,6 @@ static bool body_uses_globals(const struct ptx_globals *g, const char *s,
 		} else if (*s != '%' && names_has(&g->var, s, n)) {
 			return true;
 		}
-		s += n;
 	}
 	return false;
 }
