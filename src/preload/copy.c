@@ -14,7 +14,10 @@
  *    it: it is complete when it returns, so nothing later can overtake it;
  *  - everything else runs on a pool stream in its asynchronous form.  A
  *    device side kmux does not know, or one in VMM-mapped memory (whose
- *    mappings may alias), makes it a barrier; an unknown host side is
+ *    mappings may alias), makes it a barrier, except a module variable
+ *    the program located (cudaMemcpyToSymbol): that is ordered by its
+ *    pseudo allocation, as the kernels reaching it are (ptx-table.h);
+ *    an unknown host side is
  *    pageable memory, which the driver stages (or completes) before
  *    returning.  A synchronous form waits for its pool stream up to
  *    itself before returning, except device-to-device copies and memsets
@@ -29,6 +32,7 @@
 #include "log.h"
 #include "mm.h"
 #include "ptrtab.h"
+#include "ptx-table.h"
 #include "real.h"
 #include "verify.h"
 
@@ -49,6 +53,7 @@ void copy_begin(struct copy_call *cc, enum trace_copy_kind kind,
 
 struct copy_side {
 	int known;
+	int var;	/* a located module variable: a.id is its pseudo id */
 	struct alloc a;
 };
 
@@ -56,6 +61,27 @@ static void copy_find(uint64_t addr, struct copy_side *s)
 {
 	s->known = addr &&
 		   alloc_table_find(alloc_table_global(), addr, &s->a) == 0;
+	s->var = 0;
+}
+
+/*
+ * copy_find(), and when the table does not know addr, the module variable
+ * the program located there (device memory ordered by a pseudo id).
+ */
+static void copy_find_sched(uint64_t addr, struct copy_side *s)
+{
+	uint64_t id, base, size;
+
+	copy_find(addr, s);
+	if (s->known || !addr ||
+	    ptxtab_symbol_find(addr, &id, &base, &size) < 0)
+		return;
+	s->known = 1;
+	s->var = 1;
+	s->a = (struct alloc){
+		.base = base, .size = size, .id = id, .kind = ALLOC_DEVICE,
+		.device = -1,
+	};
 }
 
 /* What a side of a copy must be. */
@@ -119,7 +145,7 @@ static CUresult copy_host_path(const struct copy_call *cc,
 	CUresult r;
 
 	if (cc->c.kind == TRACE_COPY_DTOH && !dst->known && src->known &&
-	    src->a.kind == ALLOC_DEVICE &&
+	    src->a.kind == ALLOC_DEVICE && !src->var &&
 	    streams_host_read(src->a.id, src->a.base, cc->c.src,
 			      (void *)(uintptr_t)cc->c.dst, cc->c.bytes, &r))
 		return r;
@@ -213,8 +239,8 @@ static int copy_sched(struct copy_call *cc, streams_issue_fn issue, void *arg,
 	default:
 		break;
 	}
-	copy_find(cc->c.dst, &dst);
-	copy_find(k == TRACE_MEMSET ? 0 : cc->c.src, &src);
+	copy_find_sched(cc->c.dst, &dst);
+	copy_find_sched(k == TRACE_MEMSET ? 0 : cc->c.src, &src);
 	if (sync && (k == TRACE_COPY_DTOH ||
 		     (k == TRACE_COPY_ANY && dst.known &&
 		      dst.a.kind == ALLOC_HOST_MAPPED))) {

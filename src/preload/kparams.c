@@ -451,14 +451,15 @@ static struct kernel_info *kp_learn(const void *f, unsigned long gen)
 	ki->param_bytes = pb;
 	ki->readonly = 0;
 	ki->range = NULL;
-	ki->globals_id = KPARAMS_GLOBALS_UNKNOWN;
+	ki->vars = (struct kparams_vars){ KPARAMS_GLOBALS_UNKNOWN,
+					  KPARAMS_GLOBALS_UNKNOWN };
 	atomic_init(&ki->geo, NULL);
 	atomic_init(&ki->geo_solves, 0);
 	if (asks) {
 		if (ext)
 			memset(ext, 0, next);
 		ki->readonly = ro(f, via == KP_VIA_KERNEL, copy, n, ki->size,
-				  &has_ext, ext, &ki->range, &ki->globals_id);
+				  &has_ext, ext, &ki->range, &ki->vars);
 		if (n < 64)
 			has_ext &= ((uint64_t)1 << n) - 1;
 		for (int i = 0; i < n && i < 64; i++)

@@ -24,6 +24,12 @@
 struct ptxr_prog;
 struct kp_geo;
 
+/* The pseudo allocations of the module variables a kernel reaches. */
+struct kparams_vars {
+	uint64_t rw;	/* `__device__` ones: read and written */
+	uint64_t ro;	/* `__constant__` ones: read (the host writes them) */
+};
+
 /* One 8-byte word a pointer may sit in: bytes [off, off + 8) of param. */
 struct kp_word {
 	uint32_t param, off;
@@ -70,14 +76,15 @@ struct kernel_info {
 	 */
 	struct ptxr_prog *range;
 	/*
-	 * The kernel reaches its module's `__device__` variables, which no
-	 * allocation holds: the scheduler orders it as reading and writing
-	 * this pseudo allocation id (ptx-table.h, PTXTAB_GLOBALS_ID).  0: its
-	 * image's PTX shows it reaches none; KPARAMS_GLOBALS_UNKNOWN: nobody
-	 * could tell (then a kernel without parameters is a barrier: it can
-	 * reach nothing else).
+	 * The kernel reaches its module's variables, which no allocation
+	 * holds: the scheduler orders it as reading and writing vars.rw (its
+	 * `__device__` ones) and reading vars.ro (its `__constant__` ones),
+	 * pseudo allocation ids (ptx-table.h, PTXTAB_GLOBALS_ID).  0: its
+	 * image's PTX shows it reaches none of that kind;
+	 * KPARAMS_GLOBALS_UNKNOWN (both): nobody could tell (then a kernel
+	 * without parameters is a barrier: it can reach nothing else).
 	 */
-	uint64_t globals_id;
+	struct kparams_vars vars;
 	_Atomic(struct kp_geo *) geo;
 	atomic_uint geo_solves;
 	/*
@@ -113,9 +120,9 @@ void kparams_set_driver(const struct kparams_driver *drv);
  * the read-only mask; sets bit i of *has_ext and ext[i] (ext has nparams
  * entries, i < 64) for each pointer parameter with an exact extent, and
  * clears the other bits; *range gets a counted reference to the kernel's
- * body for geometry-dependent ranges, or NULL; *globals the pseudo
- * allocation id of the module variables it reaches, 0 for none, or
- * KPARAMS_GLOBALS_UNKNOWN.  Asked for kernels without parameters too.
+ * body for geometry-dependent ranges, or NULL; *vars the pseudo
+ * allocation ids of the module variables it reaches (kernel_info.vars).
+ * Asked for kernels without parameters too.
  * NULL: nobody.
  */
 typedef uint64_t (*kparams_readonly_fn)(const void *f, int is_kernel,
@@ -123,7 +130,7 @@ typedef uint64_t (*kparams_readonly_fn)(const void *f, int is_kernel,
 					const uint32_t *size, uint64_t *has_ext,
 					struct kparams_extent *ext,
 					struct ptxr_prog **range,
-					uint64_t *globals);
+					struct kparams_vars *vars);
 void kparams_set_readonly(kparams_readonly_fn fn);
 
 /*
@@ -171,7 +178,7 @@ struct access {
 	uint64_t off, len;
 };
 
-/* kernel_info.globals_id when no image's PTX spoke for the kernel. */
+/* kernel_info.vars' ids when no image's PTX spoke for the kernel. */
 #define KPARAMS_GLOBALS_UNKNOWN UINT64_MAX
 
 /* access.param when the layout is unknown (whole extra buffer scanned). */

@@ -186,7 +186,7 @@ static bool word_is(const char *p, size_t n, const char *w)
 	return strlen(w) == n && memcmp(p, w, n) == 0;
 }
 
-/* ---- module-scope .global variables ---- */
+/* ---- module-scope .global and .const variables ---- */
 
 /* Names: pointers into the stripped text, sorted for bsearch. */
 struct ptx_names {
@@ -198,16 +198,22 @@ struct ptx_names {
 };
 
 /*
- * The text's module-scope .global variables and the functions it defines
- * (with a body).  A kernel that names one of the variables, or calls one
- * of the functions (or through a register) while there are any, reaches
- * memory that is in no allocation (ptxro_entry.globals).  Names only:
- * `.global` in an instruction (ld.global) is one word with the opcode.
+ * The text's module-scope .global and .const variables and the functions
+ * it defines (with a body).  A kernel that names one of the variables, or
+ * calls one of the functions (or through a register) while there are any,
+ * reaches memory that is in no allocation (ptxro_entry.globals and
+ * .consts).  Names only: `.global` in an instruction (ld.global) is one
+ * word with the opcode.
  */
 struct ptx_globals {
-	struct ptx_names var, fn;
-	bool opaque;	/* a declaration not understood: any name may be one */
+	struct ptx_names var, cvar, fn;
+	/* A declaration not understood: any name may be one of that kind. */
+	bool opaque, copaque;
 };
+
+/* What a body may reach (body_vars()). */
+#define VARS_GLOBAL	1u
+#define VARS_CONST	2u
 
 static int name_cmp(const void *a, const void *b)
 {
@@ -250,12 +256,13 @@ static const char *skip_parens(const char *p)
 }
 
 /*
- * The declaration after a module-scope ".global" at p: its names into g
- * (one or a comma-separated list, each perhaps with array bounds), or
- * g->opaque when it has none this understands.  Returns where to go on,
- * or NULL for -ENOMEM.
+ * The declaration after a module-scope ".global" or ".const" at p: its
+ * names into l (one or a comma-separated list, each perhaps with array
+ * bounds), or *opaque when it has none this understands.  Returns where to
+ * go on, or NULL for -ENOMEM.
  */
-static const char *globals_decl(const char *p, struct ptx_globals *g)
+static const char *globals_decl(const char *p, struct ptx_names *l,
+				bool *opaque)
 {
 	size_t n;
 
@@ -263,7 +270,7 @@ static const char *globals_decl(const char *p, struct ptx_globals *g)
 		p = skip_space(p);
 		n = ident_len(p);
 		if (n == 0) {
-			g->opaque = true;
+			*opaque = true;
 			return p;
 		}
 		if (*p == '.') {
@@ -281,14 +288,14 @@ static const char *globals_decl(const char *p, struct ptx_globals *g)
 	}
 	for (;;) {
 		if (*p == '%') {
-			g->opaque = true;
+			*opaque = true;
 			return p + n;
 		}
 		/*
 		 * String literals (printf's formats) are constant data no
 		 * program may write: they order nothing.
 		 */
-		if (!name_is_string(p, n) && names_add(&g->var, p, n) < 0)
+		if (!name_is_string(p, n) && names_add(l, p, n) < 0)
 			return NULL;
 		p = skip_space(p + n);
 		while (*p == '[') {
@@ -302,7 +309,7 @@ static const char *globals_decl(const char *p, struct ptx_globals *g)
 		p = skip_space(p + 1);
 		n = ident_len(p);
 		if (n == 0 || *p == '.' || (*p >= '0' && *p <= '9')) {
-			g->opaque = true;
+			*opaque = true;
 			return p;
 		}
 	}
@@ -361,8 +368,8 @@ static const char *scan_word(const char *p, int *depth, size_t *n)
 }
 
 /*
- * Every module-scope .global variable and defined function of the
- * stripped text t.  Returns 0 or -ENOMEM.
+ * Every module-scope .global and .const variable and defined function of
+ * the stripped text t.  Returns 0 or -ENOMEM.
  */
 static int globals_collect(const char *t, struct ptx_globals *g)
 {
@@ -372,7 +379,9 @@ static int globals_collect(const char *t, struct ptx_globals *g)
 
 	while (*(p = scan_word(p, &depth, &n))) {
 		if (depth == 0 && word_is(p, n, ".global"))
-			p = globals_decl(p + n, g);
+			p = globals_decl(p + n, &g->var, &g->opaque);
+		else if (depth == 0 && word_is(p, n, ".const"))
+			p = globals_decl(p + n, &g->cvar, &g->copaque);
 		else if (depth == 0 && word_is(p, n, ".func"))
 			p = globals_func(p + n, g);
 		else
@@ -383,6 +392,9 @@ static int globals_collect(const char *t, struct ptx_globals *g)
 	if (g->var.n > 1)
 		qsort(g->var.name, (size_t)g->var.n, sizeof(*g->var.name),
 		      name_cmp);
+	if (g->cvar.n > 1)
+		qsort(g->cvar.name, (size_t)g->cvar.n, sizeof(*g->cvar.name),
+		      name_cmp);
 	if (g->fn.n > 1)
 		qsort(g->fn.name, (size_t)g->fn.n, sizeof(*g->fn.name),
 		      name_cmp);
@@ -392,6 +404,7 @@ static int globals_collect(const char *t, struct ptx_globals *g)
 static void globals_release(struct ptx_globals *g)
 {
 	free(g->var.name);
+	free(g->cvar.name);
 	free(g->fn.name);
 }
 
@@ -420,31 +433,55 @@ static bool call_reaches(const struct ptx_globals *g, const char *s,
 	return names_has(&g->fn, s, n);
 }
 
-/* Whether the body [s, e) may reach a module-scope variable of g. */
-static bool body_uses_globals(const struct ptx_globals *g, const char *s,
-			      const char *e)
+/*
+ * Which kinds of g's module-scope variables the body [s, e) may reach:
+ * VARS_GLOBAL, VARS_CONST.  One walk for both.
+ */
+static unsigned body_vars(const struct ptx_globals *g, const char *s,
+			  const char *e)
 {
+	unsigned want = 0, got = 0;
 	int depth = 0;
 	size_t n;
 
 	if (g->opaque)
-		return true;
-	if (g->var.n == 0)
-		return false;
+		got |= VARS_GLOBAL;
+	else if (g->var.n)
+		want |= VARS_GLOBAL;
+	if (g->copaque)
+		got |= VARS_CONST;
+	else if (g->cvar.n)
+		want |= VARS_CONST;
 	/* The body's braces balance: depth never matters here. */
-	for (s = scan_word(s, &depth, &n); n && s < e;
+	for (s = scan_word(s, &depth, &n); n && s < e && (want & ~got);
 	     s = scan_word(s + n, &depth, &n)) {
 		if (n > (size_t)(e - s))
 			n = (size_t)(e - s);
 		if (n >= 4 && memcmp(s, "call", 4) == 0 &&
 		    (n == 4 || s[4] == '.')) {
 			if (call_reaches(g, s + n, e))
-				return true;
-		} else if (*s != '%' && names_has(&g->var, s, n)) {
-			return true;
+				got |= want;
+		} else if (*s != '%') {
+			if ((want & VARS_GLOBAL) && names_has(&g->var, s, n))
+				got |= VARS_GLOBAL;
+			if ((want & VARS_CONST) && names_has(&g->cvar, s, n))
+				got |= VARS_CONST;
 		}
 	}
-	return false;
+	return got;
+}
+
+/*
+ * Set e's globals and consts from what its body may reach (what = VARS_*).
+ * A .global variable may hold a pointer to a .const one, so reaching the
+ * first counts as reading the second.
+ */
+static void entry_set_vars(struct ptxro_entry *e, const struct ptx_globals *g,
+			   unsigned what)
+{
+	e->globals = what & VARS_GLOBAL;
+	e->consts = (what & VARS_CONST) ||
+		    (e->globals && (g->cvar.n > 0 || g->copaque));
 }
 
 /* ---- module and entries ---- */
@@ -463,7 +500,30 @@ void ptxro_module_release(struct ptxro_module *m)
 		ptxr_unref(m->e[i].range);
 	}
 	free(m->e);
+	for (int i = 0; i < m->nvar; i++)
+		free(m->var[i].name);
+	free(m->var);
 	memset(m, 0, sizeof(*m));
+}
+
+/* Append the names of l to m's variables (is_const their kind). */
+static int module_add_vars(struct ptxro_module *m, const struct ptx_names *l,
+			   bool is_const)
+{
+	for (int i = 0; i < l->n; i++) {
+		struct ptxro_var *v;
+
+		if (ptx_grow((void **)&m->var, &m->capvar, m->nvar + 1,
+			     sizeof(*m->var)) < 0)
+			return -ENOMEM;
+		v = &m->var[m->nvar];
+		v->name = strndup(l->name[i].s, l->name[i].n);
+		if (!v->name)
+			return -ENOMEM;
+		v->is_const = is_const;
+		m->nvar++;
+	}
+	return 0;
 }
 
 static struct ptxro_entry *module_add(struct ptxro_module *m,
@@ -1825,7 +1885,7 @@ static const char *parse_entry(const char *p, struct ptxro_module *m,
 	if (depth)
 		goto bad;
 	/* q is past the closing brace. */
-	e->globals = body_uses_globals(g, body, q - 1);
+	entry_set_vars(e, g, body_vars(g, body, q - 1));
 	b.psize = e->size;
 	b.rp = ptxr_new();
 	if (!b.rp)
@@ -1860,8 +1920,9 @@ bad:
 	/* Keep the entry, proven nothing: its name must not look unknown. */
 	e->readonly = 0;
 	e->has_extent = 0;
-	/* Where its body ends is unknown: it may name any global. */
-	e->globals = g->var.n > 0 || g->opaque;
+	/* Where its body ends is unknown: it may name any variable. */
+	entry_set_vars(e, g, (g->var.n > 0 || g->opaque ? VARS_GLOBAL : 0) |
+			     (g->cvar.n > 0 || g->copaque ? VARS_CONST : 0));
 	body_release(&b);
 	return NULL;
 }
@@ -1876,7 +1937,8 @@ int ptxro_parse(const char *text, size_t len, struct ptxro_module *m)
 
 	if (!t)
 		return -ENOMEM;
-	if (globals_collect(t, &g) < 0) {
+	if (globals_collect(t, &g) < 0 || module_add_vars(m, &g.var, false) < 0 ||
+	    module_add_vars(m, &g.cvar, true) < 0) {
 		globals_release(&g);
 		free(t);
 		return -ENOMEM;

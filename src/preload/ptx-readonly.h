@@ -58,11 +58,29 @@ struct ptxro_entry {
 	 * verdict is.
 	 */
 	bool globals;
+	/*
+	 * The body names a module-scope .const variable of its text (a
+	 * `__constant__` one), or calls a function the text defines while it
+	 * has any, or reaches the .global ones (one may hold a pointer to
+	 * a .const one), or the text declares a .const this parser does not
+	 * understand: the kernel reads memory the host may write through
+	 * the variable's address (cudaMemcpyToSymbol).
+	 */
+	bool consts;
+};
+
+/* A module-scope variable of an analysed text, as cuModuleGetGlobal names it. */
+struct ptxro_var {
+	char *name;
+	bool is_const;		/* .const: kernels only read it */
 };
 
 struct ptxro_module {
 	struct ptxro_entry *e;
 	int n, cap;
+	/* Every text's .global and .const variables (string literals not). */
+	struct ptxro_var *var;
+	int nvar, capvar;
 };
 
 /* What ptxro_scan_image() found, added to the caller's counts. */

@@ -25,7 +25,12 @@
  * kernels that reach its `__device__` variables gets a pseudo allocation
  * id of its own (PTXTAB_GLOBALS_ID), and each such kernel is scheduled as
  * reading and writing it, so that those kernels keep their program order
- * among themselves.  KMUX_PTX_GLOBALS=0 turns that off.
+ * among themselves.  Its `__constant__` variables get another id, read by
+ * the kernels that read them.  When the program locates a variable
+ * (cuModuleGetGlobal, cuLibraryGetGlobal: what cudaMemcpyToSymbol does),
+ * its address range is kept with the id of its kind, so that a copy to or
+ * from it is ordered by that id instead of being a barrier
+ * (ptxtab_symbol_find()).  KMUX_PTX_GLOBALS=0 turns all of it off.
  * Within one image a name seen in several PTX texts keeps only the
  * parameters proven read-only in all of them, and nothing when the layouts
  * differ.  A verdict is used only when the driver's layout of the function
@@ -33,6 +38,7 @@
  * first launches are rare, so one mutex is enough; the driver is never
  * called with it held.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdatomic.h>
@@ -56,12 +62,20 @@ int ptxtab_extents_on;
 int ptxtab_ranges_on;
 int ptxtab_globals_on;
 
+/* A module variable the program located: [base, base + size). */
+struct ptxtab_symbol {
+	uint64_t base, size, id;
+};
+
 /* The verdicts of one loaded image, one entry per kernel name. */
 struct ptxtab_image {
 	enum ptxtab_owner kind;
 	const void *handle;
 	struct ptxro_module m;
-	uint64_t globals_id;	/* 0: no kernel of it reaches its globals */
+	uint64_t globals_id;	/* 0: no `__device__` variable, nobody reaches one */
+	uint64_t consts_id;	/* 0: the same for `__constant__` ones */
+	struct ptxtab_symbol *sym;
+	int nsym, capsym;
 };
 
 static pthread_mutex_t ptxtab_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -74,7 +88,10 @@ static unsigned long ptxtab_unloads;
 static uint64_t ptxtab_globals_next;
 static bool ptxtab_told_no_codec;
 static atomic_ulong ptxtab_kernels, ptxtab_params_ro, ptxtab_mismatch,
-	ptxtab_unowned, ptxtab_params_ext, ptxtab_ranged, ptxtab_globals;
+	ptxtab_unowned, ptxtab_params_ext, ptxtab_ranged, ptxtab_globals,
+	ptxtab_consts, ptxtab_symbols_located;
+/* Symbols recorded over all images: lookups skip the lock at 0. */
+static atomic_int ptxtab_nsyms;
 
 int ptxtab_init(const char *value, int scheduling)
 {
@@ -142,10 +159,20 @@ static struct ptxtab_image *ptxtab_find(enum ptxtab_owner kind,
 	return NULL;
 }
 
+/* Lock held.  Forget the variables image i had located. */
+static void ptxtab_forget_symbols(struct ptxtab_image *img)
+{
+	atomic_fetch_sub(&ptxtab_nsyms, img->nsym);
+	free(img->sym);
+	img->sym = NULL;
+	img->nsym = img->capsym = 0;
+}
+
 /* Lock held.  Forget image i (the last one takes its place). */
 static void ptxtab_drop(int i)
 {
 	ptxro_module_release(&ptxtab_img[i].m);
+	ptxtab_forget_symbols(&ptxtab_img[i]);
 	ptxtab_img[i] = ptxtab_img[--ptxtab_nimg];
 }
 
@@ -165,6 +192,7 @@ static struct ptxro_module ptxtab_merge(struct ptxro_module *m)
 		if (old) {
 			/* Either text may be the one the driver runs. */
 			old->globals |= e->globals;
+			old->consts |= e->consts;
 			if (!ptxtab_same_layout(old, e->nparams, e->size))
 				old->readonly = 0;
 			else
@@ -201,7 +229,32 @@ static struct ptxro_module ptxtab_merge(struct ptxro_module *m)
 		out.e[out.n++] = *e;
 	}
 	m->n = 0;
+	out.var = m->var;
+	out.nvar = m->nvar;
+	out.capvar = m->capvar;
+	m->var = NULL;
+	m->nvar = m->capvar = 0;
 	return out;
+}
+
+/* Lock held.  Give img the pseudo ids its variables and kernels need. */
+static void ptxtab_assign_ids(struct ptxtab_image *img)
+{
+	bool g = false, c = false;
+
+	for (int i = 0; i < img->m.n; i++) {
+		g |= img->m.e[i].globals;
+		c |= img->m.e[i].consts;
+	}
+	for (int i = 0; i < img->m.nvar; i++) {
+		g |= !img->m.var[i].is_const;
+		c |= img->m.var[i].is_const;
+	}
+	/* Never reused: a stale id orders nothing wrongly. */
+	if (g)
+		img->globals_id = PTXTAB_GLOBALS_ID + ++ptxtab_globals_next;
+	if (c)
+		img->consts_id = PTXTAB_GLOBALS_ID + ++ptxtab_globals_next;
 }
 
 void ptxtab_scan(enum ptxtab_owner kind, const void *handle,
@@ -253,14 +306,7 @@ void ptxtab_scan(enum ptxtab_owner kind, const void *handle,
 	ptxtab_img[ptxtab_nimg++] = (struct ptxtab_image){
 		.kind = kind, .handle = handle, .m = merged,
 	};
-	for (int i = 0; i < merged.n; i++) {
-		if (merged.e[i].globals) {
-			/* Never reused: a stale id orders nothing wrongly. */
-			ptxtab_img[ptxtab_nimg - 1].globals_id =
-				PTXTAB_GLOBALS_ID + ++ptxtab_globals_next;
-			break;
-		}
-	}
+	ptxtab_assign_ids(&ptxtab_img[ptxtab_nimg - 1]);
 out:
 	pthread_mutex_unlock(&ptxtab_mu);
 	ptxro_module_release(&m);
@@ -302,9 +348,112 @@ void ptxtab_modules_gone(void)
 		if (ptxtab_img[i].kind == PTXTAB_MODULE) {
 			ptxtab_drop(i);
 			ptxtab_unloads++;
+		} else {
+			/* A library's variables lived in that context. */
+			ptxtab_forget_symbols(&ptxtab_img[i]);
 		}
 	}
 	pthread_mutex_unlock(&ptxtab_mu);
+}
+
+/*
+ * Lock held.  The id of img's variable `name`: its kind's id when the
+ * image's PTX declares it, as one kind only; 0 when not (a variable kmux
+ * did not see declared may be reached by kernels it has no PTX for).
+ */
+static uint64_t ptxtab_symbol_id(const struct ptxtab_image *img,
+				 const char *name)
+{
+	int kinds = 0;
+
+	for (int i = 0; i < img->m.nvar; i++)
+		if (strcmp(img->m.var[i].name, name) == 0)
+			kinds |= img->m.var[i].is_const ? 2 : 1;
+	if (kinds == 1)
+		return img->globals_id;
+	if (kinds == 2)
+		return img->consts_id;
+	return 0;
+}
+
+/* Lock held.  Forget every located range overlapping [base, end). */
+static void ptxtab_symbols_overlapping_drop(uint64_t base, uint64_t end)
+{
+	for (int i = 0; i < ptxtab_nimg; i++) {
+		struct ptxtab_image *img = &ptxtab_img[i];
+
+		for (int j = img->nsym - 1; j >= 0; j--) {
+			const struct ptxtab_symbol *y = &img->sym[j];
+
+			if (y->base < end && base < y->base + y->size) {
+				img->sym[j] = img->sym[--img->nsym];
+				atomic_fetch_sub(&ptxtab_nsyms, 1);
+			}
+		}
+	}
+}
+
+void ptxtab_symbol_add(enum ptxtab_owner kind, const void *handle,
+		       const char *name, uint64_t base, uint64_t size)
+{
+	struct ptxtab_image *img;
+	uint64_t id;
+
+	if (!ptxtab_globals_on || !name || !base || !size ||
+	    base + size < base)
+		return;
+	pthread_mutex_lock(&ptxtab_mu);
+	/* The driver just gave this range to the variable: older claims go. */
+	ptxtab_symbols_overlapping_drop(base, base + size);
+	img = ptxtab_find(kind, handle);
+	id = img ? ptxtab_symbol_id(img, name) : 0;
+	if (!id)
+		goto out;
+	if (img->nsym == img->capsym) {
+		int cap = img->capsym ? 2 * img->capsym : 4;
+		struct ptxtab_symbol *ns = realloc(img->sym,
+						   (size_t)cap * sizeof(*ns));
+
+		if (!ns) {
+			/* Not located is unknown memory: a barrier. */
+			ptxtab_errors++;
+			goto out;
+		}
+		img->sym = ns;
+		img->capsym = cap;
+	}
+	img->sym[img->nsym++] = (struct ptxtab_symbol){ base, size, id };
+	atomic_fetch_add(&ptxtab_nsyms, 1);
+	atomic_fetch_add(&ptxtab_symbols_located, 1);
+out:
+	pthread_mutex_unlock(&ptxtab_mu);
+}
+
+int ptxtab_symbol_find(uint64_t addr, uint64_t *id, uint64_t *base,
+		       uint64_t *size)
+{
+	int r = -ENOENT;
+
+	if (atomic_load_explicit(&ptxtab_nsyms, memory_order_relaxed) == 0)
+		return -ENOENT;
+	pthread_mutex_lock(&ptxtab_mu);
+	for (int i = 0; i < ptxtab_nimg && r; i++) {
+		const struct ptxtab_image *img = &ptxtab_img[i];
+
+		for (int j = 0; j < img->nsym; j++) {
+			const struct ptxtab_symbol *y = &img->sym[j];
+
+			if (addr - y->base < y->size) {
+				*id = y->id;
+				*base = y->base;
+				*size = y->size;
+				r = 0;
+				break;
+			}
+		}
+	}
+	pthread_mutex_unlock(&ptxtab_mu);
+	return r;
 }
 
 /*
@@ -315,7 +464,7 @@ static int ptxtab_owner_verdict(enum ptxtab_owner kind, const void *handle,
 				const char *name, int nparams,
 				const uint32_t *size, uint64_t *ro,
 				uint64_t *has_ext, struct kparams_extent *ext,
-				struct ptxr_prog **range, uint64_t *globals)
+				struct ptxr_prog **range, struct kparams_vars *vars)
 {
 	struct ptxtab_image *img;
 	struct ptxro_entry *e;
@@ -325,15 +474,19 @@ static int ptxtab_owner_verdict(enum ptxtab_owner kind, const void *handle,
 	e = img ? ptxtab_entry(&img->m, name) : NULL;
 	*ro = 0;
 	*has_ext = 0;
-	*globals = KPARAMS_GLOBALS_UNKNOWN;
+	*vars = (struct kparams_vars){ KPARAMS_GLOBALS_UNKNOWN,
+				       KPARAMS_GLOBALS_UNKNOWN };
 	/*
 	 * Whatever the layout: the name in its own image is the kernel, and
 	 * an order too many is never wrong.
 	 */
 	if (e && ptxtab_globals_on) {
-		*globals = e->globals ? img->globals_id : 0;
+		vars->rw = e->globals ? img->globals_id : 0;
+		vars->ro = e->consts ? img->consts_id : 0;
 		if (e->globals)
 			atomic_fetch_add(&ptxtab_globals, 1);
+		if (e->consts)
+			atomic_fetch_add(&ptxtab_consts, 1);
 	}
 	if (e && ptxtab_same_layout(e, nparams, size)) {
 		*ro = e->readonly;
@@ -373,14 +526,15 @@ static int ptxtab_probe_libraries(const void *f, const char *name,
 				  const struct ptxtab_driver *drv,
 				  uint64_t *ro, uint64_t *has_ext,
 				  struct kparams_extent *ext,
-				  struct ptxr_prog **range, uint64_t *globals)
+				  struct ptxr_prog **range, struct kparams_vars *vars)
 {
 	const void *lib[PTXTAB_PROBE_MAX];
 	int n = 0;
 
 	*ro = 0;
 	*has_ext = 0;
-	*globals = KPARAMS_GLOBALS_UNKNOWN;
+	*vars = (struct kparams_vars){ KPARAMS_GLOBALS_UNKNOWN,
+				       KPARAMS_GLOBALS_UNKNOWN };
 	if (!drv->library_get_kernel)
 		return 0;
 	pthread_mutex_lock(&ptxtab_mu);
@@ -394,7 +548,8 @@ static int ptxtab_probe_libraries(const void *f, const char *name,
 		if (!e)
 			continue;
 		/* Without parameters, "no globals" is a verdict too. */
-		if (!(ptxtab_globals_on && (e->globals || nparams == 0)) &&
+		if (!(ptxtab_globals_on &&
+		      (e->globals || e->consts || nparams == 0)) &&
 		    (!(e->readonly || (ptxtab_extents_on && e->has_extent) ||
 		       (ptxtab_ranges_on && e->range)) ||
 		     !ptxtab_same_layout(e, nparams, size)))
@@ -416,7 +571,7 @@ static int ptxtab_probe_libraries(const void *f, const char *name,
 			return ptxtab_owner_verdict(PTXTAB_LIBRARY, lib[i],
 						    name, nparams, size, ro,
 						    has_ext, ext, range,
-						    globals);
+						    vars);
 	}
 	return 0;
 }
@@ -424,7 +579,7 @@ static int ptxtab_probe_libraries(const void *f, const char *name,
 uint64_t ptxtab_readonly(const void *f, int is_kernel, const char *name,
 			 int nparams, const uint32_t *size, uint64_t *has_ext,
 			 struct kparams_extent *ext, struct ptxr_prog **range,
-			 uint64_t *globals)
+			 struct kparams_vars *vars)
 {
 	struct ptxtab_driver drv;
 	uint64_t ro = 0;
@@ -432,7 +587,8 @@ uint64_t ptxtab_readonly(const void *f, int is_kernel, const char *name,
 
 	*has_ext = 0;
 	*range = NULL;
-	*globals = KPARAMS_GLOBALS_UNKNOWN;
+	*vars = (struct kparams_vars){ KPARAMS_GLOBALS_UNKNOWN,
+				       KPARAMS_GLOBALS_UNKNOWN };
 	/* A kernel without parameters may still reach the globals. */
 	if (!ptxtab_on || !f || !name || nparams < 0)
 		return 0;
@@ -446,7 +602,7 @@ uint64_t ptxtab_readonly(const void *f, int is_kernel, const char *name,
 			owned = ptxtab_owner_verdict(PTXTAB_MODULE, m, name,
 						     nparams, size, &ro,
 						     has_ext, ext, range,
-						     globals);
+						     vars);
 	}
 	if (!owned && is_kernel && drv.kernel_get_library) {
 		CUlibrary l = NULL;
@@ -456,11 +612,11 @@ uint64_t ptxtab_readonly(const void *f, int is_kernel, const char *name,
 			owned = ptxtab_owner_verdict(PTXTAB_LIBRARY, l, name,
 						     nparams, size, &ro,
 						     has_ext, ext, range,
-						     globals);
+						     vars);
 	}
 	if (!owned &&
 	    !ptxtab_probe_libraries(f, name, nparams, size, &drv, &ro,
-				    has_ext, ext, range, globals))
+				    has_ext, ext, range, vars))
 		atomic_fetch_add(&ptxtab_unowned, 1);
 	atomic_fetch_add(&ptxtab_params_ro,
 			 (unsigned long)__builtin_popcountll(ro));
@@ -482,13 +638,15 @@ void ptxtab_report(void)
 		 "with ranges by geometry, %lu layout mismatches, %lu launched "
 		 "kernels without a readable image, %lu images unloaded, "
 		 "%lu errors; %lu launched kernels ordered by their module's "
-		 "globals",
+		 "globals, %lu by its constants; %lu module variables located",
 		 (int)getpid(), ptxtab_images, ptxtab_st.ptx,
 		 ptxtab_st.decompressed, ptxtab_st.no_ptx, ptxtab_st.compressed,
 		 ptxtab_st.bad, ptxtab_analysed, atomic_load(&ptxtab_kernels),
 		 atomic_load(&ptxtab_params_ro),
 		 atomic_load(&ptxtab_params_ext), atomic_load(&ptxtab_ranged),
 		 atomic_load(&ptxtab_mismatch), atomic_load(&ptxtab_unowned),
-		 ptxtab_unloads, ptxtab_errors, atomic_load(&ptxtab_globals));
+		 ptxtab_unloads, ptxtab_errors, atomic_load(&ptxtab_globals),
+		 atomic_load(&ptxtab_consts),
+		 atomic_load(&ptxtab_symbols_located));
 	pthread_mutex_unlock(&ptxtab_mu);
 }

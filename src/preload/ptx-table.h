@@ -50,7 +50,7 @@ int ptxtab_ranges_init(const char *value);
 /*
  * Non-zero when a kernel whose PTX reaches its module's `__device__`
  * variables is ordered with the others that do (ptxtab_readonly()'s
- * *globals): the scan is on and KMUX_PTX_GLOBALS is not "0".
+ * *vars): the scan is on and KMUX_PTX_GLOBALS is not "0".
  */
 extern int ptxtab_globals_on;
 
@@ -104,17 +104,37 @@ void ptxtab_modules_gone(void);
  * (nparams entries), none when KMUX_PTX_EXTENTS=0 or the image has the
  * name twice.  *range: a counted reference to the image's body of f for
  * geometry-dependent ranges (ptx-range.h), or NULL, on the same terms as
- * extents.  *globals: the pseudo allocation id (PTXTAB_GLOBALS_ID + n) of
- * the module-scope variables f reaches in that image, whatever its layout
- * (nparams may be 0); 0 when that image's PTX shows it reaches none;
- * KPARAMS_GLOBALS_UNKNOWN when the image is unknown or has no PTX for it,
- * or KMUX_PTX_GLOBALS is 0.  Asks the driver; callers cache the answer
+ * extents.  *vars: the pseudo allocation ids (PTXTAB_GLOBALS_ID + n) of
+ * the module-scope variables f reaches in that image, `__device__` ones
+ * (rw) and `__constant__` ones (ro), whatever its layout (nparams may be
+ * 0); 0 when that image's PTX shows it reaches none of the kind;
+ * KPARAMS_GLOBALS_UNKNOWN (both) when the image is unknown or has no PTX
+ * for it, or KMUX_PTX_GLOBALS is 0.  Asks the driver; callers cache the answer
  * (kparams.h).
  */
 uint64_t ptxtab_readonly(const void *f, int is_kernel, const char *name,
 			 int nparams, const uint32_t *size, uint64_t *has_ext,
 			 struct kparams_extent *ext, struct ptxr_prog **range,
-			 uint64_t *globals);
+			 struct kparams_vars *vars);
+
+/*
+ * The program located module variable `name` of the image recorded under
+ * (kind, handle) at [base, base + size) (cuModuleGetGlobal,
+ * cuLibraryGetGlobal).  When that image's PTX declares it, the range is
+ * kept with the pseudo id of its kind (the one the kernels reaching it
+ * use) until the image goes (ptxtab_unload()) or, for a library, its
+ * context (ptxtab_modules_gone()); any other located range it overlaps is
+ * forgotten.  Nothing when KMUX_PTX_GLOBALS is 0.
+ */
+void ptxtab_symbol_add(enum ptxtab_owner kind, const void *handle,
+		       const char *name, uint64_t base, uint64_t size);
+
+/*
+ * The located variable addr lies in: 0 with its pseudo id and range, or
+ * -ENOENT.  Lock-free when none was ever located.
+ */
+int ptxtab_symbol_find(uint64_t addr, uint64_t *id, uint64_t *base,
+		       uint64_t *size);
 
 /* KMUX_LOG=info counters, at exit. */
 void ptxtab_report(void);

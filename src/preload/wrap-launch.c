@@ -195,7 +195,7 @@ static int launch_is_barrier(const struct launch_op *op)
 	 * module's variables (or no memory at all): unless its PTX told.
 	 */
 	if (tl->ki->nparams == 0 &&
-	    tl->ki->globals_id == KPARAMS_GLOBALS_UNKNOWN)
+	    tl->ki->vars.rw == KPARAMS_GLOBALS_UNKNOWN)
 		return 1;
 	return streams_barrier_kernel(tl->ki);
 }
@@ -203,7 +203,7 @@ static int launch_is_barrier(const struct launch_op *op)
 /* 1 and *r when the scheduler ran it; 0: pass it through. */
 static int launch_sched(struct launch_op *op, CUresult *r)
 {
-	struct sched_access acc[LAUNCH_MAX_ACCESS + 1];
+	struct sched_access acc[LAUNCH_MAX_ACCESS + 2];
 	struct streams_req rq = {
 		.orig = streams_default_handle(op->orig, op->per_thread),
 		.issue = launch_issue,
@@ -246,14 +246,21 @@ static int launch_sched(struct launch_op *op, CUresult *r)
 		rq.acc = acc;
 		rq.nacc = op->tl.nacc;
 		/*
-		 * Its module's `__device__` variables are in no allocation:
-		 * kernels that reach them are ordered by a pseudo one.
+		 * Its module's variables are in no allocation: kernels that
+		 * reach them are ordered by pseudo ones (and so are copies
+		 * to the variables, copy.c).
 		 */
-		if (op->tl.ki->globals_id &&
-		    op->tl.ki->globals_id != KPARAMS_GLOBALS_UNKNOWN)
+		if (op->tl.ki->vars.rw &&
+		    op->tl.ki->vars.rw != KPARAMS_GLOBALS_UNKNOWN)
 			acc[rq.nacc++] = (struct sched_access){
-				.alloc_id = op->tl.ki->globals_id,
+				.alloc_id = op->tl.ki->vars.rw,
 				.mode = SCHED_RW,
+			};
+		if (op->tl.ki->vars.ro &&
+		    op->tl.ki->vars.ro != KPARAMS_GLOBALS_UNKNOWN)
+			acc[rq.nacc++] = (struct sched_access){
+				.alloc_id = op->tl.ki->vars.ro,
+				.mode = SCHED_READ,
 			};
 		break;
 	}

@@ -12,6 +12,11 @@
  * kernels stay read-write whatever another image says about the same
  * names.  Every load, from memory or from a file, also goes to ctx-stack.h
  * (under a memory mode), which must see every image.
+ *
+ * Locating a module variable (what cudaMemcpyToSymbol and
+ * cudaGetSymbolAddress do first) tells ptx-table.h where the variable
+ * lies, so that copies to and from it are ordered with the kernels that
+ * reach it rather than being barriers.
  */
 #include "ctx-stack.h"
 #include "kparams.h"
@@ -146,5 +151,53 @@ KMUX_EXPORT CUresult CUDAAPI cuLibraryUnload(CUlibrary library)
 		ptxtab_unload(PTXTAB_LIBRARY, library);
 		kparams_invalidate();
 	}
+	return r;
+}
+
+/* The driver's answer, also when the caller asked for only one half. */
+KMUX_EXPORT CUresult CUDAAPI cuModuleGetGlobal_v2(CUdeviceptr *dptr,
+						  size_t *bytes, CUmodule hmod,
+						  const char *name)
+{
+	CUdeviceptr p = 0;
+	size_t n = 0;
+	CUresult r;
+
+	if (NO_DRIVER(cuModuleGetGlobal_v2))
+		return CUDA_ERROR_NOT_INITIALIZED;
+	if (likely(!ptxtab_globals_on))
+		return REAL(cuModuleGetGlobal_v2)(dptr, bytes, hmod, name);
+	r = REAL(cuModuleGetGlobal_v2)(&p, &n, hmod, name);
+	if (r != CUDA_SUCCESS)
+		return r;
+	ptxtab_symbol_add(PTXTAB_MODULE, hmod, name, p, n);
+	if (dptr)
+		*dptr = p;
+	if (bytes)
+		*bytes = n;
+	return r;
+}
+
+KMUX_EXPORT CUresult CUDAAPI cuLibraryGetGlobal(CUdeviceptr *dptr,
+						size_t *bytes,
+						CUlibrary library,
+						const char *name)
+{
+	CUdeviceptr p = 0;
+	size_t n = 0;
+	CUresult r;
+
+	if (NO_DRIVER(cuLibraryGetGlobal))
+		return CUDA_ERROR_NOT_INITIALIZED;
+	if (likely(!ptxtab_globals_on))
+		return REAL(cuLibraryGetGlobal)(dptr, bytes, library, name);
+	r = REAL(cuLibraryGetGlobal)(&p, &n, library, name);
+	if (r != CUDA_SUCCESS)
+		return r;
+	ptxtab_symbol_add(PTXTAB_LIBRARY, library, name, p, n);
+	if (dptr)
+		*dptr = p;
+	if (bytes)
+		*bytes = n;
 	return r;
 }

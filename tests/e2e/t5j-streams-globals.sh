@@ -7,6 +7,8 @@
 # values read back are wrong; loaded without PTX kmux cannot see the
 # variable (the documented limit), and KMUX_BARRIER_KERNELS is the fix.
 # vreset has no parameters: ordered by the PTX, a barrier without it.
+# The program's copies to the variable (cudaMemcpyToSymbol) are ordered by
+# the same pseudo allocation once it located it (cuModuleGetGlobal).
 . "$(dirname "$0")/lib.sh"
 
 P=$PROGS/globals
@@ -46,6 +48,27 @@ check "... no conflicting overlap" grep -q '^conflicts none' "$TMP/barrier"
 
 "$KMUX" verify --streams 4 -- "$P" ptx >"$TMP/verify" 2>&1
 check "kmux verify --streams 4: identical" [ $? -eq 0 ]
+
+# A `__constant__` the host sets before each round (cudaMemcpyToSymbol):
+# the copy is ordered after the kernels reading the old value, not made a
+# barrier, so the long independent kernels keep running beside it.
+"$P" const >"$TMP/cplain" 2>&1
+check "const, unscheduled: exit 0, each round scaled by its own coef" grep -q '^scale ok' "$TMP/cplain"
+KMUX_STREAMS=4 KMUX_LOG=info LD_PRELOAD=$PRELOAD "$P" const >"$TMP/con" 2>&1
+check "const, scheduled: exit 0" [ $? -eq 0 ]
+check "const, scheduled: each round scaled by its own coef, as unscheduled" \
+	eval 'grep -q "^scale ok" "$TMP/con" && [ "$(val "$TMP/con" scaled)" = "$(val "$TMP/cplain" scaled)" ]'
+check "const, scheduled: no conflicting overlap" grep -q '^conflicts none' "$TMP/con"
+check "const, scheduled: copies to coef ran beside the long kernels ($(val "$TMP/con" 'copies beside') of 8)" \
+	[ "$(val "$TMP/con" 'copies beside')" -ge 2 ]
+check "const: the exit line counts vscale as reading its constants, coef as located" \
+	grep -q "1 by its constants; 1 module variables located" "$TMP/con"
+check "const: no barrier" grep -q ' 0 barriers' "$TMP/con"
+KMUX_PTX_GLOBALS=0 KMUX_STREAMS=4 LD_PRELOAD=$PRELOAD "$P" const >"$TMP/coff" 2>&1
+check "const, KMUX_PTX_GLOBALS=0: right, the copies are barriers (none beside: $(val "$TMP/coff" 'copies beside'))" \
+	eval 'grep -q "^scale ok" "$TMP/coff" && [ "$(val "$TMP/coff" "copies beside")" = 0 ]'
+"$KMUX" verify --streams 4 -- "$P" const >"$TMP/cverify" 2>&1
+check "const: kmux verify --streams 4: identical" [ $? -eq 0 ]
 
 # Only "0" is off.
 KMUX_PTX_GLOBALS=no KMUX_STREAMS=4 KMUX_LOG=warn LD_PRELOAD=$PRELOAD "$P" ptx \

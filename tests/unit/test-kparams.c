@@ -996,12 +996,14 @@ static int ro_seen_kernel = -1;
 static uint64_t fake_readonly(const void *f, int is_kernel, const char *name,
 			      int nparams, const uint32_t *size,
 			      uint64_t *has_ext, struct kparams_extent *ext,
-			      struct ptxr_prog **range, uint64_t *globals)
+			      struct ptxr_prog **range, struct kparams_vars *vars)
 {
 	(void)size;
 	(void)ext;
 	*range = NULL;
-	*globals = strcmp(name, "other") == 0 ? 0x100000000000007ull : 0;
+	*vars = strcmp(name, "other") == 0 ?
+		(struct kparams_vars){ 0x100000000000007ull, 0x100000000000008ull } :
+		(struct kparams_vars){ 0, 0 };
 	*has_ext = 0;
 	ro_seen_f = f;
 	ro_seen_kernel = is_kernel;
@@ -1025,10 +1027,12 @@ static void test_invalidate_relearns(void **state)
 	assert_ptr_equal(ro_seen_f, H(f));
 	assert_int_equal(ro_seen_kernel, 0);
 	assert_int_equal(ki->readonly, 0);
-	assert_int_equal(ki->globals_id, 0);
+	assert_int_equal(ki->vars.rw, 0);
+	assert_int_equal(ki->vars.ro, 0);
 	assert_int_equal(kparams_info(H(k))->readonly, 0x2);
-	/* The prover's globals id is kept with the verdict. */
-	assert_int_equal(kparams_info(H(k))->globals_id, 0x100000000000007ull);
+	/* The prover's variable ids are kept with the verdict. */
+	assert_int_equal(kparams_info(H(k))->vars.rw, 0x100000000000007ull);
+	assert_int_equal(kparams_info(H(k))->vars.ro, 0x100000000000008ull);
 	assert_int_equal(ro_seen_kernel, 1);
 	/* The handle now belongs to another kernel: not seen until told. */
 	snprintf(f->name, sizeof(f->name), "other");
@@ -1059,10 +1063,10 @@ static void test_invalidate_relearns(void **state)
 static uint64_t fake_extents(const void *f, int is_kernel, const char *name,
 			     int nparams, const uint32_t *size,
 			     uint64_t *has_ext, struct kparams_extent *ext,
-			     struct ptxr_prog **range, uint64_t *globals)
+			     struct ptxr_prog **range, struct kparams_vars *vars)
 {
 	*range = NULL;
-	*globals = 0;
+	*vars = (struct kparams_vars){ 0, 0 };
 	(void)f;
 	(void)is_kernel;
 	(void)size;

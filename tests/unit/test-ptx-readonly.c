@@ -342,6 +342,41 @@ static bool globals_named(const struct ptxro_module *m, const char *name)
 	return false;
 }
 
+/* The .consts verdict of entry name in m; fails when it is not there. */
+static bool consts_named(const struct ptxro_module *m, const char *name)
+{
+	for (int i = 0; i < m->n; i++)
+		if (strcmp(m->e[i].name, name) == 0)
+			return m->e[i].consts;
+	fail_msg("no entry %s", name);
+	return false;
+}
+
+/* Whether m lists variable name, of kind is_const, exactly once. */
+static bool var_listed(const struct ptxro_module *m, const char *name,
+		       bool is_const)
+{
+	int seen = 0;
+
+	for (int i = 0; i < m->nvar; i++)
+		if (strcmp(m->var[i].name, name) == 0)
+			seen += m->var[i].is_const == is_const ? 1 : 100;
+	return seen == 1;
+}
+
+/* Parse text (expecting ret) and give the .consts verdict of entry name. */
+static bool consts_of(const char *text, const char *name, int ret)
+{
+	struct ptxro_module m;
+	bool c;
+
+	ptxro_module_init(&m);
+	assert_int_equal(ptxro_parse(text, strlen(text), &m), ret);
+	c = consts_named(&m, name);
+	ptxro_module_release(&m);
+	return c;
+}
+
 /* Parse text (expecting ret) and give the verdict of entry name. */
 static bool globals_of(const char *text, const char *name, int ret)
 {
@@ -384,7 +419,50 @@ static void test_module_globals(void **state)
 	assert_false(globals_named(&m, "prints"));
 	/* a non-inlined function of the text that writes through slot_ptr */
 	assert_true(globals_named(&m, "calls_helper"));
+	/*
+	 * Constants: plain and reads_table name coef; the kernels reaching
+	 * the __device__ ones count as reading them too (one may point to a
+	 * constant); printf reaches neither.
+	 */
+	assert_true(consts_named(&m, "plain"));
+	assert_true(consts_named(&m, "reads_table"));
+	assert_true(consts_named(&m, "uses_counter"));
+	assert_true(consts_named(&m, "reset"));
+	assert_true(consts_named(&m, "calls_helper"));
+	assert_false(consts_named(&m, "prints"));
+	/* The variables as cuModuleGetGlobal names them; no $str. */
+	assert_int_equal(m.nvar, 4);
+	assert_true(var_listed(&m, "retirement", false));
+	assert_true(var_listed(&m, "table", false));
+	assert_true(var_listed(&m, "slot_ptr", false));
+	assert_true(var_listed(&m, "coef", true));
 	ptxro_module_release(&m);
+
+	/* A constant read alone; a text without constants reads none. */
+	assert_true(consts_of(PTX_TOP ".const .align 4 .b8 k_c[16];\n"
+			      ".global .u32 g;\n"
+			      ".visible .entry k()\n{\n\t.reg .b32 %r<2>;\n"
+			      "\tld.const.u32 %r1, [k_c+4];\n\tret;\n}\n"
+			      ".visible .entry j()\n{\n\tret;\n}\n", "k", 0));
+	assert_false(globals_of(PTX_TOP ".const .align 4 .b8 k_c[16];\n"
+				".global .u32 g;\n"
+				".visible .entry k()\n{\n\t.reg .b32 %r<2>;\n"
+				"\tld.const.u32 %r1, [k_c+4];\n\tret;\n}\n",
+				"k", 0));
+	assert_false(consts_of(PTX_TOP ".const .align 4 .b8 k_c[16];\n"
+			       ".visible .entry j()\n{\n\tret;\n}\n", "j", 0));
+	assert_false(consts_of(PTX_TOP ".global .u32 g;\n"
+			       ".visible .entry k()\n{\n"
+			       "\tst.global.u32 [g], 1;\n\tret;\n}\n", "k", 0));
+	/* A call into the text, a .const not understood, a bad body. */
+	assert_true(consts_of(PTX_TOP ".const .u32 c;\n.func f()\n{\n\tret;\n}\n"
+			      ".visible .entry k()\n{\n\tcall.uni f, ();\n"
+			      "\tret;\n}\n", "k", 0));
+	assert_true(consts_of(PTX_TOP ".const .align 4 .u32 %weird;\n"
+			      ".visible .entry k()\n{\n\tret;\n}\n", "k", 0));
+	assert_true(consts_of(PTX_TOP ".const .u32 c;\n"
+			      ".visible .entry k(.param .u64 k_p\n{\n"
+			      "\tret;\n}\n", "k", -EINVAL));
 
 	/* A name is a whole word: count2 and ld.global are not count. */
 	assert_false(globals_of(PTX_TOP ".global .align 4 .u32 count;\n"

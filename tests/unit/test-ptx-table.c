@@ -126,10 +126,10 @@ static uint64_t ro(const void *f, int is_kernel)
 	struct kparams_extent ext[5];
 	uint64_t has_ext;
 
-	uint64_t globals;
+	struct kparams_vars vars;
 
 	return ptxtab_readonly(f, is_kernel, "mix", 5, mix_size, &has_ext,
-			       ext, &range_none, &globals);
+			       ext, &range_none, &vars);
 }
 
 static int setup(void **state)
@@ -190,7 +190,8 @@ static void test_layout_must_match(void **state)
 	(void)state;
 	ptxtab_scan(PTXTAB_MODULE, &h_mod_a, img_reads);
 	struct kparams_extent ext[5];
-	uint64_t he, g;
+	struct kparams_vars g;
+	uint64_t he;
 
 	assert_int_equal(ptxtab_readonly(&h_fa, 0, "mix", 5, other, &he, ext,
 					 &range_none, &g),
@@ -305,7 +306,7 @@ static void test_on_by_default(void **state)
 static void ext_of(const void *f, int is_kernel, uint64_t *he,
 		   struct kparams_extent *ext)
 {
-	uint64_t g;
+	struct kparams_vars g;
 
 	ptxtab_readonly(f, is_kernel, "mix", 5, mix_size, he, ext,
 			&range_none, &g);
@@ -374,17 +375,25 @@ static void test_extents(void **state)
 	ptxtab_extents_init("0");
 }
 
-/* The globals id ptxtab_readonly() gives f as "mix", n params. */
-static uint64_t globals_of(const void *f, int is_kernel, int n,
-			   const uint32_t *size)
+/* The variable ids ptxtab_readonly() gives f as "mix", n params. */
+static struct kparams_vars vars_of(const void *f, int is_kernel, int n,
+				   const uint32_t *size)
 {
 	struct kparams_extent ext[5];
 	struct ptxr_prog *range = NULL;
-	uint64_t he, g = 0xdead;
+	struct kparams_vars g = { 0xdead, 0xdead };
+	uint64_t he;
 
 	ptxtab_readonly(f, is_kernel, "mix", n, size, &he, ext, &range, &g);
 	ptxr_unref(range);
 	return g;
+}
+
+/* The `__device__` variables' id of f as "mix". */
+static uint64_t globals_of(const void *f, int is_kernel, int n,
+			   const uint32_t *size)
+{
+	return vars_of(f, is_kernel, n, size).rw;
 }
 
 /*
@@ -458,6 +467,119 @@ static void test_globals(void **state)
 	assert_int_equal(globals_of(&h_fa, 0, 5, mix_size), a2);
 }
 
+/* The id of the variable located at addr, 0 when none. */
+static uint64_t symbol_at(uint64_t addr)
+{
+	uint64_t id = 0, base = 0, size = 0;
+
+	if (ptxtab_symbol_find(addr, &id, &base, &size) < 0)
+		return 0;
+	assert_true(addr >= base && addr - base < size);
+	return id;
+}
+
+/*
+ * `__constant__` variables: kernels that read one get their image's
+ * second id, read-only; a variable the program locates is kept with its
+ * kind's id until its image or (for a library) its context goes.
+ */
+static void test_constants_and_symbols(void **state)
+{
+	static char img_vars[8192], img_cread[8192], img_opaque[8192];
+	const char *head = ptx_head + strlen(".version 8.0\n.target sm_90\n"
+					     ".address_size 64\n\n");
+	struct kparams_vars v, vk;
+
+	(void)state;
+	/* mix bumps a counter and reads a constant. */
+	snprintf(img_vars, sizeof(img_vars),
+		 ".version 8.0\n.target sm_90\n.address_size 64\n"
+		 ".global .align 4 .u32 count;\n"
+		 ".const .align 4 .f32 coef[4];\n%s"
+		 "\tatom.global.add.u32 %%r1, [count], 1;\n"
+		 "\tld.const.u32 %%r2, [coef+4];\n\tret;\n}\n", head);
+	/* mix only reads a constant; the counter is there, unused. */
+	snprintf(img_cread, sizeof(img_cread),
+		 ".version 8.0\n.target sm_90\n.address_size 64\n"
+		 ".global .align 4 .u32 count;\n"
+		 ".const .align 4 .f32 coef[4];\n%s"
+		 "\tld.const.u32 %%r2, [coef];\n\tret;\n}\n", head);
+	/* A .const declaration this parser cannot read. */
+	snprintf(img_opaque, sizeof(img_opaque),
+		 ".version 8.0\n.target sm_90\n.address_size 64\n"
+		 ".const .align 4 .f32 %%odd;\n%s\tret;\n}\n", head);
+	ptxtab_globals_init(NULL);
+	ptxtab_scan(PTXTAB_MODULE, &h_mod_a, img_vars);
+	ptxtab_scan(PTXTAB_MODULE, &h_mod_b, img_cread);
+	ptxtab_scan(PTXTAB_LIBRARY, &h_lib, img_vars);
+	v = vars_of(&h_fa, 0, 5, mix_size);
+	assert_true(v.rw > PTXTAB_GLOBALS_ID && v.ro > PTXTAB_GLOBALS_ID);
+	assert_int_not_equal(v.rw, v.ro);
+	/* Reading a constant only: the image's counter is not reached. */
+	vk = vars_of(&h_fb, 0, 5, mix_size);
+	assert_int_equal(vk.rw, 0);
+	assert_true(vk.ro > PTXTAB_GLOBALS_ID);
+	assert_int_not_equal(vk.ro, v.ro);
+	/* Not from a file. */
+	assert_int_equal(vars_of(&h_ffile, 0, 5, mix_size).ro,
+			 KPARAMS_GLOBALS_UNKNOWN);
+
+	/* Located: each variable with its kind's id. */
+	assert_int_equal(symbol_at(0x7000), 0);
+	ptxtab_symbol_add(PTXTAB_MODULE, &h_mod_a, "count", 0x7000, 4);
+	ptxtab_symbol_add(PTXTAB_MODULE, &h_mod_a, "coef", 0x7100, 16);
+	ptxtab_symbol_add(PTXTAB_MODULE, &h_mod_b, "coef", 0x8100, 16);
+	assert_int_equal(symbol_at(0x7000), v.rw);
+	assert_int_equal(symbol_at(0x7003), v.rw);
+	assert_int_equal(symbol_at(0x7004), 0);
+	assert_int_equal(symbol_at(0x7100), v.ro);
+	assert_int_equal(symbol_at(0x710f), v.ro);
+	assert_int_equal(symbol_at(0x7110), 0);
+	assert_int_equal(symbol_at(0x8108), vk.ro);
+	/* A name its PTX does not declare, an unknown image: not kept. */
+	ptxtab_symbol_add(PTXTAB_MODULE, &h_mod_a, "nope", 0x9000, 8);
+	ptxtab_symbol_add(PTXTAB_MODULE, &h_mod_file, "coef", 0x9100, 8);
+	assert_int_equal(symbol_at(0x9000), 0);
+	assert_int_equal(symbol_at(0x9100), 0);
+	/* Nothing from an empty or wrapping range. */
+	ptxtab_symbol_add(PTXTAB_MODULE, &h_mod_a, "coef", 0x9200, 0);
+	ptxtab_symbol_add(PTXTAB_MODULE, &h_mod_a, "coef", UINT64_MAX - 4, 16);
+	assert_int_equal(symbol_at(0x9200), 0);
+	assert_int_equal(symbol_at(UINT64_MAX - 2), 0);
+	/* The library's variable, then its context goes: forgotten. */
+	ptxtab_symbol_add(PTXTAB_LIBRARY, &h_lib, "coef", 0xa000, 16);
+	assert_int_equal(symbol_at(0xa000), vars_of(&h_k, 1, 5, mix_size).ro);
+	/* A range given to another variable replaces the older claim. */
+	ptxtab_symbol_add(PTXTAB_MODULE, &h_mod_b, "count", 0x7100, 4);
+	assert_true(symbol_at(0x7100) > PTXTAB_GLOBALS_ID);
+	assert_int_not_equal(symbol_at(0x7100), v.ro);
+	assert_int_not_equal(symbol_at(0x7100), v.rw);
+	ptxtab_modules_gone();
+	assert_int_equal(symbol_at(0xa000), 0);
+	assert_int_equal(symbol_at(0x7000), 0);
+	assert_int_equal(symbol_at(0x8108), 0);
+	/* Unloaded: forgotten. */
+	ptxtab_scan(PTXTAB_MODULE, &h_mod_a, img_vars);
+	ptxtab_symbol_add(PTXTAB_MODULE, &h_mod_a, "coef", 0x7100, 16);
+	assert_true(symbol_at(0x7100) > PTXTAB_GLOBALS_ID);
+	ptxtab_unload(PTXTAB_MODULE, &h_mod_a);
+	assert_int_equal(symbol_at(0x7100), 0);
+	/* An unreadable .const: every kernel of the text reads constants. */
+	ptxtab_scan(PTXTAB_MODULE, &h_mod_a, img_opaque);
+	v = vars_of(&h_fa, 0, 5, mix_size);
+	assert_int_equal(v.rw, 0);
+	assert_true(v.ro > PTXTAB_GLOBALS_ID);
+	/* KMUX_PTX_GLOBALS=0: nothing is located. */
+	ptxtab_scan(PTXTAB_MODULE, &h_mod_a, img_vars);
+	ptxtab_globals_init("0");
+	ptxtab_symbol_add(PTXTAB_MODULE, &h_mod_a, "coef", 0x7100, 16);
+	assert_int_equal(symbol_at(0x7100), 0);
+	ptxtab_globals_init(NULL);
+	ptxtab_unload(PTXTAB_MODULE, &h_mod_a);
+	ptxtab_unload(PTXTAB_MODULE, &h_mod_b);
+	ptxtab_unload(PTXTAB_LIBRARY, &h_lib);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -471,6 +593,7 @@ int main(void)
 		T(test_no_driver_no_verdict),
 		T(test_extents),
 		T(test_globals),
+		T(test_constants_and_symbols),
 #undef T
 	};
 

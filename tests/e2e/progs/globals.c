@@ -4,11 +4,15 @@
  * parameter, with independent kernels between them (t5j-streams-globals.sh).
  * simcuda runs vars.so's kernels (tests/simcuda/kernels/vars.c).
  *
- *   globals ptx|noptx
+ *   globals ptx|noptx|const
  *     ptx	the module loaded as PTX text that declares `state` and
  *		names it in vadd and vread (what nvcc emits): kmux reads it
  *     noptx	the same module loaded by path (simcuda's stand-in for an
  *		image with SASS only): kmux cannot see the variable
+ *     const	a `__constant__ coef` the host sets before each round
+ *		(cudaMemcpyToSymbol), read by vscale on a buffer of the
+ *		round's own, with a long vtouch per round beside it (see
+ *		run_const())
  *
  * The program sets `state` with a copy to the address cuModuleGetGlobal
  * gives (as cudaMemcpyToSymbol does), then launches, eight times, vadd
@@ -58,6 +62,28 @@ static const char ptx[] =
 	".visible .entry vreset()\n{\n\t.reg .b32 %r<2>;\n\n"
 	"\tmov.u32 %r1, 0;\n\tst.global.u32 [state], %r1;\n\tret;\n}\n";
 
+/* What nvcc emits for vscale and vtouch beside `__constant__ unsigned coef`. */
+static const char ptx_const[] =
+	".version 8.0\n.target sm_90\n.address_size 64\n\n"
+	".const .align 4 .u32 coef;\n\n"
+	".visible .entry vscale(\n"
+	"\t.param .u64 vscale_param_0,\n\t.param .u32 vscale_param_1\n)\n{\n"
+	"\t.reg .b32 %r<4>;\n\t.reg .b64 %rd<3>;\n\n"
+	"\tld.param.u64 %rd1, [vscale_param_0];\n"
+	"\tcvta.to.global.u64 %rd2, %rd1;\n"
+	"\tld.const.u32 %r1, [coef];\n"
+	"\tld.global.u32 %r2, [%rd2];\n"
+	"\tmad.lo.s32 %r3, %r2, %r1, 1;\n"
+	"\tst.global.u32 [%rd2], %r3;\n\tret;\n}\n\n"
+	".visible .entry vtouch(\n"
+	"\t.param .u64 vtouch_param_0,\n\t.param .u32 vtouch_param_1\n)\n{\n"
+	"\t.reg .b32 %r<4>;\n\t.reg .b64 %rd<3>;\n\n"
+	"\tld.param.u64 %rd1, [vtouch_param_0];\n"
+	"\tcvta.to.global.u64 %rd2, %rd1;\n"
+	"\tld.global.u32 %r1, [%rd2];\n"
+	"\tmad.lo.s32 %r2, %r1, 5, 1;\n"
+	"\tst.global.u32 [%rd2], %r2;\n\tret;\n}\n";
+
 static int is(const struct simcuda_op_info *o, const char *name)
 {
 	return o->kind == SIMCUDA_OP_KERNEL && !strcmp(o->name, name);
@@ -98,6 +124,91 @@ static void count_pairs(int *pairs, int *beside)
 	}
 }
 
+/* Copies that ran while a vtouch did. */
+static int copies_beside_touch(void)
+{
+	struct simcuda_op_info a, b;
+	size_t n = simcuda_op_count();
+	int k = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		int near = 0;
+
+		if (simcuda_op_get(i, &a) || a.kind != SIMCUDA_OP_MEMCPY)
+			continue;
+		for (size_t j = 0; j < n; j++)
+			if (!simcuda_op_get(j, &b) && is(&b, "vtouch"))
+				near |= overlap(&a, &b);
+		k += near;
+	}
+	return k;
+}
+
+/*
+ * Each round: set coef (a copy to the address cuModuleGetGlobal gives),
+ * vscale a buffer of the round's own by it (3 ms), and vtouch another
+ * (8 ms), which reaches neither.  Prints the scaled values ("scaled ..."),
+ * "scale ok" when each is the one its round's coef gives, how many coef
+ * copies ran beside a vtouch ("copies beside K"), "conflicts none".  A
+ * copy that overtook the previous round's vscale would change its value
+ * (and simcuda's check would find the overlap); a copy that waited for
+ * everything (a barrier) never runs beside a vtouch.
+ */
+static int run_const(const char *so)
+{
+	static char image[8192];
+	CUdeviceptr coef, buf[ROUNDS], touch[ROUNDS];
+	unsigned got[ROUNDS], c[ROUNDS];
+	CUfunction vscale, vtouch;
+	size_t bytes = 0;
+	char msg[512];
+	int ok = 1, beside;
+	CUmodule m;
+
+	snprintf(image, sizeof(image), "// simcuda-module: %s\n%s", so,
+		 ptx_const);
+	CHECK(cuModuleLoadData(&m, image));
+	CHECK(cuModuleGetFunction(&vscale, m, "vscale"));
+	CHECK(cuModuleGetFunction(&vtouch, m, "vtouch"));
+	CHECK(cuModuleGetGlobal(&coef, &bytes, m, "coef"));
+	for (int i = 0; i < ROUNDS; i++) {
+		CHECK(cuMemAlloc(&buf[i], sizeof(unsigned)));
+		CHECK(cuMemAlloc(&touch[i], sizeof(unsigned)));
+		CHECK(cuMemsetD32(buf[i], (unsigned)i + 2, 1));
+		CHECK(cuMemsetD32(touch[i], 0, 1));
+	}
+	CHECK(cuCtxSynchronize());
+	simcuda_records_clear();
+	for (int i = 0; i < ROUNDS; i++) {
+		unsigned us = 3000, tus = 8000;
+		void *as[] = { &buf[i], &us }, *at[] = { &touch[i], &tus };
+
+		c[i] = (unsigned)i * 7 + 3;
+		CHECK(cuMemcpyHtoD(coef, &c[i], sizeof(c[i])));
+		CHECK(cuLaunchKernel(vscale, 1, 1, 1, 1, 1, 1, 0, NULL, as,
+				     NULL));
+		CHECK(cuLaunchKernel(vtouch, 1, 1, 1, 1, 1, 1, 0, NULL, at,
+				     NULL));
+	}
+	CHECK(cuCtxSynchronize());
+	beside = copies_beside_touch();
+	if (simcuda_check(msg, sizeof(msg)) != 0) {
+		fprintf(stderr, "globals: %s\n", msg);
+		return 1;
+	}
+	printf("scaled");
+	for (int i = 0; i < ROUNDS; i++) {
+		CHECK(cuMemcpyDtoH(&got[i], buf[i], sizeof(got[i])));
+		printf(" %u", got[i]);
+		ok &= got[i] == ((unsigned)i + 2) * c[i] + 1;
+	}
+	printf("\n");
+	if (ok)
+		printf("scale ok\n");
+	printf("copies beside %d\nconflicts none\n", beside);
+	return ok ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mod = e2e_module_path(), *slash, *mode = argc == 2 ?
@@ -113,8 +224,9 @@ int main(int argc, char **argv)
 	CUdevice dev;
 	CUmodule m;
 
-	if (strcmp(mode, "ptx") && strcmp(mode, "noptx")) {
-		fprintf(stderr, "usage: globals ptx|noptx\n");
+	if (strcmp(mode, "ptx") && strcmp(mode, "noptx") &&
+	    strcmp(mode, "const")) {
+		fprintf(stderr, "usage: globals ptx|noptx|const\n");
 		return 2;
 	}
 	slash = strrchr(mod, '/');
@@ -124,6 +236,8 @@ int main(int argc, char **argv)
 	CHECK(cuInit(0));
 	CHECK(cuDeviceGet(&dev, 0));
 	CHECK(cuCtxCreate(&ctx, NULL, 0, dev));
+	if (!strcmp(mode, "const"))
+		return run_const(so);
 	CHECK(cuModuleLoadData(&m, strcmp(mode, "ptx") ? so : image));
 	CHECK(cuModuleGetFunction(&vadd, m, "vadd"));
 	CHECK(cuModuleGetFunction(&vread, m, "vread"));

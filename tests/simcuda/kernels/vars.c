@@ -9,8 +9,11 @@
  *   vread(unsigned *out, unsigned us)	*out = state
  *   vreset()				state = 0, 2 ms: no parameters at all
  *   vtouch(unsigned *p, unsigned us)	p[0] = p[0] * 5 + 1: parameters only
+ *   vscale(unsigned *p, unsigned us)	p[0] = p[0] * coef + 1: reads coef
  *
- * `state` is the module's one variable (4 bytes, zeroed at load).
+ * `state` (a `__device__` variable) and `coef` (a `__constant__` one, which
+ * only the host writes) are the module's variables, 4 bytes each, zeroed
+ * at load.
  */
 #include "simcuda.h"
 
@@ -62,8 +65,20 @@ static void vtouch(struct sim_kctx *k, void **params)
 		*p = *p * 5 + 1;
 }
 
+static void vscale(struct sim_kctx *k, void **params)
+{
+	unsigned *c, *p;
+
+	k->duration_us = SIM_ARG(params, 1, unsigned);
+	c = sim_mem(k, sim_var(k, "coef"), sizeof(*c), SIM_READ);
+	p = sim_mem(k, SIM_ARG(params, 0, CUdeviceptr), sizeof(*p), SIM_RW);
+	if (c && p)
+		*p = *p * *c + 1;
+}
+
 const struct sim_var simcuda_vars[] = {
 	{ "state", sizeof(unsigned) },
+	{ "coef", sizeof(unsigned) },
 	{ 0 },
 };
 
@@ -72,5 +87,6 @@ const struct sim_kernel simcuda_kernels[] = {
 	{ "vread", vread, 2, { 8, 4 }, 0 },
 	{ "vtouch", vtouch, 2, { 8, 4 }, 0 },
 	{ "vreset", vreset, 0, { 0 }, 0 },
+	{ "vscale", vscale, 2, { 8, 4 }, 0 },
 	{ 0 },
 };
