@@ -11,7 +11,8 @@
 #   run       kmux run --streams 16
 #   run-off   the same with KMUX_PTX_GLOBALS=0: the copy is a barrier, as
 #             before the located variables (the baseline)
-#   verify    kmux verify --stdout --streams 16 (identical?)
+#   verify    kmux verify --streams 16: the device-to-host copies identical?
+#             (not --stdout: the program prints its own timing)
 # Reports each way's median roi_ms, the median over rounds of the per-round
 # ratios, runs whose checksum equals plain's, and kmux's own counts
 # (barriers, variables located).  One traced run shows which driver copy
@@ -46,7 +47,7 @@ for ((i = 1; i <= REPS; i++)); do
 		plain) "$P" >"$out" 2>"$out.err" ;;
 		run) KMUX_LOG=info kmux_cli run --streams "$N" -- "$P" >"$out" 2>"$out.err" ;;
 		run-off) KMUX_PTX_GLOBALS=0 KMUX_LOG=info kmux_cli run --streams "$N" -- "$P" >"$out" 2>"$out.err" ;;
-		verify) KMUX_LOG=info kmux_cli verify --stdout --streams "$N" -- "$P" >"$out" 2>"$out.err" ;;
+		verify) KMUX_LOG=info kmux_cli verify --streams "$N" -- "$P" >"$out" 2>"$out.err" ;;
 		esac
 		rc=$?
 		case $w in
@@ -110,7 +111,7 @@ for (cat, name), k in sorted(c.items(), key=str):
 	echo '    $W/bin/const_symbol'
 	echo "    KMUX_LOG=info build/kmux run --streams $N -- \$W/bin/const_symbol"
 	echo "    KMUX_PTX_GLOBALS=0 KMUX_LOG=info build/kmux run --streams $N -- \$W/bin/const_symbol"
-	echo "    KMUX_LOG=info build/kmux verify --stdout --streams $N -- \$W/bin/const_symbol"
+	echo "    KMUX_LOG=info build/kmux verify --streams $N -- \$W/bin/const_symbol"
 	echo "    build/kmux trace -o \$W/trace.json --summary-json symbols-trace-summary.json -q -- \$W/bin/const_symbol"
 } >"$MD"
 cat "$MD"
