@@ -239,8 +239,15 @@ static int copy_sched(struct copy_call *cc, streams_issue_fn issue, void *arg,
 	default:
 		break;
 	}
-	copy_find_sched(cc->c.dst, &dst);
-	copy_find_sched(k == TRACE_MEMSET ? 0 : cc->c.src, &src);
+	/* The host side of a DtoH or HtoD copy is never a variable. */
+	if (k == TRACE_COPY_DTOH)
+		copy_find(cc->c.dst, &dst);
+	else
+		copy_find_sched(cc->c.dst, &dst);
+	if (k == TRACE_COPY_HTOD)
+		copy_find(cc->c.src, &src);
+	else
+		copy_find_sched(k == TRACE_MEMSET ? 0 : cc->c.src, &src);
 	if (sync && (k == TRACE_COPY_DTOH ||
 		     (k == TRACE_COPY_ANY && dst.known &&
 		      dst.a.kind == ALLOC_HOST_MAPPED))) {
