@@ -509,6 +509,18 @@ static int ptxtab_owner_verdict(enum ptxtab_owner kind, const void *handle,
 	} else if (img) {
 		/* Its own image has no PTX for it: no verdict by name. */
 		atomic_fetch_add(&ptxtab_unowned, 1);
+		/*
+		 * But it is the image's code, and may name any variable the
+		 * image's other PTX declares, which copies are ordered by
+		 * (ptxtab_symbol_add()): order it by them too.  Variables no
+		 * PTX declared stay unseen (their copies are barriers).
+		 */
+		if (ptxtab_globals_on) {
+			if (img->globals_id)
+				vars->rw = img->globals_id;
+			if (img->consts_id)
+				vars->ro = img->consts_id;
+		}
 	}
 	pthread_mutex_unlock(&ptxtab_mu);
 	return img != NULL;

@@ -569,6 +569,26 @@ static void test_constants_and_symbols(void **state)
 	v = vars_of(&h_fa, 0, 5, mix_size);
 	assert_int_equal(v.rw, 0);
 	assert_true(v.ro > PTXTAB_GLOBALS_ID);
+	/*
+	 * A kernel its image has no PTX for (a fatbin whose PTX covers other
+	 * kernels) may name the variables the PTX declares: ordered by both
+	 * ids.  An image without any PTX declares nothing: nobody can tell.
+	 */
+	ptxtab_scan(PTXTAB_MODULE, &h_mod_a,
+		    ".version 8.0\n.target sm_90\n.address_size 64\n"
+		    ".global .align 4 .u32 count;\n"
+		    ".const .align 4 .u32 coef;\n"
+		    ".visible .entry other()\n{\n\tret;\n}\n");
+	ptxtab_scan(PTXTAB_MODULE, &h_mod_b, img_no_ptx);
+	v = vars_of(&h_fa, 0, 5, mix_size);
+	assert_true(v.rw > PTXTAB_GLOBALS_ID && v.ro > PTXTAB_GLOBALS_ID);
+	assert_int_not_equal(v.rw, v.ro);
+	ptxtab_symbol_add(PTXTAB_MODULE, &h_mod_a, "coef", 0x7100, 4);
+	assert_int_equal(symbol_at(0x7100), v.ro);
+	v = vars_of(&h_fb, 0, 5, mix_size);
+	assert_int_equal(v.rw, KPARAMS_GLOBALS_UNKNOWN);
+	assert_int_equal(v.ro, KPARAMS_GLOBALS_UNKNOWN);
+	ptxtab_unload(PTXTAB_MODULE, &h_mod_b);
 	/* KMUX_PTX_GLOBALS=0: nothing is located. */
 	ptxtab_scan(PTXTAB_MODULE, &h_mod_a, img_vars);
 	ptxtab_globals_init("0");
