@@ -39,6 +39,7 @@
  * stack.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -87,6 +88,9 @@ static struct kp_table kp_first = {
 static struct kparams_driver kp_drv;
 static _Atomic(kparams_readonly_fn) kp_readonly;
 static _Atomic(kparams_span_fn) kp_span_filter;
+static _Atomic(kparams_extra_fn) kp_extra_find;
+/* Empty (lo == hi) until a variable is located: every word misses. */
+static _Atomic uint64_t kp_extra_lo, kp_extra_hi;
 /* Bumped by kparams_invalidate(); entries of an older one are re-learned. */
 static atomic_ulong kp_gen;
 /* Entries replaced in their slot, still pointed to by launch records. */
@@ -134,6 +138,7 @@ static void kp_retire(struct kernel_info *e)
 struct kp_collect {
 	struct alloc_table *t;
 	uint64_t lo, hi;		/* alloc_table_span(): others miss */
+	uint64_t xlo, xhi;		/* kp_extra_lo/hi at the start */
 	struct access *out;
 	uint64_t readonly;		/* struct kernel_info.readonly */
 	uint64_t has_extent;		/* struct kernel_info.has_extent */
@@ -161,6 +166,36 @@ void kparams_set_driver(const struct kparams_driver *drv)
 void kparams_set_span_filter(kparams_span_fn fn)
 {
 	atomic_store(&kp_span_filter, fn);
+}
+
+void kparams_set_extra(kparams_extra_fn fn)
+{
+	atomic_store(&kp_extra_find, fn);
+}
+
+void kparams_extra_span(uint64_t lo, uint64_t hi)
+{
+	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	uint64_t l, h;
+
+	if (hi <= lo)
+		return;
+	/* Rare (a variable located): writers take turns, readers do not. */
+	pthread_mutex_lock(&mu);
+	l = atomic_load(&kp_extra_lo);
+	h = atomic_load(&kp_extra_hi);
+	if (l == h || lo < l)
+		l = lo;
+	if (hi > h)
+		h = hi;
+	/*
+	 * hi first: a launch between the stores sees [old lo, new hi), which
+	 * holds both spans (old lo is 0 the first time).  A wider span only
+	 * costs lookups that miss.
+	 */
+	atomic_store(&kp_extra_hi, h);
+	atomic_store(&kp_extra_lo, l);
+	pthread_mutex_unlock(&mu);
 }
 
 void kparams_set_readonly(kparams_readonly_fn fn)
@@ -620,14 +655,34 @@ static void kp_add(struct kp_collect *c, const struct alloc *a, uint64_t w,
 static void kp_flush(struct kp_collect *c)
 {
 	struct alloc a[KP_BATCH];
-	int nw = c->nw;
+	int nw = c->nw, found;
 
 	c->nw = 0;
-	if (nw == 0 || alloc_table_find_batch(c->t, c->word, nw, a) <= 0)
+	if (nw == 0)
 		return;
-	for (int i = 0; i < nw && !c->full; i++)
-		if (a[i].id)
+	found = alloc_table_find_batch(c->t, c->word, nw, a);
+	if (found < 0 || (found == 0 && c->xhi == c->xlo))
+		return;
+	for (int i = 0; i < nw && !c->full; i++) {
+		if (a[i].id) {
 			kp_add(c, &a[i], c->word[i], c->wparam[i]);
+			continue;
+		}
+		/* A located module variable (kparams_set_extra()). */
+		if (unlikely(c->word[i] - c->xlo < c->xhi - c->xlo)) {
+			kparams_extra_fn fn = atomic_load_explicit(
+				&kp_extra_find, memory_order_relaxed);
+
+			if (fn && fn(c->word[i], &a[i]) == 0 && a[i].id)
+				kp_add(c, &a[i], c->word[i], c->wparam[i]);
+		}
+	}
+}
+
+/* Whether w is worth looking up: in the table's span or the variables'. */
+static inline bool kp_candidate(const struct kp_collect *c, uint64_t w)
+{
+	return w - c->lo < c->hi - c->lo || w - c->xlo < c->xhi - c->xlo;
 }
 
 /*
@@ -644,7 +699,7 @@ static inline void kp_scan(struct kp_collect *c, const unsigned char *p,
 	     j += 8) {
 		memcpy(&w, p + j, sizeof(w));
 		/* Most words (NULLs, sizes, scalars) are no pointer at all. */
-		if (w - c->lo >= c->hi - c->lo)
+		if (!kp_candidate(c, w))
 			continue;
 		c->word[c->nw] = w;
 		c->wparam[c->nw] = param;
@@ -664,6 +719,7 @@ static inline void kp_scan_words(struct kp_collect *c,
 {
 	const struct kp_word *wd = ki->words, *end = wd + ki->nwords;
 	uint64_t w, lo = c->lo, span = c->hi - c->lo;
+	uint64_t xlo = c->xlo, xspan = c->xhi - c->xlo;
 
 	for (; wd < end && !c->full; wd++) {
 		const unsigned char *p = kernel_params[wd->param];
@@ -672,7 +728,7 @@ static inline void kp_scan_words(struct kp_collect *c,
 			continue;
 		memcpy(&w, p + wd->off, sizeof(w));
 		/* Most words (NULLs, sizes, scalars) are no pointer at all. */
-		if (w - lo >= span)
+		if (w - lo >= span && w - xlo >= xspan)
 			continue;
 		c->word[c->nw] = w;
 		c->wparam[c->nw] = wd->param;
@@ -830,6 +886,8 @@ int kparams_collect_at(struct alloc_table *t, const struct kernel_info *ki,
 	/* Field by field: an initializer would clear dedup[] every launch. */
 	c.t = t;
 	alloc_table_span(t, &c.lo, &c.hi);
+	c.xlo = atomic_load_explicit(&kp_extra_lo, memory_order_relaxed);
+	c.xhi = atomic_load_explicit(&kp_extra_hi, memory_order_relaxed);
 	span_fn = atomic_load_explicit(&kp_span_filter, memory_order_relaxed);
 	if (span_fn) {
 		uint64_t lo, hi;

@@ -144,6 +144,20 @@ typedef void (*kparams_span_fn)(uint64_t *lo, uint64_t *hi);
 void kparams_set_span_filter(kparams_span_fn fn);
 
 /*
+ * Memory in no allocation that a parameter may still point into: the
+ * module variables the program located (ptx-table.h).  fn fills *a (a
+ * pseudo allocation: id, base, size, ALLOC_DEVICE) and returns 0, or
+ * returns -ENOENT.  Only words the allocation table does not know and that
+ * lie in the span kparams_extra_span() widened are looked up (none until
+ * then).  NULL: none.  Set at init.
+ */
+typedef int (*kparams_extra_fn)(uint64_t addr, struct alloc *a);
+void kparams_set_extra(kparams_extra_fn fn);
+
+/* Widen the span kparams_set_extra()'s lookups cover to hold [lo, hi). */
+void kparams_extra_span(uint64_t lo, uint64_t hi);
+
+/*
  * A module, library or context went away: the driver may hand its
  * function handles out again for other code, so every cached entry is
  * learned again on its next use (the old entries stay valid for whoever

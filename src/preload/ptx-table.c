@@ -393,15 +393,16 @@ static void ptxtab_symbols_overlapping_drop(uint64_t base, uint64_t end)
 	}
 }
 
-void ptxtab_symbol_add(enum ptxtab_owner kind, const void *handle,
-		       const char *name, uint64_t base, uint64_t size)
+int ptxtab_symbol_add(enum ptxtab_owner kind, const void *handle,
+		      const char *name, uint64_t base, uint64_t size)
 {
 	struct ptxtab_image *img;
 	uint64_t id;
+	int r = -ENOENT;
 
 	if (!ptxtab_globals_on || !name || !base || !size ||
 	    base + size < base)
-		return;
+		return -ENOENT;
 	pthread_mutex_lock(&ptxtab_mu);
 	/* The driver just gave this range to the variable: older claims go. */
 	ptxtab_symbols_overlapping_drop(base, base + size);
@@ -417,6 +418,7 @@ void ptxtab_symbol_add(enum ptxtab_owner kind, const void *handle,
 		if (!ns) {
 			/* Not located is unknown memory: a barrier. */
 			ptxtab_errors++;
+			r = -ENOMEM;
 			goto out;
 		}
 		img->sym = ns;
@@ -425,8 +427,23 @@ void ptxtab_symbol_add(enum ptxtab_owner kind, const void *handle,
 	img->sym[img->nsym++] = (struct ptxtab_symbol){ base, size, id };
 	atomic_fetch_add(&ptxtab_nsyms, 1);
 	atomic_fetch_add(&ptxtab_symbols_located, 1);
+	r = 0;
 out:
 	pthread_mutex_unlock(&ptxtab_mu);
+	return r;
+}
+
+int ptxtab_symbol_alloc(uint64_t addr, struct alloc *a)
+{
+	uint64_t id, base, size;
+
+	if (ptxtab_symbol_find(addr, &id, &base, &size) < 0)
+		return -ENOENT;
+	*a = (struct alloc){
+		.base = base, .size = size, .id = id, .kind = ALLOC_DEVICE,
+		.device = -1,
+	};
+	return 0;
 }
 
 int ptxtab_symbol_find(uint64_t addr, uint64_t *id, uint64_t *base,

@@ -124,10 +124,11 @@ uint64_t ptxtab_readonly(const void *f, int is_kernel, const char *name,
  * kept with the pseudo id of its kind (the one the kernels reaching it
  * use) until the image goes (ptxtab_unload()) or, for a library, its
  * context (ptxtab_modules_gone()); any other located range it overlaps is
- * forgotten.  Nothing when KMUX_PTX_GLOBALS is 0.
+ * forgotten.  Nothing when KMUX_PTX_GLOBALS is 0.  Returns 0 when the
+ * range is kept, else -ENOENT (or -ENOMEM).
  */
-void ptxtab_symbol_add(enum ptxtab_owner kind, const void *handle,
-		       const char *name, uint64_t base, uint64_t size);
+int ptxtab_symbol_add(enum ptxtab_owner kind, const void *handle,
+		      const char *name, uint64_t base, uint64_t size);
 
 /*
  * The located variable addr lies in: 0 with its pseudo id and range, or
@@ -135,6 +136,13 @@ void ptxtab_symbol_add(enum ptxtab_owner kind, const void *handle,
  */
 int ptxtab_symbol_find(uint64_t addr, uint64_t *id, uint64_t *base,
 		       uint64_t *size);
+
+/*
+ * ptxtab_symbol_find() as a pseudo allocation (kind ALLOC_DEVICE, device
+ * -1), for kernel parameters that point into a variable
+ * (kparams_set_extra()).
+ */
+int ptxtab_symbol_alloc(uint64_t addr, struct alloc *a);
 
 /* KMUX_LOG=info counters, at exit. */
 void ptxtab_report(void);

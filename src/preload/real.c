@@ -143,8 +143,10 @@ static void real_load(void)
 		.library_get_kernel = kmux_real.cuLibraryGetKernel,
 		.kernel_get_function = kmux_real.cuKernelGetFunction,
 	});
-	if (ptxtab_on)
+	if (ptxtab_on) {
 		kparams_set_readonly(ptxtab_readonly);
+		kparams_set_extra(ptxtab_symbol_alloc);
+	}
 	atomic_store_explicit(&kmux_real_state, 1, memory_order_release);
 }
 

@@ -15,8 +15,9 @@
  *
  * Locating a module variable (what cudaMemcpyToSymbol and
  * cudaGetSymbolAddress do first) tells ptx-table.h where the variable
- * lies, so that copies to and from it are ordered with the kernels that
- * reach it rather than being barriers.
+ * lies, so that copies to and from it, and kernels given a pointer into
+ * it, are ordered with the kernels that reach it by name (copies are not
+ * barriers then).
  */
 #include "ctx-stack.h"
 #include "kparams.h"
@@ -170,7 +171,8 @@ KMUX_EXPORT CUresult CUDAAPI cuModuleGetGlobal_v2(CUdeviceptr *dptr,
 	r = REAL(cuModuleGetGlobal_v2)(&p, &n, hmod, name);
 	if (r != CUDA_SUCCESS)
 		return r;
-	ptxtab_symbol_add(PTXTAB_MODULE, hmod, name, p, n);
+	if (ptxtab_symbol_add(PTXTAB_MODULE, hmod, name, p, n) == 0)
+		kparams_extra_span(p, p + n);
 	if (dptr)
 		*dptr = p;
 	if (bytes)
@@ -194,7 +196,8 @@ KMUX_EXPORT CUresult CUDAAPI cuLibraryGetGlobal(CUdeviceptr *dptr,
 	r = REAL(cuLibraryGetGlobal)(&p, &n, library, name);
 	if (r != CUDA_SUCCESS)
 		return r;
-	ptxtab_symbol_add(PTXTAB_LIBRARY, library, name, p, n);
+	if (ptxtab_symbol_add(PTXTAB_LIBRARY, library, name, p, n) == 0)
+		kparams_extra_span(p, p + n);
 	if (dptr)
 		*dptr = p;
 	if (bytes)

@@ -70,6 +70,23 @@ check "const, KMUX_PTX_GLOBALS=0: right, the copies are barriers (none beside: $
 "$KMUX" verify --streams 4 -- "$P" const >"$TMP/cverify" 2>&1
 check "const: kmux verify --streams 4: identical" [ $? -eq 0 ]
 
+# A pointer to the variable (cudaGetSymbolAddress) passed to vtouch, in
+# turns with vadd, which names it: the parameter points into the located
+# variable, so the two are ordered by its pseudo allocation.
+"$P" ptr >"$TMP/pplain" 2>&1
+check "ptr, unscheduled: exit 0, in order" grep -q '^order ok' "$TMP/pplain"
+KMUX_STREAMS=4 LD_PRELOAD=$PRELOAD "$P" ptr >"$TMP/pon" 2>&1
+rc=$?
+check "ptr, scheduled: exit 0 ($rc), the state program order gives, no conflicting overlap" \
+	eval '[ "$rc" = 0 ] && grep -q "^order ok" "$TMP/pon" && grep -q "^conflicts none" "$TMP/pon"'
+check "ptr, scheduled: the state equals the unscheduled run's" \
+	[ -n "$(val "$TMP/pon" state)" -a "$(val "$TMP/pon" state)" = "$(val "$TMP/pplain" state)" ]
+KMUX_PTX_GLOBALS=0 KMUX_STREAMS=4 LD_PRELOAD=$PRELOAD "$P" ptr >"$TMP/poff" 2>&1
+check "ptr, KMUX_PTX_GLOBALS=0 (control): simcuda finds vadd and vtouch overlapping" \
+	grep -q 'conflict: kernel v\(add\|touch\).*kernel v\(add\|touch\)' "$TMP/poff"
+"$KMUX" verify --streams 4 -- "$P" ptr >"$TMP/pverify" 2>&1
+check "ptr: kmux verify --streams 4: identical" [ $? -eq 0 ]
+
 # Only "0" is off.
 KMUX_PTX_GLOBALS=no KMUX_STREAMS=4 KMUX_LOG=warn LD_PRELOAD=$PRELOAD "$P" ptx \
 	>"$TMP/typo" 2>&1

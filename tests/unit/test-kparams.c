@@ -376,6 +376,85 @@ static void test_span_filter(void **state)
 			 2);
 }
 
+/*
+ * kparams_set_extra: located module variables, one outside the table's
+ * span and one inside it between two allocations.
+ */
+#define VAR_FAR 0x7f3000000000ull
+#define VAR_NEAR (A_BASE + 0x8000)
+#define VAR_ID 0x100000000000099ull
+
+static int extra_calls;
+
+static int extra_of_test(uint64_t addr, struct alloc *a)
+{
+	extra_calls++;
+	for (int i = 0; i < 2; i++) {
+		uint64_t base = i ? VAR_NEAR : VAR_FAR;
+
+		if (addr - base < 16) {
+			*a = (struct alloc){ .base = base, .size = 16,
+					     .id = VAR_ID + (uint64_t)i,
+					     .kind = ALLOC_DEVICE,
+					     .device = -1 };
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+static void test_extra_variables(void **state)
+{
+	struct fixture *fx = *state;
+	const struct kernel_info *ki = kparams_info(H(fake_saxpy()));
+	int n = 1 << 20;
+	uint64_t x = A_BASE + 8, y = VAR_FAR + 8;
+	void *kp[] = { &n, &x, &y };
+	struct access acc[8];
+
+	kparams_set_extra(extra_of_test);
+	/* No span yet: never asked. */
+	assert_int_equal(kparams_collect(fx->t, ki, kp, NULL, acc, 8, NULL),
+			 1);
+	assert_int_equal(extra_calls, 0);
+	kparams_extra_span(VAR_FAR, VAR_FAR + 16);
+	assert_int_equal(kparams_collect(fx->t, ki, kp, NULL, acc, 8, NULL),
+			 2);
+	assert_access(&acc[0], fx->a, A_BASE, ALLOC_DEVICE, 1);
+	assert_access(&acc[1], VAR_ID, VAR_FAR, ALLOC_DEVICE, 2);
+	/* Just past it: outside the span, not asked. */
+	y = VAR_FAR + 16;
+	assert_int_equal(kparams_collect(fx->t, ki, kp, NULL, acc, 8, NULL),
+			 1);
+	/* Inside the table's span, in no allocation: asked once widened. */
+	y = VAR_NEAR + 4;
+	kparams_extra_span(VAR_NEAR, VAR_NEAR + 16);
+	assert_int_equal(kparams_collect(fx->t, ki, kp, NULL, acc, 8, NULL),
+			 2);
+	assert_access(&acc[1], VAR_ID + 1, VAR_NEAR, ALLOC_DEVICE, 2);
+	/* The extra form too. */
+	{
+		unsigned char buf[24] = { 0 };
+
+		put64(buf, 8, x);
+		put64(buf, 16, VAR_FAR);
+		assert_int_equal(collect_extra(fx, ki, buf, sizeof(buf), acc,
+					       8, NULL), 2);
+		assert_access(&acc[1], VAR_ID, VAR_FAR, ALLOC_DEVICE, 2);
+	}
+	/* Allocations win; a scalar outside both spans is not asked. */
+	extra_calls = 0;
+	y = B_BASE;
+	n = 12345;
+	assert_int_equal(kparams_collect(fx->t, ki, kp, NULL, acc, 8, NULL),
+			 2);
+	assert_int_equal(extra_calls, 0);
+	kparams_set_extra(NULL);
+	y = VAR_FAR;
+	assert_int_equal(kparams_collect(fx->t, ki, kp, NULL, acc, 8, NULL),
+			 1);
+}
+
 static void test_extra_form(void **state)
 {
 	struct fixture *fx = *state;
@@ -1320,6 +1399,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_layout_learned, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_span_filter, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_extra_variables, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_kernel_params_form, setup,
 						teardown),

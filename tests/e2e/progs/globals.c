@@ -4,7 +4,7 @@
  * parameter, with independent kernels between them (t5j-streams-globals.sh).
  * simcuda runs vars.so's kernels (tests/simcuda/kernels/vars.c).
  *
- *   globals ptx|noptx|const
+ *   globals ptx|noptx|const|ptr
  *     ptx	the module loaded as PTX text that declares `state` and
  *		names it in vadd and vread (what nvcc emits): kmux reads it
  *     noptx	the same module loaded by path (simcuda's stand-in for an
@@ -13,6 +13,9 @@
  *		(cudaMemcpyToSymbol), read by vscale on a buffer of the
  *		round's own, with a long vtouch per round beside it (see
  *		run_const())
+ *     ptr	the PTX module; vadd reaches `state` by name and vtouch is
+ *		given its address (cudaGetSymbolAddress) as a parameter,
+ *		in turns (see run_ptr())
  *
  * The program sets `state` with a copy to the address cuModuleGetGlobal
  * gives (as cudaMemcpyToSymbol does), then launches, eight times, vadd
@@ -209,6 +212,60 @@ static int run_const(const char *so)
 	return ok ? 0 : 1;
 }
 
+/*
+ * ROUNDS times: vadd (state = state * 3 + v, by name), then vtouch on the
+ * state's own address (state = state * 5 + 1, through its parameter);
+ * then vread.  Prints "state S", "order ok" when S is program order's,
+ * and "conflicts none", or exits 1 with simcuda's message.
+ */
+static int run_ptr(const char *image)
+{
+	CUdeviceptr var, out;
+	CUfunction vadd, vtouch, vread;
+	unsigned seed = 7, s, got = 0;
+	size_t bytes = 0;
+	char msg[512];
+	CUmodule m;
+
+	CHECK(cuModuleLoadData(&m, image));
+	CHECK(cuModuleGetFunction(&vadd, m, "vadd"));
+	CHECK(cuModuleGetFunction(&vtouch, m, "vtouch"));
+	CHECK(cuModuleGetFunction(&vread, m, "vread"));
+	CHECK(cuModuleGetGlobal(&var, &bytes, m, "state"));
+	CHECK(cuMemAlloc(&out, sizeof(unsigned)));
+	CHECK(cuMemcpyHtoD(var, &seed, sizeof(seed)));
+	CHECK(cuCtxSynchronize());
+	simcuda_records_clear();
+	s = seed;
+	for (int i = 0; i < ROUNDS; i++) {
+		unsigned v = (unsigned)i + 1, us = 2000;
+		void *aa[] = { &v, &us }, *at[] = { &var, &us };
+
+		CHECK(cuLaunchKernel(vadd, 1, 1, 1, 1, 1, 1, 0, NULL, aa, NULL));
+		CHECK(cuLaunchKernel(vtouch, 1, 1, 1, 1, 1, 1, 0, NULL, at,
+				     NULL));
+		s = (s * 3 + v) * 5 + 1;
+	}
+	{
+		unsigned us = 1000;
+		void *ar[] = { &out, &us };
+
+		CHECK(cuLaunchKernel(vread, 1, 1, 1, 1, 1, 1, 0, NULL, ar,
+				     NULL));
+	}
+	CHECK(cuMemcpyDtoH(&got, out, sizeof(got)));
+	CHECK(cuCtxSynchronize());
+	printf("state %u\n", got);
+	if (got == s)
+		printf("order ok\n");
+	if (simcuda_check(msg, sizeof(msg)) != 0) {
+		fprintf(stderr, "globals: %s\n", msg);
+		return 1;
+	}
+	printf("conflicts none\n");
+	return got == s ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mod = e2e_module_path(), *slash, *mode = argc == 2 ?
@@ -225,8 +282,8 @@ int main(int argc, char **argv)
 	CUmodule m;
 
 	if (strcmp(mode, "ptx") && strcmp(mode, "noptx") &&
-	    strcmp(mode, "const")) {
-		fprintf(stderr, "usage: globals ptx|noptx|const\n");
+	    strcmp(mode, "const") && strcmp(mode, "ptr")) {
+		fprintf(stderr, "usage: globals ptx|noptx|const|ptr\n");
 		return 2;
 	}
 	slash = strrchr(mod, '/');
@@ -238,6 +295,8 @@ int main(int argc, char **argv)
 	CHECK(cuCtxCreate(&ctx, NULL, 0, dev));
 	if (!strcmp(mode, "const"))
 		return run_const(so);
+	if (!strcmp(mode, "ptr"))
+		return run_ptr(image);
 	CHECK(cuModuleLoadData(&m, strcmp(mode, "ptx") ? so : image));
 	CHECK(cuModuleGetFunction(&vadd, m, "vadd"));
 	CHECK(cuModuleGetFunction(&vread, m, "vread"));
