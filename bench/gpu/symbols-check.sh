@@ -16,7 +16,12 @@
 # Reports each way's median roi_ms, the median over rounds of the per-round
 # ratios, runs whose checksum equals plain's, and kmux's own counts
 # (barriers, variables located).  One traced run shows which driver copy
-# cudart makes.  Output: $OUT/symbols-check.md, $OUT/symbols-check.log.
+# cudart makes.  Then progs/symbol_ptr.cu (a `__device__` variable named by
+# one kernel and reached through a cudaGetSymbolAddress pointer by another,
+# alternating) SYMBOLS_PTR_REPS times (default 5): plain, kmux run
+# --streams 16, and, when SYMBOLS_OLD_LIB names a library, the same run
+# with it (KMUX_LIBRARY: the control).  Output: $OUT/symbols-check.md,
+# $OUT/symbols-check.log.
 set -u
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 LOG=$OUT/symbols-check.log
@@ -69,6 +74,34 @@ for ((i = 1; i <= REPS; i++)); do
 done
 median() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 
+# The pointer case: right or wrong, each way.
+PP=$WORK/bin/symbol_ptr
+PREPS=${SYMBOLS_PTR_REPS:-5}
+OLD=${SYMBOLS_OLD_LIB:-}
+pways=(plain run)
+[ -n "$OLD" ] && pways+=(run-old)
+declare -A pgood
+for w in "${pways[@]}"; do pgood[$w]=0; done
+if nv "$PP" $NVCCFLAGS "$PROGS/symbol_ptr.cu"; then
+	for ((i = 1; i <= PREPS; i++)); do
+		for w in "${pways[@]}"; do
+			out=$WORK/p-$w.$i
+			case $w in
+			plain) "$PP" >"$out" 2>&1 ;;
+			run) KMUX_LOG=info kmux_cli run --streams "$N" -- "$PP" >"$out" 2>&1 ;;
+			run-old) KMUX_LIBRARY=$OLD KMUX_LOG=info kmux_cli run --streams "$N" -- "$PP" >"$out" 2>&1 ;;
+			esac
+			rc=$?
+			ok=$([ "$rc" = 0 ] && grep -q '^order ok' "$out" && echo 1 || echo 0)
+			pgood[$w]=$((pgood[$w] + ok))
+			{ echo "----- symbol_ptr $w, run $i: exit $rc, right: $ok"; grep -E '^state|^order|streams: pid|ptx-readonly: pid' "$out" | cut -c1-600; } >>"$LOG"
+		done
+	done
+	log "symbol_ptr: $(for w in "${pways[@]}"; do printf '%s %s/%s; ' "$w" "${pgood[$w]}" "$PREPS"; done)"
+else
+	log "symbol_ptr: build failed"
+fi
+
 MD=$OUT/symbols-check.md
 {
 	echo "# A \`__constant__\` set before each step (cudaMemcpyToSymbol)"
@@ -93,6 +126,13 @@ MD=$OUT/symbols-check.md
 			sed -e 's/.*streams: pid [0-9]*: //' -e 's/.*errors; //' -e 's/; events after.*//' | tr '\n' ' ' | cut -c1-600)"
 	done
 	echo
+	echo "symbol_ptr (a pointer to a \`__device__\` variable as a parameter), runs whose state is program order's:"
+	echo
+	echo "| way | right |"
+	echo "|---|---|"
+	for w in "${pways[@]}"; do echo "| $w | ${pgood[$w]:-0} of $PREPS |"; done
+	[ -n "$OLD" ] && echo && echo "run-old: KMUX_LIBRARY=$OLD (sha256 $(sha256sum "$OLD" | cut -c1-12))"
+	echo
 	echo "The traced run's copies and syncs by kind (kmux trace):"
 	echo
 	echo '```'
@@ -113,5 +153,8 @@ for (cat, name), k in sorted(c.items(), key=str):
 	echo "    KMUX_PTX_GLOBALS=0 KMUX_LOG=info build/kmux run --streams $N -- \$W/bin/const_symbol"
 	echo "    KMUX_LOG=info build/kmux verify --streams $N -- \$W/bin/const_symbol"
 	echo "    build/kmux trace -o \$W/trace.json --summary-json symbols-trace-summary.json -q -- \$W/bin/const_symbol"
+	echo "    $NVCC $NVCCFLAGS bench/gpu/progs/symbol_ptr.cu -o \$W/bin/symbol_ptr"
+	echo "    \$W/bin/symbol_ptr; KMUX_LOG=info build/kmux run --streams $N -- \$W/bin/symbol_ptr"
+	[ -n "$OLD" ] && echo "    KMUX_LIBRARY=$OLD KMUX_LOG=info build/kmux run --streams $N -- \$W/bin/symbol_ptr"
 } >"$MD"
 cat "$MD"
