@@ -155,7 +155,24 @@ KMUX_EXPORT CUresult CUDAAPI cuLibraryUnload(CUlibrary library)
 	return r;
 }
 
-/* The driver's answer, also when the caller asked for only one half. */
+/*
+ * The driver located variable name of (kind, handle) at p, n bytes: keep
+ * where it lies, then give the caller what it asked for (either pointer
+ * may be NULL; kmux asked for both).
+ */
+static CUresult module_var_located(enum ptxtab_owner kind, const void *handle,
+				   const char *name, CUdeviceptr p, size_t n,
+				   CUdeviceptr *dptr, size_t *bytes)
+{
+	if (ptxtab_symbol_add(kind, handle, name, p, n) == 0)
+		kparams_extra_span(p, p + n);
+	if (dptr)
+		*dptr = p;
+	if (bytes)
+		*bytes = n;
+	return CUDA_SUCCESS;
+}
+
 KMUX_EXPORT CUresult CUDAAPI cuModuleGetGlobal_v2(CUdeviceptr *dptr,
 						  size_t *bytes, CUmodule hmod,
 						  const char *name)
@@ -171,13 +188,7 @@ KMUX_EXPORT CUresult CUDAAPI cuModuleGetGlobal_v2(CUdeviceptr *dptr,
 	r = REAL(cuModuleGetGlobal_v2)(&p, &n, hmod, name);
 	if (r != CUDA_SUCCESS)
 		return r;
-	if (ptxtab_symbol_add(PTXTAB_MODULE, hmod, name, p, n) == 0)
-		kparams_extra_span(p, p + n);
-	if (dptr)
-		*dptr = p;
-	if (bytes)
-		*bytes = n;
-	return r;
+	return module_var_located(PTXTAB_MODULE, hmod, name, p, n, dptr, bytes);
 }
 
 KMUX_EXPORT CUresult CUDAAPI cuLibraryGetGlobal(CUdeviceptr *dptr,
@@ -196,11 +207,6 @@ KMUX_EXPORT CUresult CUDAAPI cuLibraryGetGlobal(CUdeviceptr *dptr,
 	r = REAL(cuLibraryGetGlobal)(&p, &n, library, name);
 	if (r != CUDA_SUCCESS)
 		return r;
-	if (ptxtab_symbol_add(PTXTAB_LIBRARY, library, name, p, n) == 0)
-		kparams_extra_span(p, p + n);
-	if (dptr)
-		*dptr = p;
-	if (bytes)
-		*bytes = n;
-	return r;
+	return module_var_located(PTXTAB_LIBRARY, library, name, p, n, dptr,
+				  bytes);
 }

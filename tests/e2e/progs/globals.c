@@ -37,6 +37,17 @@
 #define ROUNDS 8
 #define NREAD (ROUNDS / 4 + 2)
 
+/* vtouch reaches its parameter only (both modules have it). */
+#define PTX_VTOUCH \
+	".visible .entry vtouch(\n" \
+	"\t.param .u64 vtouch_param_0,\n\t.param .u32 vtouch_param_1\n)\n{\n" \
+	"\t.reg .b32 %r<4>;\n\t.reg .b64 %rd<3>;\n\n" \
+	"\tld.param.u64 %rd1, [vtouch_param_0];\n" \
+	"\tcvta.to.global.u64 %rd2, %rd1;\n" \
+	"\tld.global.u32 %r1, [%rd2];\n" \
+	"\tmad.lo.s32 %r2, %r1, 5, 1;\n" \
+	"\tst.global.u32 [%rd2], %r2;\n\tret;\n}\n"
+
 static const char ptx[] =
 	".version 8.0\n.target sm_90\n.address_size 64\n\n"
 	".global .align 4 .u32 state;\n\n"
@@ -54,14 +65,7 @@ static const char ptx[] =
 	"\tcvta.to.global.u64 %rd2, %rd1;\n"
 	"\tld.global.u32 %r1, [state];\n"
 	"\tst.global.u32 [%rd2], %r1;\n\tret;\n}\n\n"
-	".visible .entry vtouch(\n"
-	"\t.param .u64 vtouch_param_0,\n\t.param .u32 vtouch_param_1\n)\n{\n"
-	"\t.reg .b32 %r<4>;\n\t.reg .b64 %rd<3>;\n\n"
-	"\tld.param.u64 %rd1, [vtouch_param_0];\n"
-	"\tcvta.to.global.u64 %rd2, %rd1;\n"
-	"\tld.global.u32 %r1, [%rd2];\n"
-	"\tmad.lo.s32 %r2, %r1, 5, 1;\n"
-	"\tst.global.u32 [%rd2], %r2;\n\tret;\n}\n\n"
+	PTX_VTOUCH "\n"
 	".visible .entry vreset()\n{\n\t.reg .b32 %r<2>;\n\n"
 	"\tmov.u32 %r1, 0;\n\tst.global.u32 [state], %r1;\n\tret;\n}\n";
 
@@ -78,14 +82,7 @@ static const char ptx_const[] =
 	"\tld.global.u32 %r2, [%rd2];\n"
 	"\tmad.lo.s32 %r3, %r2, %r1, 1;\n"
 	"\tst.global.u32 [%rd2], %r3;\n\tret;\n}\n\n"
-	".visible .entry vtouch(\n"
-	"\t.param .u64 vtouch_param_0,\n\t.param .u32 vtouch_param_1\n)\n{\n"
-	"\t.reg .b32 %r<4>;\n\t.reg .b64 %rd<3>;\n\n"
-	"\tld.param.u64 %rd1, [vtouch_param_0];\n"
-	"\tcvta.to.global.u64 %rd2, %rd1;\n"
-	"\tld.global.u32 %r1, [%rd2];\n"
-	"\tmad.lo.s32 %r2, %r1, 5, 1;\n"
-	"\tst.global.u32 [%rd2], %r2;\n\tret;\n}\n";
+	PTX_VTOUCH;
 
 static int is(const struct simcuda_op_info *o, const char *name)
 {
