@@ -16,17 +16,21 @@ pid=$(jq_job "$a" 'j["pid"]')
 t0=$(now_us)
 kill -9 "$pid"
 reaped=""
-for i in $(seq 20); do
+# Each look is a `kmux ps` and a Python: on a loaded machine the looking
+# alone can take longer than the reaping, so the 1 s is judged by the
+# daemon's own record of when it reaped (end_us), and the looking only
+# has to see it happen.
+for i in $(seq 200); do
 	if [ "$(jq_job "$a" 'j["state"]')" = exited ]; then
 		reaped=$(now_us)
 		break
 	fi
 	sleep 0.05
 done
-check "reaped within 1 s ($(( (${reaped:-0} - t0) / 1000 )) ms)" \
-	cond '[ -n "$reaped" ] && [ $((reaped - t0)) -lt 1000000 ]'
-check "  ... end time recorded within 1 s of the kill" \
-	[ $(( $(jq_job "$a" 'j["end_us"]') - t0 )) -lt 1000000 ]
+check "ps shows it exited (seen $(( (${reaped:-0} - t0) / 1000 )) ms after the kill)" [ -n "$reaped" ]
+end=$(jq_job "$a" 'j["end_us"]')
+check "  ... reaped within 1 s: kmuxd recorded its end $(( (${end:-0} - t0) / 1000 )) ms after the kill" \
+	cond '[ -n "$end" ] && [ "$end" -ge "$t0" ] && [ $((end - t0)) -lt 1000000 ]'
 check "  ... exited by SIGKILL, no exit code" [ "$(jq_job "$a" 'j["signal"], j["exit_code"]')" = "('KILL', None)" ]
 check "its memory went to the waiting job" wait_state "$b" running 10
 check "  ... which started within 1 s of the kill" [ $(( $(jq_job "$b" 'j["start_us"]') - t0 )) -lt 1000000 ]
