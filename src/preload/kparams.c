@@ -139,6 +139,7 @@ struct kp_collect {
 	struct alloc_table *t;
 	uint64_t lo, hi;		/* alloc_table_span(): others miss */
 	uint64_t xlo, xhi;		/* kp_extra_lo/hi at the start */
+	/* lo, hi hold both spans then: one compare per word either way. */
 	struct access *out;
 	uint64_t readonly;		/* struct kernel_info.readonly */
 	uint64_t has_extent;		/* struct kernel_info.has_extent */
@@ -652,6 +653,32 @@ static void kp_add(struct kp_collect *c, const struct alloc *a, uint64_t w,
  * so that the result (and where a full out stops it) is the same as word
  * by word.
  */
+/*
+ * The words of a batch that no allocation holds but that lie in the
+ * located variables' span: looked up there (kparams_set_extra()), into a.
+ * Returns how many were found.  Out of the launch path's way: only a
+ * program that located a variable gets here.
+ */
+static __attribute__((noinline, cold)) int
+kp_extra_fill(const struct kp_collect *c, struct alloc *a, int nw)
+{
+	kparams_extra_fn fn = atomic_load_explicit(&kp_extra_find,
+						   memory_order_relaxed);
+	int found = 0;
+
+	if (!fn)
+		return 0;
+	for (int i = 0; i < nw; i++) {
+		if (a[i].id || c->word[i] - c->xlo >= c->xhi - c->xlo)
+			continue;
+		if (fn(c->word[i], &a[i]) == 0 && a[i].id)
+			found++;
+		else
+			a[i].id = 0;
+	}
+	return found;
+}
+
 static void kp_flush(struct kp_collect *c)
 {
 	struct alloc a[KP_BATCH];
@@ -661,28 +688,13 @@ static void kp_flush(struct kp_collect *c)
 	if (nw == 0)
 		return;
 	found = alloc_table_find_batch(c->t, c->word, nw, a);
-	if (found < 0 || (found == 0 && c->xhi == c->xlo))
+	if (unlikely(c->xhi != c->xlo) && found >= 0 && found < nw)
+		found += kp_extra_fill(c, a, nw);
+	if (found <= 0)
 		return;
-	for (int i = 0; i < nw && !c->full; i++) {
-		if (a[i].id) {
+	for (int i = 0; i < nw && !c->full; i++)
+		if (a[i].id)
 			kp_add(c, &a[i], c->word[i], c->wparam[i]);
-			continue;
-		}
-		/* A located module variable (kparams_set_extra()). */
-		if (unlikely(c->word[i] - c->xlo < c->xhi - c->xlo)) {
-			kparams_extra_fn fn = atomic_load_explicit(
-				&kp_extra_find, memory_order_relaxed);
-
-			if (fn && fn(c->word[i], &a[i]) == 0 && a[i].id)
-				kp_add(c, &a[i], c->word[i], c->wparam[i]);
-		}
-	}
-}
-
-/* Whether w is worth looking up: in the table's span or the variables'. */
-static inline bool kp_candidate(const struct kp_collect *c, uint64_t w)
-{
-	return w - c->lo < c->hi - c->lo || w - c->xlo < c->xhi - c->xlo;
 }
 
 /*
@@ -699,7 +711,7 @@ static inline void kp_scan(struct kp_collect *c, const unsigned char *p,
 	     j += 8) {
 		memcpy(&w, p + j, sizeof(w));
 		/* Most words (NULLs, sizes, scalars) are no pointer at all. */
-		if (!kp_candidate(c, w))
+		if (w - c->lo >= c->hi - c->lo)
 			continue;
 		c->word[c->nw] = w;
 		c->wparam[c->nw] = param;
@@ -719,7 +731,6 @@ static inline void kp_scan_words(struct kp_collect *c,
 {
 	const struct kp_word *wd = ki->words, *end = wd + ki->nwords;
 	uint64_t w, lo = c->lo, span = c->hi - c->lo;
-	uint64_t xlo = c->xlo, xspan = c->xhi - c->xlo;
 
 	for (; wd < end && !c->full; wd++) {
 		const unsigned char *p = kernel_params[wd->param];
@@ -728,7 +739,7 @@ static inline void kp_scan_words(struct kp_collect *c,
 			continue;
 		memcpy(&w, p + wd->off, sizeof(w));
 		/* Most words (NULLs, sizes, scalars) are no pointer at all. */
-		if (w - lo >= span && w - xlo >= xspan)
+		if (w - lo >= span)
 			continue;
 		c->word[c->nw] = w;
 		c->wparam[c->nw] = wd->param;
@@ -899,6 +910,18 @@ int kparams_collect_at(struct alloc_table *t, const struct kernel_info *ki,
 			c.hi = hi;
 		if (c.hi <= c.lo)
 			c.lo = c.hi = 0;	/* empty: every word misses */
+	}
+	/* Located variables: the one filter must let their words through. */
+	if (unlikely(c.xhi != c.xlo)) {
+		if (c.hi <= c.lo) {
+			c.lo = c.xlo;
+			c.hi = c.xhi;
+		} else {
+			if (c.xlo < c.lo)
+				c.lo = c.xlo;
+			if (c.xhi > c.hi)
+				c.hi = c.xhi;
+		}
 	}
 	c.out = out;
 	c.readonly = ki ? ki->readonly : 0;
