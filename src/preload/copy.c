@@ -70,18 +70,11 @@ static void copy_find(uint64_t addr, struct copy_side *s)
  */
 static void copy_find_sched(uint64_t addr, struct copy_side *s)
 {
-	uint64_t id, base, size;
-
 	copy_find(addr, s);
-	if (s->known || !addr ||
-	    ptxtab_symbol_find(addr, &id, &base, &size) < 0)
+	if (s->known || !addr || ptxtab_symbol_alloc(addr, &s->a) < 0)
 		return;
 	s->known = 1;
 	s->var = 1;
-	s->a = (struct alloc){
-		.base = base, .size = size, .id = id, .kind = ALLOC_DEVICE,
-		.device = -1,
-	};
 }
 
 /* What a side of a copy must be. */

@@ -30,7 +30,7 @@
  * (cuModuleGetGlobal, cuLibraryGetGlobal: what cudaMemcpyToSymbol does),
  * its address range is kept with the id of its kind, so that a copy to or
  * from it is ordered by that id instead of being a barrier
- * (ptxtab_symbol_find()).  KMUX_PTX_GLOBALS=0 turns all of it off.
+ * (ptxtab_symbol_alloc()).  KMUX_PTX_GLOBALS=0 turns all of it off.
  * Within one image a name seen in several PTX texts keeps only the
  * parameters proven read-only in all of them, and nothing when the layouts
  * differ.  A verdict is used only when the driver's layout of the function
@@ -435,20 +435,6 @@ out:
 
 int ptxtab_symbol_alloc(uint64_t addr, struct alloc *a)
 {
-	uint64_t id, base, size;
-
-	if (ptxtab_symbol_find(addr, &id, &base, &size) < 0)
-		return -ENOENT;
-	*a = (struct alloc){
-		.base = base, .size = size, .id = id, .kind = ALLOC_DEVICE,
-		.device = -1,
-	};
-	return 0;
-}
-
-int ptxtab_symbol_find(uint64_t addr, uint64_t *id, uint64_t *base,
-		       uint64_t *size)
-{
 	int r = -ENOENT;
 
 	if (atomic_load_explicit(&ptxtab_nsyms, memory_order_relaxed) == 0)
@@ -461,9 +447,11 @@ int ptxtab_symbol_find(uint64_t addr, uint64_t *id, uint64_t *base,
 			const struct ptxtab_symbol *y = &img->sym[j];
 
 			if (addr - y->base < y->size) {
-				*id = y->id;
-				*base = y->base;
-				*size = y->size;
+				*a = (struct alloc){
+					.base = y->base, .size = y->size,
+					.id = y->id, .kind = ALLOC_DEVICE,
+					.device = -1,
+				};
 				r = 0;
 				break;
 			}

@@ -131,15 +131,9 @@ int ptxtab_symbol_add(enum ptxtab_owner kind, const void *handle,
 		      const char *name, uint64_t base, uint64_t size);
 
 /*
- * The located variable addr lies in: 0 with its pseudo id and range, or
- * -ENOENT.  Lock-free when none was ever located.
- */
-int ptxtab_symbol_find(uint64_t addr, uint64_t *id, uint64_t *base,
-		       uint64_t *size);
-
-/*
- * ptxtab_symbol_find() as a pseudo allocation (kind ALLOC_DEVICE, device
- * -1), for kernel parameters that point into a variable
+ * The located variable addr lies in, as a pseudo allocation (its id and
+ * range, kind ALLOC_DEVICE, device -1): 0, or -ENOENT.  Lock-free when
+ * none is located.  For copies (copy.c) and kernel parameters
  * (kparams_set_extra()).
  */
 int ptxtab_symbol_alloc(uint64_t addr, struct alloc *a);

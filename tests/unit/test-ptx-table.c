@@ -470,12 +470,13 @@ static void test_globals(void **state)
 /* The id of the variable located at addr, 0 when none. */
 static uint64_t symbol_at(uint64_t addr)
 {
-	uint64_t id = 0, base = 0, size = 0;
+	struct alloc a = { 0 };
 
-	if (ptxtab_symbol_find(addr, &id, &base, &size) < 0)
+	if (ptxtab_symbol_alloc(addr, &a) < 0)
 		return 0;
-	assert_true(addr >= base && addr - base < size);
-	return id;
+	assert_true(addr >= a.base && addr - a.base < a.size);
+	assert_int_equal(a.kind, ALLOC_DEVICE);
+	return a.id;
 }
 
 /*
