@@ -487,8 +487,7 @@ static struct kernel_info *kp_learn(const void *f, unsigned long gen)
 	ki->param_bytes = pb;
 	ki->readonly = 0;
 	ki->range = NULL;
-	ki->vars = (struct kparams_vars){ KPARAMS_GLOBALS_UNKNOWN,
-					  KPARAMS_GLOBALS_UNKNOWN };
+	ki->vars = KPARAMS_VARS_UNKNOWN;
 	atomic_init(&ki->geo, NULL);
 	atomic_init(&ki->geo_solves, 0);
 	if (asks) {
@@ -649,11 +648,6 @@ static void kp_add(struct kp_collect *c, const struct alloc *a, uint64_t w,
 }
 
 /*
- * Look up the gathered words and add what they point into, in scan order,
- * so that the result (and where a full out stops it) is the same as word
- * by word.
- */
-/*
  * The words of a batch that no allocation holds but that lie in the
  * located variables' span: looked up there (kparams_set_extra()), into a.
  * Returns how many were found.  Out of the launch path's way: only a
@@ -679,6 +673,11 @@ kp_extra_fill(const struct kp_collect *c, struct alloc *a, int nw)
 	return found;
 }
 
+/*
+ * Look up the gathered words and add what they point into, in scan order,
+ * so that the result (and where a full out stops it) is the same as word
+ * by word.
+ */
 static void kp_flush(struct kp_collect *c)
 {
 	struct alloc a[KP_BATCH];

@@ -194,6 +194,8 @@ struct access {
 
 /* kernel_info.vars' ids when no image's PTX spoke for the kernel. */
 #define KPARAMS_GLOBALS_UNKNOWN UINT64_MAX
+#define KPARAMS_VARS_UNKNOWN \
+	((struct kparams_vars){ KPARAMS_GLOBALS_UNKNOWN, KPARAMS_GLOBALS_UNKNOWN })
 
 /* access.param when the layout is unknown (whole extra buffer scanned). */
 #define KPARAMS_PARAM_UNKNOWN	UINT32_MAX

@@ -479,8 +479,7 @@ static int ptxtab_owner_verdict(enum ptxtab_owner kind, const void *handle,
 	e = img ? ptxtab_entry(&img->m, name) : NULL;
 	*ro = 0;
 	*has_ext = 0;
-	*vars = (struct kparams_vars){ KPARAMS_GLOBALS_UNKNOWN,
-				       KPARAMS_GLOBALS_UNKNOWN };
+	*vars = KPARAMS_VARS_UNKNOWN;
 	/*
 	 * Whatever the layout: the name in its own image is the kernel, and
 	 * an order too many is never wrong.
@@ -550,8 +549,7 @@ static int ptxtab_probe_libraries(const void *f, const char *name,
 
 	*ro = 0;
 	*has_ext = 0;
-	*vars = (struct kparams_vars){ KPARAMS_GLOBALS_UNKNOWN,
-				       KPARAMS_GLOBALS_UNKNOWN };
+	*vars = KPARAMS_VARS_UNKNOWN;
 	if (!drv->library_get_kernel)
 		return 0;
 	pthread_mutex_lock(&ptxtab_mu);
@@ -604,8 +602,7 @@ uint64_t ptxtab_readonly(const void *f, int is_kernel, const char *name,
 
 	*has_ext = 0;
 	*range = NULL;
-	*vars = (struct kparams_vars){ KPARAMS_GLOBALS_UNKNOWN,
-				       KPARAMS_GLOBALS_UNKNOWN };
+	*vars = KPARAMS_VARS_UNKNOWN;
 	/* A kernel without parameters may still reach the globals. */
 	if (!ptxtab_on || !f || !name || nparams < 0)
 		return 0;
