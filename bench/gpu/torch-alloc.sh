@@ -23,8 +23,6 @@
 # and, with the async allocator at the largest batch, kmux verify.
 # TA_MODES (default "ab plain expert") picks the modes; others are
 #   ab:S    as ab on S streams
-#   MODE,w0 a kmux mode with KMUX_WIDE_WAVES=0 (wide kernels spread too)
-#   MODE,wall  every kernel placed as a wide one (KMUX_DEBUG_WIDE_THREADS=1)
 #   aa      the A/B's control: both arms paused (its bias and spread)
 #   trace   kmux trace --summary-json of 2 forwards (which operations)
 # TA_ALLOCS (default "native async") the allocators.  kmux's
@@ -55,18 +53,15 @@ log "torch-alloc: GPU $(gpu_line); $(kmux_ident)"
 
 # run_one BATCH ALLOC MODE: one process, its line in the table
 run_one() {
-	local b=$1 alloc=$2 mode=$3 label=$3 f ms ab chk kl conf=() cmd
+	local b=$1 alloc=$2 mode=$3 f ms ab chk kl conf=() cmd
 	f=$WORK/run-$b-$alloc-$mode
 	[ "$alloc" = async ] && conf=(env "PYTORCH_CUDA_ALLOC_CONF=$ASYNC")
 	local kenv=(KMUX_LOG=info)
-	[[ $mode == *,w0 ]] && kenv+=(KMUX_WIDE_WAVES=0)
-	[[ $mode == *,wall ]] && kenv+=(KMUX_DEBUG_WIDE_THREADS=1)
-	mode=${mode%,wall}
-	case ${mode%,w0} in
+	case $mode in
 	ab | ab:* | aa)
-		local sn=$N abv=1 m=${mode%,w0}
-		[[ $m == ab:* ]] && sn=${m#ab:}
-		[ "$m" = aa ] && abv=aa
+		local sn=$N abv=1
+		[[ $mode == ab:* ]] && sn=${mode#ab:}
+		[ "$mode" = aa ] && abv=aa
 		cmd=(env "LD_LIBRARY_PATH=$KMUX_DEVLIBS" "${kenv[@]}" "$KMUX_BIN" run --streams "$sn" --
 		     "${conf[@]}" env "KMUX_BENCH_AB=$abv" "$PY" "$APP" plain --reps "$PAIRS"
 		     --googlenet-batch "$b") ;;
@@ -95,7 +90,7 @@ run_one() {
 	chk=$(grep -m1 -o '^CHECK [a-zA-Z]*' "$f.out")
 	[ "$mode" = verify ] && chk=$(grep -h -m1 -o 'kmux verify: [a-z]*' "$f.out" "$f.err")
 	kl=$(grep -h -m1 'streams: pid [0-9]*:' "$f.err" | sed 's/.*streams: pid [0-9]*: //' | cut -c1-220)
-	echo "| $b | $alloc | $label | ${ms:--} | ${ab:--} | ${chk:--} | ${kl//|//} |" >>"$MD"
+	echo "| $b | $alloc | $mode | ${ms:--} | ${ab:--} | ${chk:--} | ${kl//|//} |" >>"$MD"
 }
 
 for b in $BATCHES; do

@@ -360,6 +360,7 @@ static int sched_place_kept_up(struct sched *s, uint64_t *start_out)
 				  s->need_fin[j] : s->eff_fin[j]);
 	}
 	*start_out = start + (uint64_t)bw * SCHED_WAIT_COST;
+	s->stats.kept_up++;
 	return bt;
 }
 
@@ -369,7 +370,7 @@ static int sched_place_kept_up(struct sched *s, uint64_t *start_out)
  * record its wait would use), the virtual now; plus SCHED_WAIT_COST per
  * wait.  sched_effective() must have run.
  */
-static int sched_place(struct sched *s, int serial, uint64_t *start_out)
+static int sched_place(struct sched *s, uint64_t *start_out)
 {
 	struct sched_cand best = { .start = UINT64_MAX }, c;
 	/* The dependencies side by side: the loop below runs N x np times. */
@@ -381,14 +382,8 @@ static int sched_place(struct sched *s, int serial, uint64_t *start_out)
 	const uint64_t vnow = s->vnow;
 	int bt = -1;
 
-	if (s->kept_up) {
-		s->stats.kept_up++;
+	if (s->kept_up)
 		return sched_place_kept_up(s, start_out);
-	}
-	if (serial) {
-		s->stats.serial++;
-		return sched_place_kept_up(s, start_out);
-	}
 	for (int k = 0; k < np; k++) {
 		int j = s->plist[k];
 
@@ -477,7 +472,7 @@ static void sched_mark_hot(struct sched *s, uint64_t start)
 		saved[j] = s->eff_fin[j];
 		s->eff_fin[j] = s->need_fin[j];
 	}
-	sched_place(s, 0, &ideal);
+	sched_place(s, &ideal);
 	SCHED_FOR_EACH_BIT(j, cand)
 		s->eff_fin[j] = saved[j];
 	if (ideal >= start)
@@ -790,7 +785,7 @@ static int sched_barrier(struct sched *s, uint64_t vt, unsigned dflags,
 	sched_need_all(s);
 	sched_need_filter(s, 1);
 	sched_effective(s);
-	t = sched_place(s, 0, &start);
+	t = sched_place(s, &start);
 	sched_decision_init(out, t, SCHED_DEC_BARRIER | dflags);
 	sched_emit_waits(s, t, out);
 	out->seq = sched_push(s, t, start, vt);
@@ -831,7 +826,7 @@ int sched_submit_weighted(struct sched *s, const struct sched_access *acc,
 	int t, err;
 
 	if (!s || nacc < 0 || (nacc && !acc) || !out ||
-	    (flags & ~(SCHED_BARRIER | SCHED_JOIN | SCHED_SERIAL)))
+	    (flags & ~(SCHED_BARRIER | SCHED_JOIN)))
 		return -EINVAL;
 	if (flags & SCHED_BARRIER) {
 		err = sched_check_args(s, acc, nacc);
@@ -869,10 +864,8 @@ int sched_submit_weighted(struct sched *s, const struct sched_access *acc,
 
 	sched_need_filter(s, 1);
 	sched_effective(s);
-	t = sched_place(s, !!(flags & SCHED_SERIAL), &start);
-	/* Placement in line ignores finish times: nothing to learn. */
-	if (!(flags & SCHED_SERIAL))
-		sched_mark_hot(s, start);
+	t = sched_place(s, &start);
+	sched_mark_hot(s, start);
 	sched_decision_init(out, t, flags & SCHED_JOIN ? SCHED_DEC_JOIN : 0);
 	sched_emit_waits(s, t, out);
 	out->seq = sched_push(s, t, start, vt);

@@ -108,14 +108,6 @@ struct sched_access {
  * default stream (its event must cover all earlier default-stream work).
  */
 #define SCHED_JOIN		0x2
-/*
- * The operation fills the device by itself (a kernel of several full
- * waves): overlapping it buys at most its tail and costs contention, so it
- * is placed as while the GPU keeps up (fewest waits, then the previous
- * operation's stream, then a predecessor's), not where it would start
- * earliest.  Only placement changes: its waits are the same.
- */
-#define SCHED_SERIAL		0x4
 
 /* struct sched_decision.flags */
 #define SCHED_DEC_BARRIER	0x1	/* full barrier (asked or degraded) */
@@ -199,7 +191,6 @@ struct sched_stats {
 	uint64_t host_implied;	/* hostwait entries implied by others */
 	uint64_t host_idle;	/* sched_sync_all(): streams left alone */
 	uint64_t kept_up;	/* placed while the GPU kept up (sched_set_kept_up) */
-	uint64_t serial;	/* placed in line for SCHED_SERIAL (not kept_up) */
 	uint64_t allocs;	/* allocations tracked now */
 };
 

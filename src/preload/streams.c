@@ -97,7 +97,6 @@ struct streams_ctx {
 	unsigned pt_every;		/* ... operations between checks */
 	CUevent pt_ev;			/* ... the depth mark */
 	int sms;			/* for the launch weight, >= 1 */
-	uint64_t wide_threads;		/* SCHED_SERIAL from here; 0: never */
 	struct sched *s;
 	CUstream pool[SCHED_MAX_STREAMS];
 	CUevent ev[STREAMS_SLOTS];
@@ -159,15 +158,6 @@ static int streams_passthru_on = 1;
 static uint64_t streams_probe_op_ns = 200000;
 /* KMUX_DEFER_FREE=0 turns deferred frees off (streams_defer_free()). */
 static int streams_defer_on = 1;
-/*
- * A kernel with at least this many full waves of threads is placed in
- * line (SCHED_SERIAL, "Wide kernels" in docs/design-streams.md);
- * KMUX_WIDE_WAVES, 0: never.
- */
-#define STREAMS_WIDE_WAVES_MAX 1024
-static unsigned streams_wide_waves = 2;
-/* KMUX_DEBUG_WIDE_THREADS: the threshold in threads instead (diagnosis). */
-static uint64_t streams_wide_debug;
 /* KMUX_READAHEAD=0 turns reading ahead off (streams_host_read()). */
 static int streams_ra_on = 1;
 /* KMUX_DEBUG_READAHEAD=unordered (streams_readahead_init()). */
@@ -260,27 +250,6 @@ void streams_passthru_init(const char *value)
 {
 	streams_passthru_on = kmux_log_switch("KMUX_PASS_THROUGH", value,
 					      "passing through");
-}
-
-void streams_wide_init(const char *value)
-{
-	char *end;
-	long n;
-
-	if (getenv("KMUX_DEBUG_WIDE_THREADS"))
-		streams_wide_debug = strtoull(getenv("KMUX_DEBUG_WIDE_THREADS"),
-					      NULL, 10);
-	if (!value || !*value)
-		return;
-	errno = 0;
-	n = strtol(value, &end, 10);
-	if (errno || *end || n < 0 || n > STREAMS_WIDE_WAVES_MAX) {
-		log_warn("KMUX_WIDE_WAVES=%s: not a number of waves in 0..%d; "
-			 "kept at %u", value, STREAMS_WIDE_WAVES_MAX,
-			 streams_wide_waves);
-		return;
-	}
-	streams_wide_waves = (unsigned)n;
 }
 
 void streams_defer_init(const char *value)
@@ -458,7 +427,7 @@ static void sctx_teardown(struct streams_ctx *c)
 /* Lock held, state NEW, c is the current context.  0 or -errno (then OFF). */
 static int sctx_setup(struct streams_ctx *c)
 {
-	int n = kmux_streams, sms = 0, per_sm = 0, err;
+	int n = kmux_streams, sms = 0, err;
 	CUdevice dev;
 
 	err = sched_new(n, 0, &c->s);
@@ -482,15 +451,6 @@ static int sctx_setup(struct streams_ctx *c)
 			CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev) ==
 	    CUDA_SUCCESS && sms > 0)
 		c->sms = sms;
-	/* Unknown device limits: nothing is wide. */
-	if (streams_wide_waves && sms > 0 &&
-	    REAL(cuDeviceGetAttribute)(&per_sm,
-			CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, dev) ==
-	    CUDA_SUCCESS && per_sm > 0)
-		c->wide_threads = (uint64_t)streams_wide_waves * (uint64_t)sms *
-				  (uint64_t)per_sm;
-	if (streams_wide_debug)
-		c->wide_threads = streams_wide_debug;
 	c->state = SCTX_ON;
 	c->had_pool = 1;
 	atomic_fetch_add(&streams_nsched, 1);
@@ -727,14 +687,13 @@ static void sctx_probe(struct streams_ctx *c)
 /* Lock held.  A decision for the request; a bad argument becomes a barrier. */
 static void sctx_decide(struct streams_ctx *c, const struct sched_access *acc,
 			int nacc, unsigned flags, uint64_t blocks,
-			uint64_t threads, struct sched_decision *d)
+			struct sched_decision *d)
 {
 	uint32_t w = sctx_weight(c, blocks);
 
-	flags &= SCHED_BARRIER | SCHED_JOIN;
-	if (c->wide_threads && threads >= c->wide_threads)
-		flags |= SCHED_SERIAL;
-	if (sched_submit_weighted(c->s, acc, nacc, flags, w, d) == 0)
+	if (sched_submit_weighted(c->s, acc, nacc,
+				  flags & (SCHED_BARRIER | SCHED_JOIN), w,
+				  d) == 0)
 		return;
 	/* Cannot fail: no accesses, and a barrier needs no memory. */
 	sched_submit_weighted(c->s, NULL, 0, SCHED_BARRIER, w, d);
@@ -825,7 +784,7 @@ static void sctx_join_into(struct streams_ctx *c, CUstream orig)
 
 	if (!in)
 		goto err_drain;
-	sctx_decide(c, NULL, 0, SCHED_JOIN, 0, 0, &d);
+	sctx_decide(c, NULL, 0, SCHED_JOIN, 0, &d);
 	if (sctx_issue(c, &d, record_issue, in) != CUDA_SUCCESS)
 		goto err_drain;
 	if (sctx_wait(orig, in) != CUDA_SUCCESS)
@@ -861,7 +820,7 @@ static CUresult sctx_bridge(struct streams_ctx **cs, int n,
 		ra_invalidate(&cs[i]->ra);
 		if (synced)
 			continue;
-		sctx_decide(cs[i], NULL, 0, SCHED_BARRIER, 0, 0, &d);
+		sctx_decide(cs[i], NULL, 0, SCHED_BARRIER, 0, &d);
 		if (sctx_issue(cs[i], &d, wait_issue, out) != CUDA_SUCCESS) {
 			REAL(cuStreamSynchronize)(rq->orig);
 			cs[i]->failures++;
@@ -880,7 +839,7 @@ static void sctx_passthru_end(struct streams_ctx *c)
 	c->passthru = 0;
 	if (!out || sctx_record(out, CU_STREAM_LEGACY) != CUDA_SUCCESS)
 		goto sync;
-	sctx_decide(c, NULL, 0, SCHED_BARRIER, 0, 0, &d);
+	sctx_decide(c, NULL, 0, SCHED_BARRIER, 0, &d);
 	if (sctx_issue(c, &d, wait_issue, out) != CUDA_SUCCESS)
 		goto sync;
 	return;
@@ -1036,7 +995,7 @@ static void sctx_blk_flush(struct streams_ctx *c)
 	if (!w.n)
 		return;
 	before = c->issued;
-	sctx_decide(c, NULL, 0, SCHED_BARRIER, 0, 0, &d);
+	sctx_decide(c, NULL, 0, SCHED_BARRIER, 0, &d);
 	if (sctx_issue(c, &d, waits_issue, &w) != CUDA_SUCCESS) {
 		for (int i = 0; i < w.n; i++)
 			REAL(cuEventSynchronize)(ev[i]);
@@ -1221,8 +1180,7 @@ int streams_run(const struct streams_req *rq, CUresult *res)
 		sctx_probe(c);
 	if (c->passthru)
 		goto as_submitted;
-	sctx_decide(c, rq->acc, rq->nacc, rq->flags, rq->blocks,
-		    rq->threads, &d);
+	sctx_decide(c, rq->acc, rq->nacc, rq->flags, rq->blocks, &d);
 	sctx_ra_before(c, rq, d.stream);
 	r = sctx_issue(c, &d, rq->issue, rq->arg);
 	if (r == CUDA_SUCCESS)
@@ -2151,7 +2109,6 @@ static void stats_add(struct sched_stats *a, const struct sched_stats *b)
 	a->host_implied += b->host_implied;
 	a->host_idle += b->host_idle;
 	a->kept_up += b->kept_up;
-	a->serial += b->serial;
 	a->allocs += b->allocs;
 }
 
@@ -2244,7 +2201,7 @@ static void streams_report(void)
 		 "%llu, hot marks dropped %llu; host waits %llu (implied %llu, idle streams skipped "
 		 "%llu); failures %llu; GPU idle at %llu of %llu checks, "
 		 "%llu ops placed as keeping up, %llu passed through in %llu "
-		 "stretches; wide kernels in line %llu; frees deferred %llu (freed "
+		 "stretches; frees deferred %llu (freed "
 		 "at idle syncs %llu times, after a drain %llu); paused %llu "
 		 "times (%llu ops as submitted); read ahead %llu, reads "
 		 "served %llu, given up %llu",
@@ -2270,7 +2227,6 @@ static void streams_report(void)
 		 (unsigned long long)t.st.kept_up,
 		 (unsigned long long)t.pt_ops,
 		 (unsigned long long)t.pt_stretches,
-		 (unsigned long long)t.st.serial,
 		 (unsigned long long)t.dfr_count,
 		 (unsigned long long)t.dfr_idle,
 		 (unsigned long long)t.dfr_short,

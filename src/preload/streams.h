@@ -75,11 +75,6 @@ void streams_passthru_init(const char *value);
 
 /* KMUX_DEFER_FREE: "0" turns deferred frees off (streams.c). */
 void streams_defer_init(const char *value);
-/*
- * KMUX_WIDE_WAVES: a kernel with at least that many full waves of threads
- * (SMs x threads per SM) is placed in line; 0 never.  Default 2.
- */
-void streams_wide_init(const char *value);
 
 /*
  * KMUX_READAHEAD: "0" turns reading ahead off (streams.c, "Reading
@@ -176,7 +171,6 @@ struct streams_req {
 	int nacc;
 	unsigned flags;		/* SCHED_BARRIER, SCHED_JOIN, STREAMS_* */
 	uint64_t blocks;	/* thread blocks (kernels), for the weight */
-	uint64_t threads;	/* threads in all of them: wide kernels */
 	CUstream orig;		/* explicit default stream handle */
 	streams_issue_fn issue;
 	void *arg;

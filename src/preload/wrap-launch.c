@@ -209,7 +209,7 @@ static int launch_sched(struct launch_op *op, CUresult *r)
 		.issue = launch_issue,
 		.arg = op,
 	};
-	const unsigned *g = op->tl.grid, *b = op->tl.block;
+	const unsigned *g = op->tl.grid;
 
 	switch (op->kind) {
 	case LAUNCH_GRAPH:
@@ -226,7 +226,6 @@ static int launch_sched(struct launch_op *op, CUresult *r)
 	case LAUNCH_KERNEL:
 	case LAUNCH_COOP:
 		rq.blocks = (uint64_t)g[0] * g[1] * g[2];
-		rq.threads = rq.blocks * ((uint64_t)b[0] * b[1] * b[2]);
 		if (launch_is_barrier(op)) {
 			rq.flags = SCHED_BARRIER;
 			break;
