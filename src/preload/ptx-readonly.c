@@ -233,6 +233,13 @@ static int names_add(struct ptx_names *l, const char *p, size_t n)
 	return 0;
 }
 
+/* Sorted, so that names_has() can search it. */
+static void names_sort(struct ptx_names *l)
+{
+	if (l->n > 1)
+		qsort(l->name, (size_t)l->n, sizeof(*l->name), name_cmp);
+}
+
 static bool names_has(const struct ptx_names *l, const char *p, size_t n)
 {
 	struct ptx_name key = { .s = p, .n = n };
@@ -389,15 +396,9 @@ static int globals_collect(const char *t, struct ptx_globals *g)
 		if (!p)
 			return -ENOMEM;
 	}
-	if (g->var.n > 1)
-		qsort(g->var.name, (size_t)g->var.n, sizeof(*g->var.name),
-		      name_cmp);
-	if (g->cvar.n > 1)
-		qsort(g->cvar.name, (size_t)g->cvar.n, sizeof(*g->cvar.name),
-		      name_cmp);
-	if (g->fn.n > 1)
-		qsort(g->fn.name, (size_t)g->fn.n, sizeof(*g->fn.name),
-		      name_cmp);
+	names_sort(&g->var);
+	names_sort(&g->cvar);
+	names_sort(&g->fn);
 	return 0;
 }
 
