@@ -25,6 +25,8 @@
 #   ab:S    as ab on S streams
 #   aa      the A/B's control: both arms paused (its bias and spread)
 #   trace   kmux trace --summary-json of 2 forwards (which operations)
+#   MODE,nopace  a kmux mode with KMUX_PACE=0 (every epoch spread: kmux
+#           before it checked that spreading pays)
 # TA_ALLOCS (default "native async") the allocators.  kmux's
 # own exit lines (KMUX_LOG=info: waits issued and pruned, operations passed
 # through) are kept.  Output: $OUT/torch-alloc.log, $OUT/torch-alloc.md.
@@ -54,9 +56,11 @@ log "torch-alloc: GPU $(gpu_line); $(kmux_ident)"
 # run_one BATCH ALLOC MODE: one process, its line in the table
 run_one() {
 	local b=$1 alloc=$2 mode=$3 f ms ab chk kl conf=() cmd
-	f=$WORK/run-$b-$alloc-$mode
+	f=$WORK/run-$b-$alloc-${mode//,/-}
 	[ "$alloc" = async ] && conf=(env "PYTORCH_CUDA_ALLOC_CONF=$ASYNC")
-	local kenv=(KMUX_LOG=info)
+	local kenv=(KMUX_LOG=info) label=$mode
+	[[ $mode == *,nopace ]] && kenv+=(KMUX_PACE=0)
+	mode=${mode%,nopace}
 	case $mode in
 	ab | ab:* | aa)
 		local sn=$N abv=1
@@ -90,7 +94,7 @@ run_one() {
 	chk=$(grep -m1 -o '^CHECK [a-zA-Z]*' "$f.out")
 	[ "$mode" = verify ] && chk=$(grep -h -m1 -o 'kmux verify: [a-z]*' "$f.out" "$f.err")
 	kl=$(grep -h -m1 'streams: pid [0-9]*:' "$f.err" | sed 's/.*streams: pid [0-9]*: //' | cut -c1-220)
-	echo "| $b | $alloc | $mode | ${ms:--} | ${ab:--} | ${chk:--} | ${kl//|//} |" >>"$MD"
+	echo "| $b | $alloc | $label | ${ms:--} | ${ab:--} | ${chk:--} | ${kl//|//} |" >>"$MD"
 }
 
 for b in $BATCHES; do

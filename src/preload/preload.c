@@ -109,6 +109,7 @@ __attribute__((constructor)) static void preload_init(void)
 	streams_readahead_init(getenv("KMUX_READAHEAD"),
 			       getenv("KMUX_DEBUG_READAHEAD"));
 	streams_passthru_init(getenv("KMUX_PASS_THROUGH"));
+	streams_pace_init(getenv("KMUX_PACE"), getenv("KMUX_DEBUG_PACE"));
 	if (streams_init(kmux_config.streams,
 			 getenv("CUDA_DEVICE_MAX_CONNECTIONS"),
 			 getenv("KMUX_BARRIER_KERNELS")) == 0 && kmux_streams)

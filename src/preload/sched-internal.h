@@ -131,6 +131,7 @@ struct sched {
 
 	uint64_t vnow;		/* virtual time known to have passed */
 	int kept_up;		/* sched_set_kept_up() */
+	int narrow;		/* sched_set_narrow() */
 	int last_t;		/* stream of the latest decision, -1: none */
 	int bar_stream;		/* the latest barrier, (bar_stream, bar_seq) */
 	uint64_t bar_seq;	/* 0: none */

@@ -149,6 +149,12 @@ void sched_set_kept_up(struct sched *s, int on)
 		s->kept_up = !!on;
 }
 
+void sched_set_narrow(struct sched *s, int on)
+{
+	if (s)
+		s->narrow = !!on;
+}
+
 uint64_t sched_pending(const struct sched *s, int stream)
 {
 	if (!s || stream < 0 || stream >= s->n ||
@@ -326,11 +332,29 @@ static int sched_cand_better(const struct sched_cand *a,
  * one stream and never records), then a predecessor's, then the lowest
  * index.  start as sched_place() computes it, for the virtual-time model.
  */
+/* The virtual start of the operation on stream t, its waits counted. */
+static uint64_t sched_start_on(struct sched *s, int t)
+{
+	const uint64_t *ct = sched_clock(s, t);
+	uint64_t start = sched_max(s->vnow, s->st[t].fin);
+	int nwait = 0;
+
+	for (int k = 0; k < s->np; k++) {
+		int j = s->plist[k];
+
+		if (j == t || ct[j] >= s->need[j]) {
+			start = sched_max(start, s->need_fin[j]);
+		} else {
+			start = sched_max(start, s->eff_fin[j]);
+			nwait++;
+		}
+	}
+	return start + (uint64_t)nwait * SCHED_WAIT_COST;
+}
+
 static int sched_place_kept_up(struct sched *s, uint64_t *start_out)
 {
 	int bt = -1, bw = 0, bkeep = 0, bpred = 0;
-	const uint64_t *cb;
-	uint64_t start;
 
 	for (int t = 0; t < s->n; t++) {
 		const uint64_t *ct = sched_clock(s, t);
@@ -351,15 +375,7 @@ static int sched_place_kept_up(struct sched *s, uint64_t *start_out)
 			bpred = pred;
 		}
 	}
-	cb = sched_clock(s, bt);
-	start = sched_max(s->vnow, s->st[bt].fin);
-	for (int k = 0; k < s->np; k++) {
-		int j = s->plist[k];
-
-		start = sched_max(start, j == bt || cb[j] >= s->need[j] ?
-				  s->need_fin[j] : s->eff_fin[j]);
-	}
-	*start_out = start + (uint64_t)bw * SCHED_WAIT_COST;
+	*start_out = sched_start_on(s, bt);
 	s->stats.kept_up++;
 	return bt;
 }
@@ -382,6 +398,11 @@ static int sched_place(struct sched *s, uint64_t *start_out)
 	const uint64_t vnow = s->vnow;
 	int bt = -1;
 
+	if (s->narrow && s->last_t >= 0) {
+		*start_out = sched_start_on(s, s->last_t);
+		s->stats.narrow++;
+		return s->last_t;
+	}
 	if (s->kept_up)
 		return sched_place_kept_up(s, start_out);
 	for (int k = 0; k < np; k++) {
@@ -448,7 +469,7 @@ static void sched_mark_hot(struct sched *s, uint64_t start)
 	int j;
 
 	/* Nothing to learn: placement ignores finish times meanwhile. */
-	if (s->n == 1 || s->kept_up)
+	if (s->n == 1 || s->kept_up || s->narrow)
 		return;
 	SCHED_FOR_EACH_BIT(j, s->need_mask) {
 		int slot = s->eff_ev[j];

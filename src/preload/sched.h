@@ -191,6 +191,7 @@ struct sched_stats {
 	uint64_t host_implied;	/* hostwait entries implied by others */
 	uint64_t host_idle;	/* sched_sync_all(): streams left alone */
 	uint64_t kept_up;	/* placed while the GPU kept up (sched_set_kept_up) */
+	uint64_t narrow;	/* placed in line (sched_set_narrow) */
 	uint64_t allocs;	/* allocations tracked now */
 };
 
@@ -304,6 +305,14 @@ void sched_get_stats(const struct sched *s, struct sched_stats *out);
  * operation runs, never what it waits for.
  */
 void sched_set_kept_up(struct sched *s, int on);
+
+/*
+ * In line (pace.h): while on, every operation goes to the previous
+ * operation's stream, whatever could start earlier elsewhere, so a program
+ * runs on one stream once the others drain.  Waits are exactly as always;
+ * no hot marks are learned.  Takes precedence over keeping up.
+ */
+void sched_set_narrow(struct sched *s, int on);
 
 /*
  * The latest operation submitted to stream that is not known complete, or

@@ -47,6 +47,7 @@
 #include "log.h"
 #include "preload.h"
 #include "mm.h"
+#include "pace.h"
 #include "ptx-table.h"
 #include "quota.h"
 #include "ptrtab.h"
@@ -97,6 +98,7 @@ struct streams_ctx {
 	unsigned pt_every;		/* ... operations between checks */
 	CUevent pt_ev;			/* ... the depth mark */
 	int sms;			/* for the launch weight, >= 1 */
+	struct pace pace;		/* spread or in line, measured */
 	struct sched *s;
 	CUstream pool[SCHED_MAX_STREAMS];
 	CUevent ev[STREAMS_SLOTS];
@@ -158,6 +160,14 @@ static int streams_passthru_on = 1;
 static uint64_t streams_probe_op_ns = 200000;
 /* KMUX_DEFER_FREE=0 turns deferred frees off (streams_defer_free()). */
 static int streams_defer_on = 1;
+/* KMUX_PACE=0: never check whether spreading pays (pace.h). */
+static int streams_pace_on = 1;
+/*
+ * KMUX_DEBUG_PACE: "inline" runs every epoch in line, "alternate" flips
+ * at every host wait: tests exercise both placements on any program.
+ */
+static int streams_pace_force;
+enum { PACE_FORCE_NONE, PACE_FORCE_INLINE, PACE_FORCE_ALTERNATE };
 /* KMUX_READAHEAD=0 turns reading ahead off (streams_host_read()). */
 static int streams_ra_on = 1;
 /* KMUX_DEBUG_READAHEAD=unordered (streams_readahead_init()). */
@@ -250,6 +260,16 @@ void streams_passthru_init(const char *value)
 {
 	streams_passthru_on = kmux_log_switch("KMUX_PASS_THROUGH", value,
 					      "passing through");
+}
+
+void streams_pace_init(const char *value, const char *debug)
+{
+	streams_pace_on = kmux_log_switch("KMUX_PACE", value,
+					  "checking that spreading pays");
+	if (debug && !strcmp(debug, "inline"))
+		streams_pace_force = PACE_FORCE_INLINE;
+	else if (debug && !strcmp(debug, "alternate"))
+		streams_pace_force = PACE_FORCE_ALTERNATE;
 }
 
 void streams_defer_init(const char *value)
@@ -377,6 +397,8 @@ static struct streams_ctx *sctx_current(void)
 }
 
 static void stats_add(struct sched_stats *a, const struct sched_stats *b);
+static uint64_t probe_clock_ns(void);
+static void sctx_pace_end(struct streams_ctx *c);
 static void sctx_ra_teardown(struct streams_ctx *c);
 static void sctx_ra_drop(struct streams_ctx *c, uint64_t alloc_id);
 static void sctx_ra_before(struct streams_ctx *c, const struct streams_req *rq,
@@ -451,6 +473,7 @@ static int sctx_setup(struct streams_ctx *c)
 			CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev) ==
 	    CUDA_SUCCESS && sms > 0)
 		c->sms = sms;
+	pace_init(&c->pace, probe_clock_ns());
 	c->state = SCTX_ON;
 	c->had_pool = 1;
 	atomic_fetch_add(&streams_nsched, 1);
@@ -759,9 +782,32 @@ static CUresult sctx_hostwait(struct streams_ctx *c,
 	}
 	pthread_mutex_lock(&c->mu);
 complete:
-	if (r == CUDA_SUCCESS && c->gen == gen && c->s)
+	if (r == CUDA_SUCCESS && c->gen == gen && c->s) {
 		sched_complete_hostwait(c->s, hw);
+		if (waits)
+			sctx_pace_end(c);
+	}
 	return r;
+}
+
+/*
+ * Lock held: the host waited for the GPU, so an epoch of the program ends
+ * and the next one runs spread or in line (pace.h).
+ */
+static void sctx_pace_end(struct streams_ctx *c)
+{
+	int m;
+
+	if (!streams_pace_on || !c->s)
+		return;
+	m = pace_epoch_end(&c->pace, probe_clock_ns());
+	if (streams_pace_force == PACE_FORCE_INLINE)
+		m = PACE_INLINE;
+	else if (streams_pace_force == PACE_FORCE_ALTERNATE)
+		m = c->hostwaits & 1 ? PACE_INLINE : PACE_SPREAD;
+	/* Forced: the epoch is timed as what it runs as. */
+	c->pace.mode = m;
+	sched_set_narrow(c->s, m == PACE_INLINE);
 }
 
 /* --- the bridge ----------------------------------------------------------- */
@@ -1180,6 +1226,10 @@ int streams_run(const struct streams_req *rq, CUresult *res)
 		sctx_probe(c);
 	if (c->passthru)
 		goto as_submitted;
+	/* What the operation is, for its epoch's kind (pace.h). */
+	if (streams_pace_on)
+		pace_op(&c->pace, (uint64_t)(uintptr_t)rq->issue ^ rq->blocks,
+			(uint64_t)rq->nacc << 32 | rq->flags);
 	sctx_decide(c, rq->acc, rq->nacc, rq->flags, rq->blocks, &d);
 	sctx_ra_before(c, rq, d.stream);
 	r = sctx_issue(c, &d, rq->issue, rq->arg);
@@ -1827,6 +1877,7 @@ void streams_ctx_sync_end(struct streams_sync *ss, CUresult r)
 	if (c->gen == ss->gen && c->s) {
 		sched_complete_hostwait(c->s, &ss->hw);
 		sctx_dfr_idle(c);
+		sctx_pace_end(c);
 	}
 	pthread_mutex_unlock(&c->mu);
 }
@@ -2109,6 +2160,7 @@ static void stats_add(struct sched_stats *a, const struct sched_stats *b)
 	a->host_implied += b->host_implied;
 	a->host_idle += b->host_idle;
 	a->kept_up += b->kept_up;
+	a->narrow += b->narrow;
 	a->allocs += b->allocs;
 }
 
@@ -2146,6 +2198,10 @@ void streams_get_totals(struct streams_totals *t)
 		t->ra_queued += c->ra.queued;
 		t->ra_served += c->ra.served;
 		t->ra_dropped += c->ra.dropped;
+		t->pace_epochs += c->pace.epochs;
+		t->pace_inline += c->pace.inline_epochs;
+		t->pace_spread_kinds += c->pace.kinds_spread;
+		t->pace_inline_kinds += c->pace.kinds_inline;
 		pthread_mutex_unlock(&c->mu);
 	}
 }
@@ -2201,7 +2257,9 @@ static void streams_report(void)
 		 "%llu, hot marks dropped %llu; host waits %llu (implied %llu, idle streams skipped "
 		 "%llu); failures %llu; GPU idle at %llu of %llu checks, "
 		 "%llu ops placed as keeping up, %llu passed through in %llu "
-		 "stretches; frees deferred %llu (freed "
+		 "stretches; spreading checked over %llu epochs (%llu in line): "
+		 "%llu kinds kept spread, %llu in line, %llu ops placed in line; "
+		 "frees deferred %llu (freed "
 		 "at idle syncs %llu times, after a drain %llu); paused %llu "
 		 "times (%llu ops as submitted); read ahead %llu, reads "
 		 "served %llu, given up %llu",
@@ -2227,6 +2285,11 @@ static void streams_report(void)
 		 (unsigned long long)t.st.kept_up,
 		 (unsigned long long)t.pt_ops,
 		 (unsigned long long)t.pt_stretches,
+		 (unsigned long long)t.pace_epochs,
+		 (unsigned long long)t.pace_inline,
+		 (unsigned long long)t.pace_spread_kinds,
+		 (unsigned long long)t.pace_inline_kinds,
+		 (unsigned long long)t.st.narrow,
 		 (unsigned long long)t.dfr_count,
 		 (unsigned long long)t.dfr_idle,
 		 (unsigned long long)t.dfr_short,

@@ -77,6 +77,13 @@ void streams_passthru_init(const char *value);
 void streams_defer_init(const char *value);
 
 /*
+ * KMUX_PACE: "0" turns off checking that spreading pays (pace.h): every
+ * epoch of the program runs spread.  KMUX_DEBUG_PACE ("inline",
+ * "alternate") forces the placement, for tests.
+ */
+void streams_pace_init(const char *value, const char *debug);
+
+/*
  * KMUX_READAHEAD: "0" turns reading ahead off (streams.c, "Reading
  * ahead"); anything else but "1" is warned about and leaves it on.
  * debug: test knob KMUX_DEBUG_READAHEAD, "unordered" queues each copy
@@ -307,6 +314,9 @@ struct streams_totals {
 	uint64_t ra_queued;	/* read-aheads queued */
 	uint64_t ra_served;	/* host reads served from one */
 	uint64_t ra_dropped;	/* slots given up, unused */
+	uint64_t pace_epochs;	/* epochs measured (pace.h) */
+	uint64_t pace_inline;	/* ... of them run in line */
+	uint64_t pace_spread_kinds, pace_inline_kinds;	/* verdicts */
 	struct sched_stats st;	/* summed */
 };
 void streams_get_totals(struct streams_totals *t);

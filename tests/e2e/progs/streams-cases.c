@@ -43,6 +43,11 @@
  *                schedules again, and every pair must still run in order
  *                (the scheduler never saw the passed-through ones).  Prints
  *                "passthru ordered" and the long kernels' overlapping pairs
+ *   pace         12 epochs of 16 independent 2 ms kernels on 16 buffers,
+ *                each epoch closed by cuCtxSynchronize: spreading gains
+ *                on the simulated driver, so the check of pace.h keeps it
+ *                spread after one in-line epoch; prints how many pairs of
+ *                the last epoch's kernels overlapped
  *   d2d          a 30 ms kernel writes a buffer, then a synchronous
  *                device-to-device copy of it and a memset of it (both
  *                queued behind the kernel): prints how long each call held
@@ -494,6 +499,36 @@ static int case_passthru(void)
 		CHECK(cuMemFree(p[i]));
 	for (int i = 0; i < NQ; i++)
 		CHECK(cuMemFree(q[i]));
+	return 0;
+}
+
+static int case_pace(void)
+{
+	enum { NB = 16, EPOCHS = 12 };
+	CUdeviceptr p[NB];
+	struct simcuda_op_info o, last[NB];
+	size_t n;
+	int nl = 0;
+
+	for (int i = 0; i < NB; i++)
+		CHECK(cuMemAlloc(&p[i], NWORDS * 4));
+	CHECK(cuCtxSynchronize());
+	for (int e = 0; e < EPOCHS; e++) {
+		if (e == EPOCHS - 1)
+			simcuda_records_clear();
+		for (int i = 0; i < NB; i++)
+			touch(NULL, p[i], 2000);
+		CHECK(cuCtxSynchronize());
+	}
+	n = simcuda_op_count();
+	for (size_t i = 0; i < n && nl < NB; i++)
+		if (!simcuda_op_get(i, &o) && !strcmp(o.name, "touch"))
+			last[nl++] = o;
+	if (nl != NB)
+		return fail("pace: the last epoch's kernels were not recorded");
+	printf("pace last epoch overlapping pairs %d\n", overlaps_in(last, 0, NB));
+	for (int i = 0; i < NB; i++)
+		CHECK(cuMemFree(p[i]));
 	return 0;
 }
 
@@ -977,6 +1012,8 @@ int main(int argc, char **argv)
 		r = case_keepup();
 	else if (!strcmp(m, "passthru"))
 		r = case_passthru();
+	else if (!strcmp(m, "pace"))
+		r = case_pace();
 	else if (!strcmp(m, "d2d") || !strcmp(m, "d2d-own") ||
 		 !strcmp(m, "d2d-blocking"))
 		r = case_d2d(!strcmp(m, "d2d-own") ? 1 :

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Checking that spreading pays (src/preload/pace.h): a program that gains
+# from spreading (streams-cases pace: 12 epochs of 16 independent 2 ms
+# kernels, each closed by a synchronization) runs one epoch in line to
+# measure it, then spread to the end; forced in line (KMUX_DEBUG_PACE)
+# nothing overlaps any more; KMUX_PACE=0 measures nothing and never places
+# in line.  Placement in line and switching at every host wait keep every
+# order: random programs print what they print unscheduled, with no
+# conflicting overlap in simcuda's records.
+. "$(dirname "$0")/lib.sh"
+
+pace_run() {
+	local out=$1
+	shift
+	env "$@" KMUX_LOG=info KMUX_STREAMS=8 LD_PRELOAD="$PRELOAD" \
+		"$PROGS/streams-cases" pace >"$out" 2>&1
+}
+pairs() { sed -n 's/^pace last epoch overlapping pairs \([0-9]*\)$/\1/p' "$1"; }
+
+pace_run "$TMP/on" KMUX_X=1
+check "pace: exit 0" [ $? -eq 0 ]
+check "  ... 12 epochs measured, one of them in line (the trial)" \
+	grep -q 'spreading checked over 12 epochs (1 in line): 1 kinds kept spread, 0 in line, 16 ops placed in line' "$TMP/on"
+check "  ... spread again after it: the last epoch's kernels overlap ($(pairs "$TMP/on") pairs)" \
+	[ "$(pairs "$TMP/on")" -ge 8 ]
+
+pace_run "$TMP/inline" KMUX_DEBUG_PACE=inline
+check "KMUX_DEBUG_PACE=inline: exit 0" [ $? -eq 0 ]
+check "  ... the last epoch ran on one stream: no two of its kernels overlapped" \
+	[ "$(pairs "$TMP/inline")" = 0 ]
+check "  ... and the exit line counts the operations placed in line" \
+	grep -Eq 'epochs \([0-9]+ in line\): .*, 17[0-9] ops placed in line' "$TMP/inline"
+
+pace_run "$TMP/off" KMUX_PACE=0
+check "KMUX_PACE=0: exit 0, nothing measured, nothing in line" \
+	grep -q 'spreading checked over 0 epochs (0 in line): 0 kinds kept spread, 0 in line, 0 ops placed in line' "$TMP/off"
+check "  ... the last epoch spread ($(pairs "$TMP/off") pairs)" [ "$(pairs "$TMP/off")" -ge 8 ]
+
+warned_and_on() {
+	grep -q 'KMUX_PACE=perhaps: only 0 turns checking that spreading pays off' "$1" &&
+		grep -q 'spreading checked over 12 epochs' "$1"
+}
+pace_run "$TMP/bad" KMUX_PACE=perhaps
+check "KMUX_PACE=perhaps: warned, and the check stays on" warned_and_on "$TMP/bad"
+
+# Orders kept whatever the placement: in line throughout, and switching at
+# every host wait (the random programs synchronize and read back often).
+# shellcheck source=tests/e2e/rand-lib.sh
+. "$(dirname "$0")/rand-lib.sh"
+seeds=${RAND_SEEDS:-6}
+for how in inline alternate; do
+	export RAND_ENV="KMUX_DEBUG_PACE=$how"
+	for seed in $(seq 1 "$seeds"); do
+		rand_run rand-dag "$seed" 1 4 8
+	done
+	rand_run rand-dag 3 4 4
+	rand_run rand-dag-pt 3 4 4
+done
+unset RAND_ENV
+check "$runs scheduled runs in line or switching print what the unscheduled ones print${bad_out:+ (differ:$bad_out)}" [ -z "$bad_out" ]
+check "  ... and no conflicting pair overlapped${bad_check:+ (conflicts:$bad_check)}" [ -z "$bad_check" ]
+finish
