@@ -25,6 +25,8 @@
 #   ab:S    as ab on S streams
 #   aa      the A/B's control: both arms paused (its bias and spread)
 #   trace   kmux trace --summary-json of 2 forwards (which operations)
+#   run     a fresh process under kmux run --streams N, TA_RUN_REPS (30)
+#           ROIs, the median (the check of pace.h needs 8 to decide)
 #   MODE,nopace  a kmux mode with KMUX_PACE=0 (every epoch spread: kmux
 #           before it checked that spreading pays)
 # TA_ALLOCS (default "native async") the allocators.  kmux's
@@ -69,12 +71,15 @@ run_one() {
 		cmd=(env "LD_LIBRARY_PATH=$KMUX_DEVLIBS" "${kenv[@]}" "$KMUX_BIN" run --streams "$sn" --
 		     "${conf[@]}" env "KMUX_BENCH_AB=$abv" "$PY" "$APP" plain --reps "$PAIRS"
 		     --googlenet-batch "$b") ;;
+	run)
+		cmd=(env "LD_LIBRARY_PATH=$KMUX_DEVLIBS" "${kenv[@]}" "$KMUX_BIN" run --streams "$N" --
+		     "${conf[@]}" "$PY" "$APP" plain --reps "${TA_RUN_REPS:-30}" --googlenet-batch "$b") ;;
 	trace)
 		cmd=(env "LD_LIBRARY_PATH=$KMUX_DEVLIBS" "$KMUX_BIN" trace -q -o "$f.trace.json"
 		     --summary-json "$OUT/trace-$b-$alloc.json" -- "${conf[@]}" "$PY" "$APP" plain
 		     --reps 1 --warmup 0 --googlenet-iters 1 --googlenet-batch "$b") ;;
 	plain | expert)
-		cmd=("${conf[@]}" "$PY" "$APP" "$mode" --reps 9 --googlenet-batch "$b") ;;
+		cmd=("${conf[@]}" "$PY" "$APP" "$mode" --reps "${TA_RUN_REPS:-9}" --googlenet-batch "$b") ;;
 	verify)
 		cmd=(env "LD_LIBRARY_PATH=$KMUX_DEVLIBS" "${kenv[@]}" "$KMUX_BIN" verify --streams "$N" --
 		     "${conf[@]}" "$PY" "$APP" plain --reps 1 --warmup 1 --googlenet-iters 2
