@@ -8,9 +8,12 @@
  * whose GPU is busy but which has little independent work, that cost wins:
  * googlenet at batch 256 ran 4.5% slower on 16 streams than unscheduled,
  * and 0.2% faster on one (bench/results/streams.md, run 15).  So kmux
- * measures.  The program's host waits (synchronizations, synchronous
- * reads) cut its work into epochs; programs repeat themselves, so an epoch
- * of the same kind (the same sequence of operations, hashed) comes again.
+ * can measure (KMUX_PACE=1; off by default, run 16).  The program's
+ * synchronizations (those that wait for all of the pool's work: a read
+ * that waits for its writer does not count, the rest of the epoch's work
+ * would still be running) cut its work into epochs; programs repeat
+ * themselves, so an epoch of the same kind (the same sequence of
+ * operations, hashed) comes again.
  * For each kind the first PACE_WARM epochs run spread and are not timed
  * (start-up), then spread and in line alternate until each has
  * PACE_SAMPLES epochs, and the kind keeps whichever had the lower median

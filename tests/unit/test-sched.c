@@ -324,6 +324,44 @@ static void test_kept_up(void **state)
 	sched_free(s);
 }
 
+/*
+ * In line (pace.h): every operation goes to the previous operation's
+ * stream, even one whose only predecessor is elsewhere (it waits for it
+ * instead), and over keeping up; off again, work spreads.
+ */
+static void test_narrow(void **state)
+{
+	struct sched *s = new_sched(8, 0);
+	struct sched_decision d;
+
+	(void)state;
+	for (int i = 1; i <= 4; i++)
+		assert_int_equal(sub(s, (char[]){ 'x', (char)('0' + i), 0 }).stream,
+				 i - 1);
+	sched_set_narrow(s, 1);
+	sched_set_kept_up(s, 1);
+	for (int i = 5; i <= 8; i++) {
+		d = sub(s, (char[]){ 'x', (char)('0' + i), 0 });
+		assert_int_equal(d.stream, 3);
+		assert_int_equal(d.nwait, 0);
+	}
+	d = sub(s, "r2 w20");			/* x2 is on stream 1 */
+	assert_int_equal(d.stream, 3);
+	assert_int_equal(d.nwait, 1);		/* kept up would go to 1 */
+	d = sub(s, "r1 r20 w21");		/* x1 on 0, w20 here */
+	assert_int_equal(d.stream, 3);
+	assert_int_equal(d.nwait, 1);
+	assert_int_equal(stats(s).narrow, 6);
+	assert_int_equal(stats(s).kept_up, 0);
+	sched_set_narrow(s, 0);
+	sched_set_kept_up(s, 0);
+	d = sub(s, "x30");
+	assert_int_not_equal(sub(s, "x31").stream, d.stream);
+	assert_int_equal(stats(s).narrow, 6);
+	sched_set_narrow(NULL, 1);		/* harmless */
+	sched_free(s);
+}
+
 /* A dependent chain stays on one stream: no waits, no events. */
 static void test_chain(void **state)
 {
@@ -1471,6 +1509,7 @@ int main(void)
 		cmocka_unit_test(test_independent_spread),
 		cmocka_unit_test(test_chain),
 		cmocka_unit_test(test_kept_up),
+		cmocka_unit_test(test_narrow),
 		cmocka_unit_test(test_diamond_eager),
 		cmocka_unit_test(test_diamond_learns),
 		cmocka_unit_test(test_hot_mark_decays),

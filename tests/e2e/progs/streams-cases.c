@@ -48,6 +48,12 @@
  *                on the simulated driver, so the check of pace.h keeps it
  *                spread after one in-line epoch; prints how many pairs of
  *                the last epoch's kernels overlapped
+ *   pace-phases  host_sync's shape (bench/apps/host_sync.cu): 10 rounds of
+ *                4 steps; a step is 4 tasks x 4 kernels, a synchronous
+ *                read of task 0's buffer, 4 x 2 more kernels, a read of
+ *                each task's, then cuStreamSynchronize(NULL).  The reads
+ *                wait for one writer each, so an epoch may end only at the
+ *                synchronization: the in-line trial must show its cost
  *   d2d          a 30 ms kernel writes a buffer, then a synchronous
  *                device-to-device copy of it and a memset of it (both
  *                queued behind the kernel): prints how long each call held
@@ -529,6 +535,35 @@ static int case_pace(void)
 	printf("pace last epoch overlapping pairs %d\n", overlaps_in(last, 0, NB));
 	for (int i = 0; i < NB; i++)
 		CHECK(cuMemFree(p[i]));
+	return 0;
+}
+
+static int case_pace_phases(void)
+{
+	enum { NT = 4, ROUNDS = 10, STEPS = 4 };
+	CUdeviceptr p[NT];
+	uint32_t h;
+
+	for (int t = 0; t < NT; t++)
+		CHECK(cuMemAlloc(&p[t], NWORDS * 4));
+	CHECK(cuCtxSynchronize());
+	for (int r = 0; r < ROUNDS; r++) {
+		for (int st = 0; st < STEPS; st++) {
+			for (int t = 0; t < NT; t++)
+				for (int k = 0; k < 4; k++)
+					touch(NULL, p[t], 1000);
+			CHECK(cuMemcpyDtoH(&h, p[0], sizeof(h)));
+			for (int t = 0; t < NT; t++)
+				for (int k = 0; k < 2; k++)
+					touch(NULL, p[t], 1000);
+			for (int t = 0; t < NT; t++)
+				CHECK(cuMemcpyDtoH(&h, p[t], sizeof(h)));
+			CHECK(cuStreamSynchronize(NULL));
+		}
+	}
+	printf("pace-phases done\n");
+	for (int t = 0; t < NT; t++)
+		CHECK(cuMemFree(p[t]));
 	return 0;
 }
 
@@ -1014,6 +1049,8 @@ int main(int argc, char **argv)
 		r = case_passthru();
 	else if (!strcmp(m, "pace"))
 		r = case_pace();
+	else if (!strcmp(m, "pace-phases"))
+		r = case_pace_phases();
 	else if (!strcmp(m, "d2d") || !strcmp(m, "d2d-own") ||
 		 !strcmp(m, "d2d-blocking"))
 		r = case_d2d(!strcmp(m, "d2d-own") ? 1 :
