@@ -326,12 +326,6 @@ static int sched_cand_better(const struct sched_cand *a,
 	return a->load < b->load;
 }
 
-/*
- * sched_place() while the GPU keeps up: no queue to avoid, so the fewest
- * waits, then the previous operation's stream (a serial program stays on
- * one stream and never records), then a predecessor's, then the lowest
- * index.  start as sched_place() computes it, for the virtual-time model.
- */
 /* The virtual start of the operation on stream t, its waits counted. */
 static uint64_t sched_start_on(struct sched *s, int t)
 {
@@ -352,6 +346,12 @@ static uint64_t sched_start_on(struct sched *s, int t)
 	return start + (uint64_t)nwait * SCHED_WAIT_COST;
 }
 
+/*
+ * sched_place() while the GPU keeps up: no queue to avoid, so the fewest
+ * waits, then the previous operation's stream (a serial program stays on
+ * one stream and never records), then a predecessor's, then the lowest
+ * index.  start as sched_place() computes it, for the virtual-time model.
+ */
 static int sched_place_kept_up(struct sched *s, uint64_t *start_out)
 {
 	int bt = -1, bw = 0, bkeep = 0, bpred = 0;

@@ -90,16 +90,27 @@ static void test_small_gain_goes_in_line(void **state)
 	assert_int_equal(p.kinds_inline, 1);
 }
 
+/*
+ * The verdict on a kind after its 8 epochs (2 warm, 3 spread, 3 in line):
+ * spread[i] is epoch i's time when it runs spread, inline_ns in line.
+ */
+static int verdict_after(struct pace *p, uint64_t tag, const uint64_t *spread,
+			 uint64_t inline_ns)
+{
+	pace_init(p, now);
+	for (int i = 0; i < 8; i++)
+		epoch(p, tag, 100, spread[i], inline_ns);
+	return pace_kind_find(p, sig_of(tag, 100))->verdict;
+}
+
+static const uint64_t flat[8] = { 1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000 };
+
 static void test_small_loss_stays_spread(void **state)
 {
 	struct pace p;
 
 	(void)state;
-	pace_init(&p, now);
-	for (int i = 0; i < 8; i++)
-		epoch(&p, 3, 100, 1000, 1030);
-	assert_int_equal(pace_kind_find(&p, sig_of(3, 100))->verdict,
-			 PACE_KEEP_SPREAD);
+	assert_int_equal(verdict_after(&p, 3, flat, 1030), PACE_KEEP_SPREAD);
 	for (int i = 0; i < 5; i++)
 		assert_int_equal(epoch(&p, 3, 100, 1000, 1030), S);
 }
@@ -109,11 +120,7 @@ static void test_tie_goes_in_line(void **state)
 	struct pace p;
 
 	(void)state;
-	pace_init(&p, now);
-	for (int i = 0; i < 8; i++)
-		epoch(&p, 4, 100, 1000, 1000);
-	assert_int_equal(pace_kind_find(&p, sig_of(4, 100))->verdict,
-			 PACE_KEEP_INLINE);
+	assert_int_equal(verdict_after(&p, 4, flat, 1000), PACE_KEEP_INLINE);
 }
 
 /* The median, not the mean: one slow spread epoch does not decide. */
@@ -121,14 +128,10 @@ static void test_median_of_samples(void **state)
 {
 	struct pace p;
 	/* spread times of the timed epochs: 1000, 5000 (an outlier), 1000 */
-	uint64_t sp[] = { 1000, 1000, 1000, 0, 5000, 0, 1000, 0 };
+	const uint64_t sp[8] = { 1000, 1000, 1000, 0, 5000, 0, 1000, 0 };
 
 	(void)state;
-	pace_init(&p, now);
-	for (int i = 0; i < 8; i++)
-		epoch(&p, 5, 100, sp[i], 1010);
-	assert_int_equal(pace_kind_find(&p, sig_of(5, 100))->verdict,
-			 PACE_KEEP_SPREAD);
+	assert_int_equal(verdict_after(&p, 5, sp, 1010), PACE_KEEP_SPREAD);
 }
 
 /* Two kinds in turn: each next epoch gets the mode of its own kind. */
