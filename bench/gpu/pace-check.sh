@@ -1,22 +1,25 @@
 #!/usr/bin/env bash
-# pace-check.sh - checking that spreading pays (src/preload/pace.h), on the
-# H200: does it take back what spreading cost googlenet at batch 256, and
-# does it keep the suite's CUDA apps spread?  Run on the GPU machine from
-# the repo root, with build/ carried:  OUT=$OUT bash bench/gpu/pace-check.sh
+# pace-check.sh - checking that spreading pays (src/preload/pace.h,
+# KMUX_PACE=1), on the H200: does it take back what spreading costs
+# googlenet at batch 256, and does it keep the suite's CUDA apps spread at
+# their speed?  Run on the GPU machine from the repo root, with build/
+# carried:  OUT=$OUT bash bench/gpu/pace-check.sh
 #
-#   $OUT/g/      torch-alloc.sh: googlenet batch 256, the in-process A/B
-#                (scheduled / paused) as shipped and with KMUX_PACE=0
+#   $OUT/g/      torch-alloc.sh: googlenet batch 256, fresh processes of
+#                30 ROIs: plain, kmux run --streams 16 as shipped (the
+#                check off) and with KMUX_PACE=1
 #   $OUT/s.tgz   bench/streams.sh over the 9 CUDA apps, PACE_REPS (3)
-#                rounds: plain, kmux16 with KMUX_PACE=0, ext16 (kmux as
-#                shipped), expert, verify; streams.md has the A/B table
+#                rounds: plain, kmux16 (KMUX_PACE=0), ext16 (KMUX_PACE=1,
+#                exported for the script and overridden for kmux16),
+#                expert, verify; streams.md has the A/B table
 #   $OUT/pace-suite.txt  what the check decided in each suite run
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 OUT=${OUT:-./out}
 mkdir -p "$OUT/g" "$OUT/s"
-OUT=$OUT/g TA_BATCHES=256 TA_ALLOCS=native TA_MODES="ab ab,nopace" TA_PAIRS=8 TA_VERIFY=0 \
-	bash bench/gpu/torch-alloc.sh
-OUT=$OUT/s KMUX_STREAMS_REPS=${PACE_REPS:-3} KMUX_STREAMS_NS=16 KMUX_STREAMS_EXT_NS=16 \
+OUT=$OUT/g TA_BATCHES=256 TA_ALLOCS=native TA_MODES="plain run run,pace" TA_RUN_REPS=30 \
+	TA_VERIFY=0 bash bench/gpu/torch-alloc.sh
+KMUX_PACE=1 OUT=$OUT/s KMUX_STREAMS_REPS=${PACE_REPS:-3} KMUX_STREAMS_NS=16 KMUX_STREAMS_EXT_NS=16 \
 	KMUX_STREAMS_AB_OFF="KMUX_PACE=0" KMUX_STREAMS_SA_NS='' KMUX_STREAMS_PY_APPS='' \
 	KMUX_STREAMS_BUDGET_S=${PACE_SUITE_BUDGET_S:-330} bash bench/streams.sh >"$OUT/s/console.txt" 2>&1
 echo "suite: exit $?"

@@ -27,8 +27,8 @@
 #   trace   kmux trace --summary-json of 2 forwards (which operations)
 #   run     a fresh process under kmux run --streams N, TA_RUN_REPS (30)
 #           ROIs, the median (the check of pace.h needs 8 to decide)
-#   MODE,nopace  a kmux mode with KMUX_PACE=0 (every epoch spread: kmux
-#           before it checked that spreading pays)
+#   MODE,pace  a kmux mode with KMUX_PACE=1 (kmux checks that spreading
+#           pays; off by default)
 # TA_ALLOCS (default "native async") the allocators.  kmux's
 # own exit lines (KMUX_LOG=info: waits issued and pruned, operations passed
 # through) are kept.  Output: $OUT/torch-alloc.log, $OUT/torch-alloc.md.
@@ -61,8 +61,8 @@ run_one() {
 	f=$WORK/run-$b-$alloc-${mode//,/-}
 	[ "$alloc" = async ] && conf=(env "PYTORCH_CUDA_ALLOC_CONF=$ASYNC")
 	local kenv=(KMUX_LOG=info) label=$mode
-	[[ $mode == *,nopace ]] && kenv+=(KMUX_PACE=0)
-	mode=${mode%,nopace}
+	[[ $mode == *,pace ]] && kenv+=(KMUX_PACE=1)
+	mode=${mode%,pace}
 	case $mode in
 	ab | ab:* | aa)
 		local sn=$N abv=1
