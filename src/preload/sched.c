@@ -844,7 +844,7 @@ int sched_submit_weighted(struct sched *s, const struct sched_access *acc,
 	struct sched_astate *found[SCHED_FOUND_MAX];
 	uint32_t misses = 0;
 	uint8_t srcbit = 0;
-	int t, err;
+	int t, err, hot;
 
 	if (!s || nacc < 0 || (nacc && !acc) || !out ||
 	    (flags & ~(SCHED_BARRIER | SCHED_JOIN)))
@@ -891,8 +891,14 @@ int sched_submit_weighted(struct sched *s, const struct sched_access *acc,
 	sched_emit_waits(s, t, out);
 	out->seq = sched_push(s, t, start, vt);
 	s->last_t = t;
-	if (sched_update_states(s, acc, nacc, found, t, out->seq,
-				s->st[t].fin, &src, &srcbit) ||
+	hot = sched_update_states(s, acc, nacc, found, t, out->seq,
+				  s->st[t].fin, &src, &srcbit);
+	/*
+	 * In line nothing waits across streams: a hot mark's record would go
+	 * unused and take the mark back with it (sched_ev_retire()), to be
+	 * learned again, at a cost in overlap, once the work spreads.
+	 */
+	if ((hot && !s->narrow) ||
 	    (nacc && (s->flags & SCHED_EAGER_EVENTS))) {
 		if (s->n > 1) {
 			out->record_after = sched_ev_record(s, t);

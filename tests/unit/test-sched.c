@@ -513,6 +513,39 @@ static void test_hot_mark_decays(void **state)
 }
 
 /*
+ * In line, a hot mark asks for no record (nothing would wait for it) and
+ * so is not taken back: the marks the diamond learned are there when the
+ * work spreads again, and the next hot write records at once.
+ */
+static void test_narrow_keeps_hot_marks(void **state)
+{
+	struct sched *s = new_sched(4, 0);
+	struct sched_decision d;
+	uint64_t after, cleared;
+
+	(void)state;
+	for (int round = 0; round < 2; round++) {
+		sub(s, "w1");
+		sub(s, "r1 w2");
+		sub(s, "r1 w3");
+		sub(s, "r2 r3 w4");
+	}
+	sched_set_narrow(s, 1);
+	after = stats(s).events_after;
+	cleared = stats(s).hot_cleared;
+	for (int i = 0; i < 200; i++) {
+		d = sub(s, "w1");
+		assert_int_equal(d.record_after, -1);
+	}
+	assert_int_equal(stats(s).events_after, after);
+	assert_int_equal(stats(s).hot_cleared, cleared);
+	sched_set_narrow(s, 0);
+	d = sub(s, "w1");
+	assert_true(d.record_after >= 0);	/* still hot */
+	sched_free(s);
+}
+
+/*
  * An Inception-like module repeated: x is read by four branches writing
  * b1..b4, a concat reads them and writes the next x.  With decay the steady
  * state still spreads the branches over the four streams (the fork's
@@ -1513,6 +1546,7 @@ int main(void)
 		cmocka_unit_test(test_diamond_eager),
 		cmocka_unit_test(test_diamond_learns),
 		cmocka_unit_test(test_hot_mark_decays),
+		cmocka_unit_test(test_narrow_keeps_hot_marks),
 		cmocka_unit_test(test_inception_steady),
 		cmocka_unit_test(test_fork_join_prunes),
 		cmocka_unit_test(test_wait_order_prunes),
