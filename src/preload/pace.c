@@ -129,8 +129,8 @@ int pace_epoch_end(struct pace *p, uint64_t now_ns)
 		p->clock++;
 		p->epochs++;
 		p->inline_epochs += m == PACE_INLINE;
-		/* Before k->used changes: prev may be the slot k took. */
-		prev = p->prev ? kind_find(p, p->prev) : NULL;
+		/* Gone (NULL) when k took its slot: nothing to link. */
+		prev = kind_find(p, p->prev);
 		if (prev)
 			prev->next = p->sig;
 		k->used = p->clock;
@@ -144,9 +144,8 @@ int pace_epoch_end(struct pace *p, uint64_t now_ns)
 		p->prev = p->sig;
 	}
 	/* An epoch too small to count leaves the prediction as it was. */
-	last = p->prev ? kind_find(p, p->prev) : NULL;
-	p->mode = kind_mode(last && last->next ? kind_find(p, last->next)
-					       : NULL);
+	last = kind_find(p, p->prev);
+	p->mode = kind_mode(last ? kind_find(p, last->next) : NULL);
 	p->sig = PACE_SIG_SEED;
 	p->ops = 0;
 	p->start_ns = now_ns;

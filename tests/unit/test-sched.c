@@ -279,6 +279,14 @@ static void test_independent_spread(void **state)
 	}
 }
 
+/* Four independent writers x1..x4 spread over streams 0..3. */
+static void spread_x1_x4(struct sched *s)
+{
+	for (int i = 1; i <= 4; i++)
+		assert_int_equal(sub(s, (char[]){ 'x', (char)('0' + i), 0 }).stream,
+				 i - 1);
+}
+
 /*
  * While the GPU keeps up, independent work stays on the previous
  * operation's stream (no waits, no records), an operation with one
@@ -293,10 +301,7 @@ static void test_kept_up(void **state)
 	struct sched_stats st;
 
 	(void)state;
-	/* Spread first: x1..x4 on streams 0..3. */
-	for (int i = 1; i <= 4; i++)
-		assert_int_equal(sub(s, (char[]){ 'x', (char)('0' + i), 0 }).stream,
-				 i - 1);
+	spread_x1_x4(s);
 	sched_set_kept_up(s, 1);
 	for (int i = 5; i <= 9; i++) {
 		d = sub(s, (char[]){ 'x', (char)('0' + i), 0 });
@@ -335,9 +340,7 @@ static void test_narrow(void **state)
 	struct sched_decision d;
 
 	(void)state;
-	for (int i = 1; i <= 4; i++)
-		assert_int_equal(sub(s, (char[]){ 'x', (char)('0' + i), 0 }).stream,
-				 i - 1);
+	spread_x1_x4(s);
 	sched_set_narrow(s, 1);
 	sched_set_kept_up(s, 1);
 	for (int i = 5; i <= 8; i++) {
