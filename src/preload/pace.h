@@ -24,8 +24,15 @@
  * are computed as always, so the choice moves work between streams and
  * never changes an order.
  *
- * Which mode the next epoch runs in is decided when the current one ends,
- * before its kind is known: by the kind that followed this one last time.
+ * An epoch's kind must be known when its first operation is placed, before
+ * the rest of it is seen: it is keyed by the kind of work that ended the
+ * epoch before and its own first operation (the first version predicted
+ * the next kind from the one that followed last time: on host_sync,
+ * whose rounds begin with a reset copy, that guess was wrong once a round,
+ * and one epoch in four ran in line without being measured; run 17).  An
+ * epoch whose work differs from what its key's epochs did before gives no
+ * sample; a key whose epochs differ too often (more than one in
+ * PACE_ODD_SHARE) is judged by nothing and stays spread.
  *
  * Pure bookkeeping: no driver calls, no locking (the caller holds its
  * context's lock), no clock (the caller passes the time).
@@ -40,6 +47,7 @@
 #define PACE_WARM	2	/* first epochs of a kind: spread, untimed */
 #define PACE_MIN_OPS	16	/* fewer operations: not an epoch, ignored */
 #define PACE_LOSS_PCT	20	/* in line this much slower: spread, at once */
+#define PACE_ODD_SHARE	4	/* 1 in this many epochs unlike: varied */
 
 enum pace_mode {
 	PACE_SPREAD = 0,
@@ -50,13 +58,15 @@ enum pace_verdict {
 	PACE_OPEN = 0,		/* still measuring */
 	PACE_KEEP_SPREAD,
 	PACE_KEEP_INLINE,
+	PACE_VARIED,		/* its epochs differ: spread, unjudged */
 };
 
 struct pace_kind {
-	uint64_t sig;		/* 0: slot free */
-	uint64_t next;		/* the kind that followed it last time, 0 */
+	uint64_t key;		/* 0: slot free */
+	uint64_t sig;		/* of the work its epochs do */
 	uint64_t used;		/* p->clock when last seen */
-	uint32_t seen;
+	uint32_t seen;		/* counted epochs with this key */
+	uint32_t odd;		/* of them, after warm-up, unlike sig */
 	uint8_t verdict;	/* enum pace_verdict */
 	uint8_t n[2];		/* timed epochs per mode */
 	uint64_t ns[2][PACE_SAMPLES];
@@ -64,37 +74,40 @@ struct pace_kind {
 
 struct pace {
 	struct pace_kind kind[PACE_KINDS];
-	uint64_t sig;		/* of the epoch in progress */
-	uint32_t ops;		/* its operations so far */
+	uint64_t key;		/* of the epoch in progress, from its first op */
+	uint64_t sig;		/* of its operations so far */
+	uint32_t ops;		/* how many */
 	uint64_t start_ns;	/* when it began */
 	int mode;		/* enum pace_mode: it runs in */
-	uint64_t prev;		/* the last epoch's kind, 0 none */
+	uint64_t prev;		/* the last counted epoch's sig, 0 none */
 	uint64_t clock;		/* epochs ended */
 	/* For the exit line. */
 	uint64_t epochs;	/* counted epochs (PACE_MIN_OPS or more) */
 	uint64_t inline_epochs;	/* of them, run in line */
-	uint64_t kinds_spread, kinds_inline;	/* verdicts given */
+	uint64_t kinds_spread, kinds_inline;	/* verdicts in force */
+	uint64_t kinds_varied;
 };
 
 /* A fresh record; the first epoch begins at now_ns, spread. */
 void pace_init(struct pace *p, uint64_t now_ns);
 
-/* One operation of the epoch in progress; a and b describe it. */
-static inline void pace_op(struct pace *p, uint64_t a, uint64_t b)
-{
-	p->ops++;
-	p->sig = (p->sig ^ a) * 0x100000001b3ull;
-	p->sig = (p->sig ^ b) * 0x100000001b3ull;
-}
+/*
+ * One operation of the epoch in progress, described by a and b.  Returns
+ * 1 when it is the epoch's first: p->mode was chosen for the epoch then,
+ * and the caller places from this operation on accordingly.
+ */
+int pace_op(struct pace *p, uint64_t a, uint64_t b);
 
 /*
- * The host waited for the GPU at now_ns: the epoch in progress ends (it
- * counts when it had PACE_MIN_OPS operations), the next one begins.
- * Returns the mode the next one runs in.
+ * The host waited for all of the GPU's work at now_ns: the epoch in
+ * progress ends (it counts when it had PACE_MIN_OPS operations), the next
+ * one begins; until its first operation, spread.
  */
-int pace_epoch_end(struct pace *p, uint64_t now_ns);
+void pace_epoch_end(struct pace *p, uint64_t now_ns);
 
-/* The kind of sig, or NULL (for tests). */
-const struct pace_kind *pace_kind_find(const struct pace *p, uint64_t sig);
+/* The kind keyed by key, or NULL; the key of the epoch that follows one
+ * of work prev with first operation a, b (for tests). */
+const struct pace_kind *pace_kind_find(const struct pace *p, uint64_t key);
+uint64_t pace_key(uint64_t prev, uint64_t a, uint64_t b);
 
 #endif

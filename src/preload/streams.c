@@ -796,8 +796,8 @@ complete:
 
 /*
  * Lock held: the host waited for all of the pool's work (a synchronization,
- * a read kmux cannot place), so an epoch of the program ends and the next
- * one runs spread or in line (pace.h).  Not after a wait for some of it (a
+ * a read kmux cannot place), so an epoch of the program ends; the next
+ * one's placement is chosen at its first operation (pace.h).  Not after a wait for some of it (a
  * read that waits for its writer, a free): work launched in the epoch
  * would still be running, and its cost would land in the next one.  At
  * every such synchronization, whether the GPU was still busy or not, so
@@ -805,18 +805,27 @@ complete:
  */
 static void sctx_pace_end(struct streams_ctx *c)
 {
-	int m;
-
 	if (!streams_pace_on || !c->s)
 		return;
-	m = pace_epoch_end(&c->pace, probe_clock_ns());
-	if (streams_pace_force == PACE_FORCE_INLINE)
-		m = PACE_INLINE;
-	else if (streams_pace_force == PACE_FORCE_ALTERNATE)
-		m = c->hostwaits & 1 ? PACE_INLINE : PACE_SPREAD;
+	pace_epoch_end(&c->pace, probe_clock_ns());
+	sched_set_narrow(c->s, 0);
+}
+
+/*
+ * One operation for its epoch's kind (pace.h); at the epoch's first, the
+ * placement for the whole epoch is chosen.
+ */
+static void sctx_pace_op(struct streams_ctx *c, const struct streams_req *rq)
+{
+	if (!pace_op(&c->pace, (uint64_t)(uintptr_t)rq->issue ^ rq->blocks,
+		     (uint64_t)rq->nacc << 32 | rq->flags))
+		return;
 	/* Forced: the epoch is timed as what it runs as. */
-	c->pace.mode = m;
-	sched_set_narrow(c->s, m == PACE_INLINE);
+	if (streams_pace_force == PACE_FORCE_INLINE)
+		c->pace.mode = PACE_INLINE;
+	else if (streams_pace_force == PACE_FORCE_ALTERNATE)
+		c->pace.mode = c->hostwaits & 1 ? PACE_INLINE : PACE_SPREAD;
+	sched_set_narrow(c->s, c->pace.mode == PACE_INLINE);
 }
 
 /* --- the bridge ----------------------------------------------------------- */
@@ -1237,8 +1246,7 @@ int streams_run(const struct streams_req *rq, CUresult *res)
 		goto as_submitted;
 	/* What the operation is, for its epoch's kind (pace.h). */
 	if (streams_pace_on)
-		pace_op(&c->pace, (uint64_t)(uintptr_t)rq->issue ^ rq->blocks,
-			(uint64_t)rq->nacc << 32 | rq->flags);
+		sctx_pace_op(c, rq);
 	sctx_decide(c, rq->acc, rq->nacc, rq->flags, rq->blocks, &d);
 	sctx_ra_before(c, rq, d.stream);
 	r = sctx_issue(c, &d, rq->issue, rq->arg);
@@ -2216,6 +2224,7 @@ void streams_get_totals(struct streams_totals *t)
 		t->pace_inline += c->pace.inline_epochs;
 		t->pace_spread_kinds += c->pace.kinds_spread;
 		t->pace_inline_kinds += c->pace.kinds_inline;
+		t->pace_varied_kinds += c->pace.kinds_varied;
 		pthread_mutex_unlock(&c->mu);
 	}
 }
@@ -2272,7 +2281,8 @@ static void streams_report(void)
 		 "%llu); failures %llu; GPU idle at %llu of %llu checks, "
 		 "%llu ops placed as keeping up, %llu passed through in %llu "
 		 "stretches; spreading checked over %llu epochs (%llu in line): "
-		 "%llu kinds kept spread, %llu in line, %llu ops placed in line; "
+		 "%llu kinds kept spread, %llu in line, %llu varied, %llu ops "
+		 "placed in line; "
 		 "frees deferred %llu (freed "
 		 "at idle syncs %llu times, after a drain %llu); paused %llu "
 		 "times (%llu ops as submitted); read ahead %llu, reads "
@@ -2303,6 +2313,7 @@ static void streams_report(void)
 		 (unsigned long long)t.pace_inline,
 		 (unsigned long long)t.pace_spread_kinds,
 		 (unsigned long long)t.pace_inline_kinds,
+		 (unsigned long long)t.pace_varied_kinds,
 		 (unsigned long long)t.st.narrow,
 		 (unsigned long long)t.dfr_count,
 		 (unsigned long long)t.dfr_idle,

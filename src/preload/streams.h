@@ -316,7 +316,8 @@ struct streams_totals {
 	uint64_t ra_dropped;	/* slots given up, unused */
 	uint64_t pace_epochs;	/* epochs measured (pace.h) */
 	uint64_t pace_inline;	/* ... of them run in line */
-	uint64_t pace_spread_kinds, pace_inline_kinds;	/* verdicts */
+	uint64_t pace_spread_kinds, pace_inline_kinds;	/* verdicts in force */
+	uint64_t pace_varied_kinds;
 	struct sched_stats st;	/* summed */
 };
 void streams_get_totals(struct streams_totals *t);

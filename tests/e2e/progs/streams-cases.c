@@ -49,7 +49,11 @@
  *                spread after one in-line epoch; prints how many pairs of
  *                the last epoch's kernels overlapped
  *   pace-phases  host_sync's shape (bench/apps/host_sync.cu): 10 rounds of
- *                4 steps; a step is 4 tasks x 4 kernels, a synchronous
+ *                4 steps, each round begun by resetting the 4 tasks'
+ *                buffers (device-to-device copies: the first step's
+ *                work differs from the other three's, so a kind
+ *                guessed before its work is seen would be wrong once a
+ *                round); a step is 4 tasks x 4 kernels, a synchronous
  *                read of task 0's buffer, 4 x 2 more kernels, a read of
  *                each task's, then cuStreamSynchronize(NULL).  The reads
  *                wait for one writer each, so an epoch may end only at the
@@ -541,14 +545,18 @@ static int case_pace(void)
 static int case_pace_phases(void)
 {
 	enum { NT = 4, ROUNDS = 10, STEPS = 4 };
-	CUdeviceptr p[NT];
+	CUdeviceptr p[NT], init;
 	uint32_t h;
 
 	for (int t = 0; t < NT; t++)
 		CHECK(cuMemAlloc(&p[t], NWORDS * 4));
+	CHECK(cuMemAlloc(&init, NWORDS * 4));
+	CHECK(cuMemsetD32(init, 7, NWORDS));
 	CHECK(cuCtxSynchronize());
 	for (int r = 0; r < ROUNDS; r++) {
 		for (int st = 0; st < STEPS; st++) {
+			for (int t = 0; t < NT && st == 0; t++)
+				CHECK(cuMemcpyDtoD(p[t], init, NWORDS * 4));
 			for (int t = 0; t < NT; t++)
 				for (int k = 0; k < 4; k++)
 					touch(NULL, p[t], 1000);
@@ -564,6 +572,7 @@ static int case_pace_phases(void)
 	printf("pace-phases done\n");
 	for (int t = 0; t < NT; t++)
 		CHECK(cuMemFree(p[t]));
+	CHECK(cuMemFree(init));
 	return 0;
 }
 
