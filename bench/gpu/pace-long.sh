@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# pace-long.sh - what does checking that spreading pays (KMUX_PACE=1,
+# src/preload/pace.h) cost a suite app that gains from spreading, once its
+# one in-line trial epoch is paid?  bench/streams.sh runs each app for 10
+# ROIs, and its trial lands in one of the 7 timed ones; here each process
+# runs PL_REPS (40) ROIs, so the median shows what stays after the trial.
+# Run on the GPU machine from the repo root, with build/ carried:
+#   OUT=$OUT bash bench/gpu/pace-long.sh
+#
+# For each app in PL_APPS, PL_ROUNDS (5) rounds of three fresh processes
+# under kmux run --streams 16: off (KMUX_PACE=0), on (KMUX_PACE=1) and
+# off2 (KMUX_PACE=0 again: the A/A control, so that off/off2 shows the
+# noise and any bias of a position in the round); the order of the three
+# rotates from round to round.  Output: $OUT/pace-long.log (every command,
+# its RESULT line and kmux's exit line), $OUT/pace-long.md (medians over
+# the rounds of each process's median ROI time, on/off and off2/off).
+set -u
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+LOG=$OUT/pace-long.log
+MD=$OUT/pace-long.md
+: >"$LOG"
+APPS=${PL_APPS:-reductions image_pipeline phase_buffers mha host_sync stencil_dag}
+ROUNDS=${PL_ROUNDS:-5}
+REPS=${PL_REPS:-40}
+
+log "pace-long: GPU $(gpu_line); $(kmux_ident)"
+for a in $APPS; do
+	logq "\$ $NVCC $NVCCFLAGS $ROOT/bench/apps/$a.cu -o $WORK/bin/$a"
+	"$NVCC" $NVCCFLAGS "$ROOT/bench/apps/$a.cu" -o "$WORK/bin/$a" >>"$LOG" 2>&1 ||
+		{ log "pace-long: cannot build $a"; exit 1; }
+done
+
+one() {
+	local app=$1 mode=$2 pace=0 out
+	[ "$mode" = on ] && pace=1
+	out=$WORK/run/$app-$mode.txt
+	logq "----- $app/$mode: \$ KMUX_LOG=info KMUX_PACE=$pace kmux run --streams 16 -- $app plain --reps $REPS --warmup 3"
+	KMUX_LOG=info KMUX_PACE=$pace kmux_cli run --streams 16 -- \
+		"$WORK/bin/$app" plain --reps "$REPS" --warmup 3 >"$out" 2>&1
+	logq "exit $?"
+	grep -E '^RESULT|spreading checked' "$out" |
+		sed -e 's/.*\(spreading checked[^;]*\);.*/\1/' >>"$LOG"
+}
+
+orders=("off on off2" "on off2 off" "off2 off on")
+for app in $APPS; do
+	for r in $(seq 1 "$ROUNDS"); do
+		have_time 20 || { log "pace-long: out of time at $app round $r"; break 2; }
+		for m in ${orders[$(( (r - 1) % 3 ))]}; do
+			one "$app" "$m"
+		done
+	done
+	log "  $app done"
+done
+
+"$PY" - "$LOG" >"$MD" <<'EOF'
+import re, statistics, sys
+runs = {}
+cur = None
+for line in open(sys.argv[1]):
+    m = re.match(r'----- (\w+)/(\w+):', line)
+    if m:
+        cur = m.groups()
+        continue
+    m = re.match(r'RESULT .* ms=([0-9.]+) .*min_ms=([0-9.]+)', line)
+    if m and cur:
+        runs.setdefault(cur, []).append(float(m.group(1)))
+print("| app | off ms | on ms | off2 ms | on/off | off2/off (A/A) | rounds |")
+print("|---|---|---|---|---|---|---|")
+for app in dict.fromkeys(a for a, _ in runs):
+    med = {m: statistics.median(runs.get((app, m), [float('nan')]))
+           for m in ("off", "on", "off2")}
+    n = min(len(runs.get((app, m), [])) for m in ("off", "on", "off2"))
+    print(f"| {app} | {med['off']:.4f} | {med['on']:.4f} | {med['off2']:.4f} | "
+          f"{med['on'] / med['off']:.3f} | {med['off2'] / med['off']:.3f} | {n} |")
+EOF
+cat "$MD"
