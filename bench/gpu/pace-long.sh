@@ -26,6 +26,7 @@ REPS=${PL_REPS:-40}
 log "pace-long: GPU $(gpu_line); $(kmux_ident)"
 for a in $APPS; do
 	logq "\$ $NVCC $NVCCFLAGS $ROOT/bench/apps/$a.cu -o $WORK/bin/$a"
+	# shellcheck disable=SC2086  # NVCCFLAGS is a word list
 	"$NVCC" $NVCCFLAGS "$ROOT/bench/apps/$a.cu" -o "$WORK/bin/$a" >>"$LOG" 2>&1 ||
 		{ log "pace-long: cannot build $a"; exit 1; }
 done
