@@ -8,7 +8,7 @@
  * whose GPU is busy but which has little independent work, that cost wins:
  * googlenet at batch 256 ran 4.5% slower on 16 streams than unscheduled,
  * and 0.2% faster on one (bench/results/streams.md, run 15).  So kmux
- * can measure (KMUX_PACE=1; off by default, run 16).  The program's
+ * measures (on by default since run 17; KMUX_PACE=0 off).  The program's
  * synchronizations (those that wait for all of the pool's work: a read
  * that waits for its writer does not count, the rest of the epoch's work
  * would still be running) cut its work into epochs; programs repeat
