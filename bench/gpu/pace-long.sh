@@ -7,11 +7,14 @@
 # Run on the GPU machine from the repo root, with build/ carried:
 #   OUT=$OUT bash bench/gpu/pace-long.sh
 #
-# For each app in PL_APPS, PL_ROUNDS (5) rounds of three fresh processes
-# under kmux run --streams 16: off (KMUX_PACE=0), on (KMUX_PACE=1) and
-# off2 (KMUX_PACE=0 again: the A/A control, so that off/off2 shows the
-# noise and any bias of a position in the round); the order of the three
-# rotates from round to round.  Output: $OUT/pace-long.log (every command,
+# For each app in PL_APPS, PL_ROUNDS (5) rounds of fresh processes under
+# kmux run --streams 16, one per arm of PL_ARMS (default "off on off2"):
+# off (KMUX_PACE=0), on (KMUX_PACE=1), off2 (KMUX_PACE=0 again: the A/A
+# control, so that off/off2 shows the noise and any bias of a position in
+# the round), sham (KMUX_PACE=1 KMUX_DEBUG_PACE=spread: the bookkeeping
+# without trials, so that sham/off is what the bookkeeping costs and
+# on/sham what the trials do); the order of the arms rotates from round
+# to round.  Output: $OUT/pace-long.log (every command,
 # its RESULT line and kmux's exit line), $OUT/pace-long.md (medians over
 # the rounds of each process's median ROI time, on/off and off2/off).
 set -u
@@ -32,23 +35,28 @@ for a in $APPS; do
 done
 
 one() {
-	local app=$1 mode=$2 pace=0 out
-	[ "$mode" = on ] && pace=1
+	local app=$1 mode=$2 out
+	local -a env=(KMUX_PACE=0)
+	case $mode in
+	on) env=(KMUX_PACE=1) ;;
+	sham) env=(KMUX_PACE=1 KMUX_DEBUG_PACE=spread) ;;
+	esac
 	out=$WORK/run/$app-$mode.txt
-	logq "----- $app/$mode: \$ KMUX_LOG=info KMUX_PACE=$pace kmux run --streams 16 -- $app plain --reps $REPS --warmup 3"
-	KMUX_LOG=info KMUX_PACE=$pace kmux_cli run --streams 16 -- \
+	logq "----- $app/$mode: \$ KMUX_LOG=info ${env[*]} kmux run --streams 16 -- $app plain --reps $REPS --warmup 3"
+	env KMUX_LOG=info "${env[@]}" kmux_cli run --streams 16 -- \
 		"$WORK/bin/$app" plain --reps "$REPS" --warmup 3 >"$out" 2>&1
 	logq "exit $?"
 	grep -E '^RESULT|spreading checked' "$out" |
 		sed -e 's/.*\(spreading checked[^;]*\);.*/\1/' >>"$LOG"
 }
 
-orders=("off on off2" "on off2 off" "off2 off on")
+read -r -a ARMS <<<"${PL_ARMS:-off on off2}"
 for app in $APPS; do
 	for r in $(seq 1 "$ROUNDS"); do
 		have_time 20 || { log "pace-long: out of time at $app round $r"; break 2; }
-		for m in ${orders[$(( (r - 1) % 3 ))]}; do
-			one "$app" "$m"
+		# round r starts at arm r - 1: each arm takes each position in turn
+		for i in $(seq 0 $(( ${#ARMS[@]} - 1 ))); do
+			one "$app" "${ARMS[$(( (r - 1 + i) % ${#ARMS[@]} ))]}"
 		done
 	done
 	log "  $app done"
@@ -66,13 +74,18 @@ for line in open(sys.argv[1]):
     m = re.match(r'RESULT .* ms=([0-9.]+) .*min_ms=([0-9.]+)', line)
     if m and cur:
         runs.setdefault(cur, []).append(float(m.group(1)))
-print("| app | off ms | on ms | off2 ms | on/off | off2/off (A/A) | rounds |")
-print("|---|---|---|---|---|---|---|")
+arms = list(dict.fromkeys(m for _, m in runs))
+others = [m for m in arms if m != "off"]
+print("| app | " + " | ".join(f"{m} ms" for m in arms) + " | " +
+      " | ".join(f"{m}/off" for m in others) + " | rounds |")
+print("|---|" + "---|" * (len(arms) + len(others) + 1))
 for app in dict.fromkeys(a for a, _ in runs):
-    med = {m: statistics.median(runs.get((app, m), [float('nan')]))
-           for m in ("off", "on", "off2")}
-    n = min(len(runs.get((app, m), [])) for m in ("off", "on", "off2"))
-    print(f"| {app} | {med['off']:.4f} | {med['on']:.4f} | {med['off2']:.4f} | "
-          f"{med['on'] / med['off']:.3f} | {med['off2'] / med['off']:.3f} | {n} |")
+    med = {m: statistics.median(runs.get((app, m), [float('nan')])) for m in arms}
+    n = min(len(runs.get((app, m), [])) for m in arms)
+    print(f"| {app} | " + " | ".join(f"{med[m]:.4f}" for m in arms) + " | " +
+          " | ".join(f"{med[m] / med['off']:.3f}" for m in others) + f" | {n} |")
+print()
+print("median over the rounds of each process's median ROI time; off2 is an A/A "
+      "control of off")
 EOF
 cat "$MD"

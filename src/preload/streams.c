@@ -169,10 +169,15 @@ static int streams_defer_on = 1;
 static int streams_pace_on = 1;
 /*
  * KMUX_DEBUG_PACE: "inline" runs every epoch in line, "alternate" flips
- * at every host wait: tests exercise both placements on any program.
+ * at every host wait: tests exercise both placements on any program;
+ * "spread" runs every epoch spread with the bookkeeping on, to tell what
+ * the bookkeeping costs from what a trial does (bench/gpu/pace-long.sh).
  */
 static int streams_pace_force;
-enum { PACE_FORCE_NONE, PACE_FORCE_INLINE, PACE_FORCE_ALTERNATE };
+enum {
+	PACE_FORCE_NONE, PACE_FORCE_INLINE, PACE_FORCE_ALTERNATE,
+	PACE_FORCE_SPREAD
+};
 /* KMUX_READAHEAD=0 turns reading ahead off (streams_host_read()). */
 static int streams_ra_on = 1;
 /* KMUX_DEBUG_READAHEAD=unordered (streams_readahead_init()). */
@@ -275,6 +280,8 @@ void streams_pace_init(const char *value, const char *debug)
 		streams_pace_force = PACE_FORCE_INLINE;
 	else if (debug && !strcmp(debug, "alternate"))
 		streams_pace_force = PACE_FORCE_ALTERNATE;
+	else if (debug && !strcmp(debug, "spread"))
+		streams_pace_force = PACE_FORCE_SPREAD;
 }
 
 void streams_defer_init(const char *value)
@@ -823,6 +830,8 @@ static void sctx_pace_op(struct streams_ctx *c, const struct streams_req *rq)
 		c->pace.mode = PACE_INLINE;
 	else if (streams_pace_force == PACE_FORCE_ALTERNATE)
 		c->pace.mode = c->hostwaits & 1 ? PACE_INLINE : PACE_SPREAD;
+	else if (streams_pace_force == PACE_FORCE_SPREAD)
+		c->pace.mode = PACE_SPREAD;
 	sched_set_narrow(c->s, c->pace.mode == PACE_INLINE);
 }
 

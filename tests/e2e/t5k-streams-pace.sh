@@ -35,6 +35,11 @@ check "  ... the last epoch ran on one stream: no two of its kernels overlapped"
 check "  ... every epoch in line, and every kernel but the very first placed so" \
 	grep -q 'epochs (12 in line): .*, 191 ops placed in line' "$TMP/inline"
 
+pace_run "$TMP/sham" KMUX_DEBUG_PACE=spread
+check "KMUX_DEBUG_PACE=spread: measured, never in line, the last epoch spread ($(pairs "$TMP/sham") pairs)" \
+	grep -q 'spreading checked over 12 epochs (0 in line): 0 kinds kept spread, 0 in line, 0 varied, 0 ops placed in line' "$TMP/sham"
+check "  ... and its kernels overlap" [ "$(pairs "$TMP/sham")" -ge 8 ]
+
 pace_run "$TMP/off" KMUX_PACE=0
 check "KMUX_PACE=0: exit 0, nothing measured, nothing in line" \
 	grep -q 'spreading checked over 0 epochs (0 in line): 0 kinds kept spread, 0 in line, 0 varied, 0 ops placed in line' "$TMP/off"
