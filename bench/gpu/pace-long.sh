@@ -35,7 +35,7 @@ for a in $APPS; do
 done
 
 one() {
-	local app=$1 mode=$2 out
+	local app=$1 mode=$2 out rc
 	local -a env=(KMUX_PACE=0)
 	case $mode in
 	on) env=(KMUX_PACE=1) ;;
@@ -43,13 +43,18 @@ one() {
 	esac
 	out=$WORK/run/$app-$mode.txt
 	logq "----- $app/$mode: \$ KMUX_LOG=info ${env[*]} kmux run --streams 16 -- $app plain --reps $REPS --warmup 3"
-	env KMUX_LOG=info "${env[@]}" kmux_cli run --streams 16 -- \
-		"$WORK/bin/$app" plain --reps "$REPS" --warmup 3 >"$out" 2>&1
-	logq "exit $?"
+	# kmux_cli is a function: the variables go through a subshell's export
+	(export KMUX_LOG=info "${env[@]}" &&
+		kmux_cli run --streams 16 -- "$WORK/bin/$app" plain --reps "$REPS" \
+			--warmup 3) >"$out" 2>&1
+	rc=$?
+	logq "exit $rc"
+	[ "$rc" -eq 0 ] || { failed=$((failed + 1)); tail -n 3 "$out" >>"$LOG"; }
 	grep -E '^RESULT|spreading checked' "$out" |
 		sed -e 's/.*\(spreading checked[^;]*\);.*/\1/' >>"$LOG"
 }
 
+failed=0
 read -r -a ARMS <<<"${PL_ARMS:-off on off2}"
 for app in $APPS; do
 	for r in $(seq 1 "$ROUNDS"); do
@@ -74,6 +79,9 @@ for line in open(sys.argv[1]):
     m = re.match(r'RESULT .* ms=([0-9.]+) .*min_ms=([0-9.]+)', line)
     if m and cur:
         runs.setdefault(cur, []).append(float(m.group(1)))
+if not runs:
+    print("no run printed a RESULT line")
+    sys.exit(0)
 arms = list(dict.fromkeys(m for _, m in runs))
 others = [m for m in arms if m != "off"]
 print("| app | " + " | ".join(f"{m} ms" for m in arms) + " | " +
@@ -89,3 +97,4 @@ print("median over the rounds of each process's median ROI time; off2 is an A/A 
       "control of off")
 EOF
 cat "$MD"
+[ "$failed" -eq 0 ] || { log "pace-long: $failed runs failed (their tails are in $LOG)"; exit 1; }
