@@ -163,7 +163,7 @@ static int streams_defer_on = 1;
 /*
  * Check whether spreading pays (pace.h); KMUX_PACE=0 turns it off.  On
  * since run 17 (bench/results/streams.md): it took back googlenet's 4%
- * at batch 256 and cost the suite's apps at most 2% once each kind's
+ * at batch 256 and cost the suite's apps at most 3% once each kind's
  * trial was paid.
  */
 static int streams_pace_on = 1;
