@@ -170,7 +170,7 @@ static int kind_like(struct pace *p, struct pace_kind *k, uint64_t sig)
 	k->odd++;
 	/* One odd epoch early on (a first pass unlike the rest) is not yet
 	 * too many. */
-	if (k->verdict != PACE_VARIED && k->odd >= 2 &&
+	if (k->odd >= 2 &&
 	    (uint64_t)k->odd * PACE_ODD_SHARE > (uint64_t)k->seen + 1)
 		verdict_set(p, k, PACE_VARIED);
 	return 0;

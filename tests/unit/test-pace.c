@@ -3,8 +3,9 @@
  * a kind's first epochs run spread untimed, then the modes alternate; in
  * line loses at once when clearly slower, and otherwise the lower median
  * wins (a tie in line); each epoch runs in the mode of its own kind, known
- * by the work before it and its first operation; a key whose epochs often
- * differ is varied and stays spread, a rare odd one is tolerated; small
+ * by the work before it and its whole first operation; a key whose epochs
+ * often differ is varied and stays spread (an in-line verdict too), a rare
+ * odd one is tolerated, and one just after warm-up; small
  * epochs count for nothing; kinds are replaced least recently used, and
  * their verdicts leave the counts; an epoch with no time passed is not
  * timed.
@@ -216,6 +217,67 @@ static void test_rare_odd_epoch_tolerated(void **state)
 	assert_int_equal(last_kind(&p)->n[S], PACE_SAMPLES);
 }
 
+/* One unlike epoch just after warm-up (a first pass) is not yet varied. */
+static void test_one_early_odd_epoch_not_varied(void **state)
+{
+	struct pace p;
+
+	(void)state;
+	pace_init(&p, now);
+	for (int i = 0; i < 3; i++)
+		epoch_of(&p, 15, 0, 40, 1000, 900);
+	epoch_of(&p, 15, 700, 40, 1000, 900);	/* same key, other work */
+	assert_int_equal(last_kind(&p)->odd, 1);
+	assert_int_equal(p.kinds_varied, 0);
+	for (int i = 0; i < 12; i++)
+		epoch_of(&p, 15, 0, 40, 1000, 900);
+	assert_int_equal(p.kinds_varied, 0);
+	assert_int_equal(p.kinds_inline, 1);
+}
+
+/* A kind judged in line that turns varied leaves the in-line count. */
+static void test_inline_verdict_turns_varied(void **state)
+{
+	struct pace p;
+
+	(void)state;
+	pace_init(&p, now);
+	for (int i = 0; i < 10; i++)
+		epoch_of(&p, 16, 0, 40, 1000, 900);
+	assert_int_equal(p.kinds_inline, 1);
+	/* From now on every other epoch after X is unlike it. */
+	for (int r = 0; r < 6; r++) {
+		epoch_of(&p, 16, 0, 40, 1000, 900);
+		epoch_of(&p, 16, 0, 40, 1000, 900);
+		epoch_of(&p, 16, 500, 40, 1000, 900);
+	}
+	assert_int_equal(p.kinds_varied, 1);
+	assert_int_equal(p.kinds_inline, 0);
+	epoch_of(&p, 16, 0, 40, 1000, 900);	/* after the unlike: its own */
+	assert_int_equal(epoch_of(&p, 16, 0, 40, 1000, 900), S);
+}
+
+/* The first operation's whole description keys the epoch, b included. */
+static void test_first_op_b_in_key(void **state)
+{
+	struct pace p;
+
+	(void)state;
+	pace_init(&p, now);
+	for (int r = 0; r < 12; r++) {
+		for (int e = 0; e < 3; e++) {
+			uint64_t body = e == 2 ? 500 : 0;
+
+			for (int i = 0; i < 40; i++)
+				pace_op(&p, 17, i ? (uint64_t)i + body
+						  : (uint64_t)(e == 2));
+			now += 1000;
+			pace_epoch_end(&p, now);
+		}
+	}
+	assert_int_equal(p.kinds_varied, 0);
+}
+
 static void test_small_epochs_ignored(void **state)
 {
 	struct pace p;
@@ -288,6 +350,9 @@ int main(void)
 		cmocka_unit_test(test_kind_known_at_first_op),
 		cmocka_unit_test(test_varied_key_spread),
 		cmocka_unit_test(test_rare_odd_epoch_tolerated),
+		cmocka_unit_test(test_one_early_odd_epoch_not_varied),
+		cmocka_unit_test(test_inline_verdict_turns_varied),
+		cmocka_unit_test(test_first_op_b_in_key),
 		cmocka_unit_test(test_small_epochs_ignored),
 		cmocka_unit_test(test_kinds_replaced_lru),
 		cmocka_unit_test(test_evicted_verdict_not_counted),
