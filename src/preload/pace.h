@@ -25,8 +25,8 @@
  * never changes an order.
  *
  * An epoch's kind must be known when its first operation is placed, before
- * the rest of it is seen: it is keyed by the kind of work that ended the
- * epoch before and its own first operation (the first version predicted
+ * the rest of it is seen: it is keyed by the work of the epoch before
+ * (its hash) and its own first operation (the first version predicted
  * the next kind from the one that followed last time: on host_sync,
  * whose rounds begin with a reset copy, that guess was wrong once a round,
  * and one epoch in four ran in line without being measured; run 17).  An

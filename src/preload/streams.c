@@ -802,9 +802,10 @@ complete:
 /*
  * Lock held: the host waited for all of the pool's work (a synchronization,
  * a read kmux cannot place), so an epoch of the program ends; the next
- * one's placement is chosen at its first operation (pace.h).  Not after a wait for some of it (a
- * read that waits for its writer, a free): work launched in the epoch
- * would still be running, and its cost would land in the next one.  At
+ * one's placement is chosen at its first operation (pace.h).  Not after a
+ * wait for some of it (a read that waits for its writer, a free): work
+ * launched in the epoch would still be running, and its cost would land
+ * in the next one.  At
  * every such synchronization, whether the GPU was still busy or not, so
  * that where epochs end does not depend on timing.
  */
