@@ -805,9 +805,8 @@ complete:
  * one's placement is chosen at its first operation (pace.h).  Not after a
  * wait for some of it (a read that waits for its writer, a free): work
  * launched in the epoch would still be running, and its cost would land
- * in the next one.  At
- * every such synchronization, whether the GPU was still busy or not, so
- * that where epochs end does not depend on timing.
+ * in the next one.  At every such synchronization, whether the GPU was
+ * still busy or not, so that where epochs end does not depend on timing.
  */
 static void sctx_pace_end(struct streams_ctx *c)
 {
