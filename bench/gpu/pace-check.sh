@@ -6,8 +6,8 @@
 # carried:  OUT=$OUT bash bench/gpu/pace-check.sh
 #
 #   $OUT/g/      torch-alloc.sh: googlenet batch 256, fresh processes of
-#                30 ROIs: plain, kmux run --streams 16 as shipped (the
-#                check off) and with KMUX_PACE=1
+#                30 ROIs: plain, kmux run --streams 16 with KMUX_PACE=0
+#                and with KMUX_PACE=1 (the default since run 17)
 #   $OUT/s.tgz   bench/streams.sh over the 9 CUDA apps, PACE_REPS (3)
 #                rounds: plain, kmux16 (KMUX_PACE=0), ext16 (KMUX_PACE=1,
 #                exported for the script and overridden for kmux16),
@@ -17,7 +17,7 @@ set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 OUT=${OUT:-./out}
 mkdir -p "$OUT/g" "$OUT/s"
-OUT=$OUT/g TA_BATCHES=256 TA_ALLOCS=native TA_MODES="plain run run,pace" TA_RUN_REPS=30 \
+OUT=$OUT/g TA_BATCHES=256 TA_ALLOCS=native TA_MODES="plain run,nopace run,pace" TA_RUN_REPS=30 \
 	TA_VERIFY=0 bash bench/gpu/torch-alloc.sh
 KMUX_PACE=1 OUT=$OUT/s KMUX_STREAMS_REPS=${PACE_REPS:-3} KMUX_STREAMS_NS=16 KMUX_STREAMS_EXT_NS=16 \
 	KMUX_STREAMS_AB_OFF="KMUX_PACE=0" KMUX_STREAMS_SA_NS='' KMUX_STREAMS_PY_APPS='' \

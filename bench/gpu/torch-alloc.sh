@@ -27,8 +27,9 @@
 #   trace   kmux trace --summary-json of 2 forwards (which operations)
 #   run     a fresh process under kmux run --streams N, TA_RUN_REPS (30)
 #           ROIs, the median (the check of pace.h needs 8 to decide)
-#   MODE,pace  a kmux mode with KMUX_PACE=1 (kmux checks that spreading
-#           pays; off by default)
+#   MODE,pace    a kmux mode with KMUX_PACE=1 (kmux checks that spreading
+#           pays; on by default since run 17, off before)
+#   MODE,nopace  a kmux mode with KMUX_PACE=0 (the check off)
 # TA_ALLOCS (default "native async") the allocators.  kmux's
 # own exit lines (KMUX_LOG=info: waits issued and pruned, operations passed
 # through) are kept.  Output: $OUT/torch-alloc.log, $OUT/torch-alloc.md.
@@ -62,7 +63,9 @@ run_one() {
 	[ "$alloc" = async ] && conf=(env "PYTORCH_CUDA_ALLOC_CONF=$ASYNC")
 	local kenv=(KMUX_LOG=info) label=$mode
 	[[ $mode == *,pace ]] && kenv+=(KMUX_PACE=1)
+	[[ $mode == *,nopace ]] && kenv+=(KMUX_PACE=0)
 	mode=${mode%,pace}
+	mode=${mode%,nopace}
 	case $mode in
 	ab | ab:* | aa)
 		local sn=$N abv=1
