@@ -175,6 +175,19 @@ static void test_kind_known_at_first_op(void **state)
 }
 
 /*
+ * rounds of X X Y, each of 40 operations beginning (tag, 0), Y's others
+ * unlike X's: the key "after X" sees X and Y alike often.
+ */
+static void rounds_xxy(struct pace *p, uint64_t tag, int rounds)
+{
+	for (int r = 0; r < rounds; r++) {
+		epoch_of(p, tag, 0, 40, 1000, 900);
+		epoch_of(p, tag, 0, 40, 1000, 900);
+		epoch_of(p, tag, 500, 40, 1000, 900);
+	}
+}
+
+/*
  * The same work before and the same first operation, different work
  * after: X X Y in turn, so the key "after X" sees X and Y alike often,
  * too many to compare: it stays spread.  "After Y" is always X: in line.
@@ -185,11 +198,7 @@ static void test_varied_key_spread(void **state)
 
 	(void)state;
 	pace_init(&p, now);
-	for (int r = 0; r < 10; r++) {
-		epoch_of(&p, 12, 0, 40, 1000, 900);
-		epoch_of(&p, 12, 0, 40, 1000, 900);
-		epoch_of(&p, 12, 500, 40, 1000, 900);
-	}
+	rounds_xxy(&p, 12, 10);
 	assert_int_equal(p.kinds_varied, 1);
 	assert_int_equal(p.kinds_inline, 1);
 	for (int r = 0; r < 3; r++) {
@@ -246,11 +255,7 @@ static void test_inline_verdict_turns_varied(void **state)
 		epoch_of(&p, 16, 0, 40, 1000, 900);
 	assert_int_equal(p.kinds_inline, 1);
 	/* From now on every other epoch after X is unlike it. */
-	for (int r = 0; r < 6; r++) {
-		epoch_of(&p, 16, 0, 40, 1000, 900);
-		epoch_of(&p, 16, 0, 40, 1000, 900);
-		epoch_of(&p, 16, 500, 40, 1000, 900);
-	}
+	rounds_xxy(&p, 16, 6);
 	assert_int_equal(p.kinds_varied, 1);
 	assert_int_equal(p.kinds_inline, 0);
 	epoch_of(&p, 16, 0, 40, 1000, 900);	/* after the unlike: its own */

@@ -485,6 +485,17 @@ static void test_diamond_learns(void **state)
 	sched_free(s);
 }
 
+/* Two rounds of the diamond A -> B, C -> D: allocation 1 is hot after them. */
+static void diamond_learned(struct sched *s)
+{
+	for (int round = 0; round < 2; round++) {
+		sub(s, "w1");
+		sub(s, "r1 w2");
+		sub(s, "r1 w3");
+		sub(s, "r2 r3 w4");
+	}
+}
+
 /*
  * Hot-mark decay.  The diamond marks allocation 1 hot for writers; when the
  * program then becomes a chain on 1 alone, nothing ever waits for those
@@ -498,12 +509,7 @@ static void test_hot_mark_decays(void **state)
 	uint64_t after;
 
 	(void)state;
-	for (int round = 0; round < 2; round++) {
-		sub(s, "w1");
-		sub(s, "r1 w2");
-		sub(s, "r1 w3");
-		sub(s, "r2 r3 w4");
-	}
+	diamond_learned(s);
 	d = sub(s, "w1");
 	assert_true(d.record_after >= 0);	/* hot: it records */
 	after = stats(s).events_after;
@@ -527,12 +533,7 @@ static void test_narrow_keeps_hot_marks(void **state)
 	uint64_t after, cleared;
 
 	(void)state;
-	for (int round = 0; round < 2; round++) {
-		sub(s, "w1");
-		sub(s, "r1 w2");
-		sub(s, "r1 w3");
-		sub(s, "r2 r3 w4");
-	}
+	diamond_learned(s);
 	sched_set_narrow(s, 1);
 	after = stats(s).events_after;
 	cleared = stats(s).hot_cleared;
