@@ -77,9 +77,9 @@ void streams_passthru_init(const char *value);
 void streams_defer_init(const char *value);
 
 /*
- * KMUX_PACE: "1" turns on checking that spreading pays (pace.h); off,
- * every epoch of the program runs spread.  KMUX_DEBUG_PACE ("inline",
- * "alternate", with KMUX_PACE=1) forces the placement, for tests.
+ * KMUX_PACE: "0" turns off checking that spreading pays (pace.h; on by
+ * default): every epoch of the program runs spread.  KMUX_DEBUG_PACE
+ * ("inline", "alternate", "spread") forces the placement, for tests.
  */
 void streams_pace_init(const char *value, const char *debug);
 
