@@ -13,7 +13,9 @@
 # control, so that off/off2 shows the noise and any bias of a position in
 # the round), sham (KMUX_PACE=1 KMUX_DEBUG_PACE=spread: the bookkeeping
 # without trials, so that sham/off is what the bookkeeping costs and
-# on/sham what the trials do); the order of the arms rotates from round
+# on/sham what the trials do); boff and bon are off and on with another
+# library, PL_BASE_LIB (through KMUX_LIBRARY), so that two builds are
+# measured side by side; the order of the arms rotates from round
 # to round.  Output: $OUT/pace-long.log (every command,
 # its RESULT line and kmux's exit line), $OUT/pace-long.md (medians over
 # the rounds of each process's median ROI time, on/off and off2/off).
@@ -27,6 +29,11 @@ ROUNDS=${PL_ROUNDS:-5}
 REPS=${PL_REPS:-40}
 
 log "pace-long: GPU $(gpu_line); $(kmux_ident)"
+if [[ " ${PL_ARMS:-} " == *" b"* ]]; then
+	[ -r "${PL_BASE_LIB:-}" ] ||
+		{ log "pace-long: arms boff/bon need PL_BASE_LIB, a readable libkmux.so"; exit 1; }
+	log "pace-long: boff/bon use $PL_BASE_LIB, sha256 $(sha256sum "$PL_BASE_LIB" | cut -c1-12)"
+fi
 for a in $APPS; do
 	logq "\$ $NVCC $NVCCFLAGS $ROOT/bench/apps/$a.cu -o $WORK/bin/$a"
 	# shellcheck disable=SC2086  # NVCCFLAGS is a word list
@@ -40,6 +47,8 @@ one() {
 	case $mode in
 	on) env=(KMUX_PACE=1) ;;
 	sham) env=(KMUX_PACE=1 KMUX_DEBUG_PACE=spread) ;;
+	boff) env=(KMUX_PACE=0 "KMUX_LIBRARY=$PL_BASE_LIB") ;;
+	bon) env=(KMUX_PACE=1 "KMUX_LIBRARY=$PL_BASE_LIB") ;;
 	esac
 	out=$WORK/run/$app-$mode.txt
 	logq "----- $app/$mode: \$ KMUX_LOG=info ${env[*]} kmux run --streams 16 -- $app plain --reps $REPS --warmup 3"
