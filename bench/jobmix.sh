@@ -631,7 +631,8 @@ kx() {
 # run_kmux DIR PLACEMENT [DAEMON-OPTION...]: a fresh daemon (its own state:
 # no mode learns from another's jobs), every job submitted at once; with
 # JOBMIX_ARRIVALS=1 (not the learning pass) in $ARRIVALS's order, each at
-# its offset from T0, its submit time in DIR/submits
+# its offset from T0, its submit time in DIR/submits (when each submission
+# returned, since T0, in DIR/submit-ends)
 run_kmux() {
 	local dir=$1 placement=$2 deadline i k id ids=() names=() left memarg
 	local order=() offs=() at st nm nsub=0
@@ -692,6 +693,10 @@ run_kmux() {
 		# keys the command's profile, is then the same in every run
 		id=$(JOBMIX_REC_DIR=$dir kx submit "${memarg[@]}" --name "$JOBNAME" -- "${JOBENV[@]}" \
 			bash "$JM/timed.sh" - "$JOBNAME" "${JOBCMD[@]}" 2>>"$LOG")
+		# when the submission returned, since T0: a later arrival
+		# that fell due meanwhile could not be submitted before it
+		[ -n "$at" ] && awk -v n="$JOBNAME" -v t0="$T0" -v e="$(date +%s.%N)" \
+			'BEGIN{printf "%s %.3f\n", n, e - t0}' >>"$dir/submit-ends"
 		if [ -z "$id" ]; then
 			log "  kmux submit of $JOBNAME failed"
 			continue
