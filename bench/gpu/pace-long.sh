@@ -15,8 +15,9 @@
 # without trials, so that sham/off is what the bookkeeping costs and
 # on/sham what the trials do); boff and bon are off and on with another
 # library, PL_BASE_LIB (through KMUX_LIBRARY), so that two builds are
-# measured side by side; the order of the arms rotates from round
-# to round.  Output: $OUT/pace-long.log (every command,
+# measured side by side; on2 is on again (an A/A control of on), dur0 is
+# on without learned kernel durations (KMUX_DURATIONS=0, kdur.h); the
+# order of the arms rotates from round to round.  Output: $OUT/pace-long.log (every command,
 # its RESULT line and kmux's exit line), $OUT/pace-long.md (medians over
 # the rounds of each process's median ROI time, on/off and off2/off).
 set -u
@@ -47,6 +48,8 @@ one() {
 	case $mode in
 	on) env=(KMUX_PACE=1) ;;
 	sham) env=(KMUX_PACE=1 KMUX_DEBUG_PACE=spread) ;;
+	on2) env=(KMUX_PACE=1) ;;
+	dur0) env=(KMUX_PACE=1 KMUX_DURATIONS=0) ;;
 	boff) env=(KMUX_PACE=0 "KMUX_LIBRARY=$PL_BASE_LIB") ;;
 	bon) env=(KMUX_PACE=1 "KMUX_LIBRARY=$PL_BASE_LIB") ;;
 	esac
@@ -60,7 +63,7 @@ one() {
 	logq "exit $rc"
 	[ "$rc" -eq 0 ] || { failed=$((failed + 1)); tail -n 3 "$out" >>"$LOG"; }
 	grep -E '^RESULT|spreading checked' "$out" |
-		sed -e 's/.*\(spreading checked[^;]*\);.*/\1/' >>"$LOG"
+		sed -e 's/.*\(spreading checked[^;]*\);\( durations learned[^;]*\)\{0,1\}.*/\1;\2/' >>"$LOG"
 }
 
 failed=0

@@ -110,6 +110,7 @@ __attribute__((constructor)) static void preload_init(void)
 			       getenv("KMUX_DEBUG_READAHEAD"));
 	streams_passthru_init(getenv("KMUX_PASS_THROUGH"));
 	streams_pace_init(getenv("KMUX_PACE"), getenv("KMUX_DEBUG_PACE"));
+	streams_durations_init(getenv("KMUX_DURATIONS"));
 	if (streams_init(kmux_config.streams,
 			 getenv("CUDA_DEVICE_MAX_CONNECTIONS"),
 			 getenv("KMUX_BARRIER_KERNELS")) == 0 && kmux_streams)

@@ -205,6 +205,26 @@ static void sched_done(struct sched *s, int j, uint64_t seq, uint64_t fin)
 		s->bar_seq = 0;
 }
 
+/*
+ * Every stream known complete: all are idle now, so none is less loaded
+ * than another.  Their finish times are the previous epoch's finishing
+ * order, which is what the load tie-break wants while work runs (the
+ * stream modelled to finish first is the likeliest to be idle) but, after
+ * a full synchronization, only history: placed by it, an epoch landed
+ * where the one before had not (image_pipeline's frames alternated
+ * between two placements, and moved for good after one epoch in line).
+ * Level them, so that such an epoch is placed the same whatever came
+ * before it.
+ */
+static void sched_all_done(struct sched *s)
+{
+	for (int j = 0; j < s->n; j++)
+		if (s->st[j].done < s->st[j].tail)
+			return;
+	for (int j = 0; j < s->n; j++)
+		s->st[j].fin = s->vnow;
+}
+
 int sched_complete(struct sched *s, int stream, uint64_t seq)
 {
 	const uint64_t *vc = NULL;
@@ -235,6 +255,7 @@ int sched_complete(struct sched *s, int stream, uint64_t seq)
 				sched_done(s, k, s->tmp[k], 0);
 	}
 	sched_done(s, stream, seq, fin);
+	sched_all_done(s);
 	return 0;
 }
 

@@ -11,11 +11,9 @@
  *   2. place: the stream where the operation could start earliest in a
  *      virtual-time model (each stream's queued work, the dependencies'
  *      finish, a small cost per cross-stream wait); ties: fewer waits, a
- *      predecessor's stream, less load left after the virtual now, lower
- *      index.  This puts a chain on one stream, independent work on the
- *      least loaded streams, and a fork's second branch beside the first
- *      instead of behind it; after a full synchronization, an epoch lands
- *      where it would have whatever came before.
+ *      predecessor's stream, less load, lower index.  This puts a chain on
+ *      one stream, independent work on the least loaded streams, and a
+ *      fork's second branch beside the first instead of behind it.
  *   3. wait: each dependency not already implied by the stream's vector
  *      clock becomes a wait on an event; waits are issued in an order where
  *      one that implies others comes first, and each merges the event's
@@ -442,13 +440,7 @@ static int sched_place(struct sched *s, uint64_t *start_out)
 			continue;
 		c.start = start;
 		c.nwait = nwait;
-		/*
-		 * Load from the virtual now: streams whose work is known
-		 * done tie, so that after a full synchronization placement
-		 * does not follow the stale finish times of earlier epochs
-		 * (which made it alternate, and an in-line epoch move it).
-		 */
-		c.load = sched_max(s->st[t].fin, vnow);
+		c.load = s->st[t].fin;
 		c.in_pred = !!(s->need_mask & (1ull << t));
 		if (bt < 0 || sched_cand_better(&c, &best)) {
 			best = c;

@@ -44,6 +44,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kdur.h"
 #include "log.h"
 #include "preload.h"
 #include "mm.h"
@@ -56,6 +57,14 @@
 #include "streams.h"
 
 #define STREAMS_SLOTS (SCHED_MAX_STREAMS * SCHED_EVENTS_PER_STREAM)
+/* Launches being timed at once (learned durations, kdur.h). */
+#define STREAMS_KD_PAIRS 16
+
+/* A timed launch: its kind and the two events around it. */
+struct sctx_kd_pair {
+	CUevent start, end;
+	uint64_t key;		/* 0: free */
+};
 #define STREAMS_PRIMARY_MAX 64
 /* Contexts one operation may involve: current, peer dst, peer src. */
 #define STREAMS_BRIDGE_MAX 3
@@ -99,6 +108,15 @@ struct streams_ctx {
 	CUevent pt_ev;			/* ... the depth mark */
 	int sms;			/* for the launch weight, >= 1 */
 	struct pace pace;		/* spread or in line, measured */
+	/*
+	 * Learned durations (kdur.h): the estimates, the launches being
+	 * timed, and the host-wait count when they were last looked at.
+	 */
+	struct kdur *kd;
+	struct sctx_kd_pair kd_pair[STREAMS_KD_PAIRS];
+	int kd_inflight;
+	uint64_t kd_hostwaits;
+	uint64_t kd_kinds, kd_timed;	/* of estimates torn down */
 	struct sched *s;
 	CUstream pool[SCHED_MAX_STREAMS];
 	CUevent ev[STREAMS_SLOTS];
@@ -174,6 +192,11 @@ static int streams_pace_on = 1;
  * the bookkeeping costs from what a trial does (bench/gpu/pace-long.sh).
  */
 static int streams_pace_force;
+/*
+ * Learn kernel durations for the weights (kdur.h); KMUX_DURATIONS=0 turns
+ * it off.
+ */
+static int streams_kd_on = 1;
 enum {
 	PACE_FORCE_NONE, PACE_FORCE_INLINE, PACE_FORCE_ALTERNATE,
 	PACE_FORCE_SPREAD
@@ -282,6 +305,12 @@ void streams_pace_init(const char *value, const char *debug)
 		streams_pace_force = PACE_FORCE_ALTERNATE;
 	else if (debug && !strcmp(debug, "spread"))
 		streams_pace_force = PACE_FORCE_SPREAD;
+}
+
+void streams_durations_init(const char *value)
+{
+	streams_kd_on = kmux_log_switch("KMUX_DURATIONS", value,
+					"learning kernel durations");
 }
 
 void streams_defer_init(const char *value)
@@ -412,6 +441,7 @@ static void stats_add(struct sched_stats *a, const struct sched_stats *b);
 static uint64_t probe_clock_ns(void);
 static void sctx_pace_end(struct streams_ctx *c);
 static void sctx_ra_teardown(struct streams_ctx *c);
+static void sctx_kd_teardown(struct streams_ctx *c);
 static void sctx_ra_drop(struct streams_ctx *c, uint64_t alloc_id);
 static void sctx_ra_before(struct streams_ctx *c, const struct streams_req *rq,
 			   int stream);
@@ -431,6 +461,7 @@ static void sctx_teardown(struct streams_ctx *c)
 		stats_add(&c->retired, &st);
 	}
 	sctx_ra_teardown(c);
+	sctx_kd_teardown(c);
 	for (int i = 0; i < STREAMS_SLOTS; i++) {
 		if (c->ev[i])
 			REAL(cuEventDestroy_v2)(c->ev[i]);
@@ -486,6 +517,9 @@ static int sctx_setup(struct streams_ctx *c)
 	    CUDA_SUCCESS && sms > 0)
 		c->sms = sms;
 	pace_init(&c->pace, probe_clock_ns());
+	/* Without it kernels are weighed by their waves, as with it off. */
+	if (streams_kd_on && (c->kd = malloc(sizeof(*c->kd))))
+		kdur_init(c->kd);
 	c->state = SCTX_ON;
 	c->had_pool = 1;
 	atomic_fetch_add(&streams_nsched, 1);
@@ -544,6 +578,102 @@ static CUresult sctx_wait(CUstream s, CUevent ev)
 }
 
 /*
+ * --- learned durations (kdur.h) ------------------------------------------
+ *
+ * A launch kdur_launch() picks is issued between the two events of a free
+ * timing pair (sctx_issue_timed()).  The pairs are looked at when the host
+ * has waited since (sctx_kd_harvest(), before the next decision: what it
+ * waited for is likely done, and a query costs well under a microsecond),
+ * or when all are in flight.  Nothing waits for them: a pair not yet done
+ * stays for the next look, one that failed is dropped.  Timing events are
+ * the one kind kmux creates without CU_EVENT_DISABLE_TIMING.
+ */
+
+/* Lock held.  Fold in each pair that is done; free it. */
+static void sctx_kd_harvest(struct streams_ctx *c)
+{
+	c->kd_hostwaits = c->hostwaits;
+	for (int i = 0; i < STREAMS_KD_PAIRS && c->kd_inflight; i++) {
+		struct sctx_kd_pair *p = &c->kd_pair[i];
+		float ms = 0;
+		CUresult q;
+
+		if (!p->key)
+			continue;
+		q = REAL(cuEventQuery)(p->end);
+		if (q == CUDA_ERROR_NOT_READY)
+			continue;
+		if (q == CUDA_SUCCESS && REAL(cuEventElapsedTime_v2) &&
+		    REAL(cuEventElapsedTime_v2)(&ms, p->start, p->end) ==
+		    CUDA_SUCCESS && ms > 0)
+			kdur_add(c->kd, p->key, (uint64_t)((double)ms * 1e6));
+		p->key = 0;
+		c->kd_inflight--;
+	}
+}
+
+/*
+ * Lock held.  The timing pair for a launch of kind key that kdur_launch()
+ * chose, or -1: none free (even after a look), or its events cannot be
+ * created.
+ */
+static int sctx_kd_pick(struct streams_ctx *c, uint64_t key)
+{
+	struct sctx_kd_pair *p;
+	int i;
+
+	if (c->kd_inflight == STREAMS_KD_PAIRS)
+		sctx_kd_harvest(c);
+	for (i = 0; i < STREAMS_KD_PAIRS; i++)
+		if (!c->kd_pair[i].key)
+			break;
+	if (i == STREAMS_KD_PAIRS)
+		return -1;
+	p = &c->kd_pair[i];
+	if ((!p->start &&
+	     REAL(cuEventCreate)(&p->start, CU_EVENT_DEFAULT) != CUDA_SUCCESS) ||
+	    (!p->end &&
+	     REAL(cuEventCreate)(&p->end, CU_EVENT_DEFAULT) != CUDA_SUCCESS))
+		return -1;
+	p->key = key;
+	c->kd_inflight++;
+	return i;
+}
+
+/* Lock held.  The timed launch was issued on t with result r. */
+static void sctx_kd_end(struct streams_ctx *c, int kd, CUstream t,
+			CUresult r)
+{
+	struct sctx_kd_pair *p = &c->kd_pair[kd];
+
+	if (r != CUDA_SUCCESS || sctx_record(p->end, t) != CUDA_SUCCESS) {
+		p->key = 0;
+		c->kd_inflight--;
+	}
+}
+
+/* Lock held.  The pool goes: its pairs' events with it. */
+static void sctx_kd_teardown(struct streams_ctx *c)
+{
+	for (int i = 0; i < STREAMS_KD_PAIRS; i++) {
+		struct sctx_kd_pair *p = &c->kd_pair[i];
+
+		if (p->start)
+			REAL(cuEventDestroy_v2)(p->start);
+		if (p->end)
+			REAL(cuEventDestroy_v2)(p->end);
+		*p = (struct sctx_kd_pair){ 0 };
+	}
+	c->kd_inflight = 0;
+	if (c->kd) {
+		c->kd_kinds += c->kd->kinds;
+		c->kd_timed += c->kd->timed;
+	}
+	free(c->kd);
+	c->kd = NULL;
+}
+
+/*
  * Lock held.  A record or wait of slot did not happen: the host makes the
  * work it stood for, (stream, seq), complete instead.
  */
@@ -558,12 +688,14 @@ static void sctx_lost(struct streams_ctx *c, int slot, int stream,
 
 /*
  * Lock held.  Carry out d as sched.h describes: lazy records, waits, the
- * operation on its pool stream, the record after it.  The operation's
- * result is returned; the records and waits happen whatever it is.
+ * operation on its pool stream, the record after it; with kd >= 0, the
+ * operation between the two events of timing pair kd (after its waits, so
+ * that what it waited for is not its time).  The operation's result is
+ * returned; the records and waits happen whatever it is.
  */
-static CUresult sctx_issue(struct streams_ctx *c,
-			   const struct sched_decision *d,
-			   streams_issue_fn issue, void *arg)
+static CUresult sctx_issue_timed(struct streams_ctx *c,
+				 const struct sched_decision *d,
+				 streams_issue_fn issue, void *arg, int kd)
 {
 	CUstream t = c->pool[d->stream];
 	CUevent ev;
@@ -585,13 +717,24 @@ static CUresult sctx_issue(struct streams_ctx *c,
 		if (!ev || sctx_wait(t, ev) != CUDA_SUCCESS)
 			sctx_lost(c, w->event, w->stream, w->seq);
 	}
+	if (kd >= 0 && sctx_record(c->kd_pair[kd].start, t) != CUDA_SUCCESS)
+		kd = -1;
 	r = issue(arg, t);
+	if (kd >= 0)
+		sctx_kd_end(c, kd, t, r);
 	if (d->record_after >= 0) {
 		ev = sctx_event(c, d->record_after);
 		if (!ev || sctx_record(ev, t) != CUDA_SUCCESS)
 			sctx_lost(c, d->record_after, d->stream, d->seq);
 	}
 	return r;
+}
+
+static CUresult sctx_issue(struct streams_ctx *c,
+			   const struct sched_decision *d,
+			   streams_issue_fn issue, void *arg)
+{
+	return sctx_issue_timed(c, d, issue, arg, -1);
 }
 
 static uint32_t sctx_weight(const struct streams_ctx *c, uint64_t blocks)
@@ -719,13 +862,14 @@ static void sctx_probe(struct streams_ctx *c)
 	c->probe_hostwaits = c->hostwaits;
 }
 
-/* Lock held.  A decision for the request; a bad argument becomes a barrier. */
+/*
+ * Lock held.  A decision for the request, of weight w; a bad argument
+ * becomes a barrier.
+ */
 static void sctx_decide(struct streams_ctx *c, const struct sched_access *acc,
-			int nacc, unsigned flags, uint64_t blocks,
+			int nacc, unsigned flags, uint32_t w,
 			struct sched_decision *d)
 {
-	uint32_t w = sctx_weight(c, blocks);
-
 	if (sched_submit_weighted(c->s, acc, nacc,
 				  flags & (SCHED_BARRIER | SCHED_JOIN), w,
 				  d) == 0)
@@ -855,7 +999,7 @@ static void sctx_join_into(struct streams_ctx *c, CUstream orig)
 
 	if (!in)
 		goto err_drain;
-	sctx_decide(c, NULL, 0, SCHED_JOIN, 0, &d);
+	sctx_decide(c, NULL, 0, SCHED_JOIN, 1, &d);
 	if (sctx_issue(c, &d, record_issue, in) != CUDA_SUCCESS)
 		goto err_drain;
 	if (sctx_wait(orig, in) != CUDA_SUCCESS)
@@ -891,7 +1035,7 @@ static CUresult sctx_bridge(struct streams_ctx **cs, int n,
 		ra_invalidate(&cs[i]->ra);
 		if (synced)
 			continue;
-		sctx_decide(cs[i], NULL, 0, SCHED_BARRIER, 0, &d);
+		sctx_decide(cs[i], NULL, 0, SCHED_BARRIER, 1, &d);
 		if (sctx_issue(cs[i], &d, wait_issue, out) != CUDA_SUCCESS) {
 			REAL(cuStreamSynchronize)(rq->orig);
 			cs[i]->failures++;
@@ -910,7 +1054,7 @@ static void sctx_passthru_end(struct streams_ctx *c)
 	c->passthru = 0;
 	if (!out || sctx_record(out, CU_STREAM_LEGACY) != CUDA_SUCCESS)
 		goto sync;
-	sctx_decide(c, NULL, 0, SCHED_BARRIER, 0, &d);
+	sctx_decide(c, NULL, 0, SCHED_BARRIER, 1, &d);
 	if (sctx_issue(c, &d, wait_issue, out) != CUDA_SUCCESS)
 		goto sync;
 	return;
@@ -1066,7 +1210,7 @@ static void sctx_blk_flush(struct streams_ctx *c)
 	if (!w.n)
 		return;
 	before = c->issued;
-	sctx_decide(c, NULL, 0, SCHED_BARRIER, 0, &d);
+	sctx_decide(c, NULL, 0, SCHED_BARRIER, 1, &d);
 	if (sctx_issue(c, &d, waits_issue, &w) != CUDA_SUCCESS) {
 		for (int i = 0; i < w.n; i++)
 			REAL(cuEventSynchronize)(ev[i]);
@@ -1211,8 +1355,10 @@ int streams_run(const struct streams_req *rq, CUresult *res)
 	struct streams_ctx *c = sctx_current();
 	struct sched_decision d;
 	CUstream t;
-	CUresult r, w;
+	CUresult r, wr;
+	uint32_t w;
 	unsigned gen;
+	int kd;
 
 	if (!c)
 		return 0;
@@ -1254,9 +1400,18 @@ int streams_run(const struct streams_req *rq, CUresult *res)
 	/* What the operation is, for its epoch's kind (pace.h). */
 	if (streams_pace_on)
 		sctx_pace_op(c, rq);
-	sctx_decide(c, rq->acc, rq->nacc, rq->flags, rq->blocks, &d);
+	w = sctx_weight(c, rq->blocks);
+	kd = -1;
+	if (c->kd && rq->kind && !(rq->flags & SCHED_BARRIER)) {
+		if (c->kd_inflight && c->kd_hostwaits != c->hostwaits)
+			sctx_kd_harvest(c);
+		if (kdur_launch(c->kd, rq->kind))
+			kd = sctx_kd_pick(c, rq->kind);
+		w = kdur_weight(c->kd, rq->kind, w);
+	}
+	sctx_decide(c, rq->acc, rq->nacc, rq->flags, w, &d);
 	sctx_ra_before(c, rq, d.stream);
-	r = sctx_issue(c, &d, rq->issue, rq->arg);
+	r = sctx_issue_timed(c, &d, rq->issue, rq->arg, kd);
 	if (r == CUDA_SUCCESS)
 		sctx_ra_after(c, rq, &d);
 	if ((rq->flags & STREAMS_WAIT) && r == CUDA_SUCCESS) {
@@ -1264,10 +1419,10 @@ int streams_run(const struct streams_req *rq, CUresult *res)
 		gen = c->gen;
 		c->hostwaits++;
 		pthread_mutex_unlock(&c->mu);
-		w = REAL(cuStreamSynchronize)(t);
+		wr = REAL(cuStreamSynchronize)(t);
 		pthread_mutex_lock(&c->mu);
-		if (w != CUDA_SUCCESS)
-			r = w;
+		if (wr != CUDA_SUCCESS)
+			r = wr;
 		else if (c->gen == gen && c->s)
 			sched_complete(c->s, d.stream, d.seq);
 	}
@@ -2232,6 +2387,12 @@ void streams_get_totals(struct streams_totals *t)
 		t->pace_spread_kinds += c->pace.kinds_spread;
 		t->pace_inline_kinds += c->pace.kinds_inline;
 		t->pace_varied_kinds += c->pace.kinds_varied;
+		t->kd_kinds += c->kd_kinds;
+		t->kd_timed += c->kd_timed;
+		if (c->kd) {
+			t->kd_kinds += c->kd->kinds;
+			t->kd_timed += c->kd->timed;
+		}
 		pthread_mutex_unlock(&c->mu);
 	}
 }
@@ -2289,7 +2450,8 @@ static void streams_report(void)
 		 "%llu ops placed as keeping up, %llu passed through in %llu "
 		 "stretches; spreading checked over %llu epochs (%llu in line): "
 		 "%llu kinds kept spread, %llu in line, %llu varied, %llu ops "
-		 "placed in line; "
+		 "placed in line; durations learned for %llu kernel kinds "
+		 "(%llu launches timed); "
 		 "frees deferred %llu (freed "
 		 "at idle syncs %llu times, after a drain %llu); paused %llu "
 		 "times (%llu ops as submitted); read ahead %llu, reads "
@@ -2322,6 +2484,8 @@ static void streams_report(void)
 		 (unsigned long long)t.pace_inline_kinds,
 		 (unsigned long long)t.pace_varied_kinds,
 		 (unsigned long long)t.st.narrow,
+		 (unsigned long long)t.kd_kinds,
+		 (unsigned long long)t.kd_timed,
 		 (unsigned long long)t.dfr_count,
 		 (unsigned long long)t.dfr_idle,
 		 (unsigned long long)t.dfr_short,

@@ -84,6 +84,12 @@ void streams_defer_init(const char *value);
 void streams_pace_init(const char *value, const char *debug);
 
 /*
+ * KMUX_DURATIONS: "0" turns off learning kernel durations (kdur.h; on by
+ * default): kernels are weighed by their waves of thread blocks.
+ */
+void streams_durations_init(const char *value);
+
+/*
  * KMUX_READAHEAD: "0" turns reading ahead off (streams.c, "Reading
  * ahead"); anything else but "1" is warned about and leaves it on.
  * debug: test knob KMUX_DEBUG_READAHEAD, "unordered" queues each copy
@@ -178,6 +184,7 @@ struct streams_req {
 	int nacc;
 	unsigned flags;		/* SCHED_BARRIER, SCHED_JOIN, STREAMS_* */
 	uint64_t blocks;	/* thread blocks (kernels), for the weight */
+	uint64_t kind;		/* kernels: kdur_key(), for learned weights */
 	CUstream orig;		/* explicit default stream handle */
 	streams_issue_fn issue;
 	void *arg;
@@ -318,6 +325,7 @@ struct streams_totals {
 	uint64_t pace_inline;	/* ... of them run in line */
 	uint64_t pace_spread_kinds, pace_inline_kinds;	/* verdicts in force */
 	uint64_t pace_varied_kinds;
+	uint64_t kd_kinds, kd_timed;	/* learned durations (kdur.h) */
 	struct sched_stats st;	/* summed */
 };
 void streams_get_totals(struct streams_totals *t);

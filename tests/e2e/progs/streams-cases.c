@@ -48,6 +48,11 @@
  *                on the simulated driver, so the check of pace.h keeps it
  *                spread after one in-line epoch; prints how many pairs of
  *                the last epoch's kernels overlapped
+ *   weights      8 epochs of a 20 ms kernel (on 2 blocks: a kind of its
+ *                own) and 6 independent 2 ms ones, each closed by
+ *                cuCtxSynchronize; prints how many of the last epoch's
+ *                short kernels ran beside the long one (kdur.h: all of
+ *                them on 2 streams once durations are learned)
  *   pace-phases  host_sync's shape (bench/apps/host_sync.cu): 10 rounds of
  *                4 steps, each round begun by resetting the 4 tasks'
  *                buffers (device-to-device copies: the first step's
@@ -538,6 +543,55 @@ static int case_pace(void)
 		return fail("pace: the last epoch's kernels were not recorded");
 	printf("pace last epoch overlapping pairs %d\n", overlaps_in(last, 0, NB));
 	for (int i = 0; i < NB; i++)
+		CHECK(cuMemFree(p[i]));
+	return 0;
+}
+
+/*
+ * Learned durations (kdur.h): per epoch one 20 ms kernel (touch on two
+ * blocks: a kind of its own) and six independent 2 ms ones, then a
+ * synchronization.  On two streams, weighed by waves the long one counts
+ * as one short one, so every other short kernel queues behind it; weighed
+ * by what they took, all six run beside it once the kinds are timed.
+ */
+static int case_weights(void)
+{
+	enum { NS = 6, EPOCHS = 8 };
+	const unsigned us_long = 20000, us_short = 2000;
+	CUdeviceptr lp, p[NS];
+	struct simcuda_op_info o, lo = { 0 };
+	size_t bytes = NWORDS * 4, n;
+	int rw = SIM_RW, beside = 0, nl = 0;
+	void *a[] = { &lp, &bytes, &rw, (void *)&us_long };
+
+	CHECK(cuMemAlloc(&lp, bytes));
+	for (int i = 0; i < NS; i++)
+		CHECK(cuMemAlloc(&p[i], bytes));
+	CHECK(cuCtxSynchronize());
+	for (int e = 0; e < EPOCHS; e++) {
+		if (e == EPOCHS - 1)
+			simcuda_records_clear();
+		CHECK(cuLaunchKernel(f_touch, 2, 1, 1, 32, 1, 1, 0, NULL, a,
+				     NULL));
+		for (int i = 0; i < NS; i++)
+			touch(NULL, p[i], us_short);
+		CHECK(cuCtxSynchronize());
+	}
+	n = simcuda_op_count();
+	for (size_t i = 0; i < n; i++)
+		if (!simcuda_op_get(i, &o) && !strcmp(o.name, "touch") &&
+		    o.end_ns - o.start_ns >= us_long * 1000ull)
+			lo = o, nl++;
+	if (nl != 1)
+		return fail("weights: the last epoch's long kernel not recorded");
+	for (size_t i = 0; i < n; i++)
+		if (!simcuda_op_get(i, &o) && !strcmp(o.name, "touch") &&
+		    o.end_ns - o.start_ns < us_long * 1000ull)
+			beside += o.start_ns < lo.end_ns && lo.start_ns < o.end_ns;
+	printf("weights last epoch short kernels beside the long one %d\n",
+	       beside);
+	CHECK(cuMemFree(lp));
+	for (int i = 0; i < NS; i++)
 		CHECK(cuMemFree(p[i]));
 	return 0;
 }
@@ -1060,6 +1114,8 @@ int main(int argc, char **argv)
 		r = case_pace();
 	else if (!strcmp(m, "pace-phases"))
 		r = case_pace_phases();
+	else if (!strcmp(m, "weights"))
+		r = case_weights();
 	else if (!strcmp(m, "d2d") || !strcmp(m, "d2d-own") ||
 		 !strcmp(m, "d2d-blocking"))
 		r = case_d2d(!strcmp(m, "d2d-own") ? 1 :
