@@ -15,9 +15,13 @@
 # without trials, so that sham/off is what the bookkeeping costs and
 # on/sham what the trials do); boff and bon are off and on with another
 # library, PL_BASE_LIB (through KMUX_LIBRARY), so that two builds are
-# measured side by side; on2 is on again (an A/A control of on), dur0 is
-# on without learned kernel durations (KMUX_DURATIONS=0, kdur.h); the
-# order of the arms rotates from round to round.  Output: $OUT/pace-long.log (every command,
+# measured side by side; on2 is on again (an A/A control of on); dur, lvl
+# and both are on with KMUX_DURATIONS=1 (learned kernel durations,
+# kdur.h), KMUX_LEVEL=1 (levelling at full synchronizations, sched.h
+# SCHED_LEVEL) or both, u64 both with a weight unit of 64 us instead of
+# 16 (KMUX_DEBUG_DURATION_UNIT_US); the order of the arms rotates from
+# round to round.  Ratios are against off, or the first arm
+# when off is not run.  Output: $OUT/pace-long.log (every command,
 # its RESULT line and kmux's exit line), $OUT/pace-long.md (medians over
 # the rounds of each process's median ROI time, on/off and off2/off).
 set -u
@@ -49,7 +53,10 @@ one() {
 	on) env=(KMUX_PACE=1) ;;
 	sham) env=(KMUX_PACE=1 KMUX_DEBUG_PACE=spread) ;;
 	on2) env=(KMUX_PACE=1) ;;
-	dur0) env=(KMUX_PACE=1 KMUX_DURATIONS=0) ;;
+	dur) env=(KMUX_PACE=1 KMUX_DURATIONS=1) ;;
+	lvl) env=(KMUX_PACE=1 KMUX_LEVEL=1) ;;
+	both) env=(KMUX_PACE=1 KMUX_DURATIONS=1 KMUX_LEVEL=1) ;;
+	u64) env=(KMUX_PACE=1 KMUX_DURATIONS=1 KMUX_LEVEL=1 KMUX_DEBUG_DURATION_UNIT_US=64) ;;
 	boff) env=(KMUX_PACE=0 "KMUX_LIBRARY=$PL_BASE_LIB") ;;
 	bon) env=(KMUX_PACE=1 "KMUX_LIBRARY=$PL_BASE_LIB") ;;
 	esac
@@ -95,15 +102,16 @@ if not runs:
     print("no run printed a RESULT line")
     sys.exit(0)
 arms = list(dict.fromkeys(m for _, m in runs))
-others = [m for m in arms if m != "off"]
+ref = "off" if "off" in arms else arms[0]
+others = [m for m in arms if m != ref]
 print("| app | " + " | ".join(f"{m} ms" for m in arms) + " | " +
-      " | ".join(f"{m}/off" for m in others) + " | rounds |")
+      " | ".join(f"{m}/{ref}" for m in others) + " | rounds |")
 print("|---|" + "---|" * (len(arms) + len(others) + 1))
 for app in dict.fromkeys(a for a, _ in runs):
     med = {m: statistics.median(runs.get((app, m), [float('nan')])) for m in arms}
     n = min(len(runs.get((app, m), [])) for m in arms)
     print(f"| {app} | " + " | ".join(f"{med[m]:.4f}" for m in arms) + " | " +
-          " | ".join(f"{med[m] / med['off']:.3f}" for m in others) + f" | {n} |")
+          " | ".join(f"{med[m] / med[ref]:.3f}" for m in others) + f" | {n} |")
 print()
 print("median over the rounds of each process's median ROI time; off2 is an A/A "
       "control of off")

@@ -59,3 +59,12 @@ int kmux_log_switch(const char *name, const char *value, const char *what)
 			 what);
 	return !(value && strcmp(value, "0") == 0);
 }
+
+int kmux_log_opt_in(const char *name, const char *value, const char *what)
+{
+	if (value && *value && strcmp(value, "0") != 0 &&
+	    strcmp(value, "1") != 0)
+		log_warn("%s=%s: only 1 turns %s on; it stays off", name, value,
+			 what);
+	return value && strcmp(value, "1") == 0;
+}

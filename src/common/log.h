@@ -38,4 +38,11 @@ int kmux_log_parse_level(const char *s);
  */
 int kmux_log_switch(const char *name, const char *value, const char *what);
 
+/*
+ * The same for a switch that is off by default: 1 when value is "1"; any
+ * other value but unset, empty or "0" is warned about ("only 1 turns what
+ * on") and leaves it off.
+ */
+int kmux_log_opt_in(const char *name, const char *value, const char *what);
+
 #endif

@@ -6,9 +6,10 @@
 
 #include "kdur.h"
 
-void kdur_init(struct kdur *k)
+void kdur_init(struct kdur *k, uint64_t unit_ns)
 {
 	memset(k, 0, sizeof(*k));
+	k->unit_ns = unit_ns ? unit_ns : KDUR_UNIT_NS;
 }
 
 uint64_t kdur_key(const void *fn, const unsigned grid[3])
@@ -90,7 +91,7 @@ uint32_t kdur_weight(const struct kdur *k, uint64_t key, uint32_t fallback)
 	e = kdur_slot(k, key);
 	if (e->key != key || !e->samples)
 		return fallback;
-	w = (e->ns + KDUR_UNIT_NS / 2) / KDUR_UNIT_NS;
+	w = (e->ns + k->unit_ns / 2) / k->unit_ns;
 	if (w < 1)
 		return 1;
 	return w > KDUR_WEIGHT_MAX ? KDUR_WEIGHT_MAX : (uint32_t)w;

@@ -44,12 +44,14 @@ struct kdur_ent {
 
 struct kdur {
 	struct kdur_ent ent[KDUR_SLOTS];
+	uint64_t unit_ns;	/* one weight unit, KDUR_UNIT_NS by default */
 	uint64_t timed;		/* timings folded in, all kinds */
 	uint64_t kinds;		/* kinds with an estimate */
 	uint64_t replaced;	/* kinds pushed out by another */
 };
 
-void kdur_init(struct kdur *k);
+/* unit_ns: one weight unit (0: KDUR_UNIT_NS). */
+void kdur_init(struct kdur *k, uint64_t unit_ns);
 
 /*
  * The kind of a launch: its function and grid, never 0.  The same kernel
@@ -67,7 +69,7 @@ int kdur_launch(struct kdur *k, uint64_t key);
 void kdur_add(struct kdur *k, uint64_t key, uint64_t ns);
 
 /*
- * The weight of a launch of kind key: its estimate in KDUR_UNIT_NS units
+ * The weight of a launch of kind key: its estimate in weight units
  * (at least 1), or fallback while the kind has no sample.
  */
 uint32_t kdur_weight(const struct kdur *k, uint64_t key, uint32_t fallback);

@@ -110,7 +110,9 @@ __attribute__((constructor)) static void preload_init(void)
 			       getenv("KMUX_DEBUG_READAHEAD"));
 	streams_passthru_init(getenv("KMUX_PASS_THROUGH"));
 	streams_pace_init(getenv("KMUX_PACE"), getenv("KMUX_DEBUG_PACE"));
-	streams_durations_init(getenv("KMUX_DURATIONS"));
+	streams_durations_init(getenv("KMUX_DURATIONS"),
+			       getenv("KMUX_DEBUG_DURATION_UNIT_US"));
+	streams_level_init(getenv("KMUX_LEVEL"));
 	if (streams_init(kmux_config.streams,
 			 getenv("CUDA_DEVICE_MAX_CONNECTIONS"),
 			 getenv("KMUX_BARRIER_KERNELS")) == 0 && kmux_streams)

@@ -206,18 +206,21 @@ static void sched_done(struct sched *s, int j, uint64_t seq, uint64_t fin)
 }
 
 /*
- * Every stream known complete: all are idle now, so none is less loaded
- * than another.  Their finish times are the previous epoch's finishing
- * order, which is what the load tie-break wants while work runs (the
- * stream modelled to finish first is the likeliest to be idle) but, after
- * a full synchronization, only history: placed by it, an epoch landed
- * where the one before had not (image_pipeline's frames alternated
+ * SCHED_LEVEL, every stream known complete: all are idle now, so none is
+ * less loaded than another.  Their finish times are the previous epoch's
+ * finishing order, which is what the load tie-break wants while work runs
+ * (the stream modelled to finish first is the likeliest to be idle) but,
+ * after a full synchronization, only history: placed by it, an epoch
+ * landed where the one before had not (image_pipeline's frames alternated
  * between two placements, and moved for good after one epoch in line).
- * Level them, so that such an epoch is placed the same whatever came
- * before it.
+ * Levelled, such an epoch is placed the same whatever came before it.
+ * Off by default: on the H200 it made image_pipeline 6-7% faster and
+ * reductions 4-15% slower (bench/results/streams.md, run 18).
  */
 static void sched_all_done(struct sched *s)
 {
+	if (!(s->flags & SCHED_LEVEL))
+		return;
 	for (int j = 0; j < s->n; j++)
 		if (s->st[j].done < s->st[j].tail)
 			return;

@@ -83,7 +83,7 @@ int sched_new(int nstreams, unsigned flags, struct sched **out)
 	int err = -ENOMEM;
 
 	if (!out || nstreams < 1 || nstreams > SCHED_MAX_STREAMS ||
-	    (flags & ~SCHED_EAGER_EVENTS))
+	    (flags & ~(SCHED_EAGER_EVENTS | SCHED_LEVEL)))
 		return -EINVAL;
 	s = calloc(1, sizeof(*s));
 	if (!s)

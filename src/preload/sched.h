@@ -94,6 +94,12 @@ struct sched_access {
  * cuEventRecord per operation; for measurements and tests.
  */
 #define SCHED_EAGER_EVENTS	0x1
+/*
+ * Level the streams' finish times when all are known complete (a full
+ * synchronization), so that the next epoch is placed the same whatever came
+ * before it (sched-sync.c, sched_all_done(); KMUX_LEVEL=1).
+ */
+#define SCHED_LEVEL		0x2
 
 /* sched_submit() flags. */
 /*

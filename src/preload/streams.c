@@ -193,10 +193,16 @@ static int streams_pace_on = 1;
  */
 static int streams_pace_force;
 /*
- * Learn kernel durations for the weights (kdur.h); KMUX_DURATIONS=0 turns
- * it off.
+ * Learn kernel durations for the weights (kdur.h); KMUX_DURATIONS=1 turns
+ * it on.  Off by default: on the H200 it made reductions and
+ * image_pipeline 4-5% faster, and mha and stencil_dag 5-7% slower
+ * (bench/results/streams.md, run 18).
  */
-static int streams_kd_on = 1;
+static int streams_kd_on;
+/* KMUX_DEBUG_DURATION_UNIT_US: the weight unit, for measurements. */
+static uint64_t streams_kd_unit_ns;
+/* KMUX_LEVEL=1: SCHED_LEVEL (sched.h). */
+static unsigned streams_sched_flags;
 enum {
 	PACE_FORCE_NONE, PACE_FORCE_INLINE, PACE_FORCE_ALTERNATE,
 	PACE_FORCE_SPREAD
@@ -307,10 +313,19 @@ void streams_pace_init(const char *value, const char *debug)
 		streams_pace_force = PACE_FORCE_SPREAD;
 }
 
-void streams_durations_init(const char *value)
+void streams_durations_init(const char *value, const char *debug_unit_us)
 {
-	streams_kd_on = kmux_log_switch("KMUX_DURATIONS", value,
+	streams_kd_on = kmux_log_opt_in("KMUX_DURATIONS", value,
 					"learning kernel durations");
+	if (debug_unit_us && atoi(debug_unit_us) > 0)
+		streams_kd_unit_ns = (uint64_t)atoi(debug_unit_us) * 1000;
+}
+
+void streams_level_init(const char *value)
+{
+	if (kmux_log_opt_in("KMUX_LEVEL", value,
+			    "levelling the streams at full synchronizations"))
+		streams_sched_flags |= SCHED_LEVEL;
 }
 
 void streams_defer_init(const char *value)
@@ -495,7 +510,7 @@ static int sctx_setup(struct streams_ctx *c)
 	int n = kmux_streams, sms = 0, err;
 	CUdevice dev;
 
-	err = sched_new(n, 0, &c->s);
+	err = sched_new(n, streams_sched_flags, &c->s);
 	if (err)
 		goto err_off;
 	/* Under the failure knob: few allocation states, many barriers. */
@@ -519,7 +534,7 @@ static int sctx_setup(struct streams_ctx *c)
 	pace_init(&c->pace, probe_clock_ns());
 	/* Without it kernels are weighed by their waves, as with it off. */
 	if (streams_kd_on && (c->kd = malloc(sizeof(*c->kd))))
-		kdur_init(c->kd);
+		kdur_init(c->kd, streams_kd_unit_ns);
 	c->state = SCTX_ON;
 	c->had_pool = 1;
 	atomic_fetch_add(&streams_nsched, 1);

@@ -84,10 +84,18 @@ void streams_defer_init(const char *value);
 void streams_pace_init(const char *value, const char *debug);
 
 /*
- * KMUX_DURATIONS: "0" turns off learning kernel durations (kdur.h; on by
- * default): kernels are weighed by their waves of thread blocks.
+ * KMUX_DURATIONS: "1" turns on learning kernel durations for the
+ * scheduler's weights (kdur.h; off by default: kernels are weighed by
+ * their waves of thread blocks).  debug_unit_us: test knob
+ * KMUX_DEBUG_DURATION_UNIT_US, the weight unit (default 16 us).
  */
-void streams_durations_init(const char *value);
+void streams_durations_init(const char *value, const char *debug_unit_us);
+
+/*
+ * KMUX_LEVEL: "1" levels the streams' modelled finish times at every full
+ * synchronization (sched.h SCHED_LEVEL; off by default).
+ */
+void streams_level_init(const char *value);
 
 /*
  * KMUX_READAHEAD: "0" turns reading ahead off (streams.c, "Reading

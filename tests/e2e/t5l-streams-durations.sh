@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
-# Learned kernel durations (src/preload/kdur.h, on by default): streams-cases
-# weights runs, per epoch, a 20 ms kernel of its own kind and six 2 ms ones
-# on two streams.  Weighed by waves, the long kernel counts as a short one
-# and every other short kernel queues behind it; once both kinds are timed
-# (their second to fourth launches), all six run beside it.
-# KMUX_DURATIONS=0 weighs by waves again; another value warns and stays on.
-# The placement check is off (KMUX_PACE=0): its in-line trial would put
-# an epoch on one stream.
+# Learned kernel durations (src/preload/kdur.h, KMUX_DURATIONS=1, off by
+# default) and levelling at full synchronizations (KMUX_LEVEL=1, sched.h
+# SCHED_LEVEL, off by default).  streams-cases weights runs, per epoch, a
+# 20 ms kernel of its own kind and six 2 ms ones on two streams.  Weighed
+# by waves (the default), the long kernel counts as a short one and some
+# of the short kernels queue behind it (every other one, fewer when a
+# probe of the GPU saw short ones finish first); with KMUX_DURATIONS=1,
+# once both kinds are timed (their second to fourth launches), all six
+# run beside it.
+# A value other than 0 or 1 warns and leaves each off.  Random programs
+# with both on print what they print unscheduled, with no conflicting
+# overlap.  The placement check is off (KMUX_PACE=0): its in-line trial
+# would put an epoch on one stream.
 . "$(dirname "$0")/lib.sh"
 
 weights_run() {
@@ -17,28 +22,45 @@ weights_run() {
 }
 beside() { sed -n 's/^weights last epoch short kernels beside the long one \([0-9]*\)$/\1/p' "$1"; }
 
-weights_run "$TMP/on" KMUX_X=1
-check "weights, by default: exit 0, both kinds timed three times" \
+weights_run "$TMP/off" KMUX_X=1
+check "weights, by default: nothing timed" \
+	grep -q 'durations learned for 0 kernel kinds (0 launches timed)' "$TMP/off"
+check "  ... weighed by waves, short kernels queued behind the long one (only $(beside "$TMP/off") of 6 beside it)" \
+	[ "$(beside "$TMP/off")" -lt 6 ]
+
+weights_run "$TMP/on" KMUX_DURATIONS=1
+check "KMUX_DURATIONS=1: both kinds timed three times" \
 	grep -q 'durations learned for 2 kernel kinds (6 launches timed)' "$TMP/on"
 check "  ... all six short kernels ran beside the long one ($(beside "$TMP/on"))" \
 	[ "$(beside "$TMP/on")" = 6 ]
 
-weights_run "$TMP/off" KMUX_DURATIONS=0
-check "KMUX_DURATIONS=0: nothing timed" \
-	grep -q 'durations learned for 0 kernel kinds (0 launches timed)' "$TMP/off"
-check "  ... weighed by waves, half the short kernels queued behind the long one ($(beside "$TMP/off") beside it)" \
-	[ "$(beside "$TMP/off")" = 3 ]
-
-warned_and_on() {
-	grep -q 'KMUX_DURATIONS=maybe: only 0 turns learning kernel durations off; it stays on' "$1" &&
-		[ "$(beside "$1")" = 6 ]
+warned_and_off() {
+	grep -q "$2" "$1" && [ "$(beside "$1")" -lt 6 ] &&
+		grep -q 'durations learned for 0 kernel kinds' "$1"
 }
-weights_run "$TMP/bad" KMUX_DURATIONS=maybe
-check "KMUX_DURATIONS=maybe: warned, and learning stays on" warned_and_on "$TMP/bad"
+weights_run "$TMP/bad" KMUX_DURATIONS=yes
+check "KMUX_DURATIONS=yes: warned, and learning stays off" warned_and_off "$TMP/bad" \
+	'KMUX_DURATIONS=yes: only 1 turns learning kernel durations on; it stays off'
+weights_run "$TMP/badl" KMUX_LEVEL=on
+check "KMUX_LEVEL=on: warned, and it stays off" warned_and_off "$TMP/badl" \
+	'KMUX_LEVEL=on: only 1 turns levelling the streams at full synchronizations on; it stays off'
 
 # Timing pairs whose records fail are dropped, never waited for: under
-# the failure knob the program still runs to the end with the same output.
-weights_run "$TMP/fail" KMUX_DEBUG_STREAMS_FAIL=3
-check "under failing driver calls (every third): the program ran to its end" \
+# the failure knob the program still runs to the end.
+weights_run "$TMP/fail" KMUX_DURATIONS=1 KMUX_DEBUG_STREAMS_FAIL=3
+check "KMUX_DURATIONS=1 under failing driver calls (every third): the program ran to its end" \
 	[ -n "$(beside "$TMP/fail")" ]
+
+# Weights and levelling move work between streams, never an order.
+# shellcheck source=tests/e2e/rand-lib.sh
+. "$(dirname "$0")/rand-lib.sh"
+export RAND_ENV="KMUX_DURATIONS=1 KMUX_LEVEL=1"
+for seed in $(seq 1 "${RAND_SEEDS:-4}"); do
+	rand_run rand-dag "$seed" 1 4 8
+done
+rand_run rand-dag 3 4 4
+rand_run rand-dag-pt 3 4 4
+unset RAND_ENV
+check "$runs scheduled runs with KMUX_DURATIONS=1 KMUX_LEVEL=1 print what the unscheduled ones print${bad_out:+ (differ:$bad_out)}" [ -z "$bad_out" ]
+check "  ... and no conflicting pair overlapped${bad_check:+ (conflicts:$bad_check)}" [ -z "$bad_check" ]
 finish

@@ -18,7 +18,7 @@ static struct kdur *new_kdur(void)
 	struct kdur *k = malloc(sizeof(*k));
 
 	assert_non_null(k);
-	kdur_init(k);
+	kdur_init(k, 0);
 	return k;
 }
 
@@ -97,7 +97,7 @@ static void test_replaced(void **state)
 	(void)state;
 	/* Find another key with a's slot (the table is direct-mapped). */
 	for (b = a + 1;; b++) {
-		kdur_init(k);
+		kdur_init(k, 0);
 		kdur_launch(k, a);
 		kdur_add(k, a, 10 * KDUR_UNIT_NS);
 		kdur_launch(k, b);

@@ -982,17 +982,17 @@ static void frames_epoch(struct sched *s, char *out)
 }
 
 /*
- * After a full synchronization every stream is idle, and placement must not
- * depend on the stale finish times of the work before it: each learned
- * epoch then lands exactly where the one before did, and one epoch in line
- * (the pace check's trial) leaves no trace in the epochs after it.  Load
- * counted from the stale finish times put the frames on streams that
- * alternated from one epoch to the next and moved after an in-line one.
+ * SCHED_LEVEL: after a full synchronization every stream is idle, and
+ * placement does not depend on the stale finish times of the work before
+ * it: each learned epoch lands exactly where the one before did, and one
+ * epoch in line (the pace check's trial) leaves no trace in the epochs
+ * after it.  Without it (the default) the stale finish times place the
+ * frames on streams that alternate from one epoch to the next.
  */
 static void test_placement_forgets_history(void **state)
 {
-	struct sched *s = new_sched(16, 0);
-	struct sched *t = new_sched(16, 0);
+	struct sched *s = new_sched(16, SCHED_LEVEL);
+	struct sched *t = new_sched(16, SCHED_LEVEL);
 	char first[32], a[32], b[32];
 	int streams = 0;
 
@@ -1017,6 +1017,12 @@ static void test_placement_forgets_history(void **state)
 		assert_string_equal(b, first);
 	}
 	sched_free(t);
+	sched_free(s);
+	s = new_sched(16, 0);
+	frames_epoch(s, a);
+	frames_epoch(s, a);
+	frames_epoch(s, b);
+	assert_string_not_equal(a, b);
 	sched_free(s);
 }
 

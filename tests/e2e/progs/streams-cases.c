@@ -52,7 +52,7 @@
  *                own) and 6 independent 2 ms ones, each closed by
  *                cuCtxSynchronize; prints how many of the last epoch's
  *                short kernels ran beside the long one (kdur.h: all of
- *                them on 2 streams once durations are learned)
+ *                them on 2 streams with KMUX_DURATIONS=1)
  *   pace-phases  host_sync's shape (bench/apps/host_sync.cu): 10 rounds of
  *                4 steps, each round begun by resetting the 4 tasks'
  *                buffers (device-to-device copies: the first step's
