@@ -10,14 +10,16 @@
  * partial sums do: work then lands behind a long kernel the model takes for
  * a short one.  On the H200 the same program's placement took 15% more or
  * less time depending on nothing but where the previous epoch's work was
- * modelled to end (bench/results/streams.md, run 18).  So kmux times a few
- * launches of each kind (a kernel and its grid) with a pair of CUDA events
- * on the pool stream it runs on, and weighs later launches of that kind by
- * what they took.
+ * modelled to end (bench/results/streams.md, run 18).  With
+ * KMUX_DURATIONS=1 kmux times a few launches of each kind (a kernel and its
+ * grid) with a pair of CUDA events on the pool stream it runs on, and
+ * weighs later launches of that kind by what they took.  Off by default:
+ * it made reductions and image_pipeline 4-7% faster and mha and
+ * stencil_dag 2-7% slower (run 18).
  *
  * Timing a launch costs the host two event records (about 1-2 us each), so
- * a kind's first KDUR_FIRST launches are timed, then one in KDUR_EVERY to
- * follow changes.  A time includes what the kernel shared the GPU with:
+ * KDUR_FIRST launches of a kind are timed after its first (which may load
+ * the module), then one in KDUR_EVERY to follow changes.  A time includes what the kernel shared the GPU with:
  * that is the time it takes where it runs.
  *
  * Pure bookkeeping: no driver calls, no locking (the caller holds its
