@@ -604,6 +604,13 @@ static CUresult sctx_wait(CUstream s, CUevent ev)
  * the one kind kmux creates without CU_EVENT_DISABLE_TIMING.
  */
 
+/* Lock held.  Pair kd is free again (done, failed, or timing nothing). */
+static void sctx_kd_drop(struct streams_ctx *c, int kd)
+{
+	c->kd_pair[kd].key = 0;
+	c->kd_inflight--;
+}
+
 /* Lock held.  Fold in each pair that is done; free it. */
 static void sctx_kd_harvest(struct streams_ctx *c)
 {
@@ -622,8 +629,7 @@ static void sctx_kd_harvest(struct streams_ctx *c)
 		    REAL(cuEventElapsedTime_v2)(&ms, p->start, p->end) ==
 		    CUDA_SUCCESS && ms > 0)
 			kdur_add(c->kd, p->key, (uint64_t)((double)ms * 1e6));
-		p->key = 0;
-		c->kd_inflight--;
+		sctx_kd_drop(c, i);
 	}
 }
 
@@ -659,12 +665,9 @@ static int sctx_kd_pick(struct streams_ctx *c, uint64_t key)
 static void sctx_kd_end(struct streams_ctx *c, int kd, CUstream t,
 			CUresult r)
 {
-	struct sctx_kd_pair *p = &c->kd_pair[kd];
-
-	if (r != CUDA_SUCCESS || sctx_record(p->end, t) != CUDA_SUCCESS) {
-		p->key = 0;
-		c->kd_inflight--;
-	}
+	if (r != CUDA_SUCCESS ||
+	    sctx_record(c->kd_pair[kd].end, t) != CUDA_SUCCESS)
+		sctx_kd_drop(c, kd);
 }
 
 /* Lock held.  The pool goes: its pairs' events with it. */
@@ -732,8 +735,11 @@ static CUresult sctx_issue_timed(struct streams_ctx *c,
 		if (!ev || sctx_wait(t, ev) != CUDA_SUCCESS)
 			sctx_lost(c, w->event, w->stream, w->seq);
 	}
-	if (kd >= 0 && sctx_record(c->kd_pair[kd].start, t) != CUDA_SUCCESS)
+	/* Not timed: a stale end record of the pair would make a time. */
+	if (kd >= 0 && sctx_record(c->kd_pair[kd].start, t) != CUDA_SUCCESS) {
+		sctx_kd_drop(c, kd);
 		kd = -1;
+	}
 	r = issue(arg, t);
 	if (kd >= 0)
 		sctx_kd_end(c, kd, t, r);

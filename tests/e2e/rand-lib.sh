@@ -1,9 +1,9 @@
-# rand-lib.sh - the random-program check shared by t50 and t59: a program
-# of tests/e2e/progs run unscheduled, then under the preload with
+# rand-lib.sh - the random-program check shared by the streams tests: a
+# program of tests/e2e/progs run unscheduled, then under the preload with
 # KMUX_STREAMS=N (and the variables in RAND_ENV, "K=V ..."), its outputs
 # compared and simcuda's record of every scheduled run checked for
 # conflicting operations that overlapped.  Sourced after lib.sh; the
-# callers report bad_out, bad_check and runs.
+# callers report bad_out, bad_check and runs (rand_report, or their own).
 bad_out=""
 bad_check=""
 runs=0
@@ -29,4 +29,23 @@ rand_run() {
 			sed 's/^/    /' "$TMP/check" | head -5
 		}
 	done
+}
+
+# rand_set SEEDS: the usual set with the current RAND_ENV: seeds 1..SEEDS
+# of rand-dag on one thread (N = 4, 8), then seed 3 of both programs on
+# four threads (N = 4).
+rand_set() {
+	local seed
+	for seed in $(seq 1 "$1"); do
+		rand_run rand-dag "$seed" 1 4 8
+	done
+	rand_run rand-dag 3 4 4
+	rand_run rand-dag-pt 3 4 4
+}
+
+# rand_report WHAT: the two checks over every run so far, WHAT saying how
+# they were scheduled.
+rand_report() {
+	check "$runs scheduled runs $1 print what the unscheduled ones print${bad_out:+ (differ:$bad_out)}" [ -z "$bad_out" ]
+	check "  ... and no conflicting pair overlapped${bad_check:+ (conflicts:$bad_check)}" [ -z "$bad_check" ]
 }

@@ -65,16 +65,10 @@ check "  ... three kinds (the round's first step after the last, the second
 # every host wait (the random programs synchronize and read back often).
 # shellcheck source=tests/e2e/rand-lib.sh
 . "$(dirname "$0")/rand-lib.sh"
-seeds=${RAND_SEEDS:-6}
 for how in inline alternate; do
 	export RAND_ENV="KMUX_DEBUG_PACE=$how"
-	for seed in $(seq 1 "$seeds"); do
-		rand_run rand-dag "$seed" 1 4 8
-	done
-	rand_run rand-dag 3 4 4
-	rand_run rand-dag-pt 3 4 4
+	rand_set "${RAND_SEEDS:-6}"
 done
 unset RAND_ENV
-check "$runs scheduled runs in line or switching print what the unscheduled ones print${bad_out:+ (differ:$bad_out)}" [ -z "$bad_out" ]
-check "  ... and no conflicting pair overlapped${bad_check:+ (conflicts:$bad_check)}" [ -z "$bad_check" ]
+rand_report "in line or switching"
 finish
