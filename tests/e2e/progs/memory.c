@@ -21,11 +21,13 @@
  *                    (t72: kmuxd's memory pressure meanwhile):
  *                      idle ready
  *                      obj I first=F last=L
- *   memory cycle R [MS]  four 4 MiB objects, R rounds each filling every
- *                    object in turn (round r, object i: r * 4 + i + 1),
- *                    MS ms apart (default 0), then read back (t73: a
- *                    cyclic working set larger than the evict budget
- *                    thrashes; t78: one that is all busy gives nothing):
+ *   memory cycle R [MS [FILE]]  four 4 MiB objects, R rounds each filling
+ *                    every object in turn (round r, object i: r * 4 + i +
+ *                    1), MS ms apart (default 0); with FILE the last round
+ *                    again and again until FILE exists (at most 60 s; the
+ *                    output is the same); then read back (t73: a cyclic
+ *                    working set larger than the evict budget thrashes;
+ *                    t78: one that is all busy gives nothing):
  *                      obj I first=F last=L
  *   memory hot R     four 4 MiB objects; each of R rounds fills object 0
  *                    three times, then one of objects 1..3 in turn (t73:
@@ -240,14 +242,19 @@ static void four_report(CUdeviceptr o[4])
 	}
 }
 
-static void c_cycle(int rounds, int ms)
+static void c_cycle(int rounds, int ms, const char *go)
 {
+	long held = 0, cap = 60000L / (ms > 0 ? ms : 1);
 	CUdeviceptr o[4];
+	struct stat st;
 
 	four_alloc(o);
-	for (int r = 0; r < rounds; r++) {
+	for (int r = 0; r < rounds || (go && stat(go, &st) && held++ < cap);
+	     r++) {
+		int k = r < rounds ? r : rounds - 1;
+
 		for (int i = 0; i < 4; i++)
-			CHECK(fill(o[i], (unsigned)(r * 4 + i + 1),
+			CHECK(fill(o[i], (unsigned)(k * 4 + i + 1),
 				   (int)FOUR_WORDS));
 		if (ms)
 			usleep((useconds_t)ms * 1000);
@@ -514,7 +521,8 @@ int main(int argc, char **argv)
 		c_regrow(argv[2], argc > 3 && atoi(argv[3]) > 0 ?
 				  atoi(argv[3]) : 20);
 	else if (!strcmp(c, "cycle") && argc > 2 && atoi(argv[2]) > 0)
-		c_cycle(atoi(argv[2]), argc > 3 ? atoi(argv[3]) : 0);
+		c_cycle(atoi(argv[2]), argc > 3 ? atoi(argv[3]) : 0,
+			argc > 4 ? argv[4] : NULL);
 	else if (!strcmp(c, "hot") && argc > 2 && atoi(argv[2]) > 0)
 		c_hot(atoi(argv[2]));
 	else if (!strcmp(c, "staged") && argc > 3 && atoi(argv[2]) > 0 &&
@@ -526,7 +534,7 @@ int main(int argc, char **argv)
 		c_staged(atoi(argv[2]), atoi(argv[3]), 0, 1);
 	else {
 		fprintf(stderr, "usage: memory context|unused|touch|objects|oom|keep|"
-			"freebusy|late|quietrace T N R|idle FILE|regrow FILE [MS]|cycle ROUNDS [MS]|hot ROUNDS|\n"
+			"freebusy|late|quietrace T N R|idle FILE|regrow FILE [MS]|cycle ROUNDS [MS [FILE]]|hot ROUNDS|\n"
 			"staged STAGES REQUESTS [MS]|pipeline STAGES REQUESTS\n");
 		return 2;
 	}
