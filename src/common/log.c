@@ -51,10 +51,16 @@ int kmux_log_parse_level(const char *s)
 	return -1;
 }
 
+/* A switch's value other than unset, "", "0" or "1": a typo, warned about. */
+static int log_switch_odd(const char *value)
+{
+	return value && *value && strcmp(value, "0") != 0 &&
+	       strcmp(value, "1") != 0;
+}
+
 int kmux_log_switch(const char *name, const char *value, const char *what)
 {
-	if (value && *value && strcmp(value, "0") != 0 &&
-	    strcmp(value, "1") != 0)
+	if (log_switch_odd(value))
 		log_warn("%s=%s: only 0 turns %s off; it stays on", name, value,
 			 what);
 	return !(value && strcmp(value, "0") == 0);
@@ -62,8 +68,7 @@ int kmux_log_switch(const char *name, const char *value, const char *what)
 
 int kmux_log_opt_in(const char *name, const char *value, const char *what)
 {
-	if (value && *value && strcmp(value, "0") != 0 &&
-	    strcmp(value, "1") != 0)
+	if (log_switch_odd(value))
 		log_warn("%s=%s: only 1 turns %s on; it stays off", name, value,
 			 what);
 	return value && strcmp(value, "1") == 0;

@@ -214,7 +214,7 @@ static void sched_done(struct sched *s, int j, uint64_t seq, uint64_t fin)
  * landed where the one before had not (image_pipeline's frames alternated
  * between two placements, and moved for good after one epoch in line).
  * Levelled, such an epoch is placed the same whatever came before it.
- * Off by default: on the H200 it made image_pipeline 6-7% faster and
+ * Off by default: on the H200 it made image_pipeline 5-7% faster and
  * reductions 4-15% slower (bench/results/streams.md, run 18).
  */
 static void sched_all_done(struct sched *s)
