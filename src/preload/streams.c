@@ -317,8 +317,10 @@ void streams_durations_init(const char *value, const char *debug_unit_us)
 {
 	streams_kd_on = kmux_log_opt_in("KMUX_DURATIONS", value,
 					"learning kernel durations");
-	if (debug_unit_us && atoi(debug_unit_us) > 0)
-		streams_kd_unit_ns = (uint64_t)atoi(debug_unit_us) * 1000;
+	int us = debug_unit_us ? atoi(debug_unit_us) : 0;
+
+	if (us > 0)
+		streams_kd_unit_ns = (uint64_t)us * 1000;
 }
 
 void streams_level_init(const char *value)
@@ -1423,12 +1425,15 @@ int streams_run(const struct streams_req *rq, CUresult *res)
 		sctx_pace_op(c, rq);
 	w = sctx_weight(c, rq->blocks);
 	kd = -1;
-	if (c->kd && rq->kind && !(rq->flags & SCHED_BARRIER)) {
+	/* The kind only when learning: no hashing on the launch path else. */
+	if (c->kd && rq->grid && !(rq->flags & SCHED_BARRIER)) {
+		uint64_t kind = kdur_key(rq->fn, rq->grid);
+
 		if (c->kd_inflight && c->kd_hostwaits != c->hostwaits)
 			sctx_kd_harvest(c);
-		if (kdur_launch(c->kd, rq->kind))
-			kd = sctx_kd_pick(c, rq->kind);
-		w = kdur_weight(c->kd, rq->kind, w);
+		if (kdur_launch(c->kd, kind))
+			kd = sctx_kd_pick(c, kind);
+		w = kdur_weight(c->kd, kind, w);
 	}
 	sctx_decide(c, rq->acc, rq->nacc, rq->flags, w, &d);
 	sctx_ra_before(c, rq, d.stream);

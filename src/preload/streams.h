@@ -192,7 +192,9 @@ struct streams_req {
 	int nacc;
 	unsigned flags;		/* SCHED_BARRIER, SCHED_JOIN, STREAMS_* */
 	uint64_t blocks;	/* thread blocks (kernels), for the weight */
-	uint64_t kind;		/* kernels: kdur_key(), for learned weights */
+	/* Kernels: function and grid, the kind for learned weights (kdur.h). */
+	const void *fn;
+	const unsigned *grid;
 	CUstream orig;		/* explicit default stream handle */
 	streams_issue_fn issue;
 	void *arg;

@@ -11,7 +11,6 @@
  * decode, pointers into managed, host-mapped or VMM memory, a kernel named
  * by KMUX_BARRIER_KERNELS, a graph, host code) is a barrier.
  */
-#include "kdur.h"
 #include "kparams.h"
 #include "mm.h"
 #include "preload.h"
@@ -227,7 +226,8 @@ static int launch_sched(struct launch_op *op, CUresult *r)
 	case LAUNCH_KERNEL:
 	case LAUNCH_COOP:
 		rq.blocks = (uint64_t)g[0] * g[1] * g[2];
-		rq.kind = kdur_key(op->f, g);
+		rq.fn = op->f;
+		rq.grid = g;
 		if (launch_is_barrier(op)) {
 			rq.flags = SCHED_BARRIER;
 			break;
