@@ -57,6 +57,16 @@
 #ifndef HOST_SYNC_TAIL
 #define HOST_SYNC_TAIL 1
 #endif
+/*
+ * HOST_SYNC_EXPERT_TAIL=1 gives the expert the plain program's closing
+ * synchronization too (each of its streams synchronized at the step's
+ * end): a hand-written version that keeps what the program asked for, so
+ * that kmux can be compared with the cost of that meaning paid by hand
+ * (bench/gpu/hostsync-parts.sh, mode expert-tail).  Off in the suite.
+ */
+#ifndef HOST_SYNC_EXPERT_TAIL
+#define HOST_SYNC_EXPERT_TAIL 0
+#endif
 
 #define FOR_POINTS(i) \
 	for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (size_t)NX * NY; \
@@ -214,6 +224,9 @@ static void roi_expert(void *p)
 			x->res[step][t] = x->pinned[t];
 		}
 		x->w[step + 1] = next_w(x->res[step]);
+		if (HOST_SYNC_EXPERT_TAIL)
+			for (int i = 0; i < used; i++)
+				CK(cudaStreamSynchronize(x->st.s[i]));
 	}
 	app_join(&x->st, x->roi, used);
 }

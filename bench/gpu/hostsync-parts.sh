@@ -8,10 +8,14 @@
 # within a few percent of the expert, that one synchronization, whose
 # meaning kmux keeps, is the gap.  The "-nora" modes run kmux with
 # KMUX_READAHEAD=0 (no read-aheads, docs/design-streams.md), side by side.
+# "expert-tail" is the expert with the plain program's closing
+# synchronization kept (-DHOST_SYNC_EXPERT_TAIL=1: each of its streams
+# synchronized at the step's end): what that meaning costs when paid by hand.
 #
 # Usage (on the GPU machine, from the repo root, build/ carried):
 #   OUT=$OUT/hs bash bench/gpu/hostsync-parts.sh
-# Knobs: HS_ROUNDS (7), HS_N (16), HS_ARGS ("--reps 7 --warmup 3").
+# Knobs: HS_ROUNDS (7), HS_N (16), HS_ARGS ("--reps 7 --warmup 3"),
+# HS_MODES (a subset of the modes, in order; default all).
 # Writes $OUT/hostsync-parts.{log,csv,md}.
 set -u
 # shellcheck source=bench/gpu/lib.sh
@@ -32,6 +36,10 @@ for v in 1 0; do
 		-o "$B/host_sync_tail$v" >>"$LOG" 2>&1 ||
 		{ log "hostsync-parts: nvcc failed for HOST_SYNC_TAIL=$v (see $LOG)"; exit 1; }
 done
+# shellcheck disable=SC2086
+"$NVCC" $NVCCFLAGS -DHOST_SYNC_EXPERT_TAIL=1 "$ROOT/bench/apps/host_sync.cu" \
+	-o "$B/host_sync_etail" >>"$LOG" 2>&1 ||
+	{ log "hostsync-parts: nvcc failed for HOST_SYNC_EXPERT_TAIL=1 (see $LOG)"; exit 1; }
 
 # mode -> command words
 mode_cmd() {
@@ -39,13 +47,16 @@ mode_cmd() {
 	plain) echo "$B/host_sync_tail1 plain" ;;
 	kmux) echo "$KMUX_BIN run --streams $N -- $B/host_sync_tail1 plain" ;;
 	expert) echo "$B/host_sync_tail1 expert" ;;
+	expert-tail) echo "$B/host_sync_etail expert" ;;
 	notail-plain) echo "$B/host_sync_tail0 plain" ;;
 	notail-kmux) echo "$KMUX_BIN run --streams $N -- $B/host_sync_tail0 plain" ;;
 	kmux-nora) echo "env KMUX_READAHEAD=0 $KMUX_BIN run --streams $N -- $B/host_sync_tail1 plain" ;;
 	notail-kmux-nora) echo "env KMUX_READAHEAD=0 $KMUX_BIN run --streams $N -- $B/host_sync_tail0 plain" ;;
 	esac
 }
-MODES=(plain kmux expert notail-plain notail-kmux kmux-nora notail-kmux-nora)
+MODES=(plain kmux expert expert-tail notail-plain notail-kmux kmux-nora notail-kmux-nora)
+# HS_MODES="plain kmux expert expert-tail" runs a subset.
+if [ -n "${HS_MODES:-}" ]; then read -r -a MODES <<<"$HS_MODES"; fi
 
 for ((r = 0; r < ROUNDS; r++)); do
 	for ((i = 0; i < ${#MODES[@]}; i++)); do
@@ -83,7 +94,7 @@ for r in rows:
 med = {m: statistics.median(v) for m, v in ms.items()}
 print("| mode | median ms | min..max | runs | / expert | checksums |")
 print("|---|---|---|---|---|---|")
-for m in ["plain", "kmux", "expert", "notail-plain", "notail-kmux", "kmux-nora",
+for m in ["plain", "kmux", "expert", "expert-tail", "notail-plain", "notail-kmux", "kmux-nora",
           "notail-kmux-nora"]:
     if m not in med:
         print(f"| {m} | - | - | 0 | - | - |")
@@ -97,7 +108,8 @@ by = {}
 for r in rows:
     if r["ms"]:
         by.setdefault(r["round"], {})[r["mode"]] = float(r["ms"])
-for a, b in [("kmux", "expert"), ("notail-kmux", "expert"), ("kmux", "notail-kmux"),
+for a, b in [("kmux", "expert"), ("kmux", "expert-tail"), ("expert-tail", "expert"),
+             ("notail-kmux", "expert"), ("kmux", "notail-kmux"),
              ("kmux-nora", "expert"), ("notail-kmux-nora", "expert"),
              ("kmux", "kmux-nora"), ("notail-kmux", "notail-kmux-nora")]:
     q = [d[a] / d[b] for d in by.values() if a in d and b in d]
