@@ -39,7 +39,9 @@ KMUX_LDFLAGS = $(SANFLAGS) $(LDFLAGS)
 COMPILE = $(CC) $(KMUX_CPPFLAGS) $(KMUX_CFLAGS) -MMD -MP
 
 # --- libkmux.so: the preload ------------------------------------------------
-# Only the libc-only parts of src/common may go in here.
+# Only the libc-only parts of src/common may go in here.  PRELOAD_CFLAGS: how
+# its objects are compiled (unit tests of preload modules use them too).
+PRELOAD_CFLAGS = -fvisibility=hidden -DKMUX_PRELOAD
 PRELOAD_COMMON = src/common/log.c src/common/paths.c src/common/proto.c \
 		 src/common/size.c src/common/sock.c
 PRELOAD_SRCS = $(sort $(wildcard src/preload/*.c)) $(PRELOAD_COMMON)
@@ -57,7 +59,7 @@ all: $(BUILD)/libkmux.so $(BUILD)/kmux
 
 $(BUILD)/obj/preload/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(COMPILE) -fvisibility=hidden -DKMUX_PRELOAD $(PRELOAD_FILE_FLAGS) -c $< -o $@
+	$(COMPILE) $(PRELOAD_CFLAGS) $(PRELOAD_FILE_FLAGS) -c $< -o $@
 
 # The sanitizer runtime resolves its interceptors through dlsym -- kmux's --
 # before its shadow memory exists, so the dlsym path must not be instrumented.
@@ -79,13 +81,47 @@ $(BUILD)/kmux: $(CLI_OBJS)
 	$(CC) -o $@ $(CLI_OBJS) $(KMUX_LDFLAGS) $(CLI_LIBS)
 
 # --- fragments: simulated driver, tests, benchmarks ------------------------
-# Each owns its targets and adds to TEST_TARGETS / UNIT_TESTS / E2E_TESTS.
+# Each owns its targets and adds to TEST_TARGETS / UNIT_TESTS / E2E_TESTS;
+# the unit tests' rules are made below from what tests/unit/*.mk set.
 TEST_TARGETS =
 UNIT_TESTS =
 -include $(sort $(wildcard tests/simcuda/*.mk))
 -include $(sort $(wildcard tests/unit/*.mk))
 -include $(sort $(wildcard tests/e2e/*.mk))
 -include contrib/slurm/slurm.mk
+
+# --- unit tests: one rule for all of them -----------------------------------
+# Each tests/unit/X.mk names a test T (UNIT_TESTS += T) and sets
+#   T_SRCS        its sources, compiled into objects of its own under
+#                 $(BUILD)/obj/unit/T/ so that no other rule's flags apply
+#   T_CFLAGS      extra compile flags (e.g. $(PRELOAD_CFLAGS): as in libkmux.so)
+#   T_LIBS        link libraries
+# and, only where needed:
+#   T_GROUPS      instead of T_SRCS/T_CFLAGS: source groups G compiled with
+#                 flags of their own, T_G_SRCS with T_G_CFLAGS into
+#                 $(BUILD)/obj/unit/T/G/
+#   T_EXTRA_OBJS  objects built elsewhere, linked after the test's own
+#   T_DEPS        other prerequisites of the binary (not linked)
+
+# $(call unit_objs,T,PREFIX,DIR): compile $(PREFIX_SRCS) with $(PREFIX_CFLAGS)
+# into DIR, and add the objects to T_OBJS.
+define unit_objs
+$(1)_OBJS += $$($(2)_SRCS:%.c=$(3)/%.o)
+$$($(2)_SRCS:%.c=$(3)/%.o): $(3)/%.o: %.c
+	@mkdir -p $$(dir $$@)
+	$$(COMPILE) $$($(2)_CFLAGS) -c $$< -o $$@
+endef
+
+# $(call unit_test_rules,T): the objects and the binary $(BUILD)/tests/unit/T.
+define unit_test_rules
+$(if $($(1)_GROUPS),,$(eval $(call unit_objs,$(1),$(1),$(BUILD)/obj/unit/$(1))))
+$(foreach g,$($(1)_GROUPS),$(eval $(call unit_objs,$(1),$(1)_$(g),$(BUILD)/obj/unit/$(1)/$(g))))
+$(BUILD)/tests/unit/$(1): $$($(1)_OBJS) $$($(1)_EXTRA_OBJS) $$($(1)_DEPS)
+	@mkdir -p $$(dir $$@)
+	$$(CC) -o $$@ $$($(1)_OBJS) $$($(1)_EXTRA_OBJS) $$(KMUX_LDFLAGS) $$($(1)_LIBS)
+endef
+
+$(foreach t,$(UNIT_TESTS),$(eval $(call unit_test_rules,$(t))))
 
 UNIT_BINS = $(UNIT_TESTS:%=$(BUILD)/tests/unit/%)
 
@@ -105,7 +141,10 @@ e2e: all $(TEST_TARGETS)
 
 # Every parser of outside bytes has a libFuzzer target; `make test` runs
 # each briefly (FUZZ_SECONDS), longer runs by hand (see tests/fuzz/*.sh).
+# trace-line is built by tests/fuzz/build.sh and run here; each NAME in
+# FUZZ_SCRIPTS is built and run by tests/fuzz/build-NAME.sh -t SECONDS.
 FUZZ_SECONDS ?= 15
+FUZZ_SCRIPTS = proto bench-job ptx
 fuzz:
 	@mkdir -p build/fuzz/corpus-trace-line
 	@sh tests/fuzz/build.sh >/dev/null
@@ -115,15 +154,11 @@ fuzz:
 		tests/fuzz/corpus >build/fuzz/trace-line.log 2>&1 || \
 		{ tail -n 30 build/fuzz/trace-line.log; exit 1; }
 	@echo "fuzz: trace-line: $$(grep -m1 'stat::number_of_executed_units' build/fuzz/trace-line.log | awk '{print $$2}') inputs in $(FUZZ_SECONDS) s, no findings"
-	@bash tests/fuzz/build-proto.sh -t $(FUZZ_SECONDS) >build/fuzz/proto.log 2>&1 || \
-		{ tail -n 30 build/fuzz/proto.log; exit 1; }
-	@echo "fuzz: proto: $$(grep -m1 'stat::number_of_executed_units' build/fuzz/proto.log | awk '{print $$2}') inputs in $(FUZZ_SECONDS) s, no findings"
-	@bash tests/fuzz/build-bench-job.sh -t $(FUZZ_SECONDS) >build/fuzz/bench-job.log 2>&1 || \
-		{ tail -n 30 build/fuzz/bench-job.log; exit 1; }
-	@echo "fuzz: bench-job: $$(grep -m1 'stat::number_of_executed_units' build/fuzz/bench-job.log | awk '{print $$2}') inputs in $(FUZZ_SECONDS) s, no findings"
-	@bash tests/fuzz/build-ptx.sh -t $(FUZZ_SECONDS) >build/fuzz/ptx.log 2>&1 || \
-		{ tail -n 30 build/fuzz/ptx.log; exit 1; }
-	@echo "fuzz: ptx: $$(grep -m1 'stat::number_of_executed_units' build/fuzz/ptx.log | awk '{print $$2}') inputs in $(FUZZ_SECONDS) s, no findings"
+	@for f in $(FUZZ_SCRIPTS); do \
+		bash tests/fuzz/build-$$f.sh -t $(FUZZ_SECONDS) >build/fuzz/$$f.log 2>&1 || \
+			{ tail -n 30 build/fuzz/$$f.log; exit 1; }; \
+		echo "fuzz: $$f: $$(grep -m1 'stat::number_of_executed_units' build/fuzz/$$f.log | awk '{print $$2}') inputs in $(FUZZ_SECONDS) s, no findings"; \
+	done
 
 test: check-hooks
 	$(MAKE) all unit

@@ -5,14 +5,6 @@
 # other fragment's pattern rules or flags apply to them.
 
 UNIT_TESTS += test-admit
-
-TEST_ADMIT_SRCS = tests/unit/test-admit.c src/daemon/admit.c
-TEST_ADMIT_OBJS = $(TEST_ADMIT_SRCS:%.c=$(BUILD)/obj/unit/test-admit/%.o)
-
-$(TEST_ADMIT_OBJS): $(BUILD)/obj/unit/test-admit/%.o: %.c
-	@mkdir -p $(dir $@)
-	$(COMPILE) -iquote src/daemon -c $< -o $@
-
-$(BUILD)/tests/unit/test-admit: $(TEST_ADMIT_OBJS)
-	@mkdir -p $(dir $@)
-	$(CC) -o $@ $(TEST_ADMIT_OBJS) $(KMUX_LDFLAGS) -lcmocka
+test-admit_SRCS = tests/unit/test-admit.c src/daemon/admit.c
+test-admit_CFLAGS = -iquote src/daemon
+test-admit_LIBS = -lcmocka

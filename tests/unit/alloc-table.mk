@@ -5,15 +5,7 @@
 # pattern rules or flags apply to them.
 
 UNIT_TESTS += test-alloc-table
-
-TEST_ALLOC_TABLE_SRCS = tests/unit/test-alloc-table.c src/preload/alloc-table.c
-TEST_ALLOC_TABLE_OBJS = \
-	$(TEST_ALLOC_TABLE_SRCS:%.c=$(BUILD)/obj/unit/test-alloc-table/%.o)
-
-$(TEST_ALLOC_TABLE_OBJS): $(BUILD)/obj/unit/test-alloc-table/%.o: %.c
-	@mkdir -p $(dir $@)
-	$(COMPILE) -fvisibility=hidden -DKMUX_PRELOAD -c $< -o $@
-
-$(BUILD)/tests/unit/test-alloc-table: $(TEST_ALLOC_TABLE_OBJS)
-	@mkdir -p $(dir $@)
-	$(CC) -o $@ $(TEST_ALLOC_TABLE_OBJS) $(KMUX_LDFLAGS) -lcmocka -lpthread
+test-alloc-table_SRCS = tests/unit/test-alloc-table.c \
+	src/preload/alloc-table.c
+test-alloc-table_CFLAGS = $(PRELOAD_CFLAGS)
+test-alloc-table_LIBS = -lcmocka -lpthread

@@ -6,16 +6,8 @@
 # Compiled as the kmux binary compiles them, into objects of their own.
 
 UNIT_TESTS += test-daemon-pure
-
-TEST_DAEMON_PURE_SRCS = tests/unit/test-daemon-pure.c src/common/paths.c \
+test-daemon-pure_SRCS = tests/unit/test-daemon-pure.c src/common/paths.c \
 	src/daemon/nvml.c src/common/size.c src/daemon/mps.c src/cli/spawn.c \
 	src/common/log.c
-TEST_DAEMON_PURE_OBJS = $(TEST_DAEMON_PURE_SRCS:%.c=$(BUILD)/obj/unit/test-daemon-pure/%.o)
-
-$(TEST_DAEMON_PURE_OBJS): $(BUILD)/obj/unit/test-daemon-pure/%.o: %.c
-	@mkdir -p $(dir $@)
-	$(COMPILE) -iquote src/daemon -c $< -o $@
-
-$(BUILD)/tests/unit/test-daemon-pure: $(TEST_DAEMON_PURE_OBJS)
-	@mkdir -p $(dir $@)
-	$(CC) -o $@ $(TEST_DAEMON_PURE_OBJS) $(KMUX_LDFLAGS) -lcmocka -ldl
+test-daemon-pure_CFLAGS = -iquote src/daemon
+test-daemon-pure_LIBS = -lcmocka -ldl

@@ -2,15 +2,9 @@
 # statically with every preload object, against the simulated driver.
 
 UNIT_TESTS += test-hooks
-
-TEST_HOOKS_OBJS = $(BUILD)/obj/unit/test-hooks/tests/unit/test-hooks.o \
-	$(PRELOAD_OBJS)
-
-$(BUILD)/obj/unit/test-hooks/tests/unit/test-hooks.o: tests/unit/test-hooks.c
-	@mkdir -p $(dir $@)
-	$(COMPILE) -DKMUX_PRELOAD -c $< -o $@
-
+test-hooks_SRCS = tests/unit/test-hooks.c
+test-hooks_CFLAGS = -DKMUX_PRELOAD
+test-hooks_EXTRA_OBJS = $(PRELOAD_OBJS)
+test-hooks_LIBS = -lcmocka -ldl -lpthread
 # The test finds the simulated driver through TEST_SIMCUDA (set by `make unit`).
-$(BUILD)/tests/unit/test-hooks: $(TEST_HOOKS_OBJS) $(BUILD)/simcuda/libcuda.so.1
-	@mkdir -p $(dir $@)
-	$(CC) -o $@ $(TEST_HOOKS_OBJS) $(KMUX_LDFLAGS) -lcmocka -ldl -lpthread
+test-hooks_DEPS = $(BUILD)/simcuda/libcuda.so.1

@@ -2,14 +2,6 @@
 # (src/preload/pace.c, pure bookkeeping), compiled as in libkmux.so.
 
 UNIT_TESTS += test-pace
-
-TEST_PACE_SRCS = tests/unit/test-pace.c src/preload/pace.c
-TEST_PACE_OBJS = $(TEST_PACE_SRCS:%.c=$(BUILD)/obj/unit/test-pace/%.o)
-
-$(TEST_PACE_OBJS): $(BUILD)/obj/unit/test-pace/%.o: %.c
-	@mkdir -p $(dir $@)
-	$(COMPILE) -fvisibility=hidden -DKMUX_PRELOAD -c $< -o $@
-
-$(BUILD)/tests/unit/test-pace: $(TEST_PACE_OBJS)
-	@mkdir -p $(dir $@)
-	$(CC) -o $@ $(TEST_PACE_OBJS) $(KMUX_LDFLAGS) -lcmocka
+test-pace_SRCS = tests/unit/test-pace.c src/preload/pace.c
+test-pace_CFLAGS = $(PRELOAD_CFLAGS)
+test-pace_LIBS = -lcmocka

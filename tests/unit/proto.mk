@@ -5,14 +5,5 @@
 # The libFuzzer harness is built by tests/fuzz/build-proto.sh (clang).
 
 UNIT_TESTS += test-proto
-
-TEST_PROTO_SRCS = tests/unit/test-proto.c src/common/proto.c
-TEST_PROTO_OBJS = $(TEST_PROTO_SRCS:%.c=$(BUILD)/obj/unit/test-proto/%.o)
-
-$(TEST_PROTO_OBJS): $(BUILD)/obj/unit/test-proto/%.o: %.c
-	@mkdir -p $(dir $@)
-	$(COMPILE) -c $< -o $@
-
-$(BUILD)/tests/unit/test-proto: $(TEST_PROTO_OBJS)
-	@mkdir -p $(dir $@)
-	$(CC) -o $@ $(TEST_PROTO_OBJS) $(KMUX_LDFLAGS) -lcmocka
+test-proto_SRCS = tests/unit/test-proto.c src/common/proto.c
+test-proto_LIBS = -lcmocka

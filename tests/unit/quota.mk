@@ -4,15 +4,7 @@
 # module is linked too, compiled exactly as in libkmux.so.
 
 UNIT_TESTS += test-quota
-
-TEST_QUOTA_SRCS = tests/unit/test-quota.c src/preload/quota.c \
+test-quota_SRCS = tests/unit/test-quota.c src/preload/quota.c \
 	src/preload/alloc-table.c src/common/log.c
-TEST_QUOTA_OBJS = $(TEST_QUOTA_SRCS:%.c=$(BUILD)/obj/unit/test-quota/%.o)
-
-$(TEST_QUOTA_OBJS): $(BUILD)/obj/unit/test-quota/%.o: %.c
-	@mkdir -p $(dir $@)
-	$(COMPILE) -fvisibility=hidden -DKMUX_PRELOAD -c $< -o $@
-
-$(BUILD)/tests/unit/test-quota: $(TEST_QUOTA_OBJS)
-	@mkdir -p $(dir $@)
-	$(CC) -o $@ $(TEST_QUOTA_OBJS) $(KMUX_LDFLAGS) -lcmocka -lpthread
+test-quota_CFLAGS = $(PRELOAD_CFLAGS)
+test-quota_LIBS = -lcmocka -lpthread

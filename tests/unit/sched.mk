@@ -6,15 +6,7 @@
 # rules or flags apply to them.
 
 UNIT_TESTS += test-sched
-
-TEST_SCHED_SRCS = tests/unit/test-sched.c src/preload/sched.c \
+test-sched_SRCS = tests/unit/test-sched.c src/preload/sched.c \
 	src/preload/sched-map.c src/preload/sched-sync.c
-TEST_SCHED_OBJS = $(TEST_SCHED_SRCS:%.c=$(BUILD)/obj/unit/test-sched/%.o)
-
-$(TEST_SCHED_OBJS): $(BUILD)/obj/unit/test-sched/%.o: %.c
-	@mkdir -p $(dir $@)
-	$(COMPILE) -fvisibility=hidden -DKMUX_PRELOAD -c $< -o $@
-
-$(BUILD)/tests/unit/test-sched: $(TEST_SCHED_OBJS)
-	@mkdir -p $(dir $@)
-	$(CC) -o $@ $(TEST_SCHED_OBJS) $(KMUX_LDFLAGS) -lcmocka
+test-sched_CFLAGS = $(PRELOAD_CFLAGS)
+test-sched_LIBS = -lcmocka

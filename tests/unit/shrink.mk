@@ -2,14 +2,6 @@
 # rule (src/preload/shrink.c, a pure function), compiled as in libkmux.so.
 
 UNIT_TESTS += test-shrink
-
-TEST_SHRINK_SRCS = tests/unit/test-shrink.c src/preload/shrink.c
-TEST_SHRINK_OBJS = $(TEST_SHRINK_SRCS:%.c=$(BUILD)/obj/unit/test-shrink/%.o)
-
-$(TEST_SHRINK_OBJS): $(BUILD)/obj/unit/test-shrink/%.o: %.c
-	@mkdir -p $(dir $@)
-	$(COMPILE) -fvisibility=hidden -DKMUX_PRELOAD -c $< -o $@
-
-$(BUILD)/tests/unit/test-shrink: $(TEST_SHRINK_OBJS)
-	@mkdir -p $(dir $@)
-	$(CC) -o $@ $(TEST_SHRINK_OBJS) $(KMUX_LDFLAGS) -lcmocka
+test-shrink_SRCS = tests/unit/test-shrink.c src/preload/shrink.c
+test-shrink_CFLAGS = $(PRELOAD_CFLAGS)
+test-shrink_LIBS = -lcmocka

@@ -5,21 +5,9 @@
 # processes, against a fake driver table, which the merge then reads back.
 
 UNIT_TESTS += test-trace-merge
-
-TEST_TRACE_MERGE_CLI_SRCS = tests/unit/test-trace-merge.c src/cli/trace-merge.c \
-	src/cli/demangle.c
-TEST_TRACE_MERGE_PRELOAD_SRCS = src/preload/trace.c src/common/log.c
-TEST_TRACE_MERGE_CLI_OBJS = $(TEST_TRACE_MERGE_CLI_SRCS:%.c=$(BUILD)/obj/unit/test-trace-merge/cli/%.o)
-TEST_TRACE_MERGE_PRELOAD_OBJS = $(TEST_TRACE_MERGE_PRELOAD_SRCS:%.c=$(BUILD)/obj/unit/test-trace-merge/preload/%.o)
-
-$(TEST_TRACE_MERGE_CLI_OBJS): $(BUILD)/obj/unit/test-trace-merge/cli/%.o: %.c
-	@mkdir -p $(dir $@)
-	$(COMPILE) -c $< -o $@
-
-$(TEST_TRACE_MERGE_PRELOAD_OBJS): $(BUILD)/obj/unit/test-trace-merge/preload/%.o: %.c
-	@mkdir -p $(dir $@)
-	$(COMPILE) -fvisibility=hidden -DKMUX_PRELOAD -c $< -o $@
-
-$(BUILD)/tests/unit/test-trace-merge: $(TEST_TRACE_MERGE_CLI_OBJS) $(TEST_TRACE_MERGE_PRELOAD_OBJS)
-	@mkdir -p $(dir $@)
-	$(CC) -o $@ $^ $(KMUX_LDFLAGS) -lcmocka -lcjson -lpthread
+test-trace-merge_GROUPS = cli preload
+test-trace-merge_cli_SRCS = tests/unit/test-trace-merge.c \
+	src/cli/trace-merge.c src/cli/demangle.c
+test-trace-merge_preload_SRCS = src/preload/trace.c src/common/log.c
+test-trace-merge_preload_CFLAGS = $(PRELOAD_CFLAGS)
+test-trace-merge_LIBS = -lcmocka -lcjson -lpthread
