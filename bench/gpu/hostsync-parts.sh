@@ -83,9 +83,10 @@ done
 	echo
 	echo "Rounds: $ROUNDS, order rotated each round; each run: ${ARGS[*]}; kmux: --streams $N."
 	echo
-	python3 - "$CSV" <<'EOF'
+	python3 - "$CSV" "${MODES[@]}" <<'EOF'
 import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
+modes = sys.argv[2:]
 ms, sums = {}, {}
 for r in rows:
     if r["ms"]:
@@ -94,8 +95,7 @@ for r in rows:
 med = {m: statistics.median(v) for m, v in ms.items()}
 print("| mode | median ms | min..max | runs | / expert | checksums |")
 print("|---|---|---|---|---|---|")
-for m in ["plain", "kmux", "expert", "expert-tail", "notail-plain", "notail-kmux", "kmux-nora",
-          "notail-kmux-nora"]:
+for m in modes:
     if m not in med:
         print(f"| {m} | - | - | 0 | - | - |")
         continue
@@ -121,6 +121,7 @@ EOF
 	echo "Read-aheads (kmux's exit line, first run of each kmux mode):"
 	echo
 	for m in kmux notail-kmux kmux-nora notail-kmux-nora; do
+		[[ " ${MODES[*]} " == *" $m "* ]] || continue
 		printf -- '- %s: %s\n' "$m" "$(awk -v m="$m" '$1 == "###" && $4 == m {f = 1; next}
 			$1 == "###" {f = 0} f && /read ahead/ {sub(/.*read ahead/, "read ahead"); print; exit}' "$LOG")"
 	done
