@@ -58,8 +58,16 @@ static int verify_fd = -1;
 static uint64_t verify_next_idx;
 static unsigned verify_next_thread;
 static __thread unsigned tls_thread;	/* 0: no copy made yet */
-static const char *verify_ring[VERIFY_KERNELS];	/* names live forever */
+/*
+ * The newest kernel names, per thread and of the whole process (names live
+ * forever).  A copy lists its own thread's: another thread's launches race
+ * with it, and name kernels that have nothing to do with what it reads.
+ * A thread that launched nothing gets the process's, the best hint left.
+ */
+static const char *verify_ring[VERIFY_KERNELS];
 static unsigned verify_nring;			/* launches seen */
+static __thread const char *tls_ring[VERIFY_KERNELS];
+static __thread unsigned tls_nring;
 static struct vpend *verify_pend;
 static size_t verify_npend, verify_cappend;
 static struct vevent *verify_ev;
@@ -188,10 +196,23 @@ static void vpend_finish(size_t i, int hash)
 
 void verify_kernel(const char *name)
 {
+	if (!name)
+		name = "?";
+	tls_ring[tls_nring++ % VERIFY_KERNELS] = name;
 	pthread_mutex_lock(&verify_mu);
-	verify_ring[verify_nring % VERIFY_KERNELS] = name ? name : "?";
+	verify_ring[verify_nring % VERIFY_KERNELS] = name;
 	verify_nring++;
 	pthread_mutex_unlock(&verify_mu);
+}
+
+/* Lock held.  The newest names of ring (nring seen), oldest first. */
+static void vpend_kernels(struct vpend *v, const char *const *ring,
+			  unsigned nring)
+{
+	unsigned k0 = nring > VERIFY_KERNELS ? nring - VERIFY_KERNELS : 0;
+
+	for (unsigned k = k0; k < nring; k++)
+		v->kernels[v->nkernels++] = ring[k % VERIFY_KERNELS];
 }
 
 void verify_copy(const struct verify_copy *c)
@@ -202,7 +223,6 @@ void verify_copy(const struct verify_copy *c)
 		.slice_pitch = c->slice_pitch, .bytes = c->bytes,
 	};
 	struct vpend *grown;
-	unsigned k0;
 	size_t cap;
 
 	vkey_make(&v.key, c->stream, c->per_thread);
@@ -213,9 +233,10 @@ void verify_copy(const struct verify_copy *c)
 		tls_thread = ++verify_next_thread;
 	v.thread = tls_thread;
 	v.idx = verify_next_idx++;
-	k0 = verify_nring > VERIFY_KERNELS ? verify_nring - VERIFY_KERNELS : 0;
-	for (unsigned k = k0; k < verify_nring; k++)
-		v.kernels[v.nkernels++] = verify_ring[k % VERIFY_KERNELS];
+	if (tls_nring)
+		vpend_kernels(&v, tls_ring, tls_nring);
+	else
+		vpend_kernels(&v, verify_ring, verify_nring);
 	if (c->complete || !c->host) {
 		vline(&v, c->host != NULL, c->host ? vhash(&v) : 0);
 		goto out;

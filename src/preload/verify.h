@@ -2,7 +2,8 @@
  * verify.h - the recorder behind `kmux verify` (KMUX_VERIFY_LOG=FILE).
  *
  * Every device-to-host copy the program makes gets a number in program
- * order, the names of the last VERIFY_KERNELS kernels launched before it,
+ * order, the names of the last VERIFY_KERNELS kernels its thread launched
+ * before it (the process's last ones when its thread launched none),
  * and a 64-bit FNV-1a hash of the bytes it delivered.  A synchronous copy
  * (or one into pageable memory, which the driver completes before
  * returning) is hashed right away; an asynchronous one into pinned memory

@@ -12,6 +12,15 @@ check "... reported identical" grep -q 'identical ([1-9][0-9]* device-to-host co
 check "--streams 8: identical too" [ $? -eq 0 ]
 "$KMUX" verify -- "$PROGS/drv-threads" >"$TMP/thr" 2>&1
 check "per-thread default streams in several threads: exit 0" [ $? -eq 0 ]
+# Each copy names its own thread's kernels: two of the four threads also
+# launch fill_u32, and all four launch before any copies back.
+KMUX_STREAMS=4 KMUX_VERIFY_LOG=$TMP/marks.log LD_PRELOAD=$PRELOAD \
+	"$PROGS/drv-threads" mark >/dev/null 2>&1
+check "drv-threads mark under the recorder: exit 0" [ $? -eq 0 ]
+check "... 20 copies recorded" [ "$(grep -c '^copy ' "$TMP/marks.log")" -eq 20 ]
+check "... fill_u32 named by the copies of exactly two threads" [ "$(grep fill_u32 "$TMP/marks.log" |
+	sed 's/.* thr=\([0-9]*\) .*/\1/' | sort -u | wc -l)" -eq 2 ]
+check "... and in every copy of those two" [ "$(grep -c fill_u32 "$TMP/marks.log")" -eq 10 ]
 
 "$KMUX" verify --streams 4 -- "$PROGS/streams-cases" chase >"$TMP/bad" 2>&1
 check "pointer chasing: exit 1" [ $? -eq 1 ]
