@@ -144,7 +144,7 @@ e2e: all $(TEST_TARGETS)
 # trace-line is built by tests/fuzz/build.sh and run here; each NAME in
 # FUZZ_SCRIPTS is built and run by tests/fuzz/build-NAME.sh -t SECONDS.
 FUZZ_SECONDS ?= 15
-FUZZ_SCRIPTS = proto bench-job ptx
+FUZZ_SCRIPTS = proto bench-job ptx verify-log
 fuzz:
 	@mkdir -p build/fuzz/corpus-trace-line
 	@sh tests/fuzz/build.sh >/dev/null

@@ -1,8 +1,8 @@
 # shellcheck shell=bash
 # tests/fuzz/fuzz-lib.sh - what the libFuzzer build scripts share: the -t
 # option, the clang check, and running or replaying a corpus.  Sourced by
-# build-proto.sh, build-bench-job.sh and build-ptx.sh from the repository
-# root; sets CLANG, OUT ($BUILD/fuzz) and secs.
+# build-proto.sh, build-bench-job.sh, build-ptx.sh and build-verify-log.sh
+# from the repository root; sets CLANG, OUT ($BUILD/fuzz) and secs.
 
 # fuzz_init NAME "$@": parse -t SECONDS, check clang, create $OUT.
 fuzz_init() {
