@@ -44,7 +44,8 @@
 #    KMUX_LOG=info is set for the kmux runs so the preload can report
 #    "kmux: streams: issued W waits, pruned P" (n/a when it does not).
 # 4. Report: per app the median time of each mode, best N, speedup over
-#    plain, kmux/expert, verify, flags (slower than plain > 2%, behind expert
+#    plain, kmux/expert, verify, flags (slower than plain > 2%, or "not
+#    judged" when by less than plain's own run-to-run spread; behind expert
 #    > 5%, wrong results), the geometric means, issue 3's targets, issued vs
 #    pruned waits, a plot; with roN modes, a table kmuxN vs roN per N;
 #    with extN modes, a table kmuxN vs extN per N.
