@@ -13,10 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 . tests/fuzz/fuzz-lib.sh
 fuzz_init build-bench-job.sh "$@"
-mkdir -p "$OUT/corpus-bench-job"
-"$CLANG" -std=gnu11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Werror -iquote src/cli \
-	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-	tests/fuzz/fuzz-bench-job.c src/cli/bench-job.c -lcjson \
-	-o "$OUT/fuzz-bench-job"
+fuzz_build bench-job -iquote src/cli tests/fuzz/fuzz-bench-job.c \
+	src/cli/bench-job.c -lcjson
 fuzz_run "$OUT/fuzz-bench-job" 70000 "$OUT/corpus-bench-job" \
 	tests/fuzz/corpus-bench-job

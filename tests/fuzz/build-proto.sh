@@ -17,19 +17,16 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 . tests/fuzz/fuzz-lib.sh
 fuzz_init build-proto.sh "$@"
-FLAGS="-std=gnu11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Werror -iquote src/common"
-SRCS="tests/fuzz/fuzz-proto.c src/common/proto.c"
+SRCS=(-iquote src/common tests/fuzz/fuzz-proto.c src/common/proto.c)
 
-# shellcheck disable=SC2086
-"$CLANG" $FLAGS -fsanitize=fuzzer,address,undefined \
-	-fno-sanitize-recover=undefined $SRCS -o "$OUT/fuzz-proto"
-# shellcheck disable=SC2086
-"$CLANG" $FLAGS -DFUZZ_PROTO_SEEDS -fsanitize=address,undefined $SRCS \
+fuzz_build proto "${SRCS[@]}"
+# The seed writer: the same harness as a plain program (no libFuzzer).
+"$CLANG" -std=gnu11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Werror \
+	-DFUZZ_PROTO_SEEDS -fsanitize=address,undefined "${SRCS[@]}" \
 	-o "$OUT/fuzz-proto-seeds"
 
 rm -rf "$OUT/corpus-proto-seeds"
 "$OUT/fuzz-proto-seeds" "$OUT/corpus-proto-seeds"
-mkdir -p "$OUT/corpus-proto"
 
 # Frames up to 64 KiB: large enough for long argv/env and job lists, small
 # enough that each run stays fast (the 1 MiB limit is checked by the unit

@@ -13,11 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 . tests/fuzz/fuzz-lib.sh
 fuzz_init build-ptx.sh "$@"
-mkdir -p "$OUT/corpus-ptx"
-"$CLANG" -std=gnu11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Werror -iquote src/preload \
-	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-	tests/fuzz/fuzz-ptx.c src/preload/ptx-readonly.c src/preload/ptx-range.c \
-	src/preload/codec-dl.c \
-	-ldl -lpthread \
-	-o "$OUT/fuzz-ptx"
+fuzz_build ptx -iquote src/preload tests/fuzz/fuzz-ptx.c \
+	src/preload/ptx-readonly.c src/preload/ptx-range.c src/preload/codec-dl.c \
+	-ldl -lpthread
 fuzz_run "$OUT/fuzz-ptx" 65536 "$OUT/corpus-ptx" tests/fuzz/corpus-ptx

@@ -13,10 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 . tests/fuzz/fuzz-lib.sh
 fuzz_init build-verify-log.sh "$@"
-mkdir -p "$OUT/corpus-verify-log"
-"$CLANG" -std=gnu11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Werror -iquote src/cli \
-	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-	tests/fuzz/fuzz-verify-log.c src/cli/verify-log.c \
-	-o "$OUT/fuzz-verify-log"
+fuzz_build verify-log -iquote src/cli tests/fuzz/fuzz-verify-log.c \
+	src/cli/verify-log.c
 fuzz_run "$OUT/fuzz-verify-log" 16384 "$OUT/corpus-verify-log" \
 	tests/fuzz/corpus-verify-log

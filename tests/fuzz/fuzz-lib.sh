@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # tests/fuzz/fuzz-lib.sh - what the libFuzzer build scripts share: the -t
-# option, the clang check, and running or replaying a corpus.  Sourced by
+# option, the clang check, building a target, and running or replaying a
+# corpus.  Sourced by
 # build-proto.sh, build-bench-job.sh, build-ptx.sh and build-verify-log.sh
 # from the repository root; sets CLANG, OUT ($BUILD/fuzz) and secs.
 
@@ -23,6 +24,18 @@ fuzz_init() {
 		exit 1
 	fi
 	mkdir -p "$OUT"
+}
+
+# fuzz_build NAME CLANG-ARGS...: build the libFuzzer target $OUT/fuzz-NAME
+# (ASan, UBSan, warnings as errors) from the sources, include paths and
+# libraries given, and create its growing corpus $OUT/corpus-NAME.
+fuzz_build() {
+	local name=$1
+	shift
+	mkdir -p "$OUT/corpus-$name"
+	"$CLANG" -std=gnu11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Werror \
+		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+		"$@" -o "$OUT/fuzz-$name"
 }
 
 # fuzz_run BINARY MAX_LEN CORPUS...: fuzz for $secs seconds (the first
