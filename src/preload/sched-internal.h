@@ -33,6 +33,9 @@
 /* struct sched_astate.hot: a cross-stream dependency on this allocation's */
 #define SCHED_HOT_W	0x1	/* writer had no event of its own */
 #define SCHED_HOT_R	0x2	/* readers had no event of their own */
+/* A record that mark asked for was waited on since the last full sync. */
+#define SCHED_HOT_USED_SHIFT	2
+#define SCHED_HOT_USED	((SCHED_HOT_W | SCHED_HOT_R) << SCHED_HOT_USED_SHIFT)
 
 /*
  * One allocation: its last writer and the readers since.  Readers on one

@@ -226,7 +226,15 @@ static void sched_ev_retire(struct sched *s, int slot)
 
 void sched_ev_use(struct sched *s, int slot)
 {
+	struct sched_astate *a;
+
 	s->ev_used[slot] = 1;
+	if (s->ev_src[slot]) {
+		a = sched_map_find(&s->map, s->ev_src[slot]);
+		if (a)
+			a->hot |= (uint8_t)(s->ev_srcbit[slot]
+					    << SCHED_HOT_USED_SHIFT);
+	}
 }
 
 int sched_ev_record(struct sched *s, int j)

@@ -521,6 +521,72 @@ static void test_hot_mark_decays(void **state)
 	sched_free(s);
 }
 
+/* A full host synchronization, and the host seeing every stream finish. */
+static void sync_everything(struct sched *s)
+{
+	struct sched_hostwait hw;
+
+	assert_int_equal(sched_sync_all(s, &hw), 0);
+	assert_int_equal(sched_complete_hostwait(s, &hw), 0);
+}
+
+/*
+ * A program that synchronizes fully after every few diamonds (an ROI, a
+ * training step).  The last round's records before each synchronization
+ * go unused only because the synchronization made them moot; counted
+ * against the marks, they took a mark back every few epochs, and the next
+ * epoch's diamonds ran in line until it was learned again (mha's second
+ * pass in bench/results/streams.md, run 19).  A mark whose records were
+ * waited on since the last full synchronization keeps them excused: after
+ * many epochs no mark was dropped and the third diamond of the last epoch
+ * still spreads as in the first.
+ */
+static void test_hot_marks_survive_syncs(void **state)
+{
+	struct sched *s = new_sched(4, 0);
+	struct sched_decision b, c;
+	int in_line = 0;
+
+	(void)state;
+	for (int epoch = 0; epoch < 8 * E; epoch++) {
+		for (int round = 0; round < 3; round++) {
+			sub(s, "w1");
+			b = sub(s, "r1 w2");
+			c = sub(s, "r1 w3");
+			sub(s, "r2 r3 w4");
+			/* the first two rounds learn the marks */
+			if (epoch > 0 && b.stream == c.stream)
+				in_line++;
+		}
+		sync_everything(s);
+	}
+	assert_int_equal(in_line, 0);
+	assert_int_equal(stats(s).hot_cleared, 0);
+	sched_free(s);
+}
+
+/*
+ * The excuse is only for marks that proved themselves since the last full
+ * synchronization: after the diamonds, a chain on 1 alone, synchronized
+ * every few writes, never waits for a record, and the mark still decays.
+ */
+static void test_hot_mark_decays_across_syncs(void **state)
+{
+	struct sched *s = new_sched(4, 0);
+	struct sched_decision d;
+
+	(void)state;
+	diamond_learned(s);
+	for (int i = 0; i < 200; i++) {
+		d = sub(s, "w1");
+		if (i % 5 == 4)
+			sync_everything(s);
+	}
+	assert_int_equal(d.record_after, -1);
+	assert_true(stats(s).hot_cleared >= 1);
+	sched_free(s);
+}
+
 /*
  * In line, a hot mark asks for no record (nothing would wait for it) and
  * so is not taken back: the marks the diamond learned are there when the
@@ -1625,6 +1691,8 @@ int main(void)
 		cmocka_unit_test(test_diamond_learns),
 		cmocka_unit_test(test_hot_mark_decays),
 		cmocka_unit_test(test_narrow_keeps_hot_marks),
+		cmocka_unit_test(test_hot_marks_survive_syncs),
+		cmocka_unit_test(test_hot_mark_decays_across_syncs),
 		cmocka_unit_test(test_inception_steady),
 		cmocka_unit_test(test_fork_join_prunes),
 		cmocka_unit_test(test_wait_order_prunes),
