@@ -15,13 +15,16 @@
 # without trials, so that sham/off is what the bookkeeping costs and
 # on/sham what the trials do); boff and bon are off and on with another
 # library, PL_BASE_LIB (through KMUX_LIBRARY), so that two builds are
-# measured side by side; on2 is on again (an A/A control of on); dur, lvl
+# measured side by side, bon2 bon again (the base's A/A control) and bdur
+# dur with the base library; on2 is on again (an A/A control of on); dur, lvl
 # and both are on with KMUX_DURATIONS=1 (learned kernel durations,
 # kdur.h), KMUX_LEVEL=1 (levelling at full synchronizations, sched.h
 # SCHED_LEVEL) or both, u64 both with a weight unit of 64 us instead of
 # 16 (KMUX_DEBUG_DURATION_UNIT_US); the order of the arms rotates from
 # round to round.  Ratios are against off, or the first arm
-# when off is not run.  Output: $OUT/pace-long.log (every command,
+# when off is not run: the ratio of the medians, and in brackets the
+# median of the rounds' own ratios (a round's arms run back to back, so
+# that one pairs away drift between rounds).  Output: $OUT/pace-long.log (every command,
 # its RESULT line and kmux's exit line), $OUT/pace-long.md (medians over
 # the rounds of each process's median ROI time, on/off and off2/off).
 set -u
@@ -58,7 +61,8 @@ one() {
 	both) env=(KMUX_PACE=1 KMUX_DURATIONS=1 KMUX_LEVEL=1) ;;
 	u64) env=(KMUX_PACE=1 KMUX_DURATIONS=1 KMUX_LEVEL=1 KMUX_DEBUG_DURATION_UNIT_US=64) ;;
 	boff) env=(KMUX_PACE=0 "KMUX_LIBRARY=$PL_BASE_LIB") ;;
-	bon) env=(KMUX_PACE=1 "KMUX_LIBRARY=$PL_BASE_LIB") ;;
+	bon | bon2) env=(KMUX_PACE=1 "KMUX_LIBRARY=$PL_BASE_LIB") ;;
+	bdur) env=(KMUX_PACE=1 KMUX_DURATIONS=1 "KMUX_LIBRARY=$PL_BASE_LIB") ;;
 	esac
 	out=$WORK/run/$app-$mode.txt
 	logq "----- $app/$mode: \$ KMUX_LOG=info ${env[*]} kmux run --streams 16 -- $app plain --reps $REPS --warmup 3"
@@ -88,16 +92,19 @@ done
 
 "$PY" - "$LOG" >"$MD" <<'EOF'
 import re, statistics, sys
-runs = {}
+runs = {}      # (app, arm) -> {round: ms}
+heads = {}     # (app, arm) -> runs started, so a failed run keeps its round
 cur = None
 for line in open(sys.argv[1]):
     m = re.match(r'----- (\w+)/(\w+):', line)
     if m:
-        cur = m.groups()
+        heads[m.groups()] = heads.get(m.groups(), 0) + 1
+        cur = (m.groups(), heads[m.groups()])
         continue
     m = re.match(r'RESULT .* ms=([0-9.]+) .*min_ms=([0-9.]+)', line)
     if m and cur:
-        runs.setdefault(cur, []).append(float(m.group(1)))
+        runs.setdefault(cur[0], {})[cur[1]] = float(m.group(1))
+        cur = None
 if not runs:
     print("no run printed a RESULT line")
     sys.exit(0)
@@ -108,13 +115,19 @@ print("| app | " + " | ".join(f"{m} ms" for m in arms) + " | " +
       " | ".join(f"{m}/{ref}" for m in others) + " | rounds |")
 print("|---|" + "---|" * (len(arms) + len(others) + 1))
 for app in dict.fromkeys(a for a, _ in runs):
-    med = {m: statistics.median(runs.get((app, m), [float('nan')])) for m in arms}
-    n = min(len(runs.get((app, m), [])) for m in arms)
+    got = {m: runs.get((app, m), {}) for m in arms}
+    med = {m: statistics.median(got[m].values()) if got[m] else float('nan')
+           for m in arms}
+    n = min(len(got[m]) for m in arms)
+    def paired(m):
+        r = [got[m][k] / got[ref][k] for k in got[m] if k in got[ref]]
+        return statistics.median(r) if r else float('nan')
     print(f"| {app} | " + " | ".join(f"{med[m]:.4f}" for m in arms) + " | " +
-          " | ".join(f"{med[m] / med[ref]:.3f}" for m in others) + f" | {n} |")
+          " | ".join(f"{med[m] / med[ref]:.3f} ({paired(m):.3f})" for m in others) +
+          f" | {n} |")
 print()
-print("median over the rounds of each process's median ROI time; off2 is an A/A "
-      "control of off")
+print("median over the rounds of each process's median ROI time; in brackets the "
+      "median of the rounds' own ratios; off2, on2 and bon2 are A/A controls")
 EOF
 cat "$MD"
 [ "$failed" -eq 0 ] || { log "pace-long: $failed runs failed (their tails are in $LOG)"; exit 1; }
