@@ -83,7 +83,7 @@ int sched_new(int nstreams, unsigned flags, struct sched **out)
 	int err = -ENOMEM;
 
 	if (!out || nstreams < 1 || nstreams > SCHED_MAX_STREAMS ||
-	    (flags & ~(SCHED_EAGER_EVENTS | SCHED_LEVEL)))
+	    (flags & ~(SCHED_EAGER_EVENTS | SCHED_LEVEL | SCHED_KEEP_CHAIN)))
 		return -EINVAL;
 	s = calloc(1, sizeof(*s));
 	if (!s)
@@ -320,6 +320,7 @@ struct sched_cand {
 	uint64_t load;
 	int nwait;
 	int in_pred;
+	int keep;
 };
 
 static int sched_cand_better(const struct sched_cand *a,
@@ -331,6 +332,8 @@ static int sched_cand_better(const struct sched_cand *a,
 		return a->nwait < b->nwait;
 	if (a->in_pred != b->in_pred)
 		return a->in_pred;
+	if (a->keep != b->keep)
+		return a->keep;
 	return a->load < b->load;
 }
 
@@ -450,6 +453,9 @@ static int sched_place(struct sched *s, uint64_t *start_out)
 		c.nwait = nwait;
 		c.load = s->st[t].fin;
 		c.in_pred = !!(s->need_mask & (1ull << t));
+		c.keep = (s->flags & SCHED_KEEP_CHAIN) && t == s->last_t &&
+			 (s->need_mask & (1ull << t)) &&
+			 s->need[t] == s->st[t].tail;
 		if (bt < 0 || sched_cand_better(&c, &best)) {
 			best = c;
 			bt = t;

@@ -100,6 +100,14 @@ struct sched_access {
  * before it (sched-sync.c, sched_all_done(); KMUX_LEVEL=1).
  */
 #define SCHED_LEVEL		0x2
+/*
+ * Among streams where an operation would start equally early with as many
+ * waits, prefer the one whose last operation was submitted just before it
+ * and is one of its dependencies: a chain the program submits in a row
+ * stays on one stream (sched_place()).  Set with learned durations
+ * (KMUX_DURATIONS=1), where the lower-finish tie-break split mha's heads.
+ */
+#define SCHED_KEEP_CHAIN	0x4
 
 /* sched_submit() flags. */
 /*

@@ -194,9 +194,9 @@ static int streams_pace_on = 1;
 static int streams_pace_force;
 /*
  * Learn kernel durations for the weights (kdur.h); KMUX_DURATIONS=1 turns
- * it on.  Off by default: on the H200 it made reductions and
- * image_pipeline 4-5% faster, and mha and stencil_dag 5-7% slower
- * (bench/results/streams.md, run 18).
+ * it on, with SCHED_KEEP_CHAIN.  Off by default: on the H200 it made
+ * reductions and image_pipeline 6-9% faster, and three apps 1-2% slower
+ * (bench/results/streams.md, run 20).
  */
 static int streams_kd_on;
 /* KMUX_DEBUG_DURATION_UNIT_US: the weight unit, for measurements. */
@@ -321,6 +321,14 @@ void streams_durations_init(const char *value, const char *debug_unit_us)
 
 	if (us > 0)
 		streams_kd_unit_ns = (uint64_t)us * 1000;
+	/*
+	 * With measured weights a chain split at a tie cost mha 3%; kept
+	 * together it did not (bench/results/streams.md, run 20).  Waves
+	 * weights keep the lower-finish tie-break, measured better on
+	 * image_pipeline and phase_buffers.
+	 */
+	if (streams_kd_on)
+		streams_sched_flags |= SCHED_KEEP_CHAIN;
 }
 
 void streams_level_init(const char *value)

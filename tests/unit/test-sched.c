@@ -616,6 +616,104 @@ static void test_narrow_keeps_hot_marks(void **state)
 }
 
 /*
+ * SCHED_KEEP_CHAIN.  Y joins X0 and X1 and could start as early on either
+ * stream with one wait.  By default it goes to the lower finish (X0's, the
+ * lower index); with the flag behind X1, the operation submitted just
+ * before it, and waits for X0.
+ */
+static void test_keep_chain_join(void **state)
+{
+	for (int keep = 0; keep < 2; keep++) {
+		struct sched *s = new_sched(4, keep ? SCHED_KEEP_CHAIN : 0);
+		struct sched_decision x0, x1, y;
+
+		(void)state;
+		x0 = sub(s, "w1");
+		x1 = sub(s, "w2");
+		y = sub(s, "r1 r2 w3");
+		assert_int_equal(x0.stream, 0);
+		assert_int_equal(x1.stream, 1);
+		assert_int_equal(y.stream, keep ? 1 : 0);
+		assert_int_equal(y.nwait, 1);
+		assert_int_equal(y.wait[0].stream, keep ? 0 : 1);
+		sched_free(s);
+	}
+}
+
+/*
+ * Multi-head attention as bench/apps/mha.cu submits it, with weights as
+ * learned durations give them (16 us units): per head qk (21) writes its
+ * slice of S, softmax (10) rewrites it, av (24) reads it and writes its
+ * slice of O; a merge (4) reads all of O; two passes, then a full
+ * synchronization.  A second pass's av must wait for the previous merge
+ * too, and where the merge's stream finished a little earlier the lower-
+ * finish tie-break put head 0's av there, apart from its qk and softmax;
+ * the next heads filled the gap unevenly and one stream ran three heads
+ * where the others ran two (mha 3% slower with durations, run 19-20).
+ * With SCHED_KEEP_CHAIN every head stays whole and every stream runs two.
+ */
+static int mha_split_heads(unsigned flags, int *max_heads)
+{
+	const uint64_t qs = 2048ull * 64 * 4, ss = 2048ull * 2048 * 4;
+	struct sched *s = new_sched(8, flags);
+	int split = 0;
+
+	*max_heads = 0;
+	for (int roi = 0; roi < 6; roi++) {
+		for (int pass = 0; pass < 2; pass++) {
+			int heads[8] = { 0 };
+
+			for (int h = 0; h < 16; h++) {
+				struct sched_access qk[3] = {
+					{ 1, SCHED_READ, h * qs, qs },
+					{ 2, SCHED_READ, h * qs, qs },
+					{ 4, SCHED_RW, h * ss, ss } };
+				struct sched_access sm[1] = {
+					{ 4, SCHED_RW, h * ss, ss } };
+				struct sched_access av[3] = {
+					{ 4, SCHED_READ, h * ss, ss },
+					{ 3, SCHED_READ, h * qs, qs },
+					{ 5, SCHED_RW, h * qs, qs } };
+				struct sched_decision a, b, c;
+
+				assert_int_equal(sched_submit_weighted(s, qk, 3, 0, 21, &a), 0);
+				assert_int_equal(sched_submit_weighted(s, sm, 1, 0, 10, &b), 0);
+				assert_int_equal(sched_submit_weighted(s, av, 3, 0, 24, &c), 0);
+				/* the first ROI learns where records pay */
+				if (roi == 0)
+					continue;
+				if (a.stream != b.stream || b.stream != c.stream)
+					split++;
+				heads[a.stream]++;
+			}
+			for (int t = 0; t < 8; t++)
+				if (heads[t] > *max_heads)
+					*max_heads = heads[t];
+			struct sched_access mg[2] = { { 5, SCHED_READ, 0, 0 },
+						      { 6, SCHED_RW, 0, 0 } };
+			struct sched_decision m;
+
+			assert_int_equal(sched_submit_weighted(s, mg, 2, 0, 4, &m), 0);
+			assert_int_equal(sched_check(s), 0);
+		}
+		sync_everything(s);
+	}
+	sched_free(s);
+	return split;
+}
+
+static void test_keep_chain_mha(void **state)
+{
+	int most;
+
+	(void)state;
+	assert_true(mha_split_heads(0, &most) > 0);
+	assert_int_equal(most, 3);
+	assert_int_equal(mha_split_heads(SCHED_KEEP_CHAIN, &most), 0);
+	assert_int_equal(most, 2);
+}
+
+/*
  * An Inception-like module repeated: x is read by four branches writing
  * b1..b4, a concat reads them and writes the next x.  With decay the steady
  * state still spreads the branches over the four streams (the fork's
@@ -1471,6 +1569,11 @@ static void sim_program(int n, uint64_t pseed, struct sched_stats *tot)
 	m->read_pct = rnd_below(&m->rng, 3) == 0 ? 90 : 40;
 	nops = 100 + (int)rnd_below(&m->rng, SIM_MAX_OPS - 100);
 	flags = rnd_below(&m->rng, 4) == 0 ? SCHED_EAGER_EVENTS : 0;
+	/* Placement knobs change where work goes, never what it waits for. */
+	if (rnd_below(&m->rng, 2))
+		flags |= SCHED_KEEP_CHAIN;
+	if (rnd_below(&m->rng, 4) == 0)
+		flags |= SCHED_LEVEL;
 	assert_int_equal(sched_new(n, flags, &s), 0);
 	if (rnd_below(&m->rng, 8) == 0)
 		sched_set_max_allocs(s, (uint32_t)(1 + m->nslots / 2));
@@ -1693,6 +1796,8 @@ int main(void)
 		cmocka_unit_test(test_narrow_keeps_hot_marks),
 		cmocka_unit_test(test_hot_marks_survive_syncs),
 		cmocka_unit_test(test_hot_mark_decays_across_syncs),
+		cmocka_unit_test(test_keep_chain_join),
+		cmocka_unit_test(test_keep_chain_mha),
 		cmocka_unit_test(test_inception_steady),
 		cmocka_unit_test(test_fork_join_prunes),
 		cmocka_unit_test(test_wait_order_prunes),
