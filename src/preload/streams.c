@@ -195,7 +195,7 @@ static int streams_pace_force;
 /*
  * Learn kernel durations for the weights (kdur.h); KMUX_DURATIONS=1 turns
  * it on, with SCHED_KEEP_CHAIN.  Off by default: on the H200 it made
- * reductions and image_pipeline 6-9% faster, and three apps 1-2% slower
+ * reductions and image_pipeline 6-9% faster, and four apps up to 2% slower
  * (bench/results/streams.md, run 20).
  */
 static int streams_kd_on;
