@@ -33,9 +33,17 @@
 /* struct sched_astate.hot: a cross-stream dependency on this allocation's */
 #define SCHED_HOT_W	0x1	/* writer had no event of its own */
 #define SCHED_HOT_R	0x2	/* readers had no event of their own */
-/* A record that mark asked for was waited on since the last full sync. */
+/*
+ * A record that mark asked for was waited on in the full-synchronization
+ * epoch whose number's low 4 bits are the tag (sched_ev_use(),
+ * sched_hot_excuse()).  A tag comes round again after 16 epochs: a mark
+ * then unused may be excused once more, which costs records, never order.
+ */
 #define SCHED_HOT_USED_SHIFT	2
 #define SCHED_HOT_USED	((SCHED_HOT_W | SCHED_HOT_R) << SCHED_HOT_USED_SHIFT)
+#define SCHED_HOT_TAG_SHIFT	4
+#define SCHED_HOT_TAG(epoch)	((uint8_t)(((epoch) & 0xf) << SCHED_HOT_TAG_SHIFT))
+#define SCHED_HOT_TAG_MASK	SCHED_HOT_TAG(0xf)
 
 /*
  * One allocation: its last writer and the readers since.  Readers on one
@@ -133,6 +141,7 @@ struct sched {
 	uint8_t *ev_used;
 
 	uint64_t vnow;		/* virtual time known to have passed */
+	uint32_t sync_epoch;	/* full synchronizations seen (SCHED_HOT_TAG) */
 	int kept_up;		/* sched_set_kept_up() */
 	int narrow;		/* sched_set_narrow() */
 	int last_t;		/* stream of the latest decision, -1: none */

@@ -219,23 +219,19 @@ static void sched_done(struct sched *s, int j, uint64_t seq, uint64_t fin)
  */
 static void sched_hot_excuse(struct sched *s)
 {
+	const uint8_t tag = SCHED_HOT_TAG(s->sync_epoch);
 	struct sched_astate *a;
-	int slot;
 
-	for (slot = 0; slot < s->n * SCHED_E; slot++) {
+	for (int slot = 0; slot < s->n * SCHED_E; slot++) {
 		if (!s->ev_src[slot] || s->ev_used[slot])
 			continue;
 		a = sched_map_find(&s->map, s->ev_src[slot]);
-		if (a && (a->hot & (s->ev_srcbit[slot] << SCHED_HOT_USED_SHIFT)))
+		if (a && (a->hot & SCHED_HOT_TAG_MASK) == tag &&
+		    (a->hot & (s->ev_srcbit[slot] << SCHED_HOT_USED_SHIFT)))
 			s->ev_used[slot] = 1;
 	}
-	for (slot = 0; slot < s->n * SCHED_E; slot++) {
-		if (!s->ev_src[slot])
-			continue;
-		a = sched_map_find(&s->map, s->ev_src[slot]);
-		if (a)
-			a->hot &= (uint8_t)~SCHED_HOT_USED;
-	}
+	/* The next epoch's uses start from none. */
+	s->sync_epoch++;
 }
 
 /*

@@ -226,15 +226,21 @@ static void sched_ev_retire(struct sched *s, int slot)
 
 void sched_ev_use(struct sched *s, int slot)
 {
+	const uint8_t tag = SCHED_HOT_TAG(s->sync_epoch);
 	struct sched_astate *a;
 
+	if (s->ev_used[slot])
+		return;
 	s->ev_used[slot] = 1;
-	if (s->ev_src[slot]) {
-		a = sched_map_find(&s->map, s->ev_src[slot]);
-		if (a)
-			a->hot |= (uint8_t)(s->ev_srcbit[slot]
-					    << SCHED_HOT_USED_SHIFT);
-	}
+	if (!s->ev_src[slot])
+		return;
+	a = sched_map_find(&s->map, s->ev_src[slot]);
+	if (!a)
+		return;
+	/* Used bits of an earlier epoch no longer count. */
+	if ((a->hot & SCHED_HOT_TAG_MASK) != tag)
+		a->hot = (uint8_t)((a->hot & (SCHED_HOT_W | SCHED_HOT_R)) | tag);
+	a->hot |= (uint8_t)(s->ev_srcbit[slot] << SCHED_HOT_USED_SHIFT);
 }
 
 int sched_ev_record(struct sched *s, int j)
