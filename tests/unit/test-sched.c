@@ -565,6 +565,53 @@ static void test_hot_marks_survive_syncs(void **state)
 	sched_free(s);
 }
 
+/* Learned diamonds on allocations base+1..base+4, to fill the rings. */
+static void other_diamonds(struct sched *s, int count, int base)
+{
+	char spec[4][40];
+
+	for (int k = 0; k < count; k++, base += 10) {
+		snprintf(spec[0], sizeof(spec[0]), "w%d", base + 1);
+		snprintf(spec[1], sizeof(spec[1]), "r%d w%d", base + 1, base + 2);
+		snprintf(spec[2], sizeof(spec[2]), "r%d w%d", base + 1, base + 3);
+		snprintf(spec[3], sizeof(spec[3]), "r%d r%d w%d", base + 2,
+			 base + 3, base + 4);
+		for (int round = 0; round < 2; round++)
+			for (int i = 0; i < 4; i++)
+				sub(s, spec[i]);
+	}
+}
+
+/*
+ * A use counts in its own epoch only, even when the allocation has no
+ * record left in the ring at the synchronization that ends it.  Epoch 0:
+ * the diamonds make 1's writer mark pay, then other work pushes every
+ * record of 1 out of the two streams' rings.  Epoch 1: a write of 1 records
+ * for the mark and nothing waits for it; at the synchronization it is not
+ * excused, so when its slot comes round the mark is dropped and the next
+ * write of 1 records nothing.
+ */
+static void test_hot_use_stays_in_its_epoch(void **state)
+{
+	struct sched *s = new_sched(2, 0);
+	struct sched_decision d;
+	uint64_t cleared;
+
+	(void)state;
+	diamond_learned(s);
+	other_diamonds(s, 12, 100);
+	sync_everything(s);
+	d = sub(s, "w1");
+	assert_true(d.record_after >= 0);	/* still marked */
+	sync_everything(s);
+	cleared = stats(s).hot_cleared;
+	other_diamonds(s, 12, 300);
+	assert_true(stats(s).hot_cleared > cleared);
+	d = sub(s, "w1");
+	assert_int_equal(d.record_after, -1);
+	sched_free(s);
+}
+
 /*
  * The excuse is only for marks that proved themselves since the last full
  * synchronization: after the diamonds, a chain on 1 alone, synchronized
@@ -1796,6 +1843,7 @@ int main(void)
 		cmocka_unit_test(test_narrow_keeps_hot_marks),
 		cmocka_unit_test(test_hot_marks_survive_syncs),
 		cmocka_unit_test(test_hot_mark_decays_across_syncs),
+		cmocka_unit_test(test_hot_use_stays_in_its_epoch),
 		cmocka_unit_test(test_keep_chain_join),
 		cmocka_unit_test(test_keep_chain_mha),
 		cmocka_unit_test(test_inception_steady),
