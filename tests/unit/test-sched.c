@@ -485,15 +485,30 @@ static void test_diamond_learns(void **state)
 	sched_free(s);
 }
 
-/* Two rounds of the diamond A -> B, C -> D: allocation 1 is hot after them. */
+/*
+ * count diamonds A -> B, C -> D, two rounds each, the k-th on allocations
+ * base + 10k + 1..4: after them each A's allocation is hot.
+ */
+static void diamonds_learned(struct sched *s, int count, int base)
+{
+	char spec[4][40];
+
+	for (int k = 0; k < count; k++, base += 10) {
+		snprintf(spec[0], sizeof(spec[0]), "w%d", base + 1);
+		snprintf(spec[1], sizeof(spec[1]), "r%d w%d", base + 1, base + 2);
+		snprintf(spec[2], sizeof(spec[2]), "r%d w%d", base + 1, base + 3);
+		snprintf(spec[3], sizeof(spec[3]), "r%d r%d w%d", base + 2,
+			 base + 3, base + 4);
+		for (int round = 0; round < 2; round++)
+			for (int i = 0; i < 4; i++)
+				sub(s, spec[i]);
+	}
+}
+
+/* Two rounds of the diamond on 1..4: allocation 1 is hot after them. */
 static void diamond_learned(struct sched *s)
 {
-	for (int round = 0; round < 2; round++) {
-		sub(s, "w1");
-		sub(s, "r1 w2");
-		sub(s, "r1 w3");
-		sub(s, "r2 r3 w4");
-	}
+	diamonds_learned(s, 1, 0);
 }
 
 /*
@@ -565,23 +580,6 @@ static void test_hot_marks_survive_syncs(void **state)
 	sched_free(s);
 }
 
-/* Learned diamonds on allocations base+1..base+4, to fill the rings. */
-static void other_diamonds(struct sched *s, int count, int base)
-{
-	char spec[4][40];
-
-	for (int k = 0; k < count; k++, base += 10) {
-		snprintf(spec[0], sizeof(spec[0]), "w%d", base + 1);
-		snprintf(spec[1], sizeof(spec[1]), "r%d w%d", base + 1, base + 2);
-		snprintf(spec[2], sizeof(spec[2]), "r%d w%d", base + 1, base + 3);
-		snprintf(spec[3], sizeof(spec[3]), "r%d r%d w%d", base + 2,
-			 base + 3, base + 4);
-		for (int round = 0; round < 2; round++)
-			for (int i = 0; i < 4; i++)
-				sub(s, spec[i]);
-	}
-}
-
 /*
  * A use counts in its own epoch only, even when the allocation has no
  * record left in the ring at the synchronization that ends it.  Epoch 0:
@@ -599,13 +597,13 @@ static void test_hot_use_stays_in_its_epoch(void **state)
 
 	(void)state;
 	diamond_learned(s);
-	other_diamonds(s, 12, 100);
+	diamonds_learned(s, 12, 100);
 	sync_everything(s);
 	d = sub(s, "w1");
 	assert_true(d.record_after >= 0);	/* still marked */
 	sync_everything(s);
 	cleared = stats(s).hot_cleared;
-	other_diamonds(s, 12, 300);
+	diamonds_learned(s, 12, 300);
 	assert_true(stats(s).hot_cleared > cleared);
 	d = sub(s, "w1");
 	assert_int_equal(d.record_after, -1);
