@@ -107,6 +107,29 @@ static int hello(struct client *c)
 	return client_call(c, &req, &rep);
 }
 
+/*
+ * No per-user daemon answered and KMUX_SOCKET does not name one: a node's
+ * system daemon, when it answers, is the one to use, as the preload does
+ * (register.c); starting a per-user one beside it would book the same GPUs
+ * twice.  0 with c->fd connected, else the per-user attempt stands.
+ */
+static int connect_system(struct client *c)
+{
+	char sys[PATH_MAX];
+	const char *v = getenv("KMUX_SOCKET");
+	int fd;
+
+	if ((v && *v) || paths_system_socket(sys, sizeof(sys)) ||
+	    strcmp(sys, c->paths.socket) == 0)
+		return -ENOENT;
+	if (sock_connect_unix(sys, 0, &fd))
+		return -ENOENT;
+	c->fd = fd;
+	snprintf(c->paths.socket, sizeof(c->paths.socket), "%s", sys);
+	c->paths.system = true;
+	return 0;
+}
+
 int client_open(struct client *c, unsigned flags)
 {
 	char why[PATH_MAX + 128];
@@ -129,6 +152,9 @@ int client_open(struct client *c, unsigned flags)
 		return -ENOMEM;
 	}
 	r = sock_connect_unix(c->paths.socket, 0, &c->fd);
+	if ((r == -ENOENT || r == -ECONNREFUSED || r == -ENOTDIR) &&
+	    connect_system(c) == 0)
+		return hello(c);
 	if ((r == -ENOENT || r == -ECONNREFUSED) && (flags & CLIENT_AUTOSTART))
 		return autostart(c) ?: hello(c);
 	if (r == -ENOENT || r == -ECONNREFUSED) {

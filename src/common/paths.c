@@ -58,8 +58,11 @@ static int resolve_socket(struct kmux_paths *p, const char *socket, char *err,
 		r = put(p->socket, sizeof(p->socket), err, errlen, "socket",
 			"%s%s", v, "");
 	} else if (p->system) {
-		r = put(p->socket, sizeof(p->socket), err, errlen, "socket",
-			"%s/%s", PATHS_SYSTEM_RUN_DIR, PATHS_SOCKET_NAME);
+		r = paths_system_socket(p->socket, sizeof(p->socket));
+		if (r)
+			snprintf(err, errlen, "KMUX_SYSTEM_SOCKET is longer "
+				 "than %d bytes (the limit of a Unix socket "
+				 "address)", PATHS_SOCKET_MAX);
 	} else if ((v = env_nonempty("XDG_RUNTIME_DIR"))) {
 		r = put(p->socket, sizeof(p->socket), err, errlen, "socket",
 			"%s/kmux/%s", v, PATHS_SOCKET_NAME);
@@ -100,6 +103,21 @@ static int resolve_state(struct kmux_paths *p, const char *state_dir,
 	snprintf(err, errlen, "no state directory: set KMUX_STATE_DIR, "
 		 "XDG_STATE_HOME or HOME");
 	return -ENOENT;
+}
+
+int paths_system_socket(char *out, size_t len)
+{
+	const char *v = env_nonempty("KMUX_SYSTEM_SOCKET");
+	int n;
+
+	if (v)
+		n = snprintf(out, len, "%s", v);
+	else
+		n = snprintf(out, len, "%s/%s", PATHS_SYSTEM_RUN_DIR,
+			     PATHS_SOCKET_NAME);
+	if (n < 0 || (size_t)n >= len || n > PATHS_SOCKET_MAX)
+		return -ENAMETOOLONG;
+	return 0;
 }
 
 int paths_resolve(struct kmux_paths *p, bool system, const char *socket,

@@ -7,7 +7,12 @@
  *
  *	socket	$KMUX_SOCKET, else
  *		per-user: $XDG_RUNTIME_DIR/kmux/sock, else /tmp/kmux-$UID/sock
- *		system:   /run/kmux/sock
+ *		system:   $KMUX_SYSTEM_SOCKET, else /run/kmux/sock
+ *
+ * A client with no KMUX_SOCKET that finds no per-user daemon uses the
+ * system daemon when one answers (paths_system_socket()), before it would
+ * start a per-user one: two daemons booking the same GPUs would each
+ * promise memory the other has promised.
  *	state	$KMUX_STATE_DIR, else
  *		per-user: $XDG_STATE_HOME/kmux, else $HOME/.local/state/kmux
  *		system:   /var/lib/kmux
@@ -50,6 +55,12 @@ struct kmux_paths {
  */
 int paths_resolve(struct kmux_paths *p, bool system, const char *socket,
 		  const char *state_dir, char *err, size_t errlen);
+
+/*
+ * The system daemon's socket: $KMUX_SYSTEM_SOCKET, else /run/kmux/sock.
+ * 0, or -ENAMETOOLONG (longer than PATHS_SOCKET_MAX or len).
+ */
+int paths_system_socket(char *out, size_t len);
 
 /*
  * Create dir and its missing parents (each new one with mode), then check

@@ -889,9 +889,9 @@ static int find_daemon(void)
 
 	if (paths_resolve(&p, false, NULL, "/", err, sizeof(err)) == 0)
 		snprintf(tried[n++], PATH_MAX, "%s", p.socket);
-	if (!getenv("KMUX_SOCKET") || !*getenv("KMUX_SOCKET"))
-		snprintf(tried[n++], PATH_MAX, "%s/%s", PATHS_SYSTEM_RUN_DIR,
-			 PATHS_SOCKET_NAME);
+	if ((!getenv("KMUX_SOCKET") || !*getenv("KMUX_SOCKET")) &&
+	    paths_system_socket(tried[n], PATH_MAX) == 0)
+		n++;
 	for (int i = 0; i < n; i++) {
 		fd = conn_open(tried[i]);
 		snprintf(reg.sock, sizeof(reg.sock), "%s", tried[i]);

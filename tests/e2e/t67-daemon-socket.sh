@@ -48,4 +48,28 @@ for i in 1 2 3 4; do "$KMUX" submit -- echo "job $i" >"$TMP/race.$i" 2>&1 & done
 wait
 check "four racing submits all got a job id" cond '[ "$(cat "$TMP"/race.* | grep -c "^[0-9][0-9]*$")" = 4 ]'
 check "  ... from one daemon" [ "$(pgrep -fc "daemon --socket $KMUX_SOCKET")" = 1 ]
+stop_daemon
+
+# A node's system daemon (here a daemon on KMUX_SYSTEM_SOCKET, so that the
+# test need not own /run/kmux): a client with no KMUX_SOCKET and no
+# per-user daemon uses it rather than starting a second one for the same
+# GPUs; with it gone, the per-user daemon starts as before.
+export KMUX_SYSTEM_SOCKET=$KMUX_SOCKET
+expect_rc 0 "a daemon on the system socket starts" start_daemon
+mkdir -p "$TMP/xdg"
+chmod 700 "$TMP/xdg"
+as_user() { env -u KMUX_SOCKET XDG_RUNTIME_DIR="$TMP/xdg" KMUX_STATE_DIR="$TMP/ustate" "$@"; }
+id=$(as_user "$KMUX" submit -- echo via-system)
+check "submit with no per-user daemon got a job id ($id)" [ -n "$id" ]
+expect_rc 0 "  ... the system daemon has it" "$KMUX" wait "$id"
+check "  ... and no per-user daemon was started" [ ! -e "$TMP/xdg/kmux/sock" ]
+expect_rc 0 "kmux run -m goes there too" as_user "$KMUX" run -m 1G -- sh -c 'echo "$KMUX_SOCKET" >"$1"' sh "$TMP/run-sock"
+check "  ... and hands its job the system socket" [ "$(cat "$TMP/run-sock")" = "$KMUX_SOCKET" ]
+stop_daemon
+id=$(as_user "$KMUX" submit -- echo per-user)
+check "with the system daemon gone, submit starts a per-user one" [ -S "$TMP/xdg/kmux/sock" ]
+KMUX_SOCKET=$TMP/xdg/kmux/sock expect_rc 0 "  ... which runs the job" "$KMUX" wait "$id"
+p=$(cat "$TMP/xdg/kmux/sock.lock" 2>/dev/null)
+[ -n "$p" ] && kill "$p" 2>/dev/null
+unset KMUX_SYSTEM_SOCKET
 finish
