@@ -66,8 +66,9 @@ static int job_status(const struct proto_exited *x)
 			(unsigned long long)x->job);
 		break;
 	default:
-		fprintf(stderr, "kmux: wait: job %llu ended while no kmuxd "
-			"watched it: its exit status is unknown\n",
+		fprintf(stderr, "kmux: wait: job %llu ended, its exit status "
+			"unknown (kmux did not start it, or no kmuxd watched "
+			"it end)\n",
 			(unsigned long long)x->job);
 		break;
 	}

@@ -455,9 +455,12 @@ void job_logs(struct conn *c, const struct proto_msg *m)
 		return;
 	}
 	if (!dj.log_path) {
-		server_client_error(c, m->seq, ENOENT, "job %lld has no log: "
-				    "it ran in the foreground (kmux run)",
-				    (long long)dj.id);
+		server_client_error(c, m->seq, ENOENT, "job %lld has no log: %s",
+				    (long long)dj.id,
+				    dj.flags & DB_JOB_F_REGISTERED ?
+				    "kmux did not start it (a process that "
+				    "registered itself)" :
+				    "it ran in the foreground (kmux run)");
 		goto out;
 	}
 	fd = open(dj.log_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);

@@ -40,6 +40,11 @@ wait "$p1"
 check "  ... the program exits 0" [ $? -eq 0 ]
 check "  ... its job ends when it exits" wait_state "$j1" exited 20
 check "  ... and nothing stays committed" [ "$(top_json 't["gpus"][0]["mem_committed"]')" = 0 ]
+expect_rc 125 "  ... kmux wait: its exit status is unknown" "$KMUX" wait "$j1"
+check "  ... because kmux did not start it" err_has "kmux did not start it"
+expect_rc 3 "  ... kmux logs: it has none" "$KMUX" logs "$j1"
+check "  ... because kmux did not start it (not 'in the foreground')" \
+	cond 'err_has "kmux did not start it" && ! err_has "foreground"'
 
 # KMUX_MEM and KMUX_NAME (the Slurm plugin's interface): a 10 GiB task
 # holds the GPU; a second one waits in cuInit until the first exits.
