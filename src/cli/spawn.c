@@ -14,13 +14,12 @@
 #include <unistd.h>
 
 #include "cmd.h"
+#include "proto.h"
 #include "spawn.h"
 
 #define LIBRARY_NAME "libkmux.so"
 
-static const int forwarded[] = {
-	SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2,
-};
+static const int forwarded[] = { PROTO_RUN_PASSED_SIGNALS };
 #define NFORWARDED (sizeof(forwarded) / sizeof(forwarded[0]))
 
 /* The running child, for the signal handler; 0 when none. */

@@ -69,6 +69,13 @@
  * and the process was gone, or it was never started). */
 #define PROTO_EXIT_UNKNOWN (-1)
 #define PROTO_MAX_SIGNAL 64
+/*
+ * The signals a RUN client (`kmux run`) passes on to its command, and so
+ * the ones kmuxd may send that client to cancel a job whose own process it
+ * does not know (job-request.c).  For <signal.h> users.
+ */
+#define PROTO_RUN_PASSED_SIGNALS \
+	SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2
 
 enum proto_type {
 	/* client -> daemon */

@@ -325,6 +325,49 @@ void job_wait(struct conn *c, const struct proto_msg *m)
 	TAILQ_INSERT_TAIL(&c->srv->waiters, w, entry);
 }
 
+/*
+ * A `kmux run` job whose process has not registered (no CUDA yet, or none
+ * at all): its pid is known only to its client, which passes the signals
+ * it gets on to the command (spawn.c), so signal the client.  Signals it
+ * cannot pass on (SIGKILL, SIGSTOP) would end or stop the client alone and
+ * leave the command running unwatched: refused, with what works instead.
+ */
+static void job_cancel_via_client(struct conn *c, const struct proto_msg *m,
+				  struct job *j, int sig)
+{
+	static const int passed_on[] = { PROTO_RUN_PASSED_SIGNALS };
+	bool ok = false;
+
+	for (size_t i = 0; i < sizeof(passed_on) / sizeof(passed_on[0]); i++)
+		ok |= passed_on[i] == sig;
+	if (!j->owner || j->owner->pid <= 0) {
+		server_client_error(c, m->seq, ESRCH, "job %lld has no "
+				    "process kmuxd can signal", (long long)j->id);
+		return;
+	}
+	if (!ok) {
+		server_client_error(c, m->seq, EINVAL, "job %lld is run by its "
+				    "`kmux run` client (pid %d), which passes "
+				    "on SIGINT, SIGTERM, SIGHUP, SIGQUIT, "
+				    "SIGUSR1 and SIGUSR2 only: signal %d "
+				    "would stop the client, not the command",
+				    (long long)j->id, (int)j->owner->pid, sig);
+		return;
+	}
+	if (kill(j->owner->pid, sig)) {
+		server_client_error(c, m->seq, errno, "cannot signal job "
+				    "%lld's `kmux run` client (pid %d): %s",
+				    (long long)j->id, (int)j->owner->pid,
+				    strerror(errno));
+		return;
+	}
+	j->cancelling = true;
+	log_info("daemon: job %lld: signal %d to its kmux run client, pid %d "
+		 "(cancel)", (long long)j->id, sig, (int)j->owner->pid);
+	server_client_send(c, &(struct proto_msg){
+		.type = PROTO_OK, .seq = m->seq, .u.ok.id = (uint64_t)j->id });
+}
+
 void job_cancel(struct conn *c, const struct proto_msg *m)
 {
 	struct server *srv = c->srv;
@@ -351,9 +394,7 @@ void job_cancel(struct conn *c, const struct proto_msg *m)
 		return;
 	}
 	if (j->pid <= 0) {
-		server_client_error(c, m->seq, ESRCH, "job %lld is run by its "
-				    "`kmux run` client: interrupt that",
-				    (long long)j->id);
+		job_cancel_via_client(c, m, j, sig);
 		return;
 	}
 	e = job_signal(srv, j, sig);

@@ -2,6 +2,7 @@
 # kmux cancel: a queued job leaves the queue; a running one gets SIGTERM on
 # its process group; one that ignores SIGTERM gets SIGKILL after the grace
 # period (1 s here); -s picks the signal; errors have their own statuses.
+# A `kmux run` job not registered yet is signalled through its client.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/kmuxd-lib.sh"
 
@@ -35,6 +36,23 @@ k=$("$KMUX" submit -- sleep 30)
 wait_state "$k" running
 expect_rc 0 "cancel -s KILL" "$KMUX" cancel -s KILL "$k"
 expect_rc 137 "  ... killed by SIGKILL" "$KMUX" wait "$k"
+
+# A `kmux run` job whose command has not registered (no CUDA): kmuxd knows
+# only its client, which passes the signal on to the command.
+. "$(dirname "$0")/reg-lib.sh"
+"$KMUX" run -m 1G -n fg -- sh -c 'trap "echo got-term; exit 42" TERM; sleep 30 & wait' >"$TMP/fg.out" 2>&1 &
+pf=$!
+wait_job fg
+f=$(job_of fg)
+check "a kmux run job runs" wait_state "$f" running
+expect_rc 1 "cancel -s KILL of it is refused" "$KMUX" cancel -s KILL "$f"
+check "  ... the client would die, not the command" err_has "would stop the client"
+check "  ... it still runs" [ "$(jq_job "$f" 'j["state"]')" = running ]
+expect_rc 0 "cancel of it" "$KMUX" cancel "$f"
+wait "$pf"
+check "  ... the command got SIGTERM and kmux run returned its exit code (42)" [ $? -eq 42 ]
+check "  ... from its trap" grep -q got-term "$TMP/fg.out"
+check "  ... state cancelled" wait_state "$f" cancelled 30
 
 expect_rc 3 "cancel of an unknown job" "$KMUX" cancel 999
 check "  ... says so" err_has "no job 999"
