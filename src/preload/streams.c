@@ -257,9 +257,15 @@ int streams_init(const char *value, const char *max_connections,
 
 	if (!value || !*value)
 		return 0;
+	/*
+	 * A value that turns scheduling off is printed at the default level
+	 * (errors), unlike other messages of the preload: the user asked for
+	 * scheduling and would otherwise not learn that the program runs
+	 * without it.  The program itself still runs (unscheduled).
+	 */
 	err = streams_parse_count(value, max_connections, &n, &clamped, &why);
 	if (err) {
-		log_warn("KMUX_STREAMS=%s: %s; scheduling off", value, why);
+		log_error("KMUX_STREAMS=%s: %s; scheduling off", value, why);
 		return err;
 	}
 	if (clamped)
@@ -274,8 +280,8 @@ int streams_init(const char *value, const char *max_connections,
 		if (err) {
 			/* Running those kernels unordered would be wrong. */
 			regerror(err, &streams_re, msg, sizeof(msg));
-			log_warn("KMUX_BARRIER_KERNELS=%s: %s; scheduling off",
-				 barrier_regex, msg);
+			log_error("KMUX_BARRIER_KERNELS=%s: %s; scheduling off",
+				  barrier_regex, msg);
 			return -EINVAL;
 		}
 		streams_have_re = 1;

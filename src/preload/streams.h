@@ -43,7 +43,7 @@ extern int kmux_streams;
  * Configuration, once, from the constructor: KMUX_STREAMS's value (NULL:
  * off), CUDA_DEVICE_MAX_CONNECTIONS's (NULL: unset), KMUX_BARRIER_KERNELS's
  * (NULL: none).  Sets kmux_streams; 0 or -errno (then scheduling stays off,
- * with a warning for KMUX_LOG).
+ * and one line on stderr says so whatever KMUX_LOG asks for).
  */
 int streams_init(const char *streams, const char *max_connections,
 		 const char *barrier_regex);

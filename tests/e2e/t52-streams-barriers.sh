@@ -25,4 +25,12 @@ KMUX_LOG=warn KMUX_BARRIER_KERNELS='(' KMUX_STREAMS=8 LD_PRELOAD=$PRELOAD \
 	"$PROGS/streams-cases" regex >"$TMP/bad" 2>&1
 check "a bad KMUX_BARRIER_KERNELS: warned, and nothing is scheduled" \
 	bash -c "grep -q 'KMUX_BARRIER_KERNELS' '$TMP/bad' && grep -q 'barrier held' '$TMP/bad'"
+# ... and said at the default level too, on one line of stderr.
+env -u KMUX_LOG KMUX_BARRIER_KERNELS='(' KMUX_STREAMS=8 LD_PRELOAD=$PRELOAD \
+	"$PROGS/streams-cases" regex >"$TMP/bad.out" 2>"$TMP/bad.err"
+check "... without KMUX_LOG: the program runs (exit 0, the barrier held)" \
+	bash -c "[ $? -eq 0 ] && grep -q 'barrier held' '$TMP/bad.out'"
+check "... and one line says 'kmux: KMUX_BARRIER_KERNELS=(: ...; scheduling off'" \
+	bash -c "[ \$(wc -l <'$TMP/bad.err') -eq 1 ] &&
+		 grep -q '^kmux: KMUX_BARRIER_KERNELS=(: .*; scheduling off\$' '$TMP/bad.err'"
 finish

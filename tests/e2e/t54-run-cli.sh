@@ -36,8 +36,18 @@ for v in 0 abc 65 -2; do
 	check "KMUX_STREAMS=$v: warned, runs unscheduled with the same output" \
 		bash -c "grep -q 'KMUX_STREAMS=$v' '$TMP/err' && cmp -s '$TMP/plain' '$TMP/out'"
 done
-KMUX_STREAMS=abc LD_PRELOAD=$PRELOAD "$PROGS/rand-dag" 2 >/dev/null 2>"$TMP/err"
-check "without KMUX_LOG the warning is not printed" [ ! -s "$TMP/err" ]
+# ... and say so without KMUX_LOG too (the default level): one line naming
+# the variable, its value and what kmux does, and the program still runs.
+for v in garbage 0 -3 99999; do
+	env -u KMUX_LOG KMUX_STREAMS=$v LD_PRELOAD=$PRELOAD "$PROGS/rand-dag" 2 \
+		>"$TMP/out" 2>"$TMP/err"
+	rc=$?
+	check "KMUX_STREAMS=$v without KMUX_LOG: exit 0, same output" \
+		bash -c "[ $rc -eq 0 ] && cmp -s '$TMP/plain' '$TMP/out'"
+	check "... one line: 'kmux: KMUX_STREAMS=$v: ...; scheduling off'" \
+		bash -c "[ \$(wc -l <'$TMP/err') -eq 1 ] &&
+			 grep -q '^kmux: KMUX_STREAMS=$v: .*; scheduling off\$' '$TMP/err'"
+done
 KMUX_LOG=info KMUX_STREAMS=20 LD_PRELOAD=$PRELOAD "$PROGS/rand-dag" 2 2>&1 >/dev/null | grep 'streams: pid' >"$TMP/info"
 check "KMUX_STREAMS=20 without CUDA_DEVICE_MAX_CONNECTIONS: 8 streams" grep -q ': 8 streams' "$TMP/info"
 KMUX_LOG=info CUDA_DEVICE_MAX_CONNECTIONS=16 KMUX_STREAMS=20 LD_PRELOAD=$PRELOAD "$PROGS/rand-dag" 2 2>&1 >/dev/null | grep 'streams: pid' >"$TMP/info"
