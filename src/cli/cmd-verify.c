@@ -99,6 +99,8 @@ static int verify_parse(int argc, char **argv, struct verify_opts *o)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	const char *re;
+	char why[256];
 	int c;
 
 	while ((c = getopt_long(argc, argv, "+:s:h", longopts, NULL)) != -1) {
@@ -131,6 +133,14 @@ static int verify_parse(int argc, char **argv, struct verify_opts *o)
 	}
 	if (optind >= argc)
 		return cmd_usage_error(&cmd_verify_entry, "no command given");
+	/* The scheduled run would not be scheduled: nothing to check. */
+	re = getenv("KMUX_BARRIER_KERNELS");
+	if (run_check_barrier_kernels(re, why, sizeof(why))) {
+		fprintf(stderr, "kmux: KMUX_BARRIER_KERNELS=%s: %s; CMD not "
+			"started (the scheduled run would be unscheduled)\n",
+			re, why);
+		return KMUX_EXIT_USAGE;
+	}
 	return 0;
 }
 

@@ -44,6 +44,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "barrier-re.h"
 #include "kdur.h"
 #include "log.h"
 #include "preload.h"
@@ -275,8 +276,7 @@ int streams_init(const char *value, const char *max_connections,
 			 "the default 8 hardware queues "
 			 "(CUDA_DEVICE_MAX_CONNECTIONS raises it)");
 	if (barrier_regex && *barrier_regex) {
-		err = regcomp(&streams_re, barrier_regex,
-			      REG_EXTENDED | REG_NOSUB);
+		err = regcomp(&streams_re, barrier_regex, BARRIER_RE_FLAGS);
 		if (err) {
 			/* Running those kernels unordered would be wrong. */
 			regerror(err, &streams_re, msg, sizeof(msg));

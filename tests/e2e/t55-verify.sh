@@ -30,6 +30,15 @@ sed 's/^/    /' "$TMP/bad" | head -5
 KMUX_BARRIER_KERNELS='^store_via$' "$KMUX" verify -- "$PROGS/streams-cases" chase >"$TMP/fixed" 2>&1
 check "with KMUX_BARRIER_KERNELS=^store_via\$: identical" [ $? -eq 0 ]
 
+# A regex the preload would reject left the scheduled run unscheduled, and
+# verify said "identical": now refused before anything runs.
+rm -f "$TMP/ran"
+KMUX_BARRIER_KERNELS='(' "$KMUX" verify --streams 4 -- "$PROGS/streams-cases" chase >"$TMP/re" 2>&1
+check "KMUX_BARRIER_KERNELS='(': exit 2" [ $? -eq 2 ]
+check "... named, and not 'identical'" bash -c "grep -q '^kmux: KMUX_BARRIER_KERNELS=(: ' '$TMP/re' && ! grep -q identical '$TMP/re'"
+KMUX_BARRIER_KERNELS='(' "$KMUX" verify -- touch "$TMP/ran" >/dev/null 2>&1
+check "... and CMD never started" [ ! -e "$TMP/ran" ]
+
 "$KMUX" verify -- false >/dev/null 2>&1
 check "CMD fails unscheduled: exit 3" [ $? -eq 3 ]
 "$KMUX" verify -- sh -c 'test -z "$KMUX_STREAMS"' >/dev/null 2>&1

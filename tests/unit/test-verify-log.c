@@ -1,7 +1,8 @@
 /*
  * test-verify-log.c - unit tests of `kmux verify`'s log reader and
- * comparison (src/cli/verify-log.c) and of the --streams argument and
- * environment `kmux run` and `kmux verify` share (src/cli/run-env.c).
+ * comparison (src/cli/verify-log.c) and of the --streams argument,
+ * KMUX_BARRIER_KERNELS check and environment `kmux run` and `kmux verify`
+ * share (src/cli/run-env.c).
  * Logs are untrusted text: malformed lines, missing or repeated copy
  * numbers are errors, never crashes; comparison is in order for one
  * thread, as a set for several.
@@ -173,6 +174,30 @@ static void test_parse_streams(void **state)
 	assert_int_equal(run_parse_streams(NULL, &n), -EINVAL);
 }
 
+/* KMUX_BARRIER_KERNELS as the preload compiles it (extended syntax). */
+static void test_barrier_kernels(void **state)
+{
+	static const char *const bad[] = { "(", "a{1", "[z-a]", "*?", NULL };
+	static const char *const good_re[] = {
+		"^probe$", "^(a|b)$", "x{1,2}", "_Z[0-9]+kern", NULL,
+	};
+	char why[128];
+
+	(void)state;
+	assert_int_equal(run_check_barrier_kernels(NULL, why, sizeof(why)), 0);
+	assert_int_equal(run_check_barrier_kernels("", why, sizeof(why)), 0);
+	for (int i = 0; good_re[i]; i++)
+		assert_int_equal(run_check_barrier_kernels(good_re[i], why,
+							   sizeof(why)), 0);
+	for (int i = 0; bad[i]; i++) {
+		why[0] = '\0';
+		assert_int_equal(run_check_barrier_kernels(bad[i], why,
+							   sizeof(why)),
+				 -EINVAL);
+		assert_true(why[0] != '\0');
+	}
+}
+
 static int env_has(const struct run_env *e, const char *entry)
 {
 	for (int i = 0; e->env[i]; i++)
@@ -219,6 +244,7 @@ int main(void)
 		cmocka_unit_test(test_compare_in_order),
 		cmocka_unit_test(test_compare_threads),
 		cmocka_unit_test(test_parse_streams),
+		cmocka_unit_test(test_barrier_kernels),
 		cmocka_unit_test(test_env),
 	};
 
