@@ -135,6 +135,12 @@ struct streams_ctx {
 	struct sched_stats retired;	/* of pools torn down */
 	int had_pool;
 	/*
+	 * Times it was switched off.  A context destroyed later comes back
+	 * as new (sctx_reset()), but it still ran unscheduled: the exit line
+	 * and `kmux verify` (verify.c) count it.
+	 */
+	int offs;
+	/*
 	 * Keeping up (sctx_probe()): decisions since the last check, the
 	 * host time and host-wait count then, the score, and the counts for
 	 * the exit line.
@@ -563,6 +569,7 @@ err_off:
 		 err);
 	sctx_teardown(c);
 	c->state = SCTX_OFF;
+	c->offs++;
 	return err;
 }
 
@@ -2182,9 +2189,11 @@ static void sctx_off(struct streams_ctx *c, const char *why)
 	/* Nothing frees them once the pool is gone. */
 	if (current_ctx() == c->ctx)
 		sctx_dfr_flush(c, 0);
-	if (c->state != SCTX_OFF)
+	if (c->state != SCTX_OFF) {
 		log_info("streams: context %p: %s; its default-stream work "
 			 "runs unscheduled from now on", (void *)c->ctx, why);
+		c->offs++;
+	}
 	c->state = SCTX_OFF;
 }
 
@@ -2405,7 +2414,7 @@ void streams_get_totals(struct streams_totals *t)
 			stats_add(&t->st, &st);
 		}
 		stats_add(&t->st, &c->retired);
-		t->off += c->state == SCTX_OFF;
+		t->off += c->offs;
 		t->bridged += c->bridged;
 		t->blk_joins += c->blk_joins;
 		t->blk_barriers += c->blk_barriers;

@@ -314,7 +314,8 @@ void streams_primary_gone(CUdevice dev, int reset);
 /* Totals over every context, for the trace's exit line and the exit log. */
 struct streams_totals {
 	int contexts;		/* that had a pool */
-	int off;		/* switched off (blocking streams, failure) */
+	int off;		/* times one was switched off (blocking
+				 * streams, failure), destroyed since or not */
 	uint64_t bridged;	/* run on a default stream, ordered */
 	uint64_t blk_joins;	/* blocking-stream operations that joined */
 	uint64_t blk_barriers;	/* pool waits for blocking streams */

@@ -29,6 +29,19 @@
  *   blocking     a blocking stream appears mid-way: its work follows the
  *                default stream's and the default stream's follows it,
  *                while the pool keeps scheduling
+ *   blockingN    (N from 1 to 64: blocking16, blocking17, blocking40) N
+ *                blocking streams in one context, more than 16 of which
+ *                switch that context off (kmux bridges 16): after two
+ *                independent default-stream kernels, each stream is
+ *                created, bumps a shared buffer (x = 3x + 1), then the
+ *                default stream adds 1 to it and runs an unrelated
+ *                kernel; a second round does the same on the streams that
+ *                exist.  The value read back must be what that order
+ *                gives (the blocking streams' order with the legacy
+ *                stream kept, before and after the switch); under kmux the
+ *                first two kernels must have overlapped (the pool was
+ *                scheduling before it was switched off).  Prints
+ *                "blocking N: acc V as expected"
  *   streamop     cuStreamWriteValue32 on the default stream (an entry
  *                point kmux does not model) runs alone, in order
  *   keepup       launch-bound then GPU-bound: 64 independent 1 us kernels,
@@ -126,9 +139,10 @@
 #define LONG_US		30000
 #define TABLE_WIDE_LEN	140	/* > PTRTAB_REFS (src/preload/ptrtab.h) */
 #define NWORDS		256
+#define BLOCKING_MANY_MAX 64	/* STREAMS_BLOCKING_REG (src/preload/streams.h) */
 
 static CUfunction f_touch, f_probe, f_pause0, f_store_via, f_rendezvous;
-static CUfunction f_fill_slow, f_inc, f_fill;
+static CUfunction f_fill_slow, f_inc, f_fill, f_bump;
 static CUdeviceptr buf[8];
 
 static int fail(const char *why)
@@ -854,6 +868,79 @@ static int case_blocking(void)
 	return 0;
 }
 
+/* x = 3x + 1 on p's NWORDS words, us of simulated time, on stream s. */
+static void bump(CUstream s, CUdeviceptr p, unsigned us)
+{
+	int n = NWORDS;
+	void *a[] = { &p, &n, &us };
+
+	CHECK(cuLaunchKernel(f_bump, 1, 1, 1, 32, 1, 1, 0, s, a, NULL));
+}
+
+/* x = x + 1 on p's NWORDS words, on the default stream. */
+static void inc(CUdeviceptr p)
+{
+	int n = NWORDS;
+	void *a[] = { &p, &n };
+
+	CHECK(cuLaunchKernel(f_inc, 1, 1, 1, 32, 1, 1, 0, NULL, a, NULL));
+}
+
+/*
+ * n blocking streams in one context: kmux bridges 16, the 17th switches
+ * the context off (drained; its default-stream work then runs on the
+ * legacy stream).  Every step on the shared buffer must keep the legacy
+ * order: a blocking stream's bump after the default-stream work before it,
+ * the default stream's increment after the bump.  x = 3x + 1 and x + 1 do
+ * not commute, so the value read back tells a wrong order.
+ */
+static int case_blocking_many(int n)
+{
+	CUstream s[BLOCKING_MANY_MAX];
+	CUdeviceptr acc = buf[5];
+	struct simcuda_op_info o, k[2];
+	unsigned want = 0, got[NWORDS];
+	int nk = 0;
+
+	if (n < 1 || n > BLOCKING_MANY_MAX)
+		return fail("blockingN: N must be in 1..64");
+	CHECK(cuMemsetD32(acc, 0, NWORDS));
+	touch(NULL, buf[0], 20000);	/* independent: side by side */
+	touch(NULL, buf[1], 20000);
+	for (int round = 0; round < 2; round++) {
+		for (int i = 0; i < n; i++) {
+			if (!round)
+				CHECK(cuStreamCreate(&s[i], 0));
+			bump(s[i], acc, 2000);
+			want = want * 3 + 1;
+			inc(acc);
+			want++;
+			touch(NULL, buf[2 + i % 3], 1000);
+		}
+	}
+	CHECK(cuMemcpyDtoH(got, acc, sizeof(got)));
+	for (int i = 0; i < NWORDS; i++)
+		if (got[i] != want) {
+			fprintf(stderr, "streams-cases: blocking %d: word %d "
+				"read %u, want %u\n", n, i, got[i], want);
+			return 1;
+		}
+	for (size_t i = 0; i < simcuda_op_count() && nk < 2; i++)
+		if (!simcuda_op_get(i, &o) && !strcmp(o.name, "touch") &&
+		    o.end_ns - o.start_ns >= 20000000ull)
+			k[nk++] = o;
+	if (nk != 2)
+		return fail("blocking: the first two kernels were not recorded");
+	if (getenv("KMUX_STREAMS") && (k[0].start_ns >= k[1].end_ns ||
+				       k[1].start_ns >= k[0].end_ns))
+		return fail("blocking: the first two kernels did not overlap: "
+			    "the pool was not scheduling");
+	for (int i = 0; i < n; i++)
+		CHECK(cuStreamDestroy(s[i]));
+	printf("blocking %d: acc %u as expected\n", n, want);
+	return 0;
+}
+
 static uint64_t hash(const unsigned *p, size_t n)
 {
 	uint64_t h = 0xcbf29ce484222325ull;
@@ -1056,6 +1143,7 @@ int main(int argc, char **argv)
 	CHECK(cuModuleGetFunction(&f_probe, dag, "probe"));
 	CHECK(cuModuleGetFunction(&f_pause0, dag, "pause0"));
 	CHECK(cuModuleGetFunction(&f_store_via, dag, "store_via"));
+	CHECK(cuModuleGetFunction(&f_bump, dag, "bump"));
 	CHECK(cuModuleGetFunction(&f_fill_slow, basic, "fill_slow"));
 	CHECK(cuModuleGetFunction(&f_inc, basic, "inc_u32"));
 	CHECK(cuModuleGetFunction(&f_fill, basic, "fill_u32"));
@@ -1088,6 +1176,8 @@ int main(int argc, char **argv)
 		r = case_own();
 	else if (!strcmp(m, "blocking"))
 		r = case_blocking();
+	else if (!strncmp(m, "blocking", 8) && m[8] >= '1' && m[8] <= '9')
+		r = case_blocking_many(atoi(m + 8));
 	else if (!strcmp(m, "chase"))
 		r = case_chase();
 	else if (!strcmp(m, "table"))
