@@ -14,7 +14,19 @@
  *   hostmem    X is a kernel given pinned, device-mapped host memory
  *   regex      X is the kernel "probe" (run with KMUX_BARRIER_KERNELS=^probe$;
  *              without it the check must fail: the control)
- *   opaque     X is a kernel launched with an `extra` blob kmux cannot read
+ *   opaque     X is a kernel without parameters launched with an `extra`
+ *              blob kmux cannot read (also a barrier for having none)
+ *   opaque-params  X is the kernel "probe", which writes buf[0] like the
+ *              kernel before it, launched through an `extra` list longer
+ *              than the 64 pairs kmux reads (the driver reads it to its
+ *              end): kmux cannot see its pointer
+ *   unknown    X is probe launched with kernelParams while its layout is
+ *              unknown (run with SIMCUDA_NO_PARAM_INFO=probe: without it
+ *              the check must fail, the control)
+ *   unknown-extra  the same through a sized `extra` buffer, which kmux
+ *              scans word by word when the layout is unknown
+ *   extra      the control of opaque-params: probe through a short `extra`
+ *              list kmux reads: an ordinary kernel, so the check must fail
  *   capture    X is a kernel on the default stream while the program
  *              captures a graph on a stream of its own (bridged)
  *   waitevent  the default stream waits for an event recorded after X on a
@@ -331,6 +343,51 @@ static int case_opaque(void)
 	CHECK(cuLaunchKernel(f_pause0, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, e));
 	around_after();
 	return check_barrier(is_pause0, 1);
+}
+
+/* probe's parameters as simcuda lays them out (simcuda.h). */
+struct probe_args {
+	CUdeviceptr p;
+	int n;
+	unsigned us;
+};
+
+/* BUFFER_POINTER pairs before the real ones: more than kmux reads (64). */
+#define EXTRA_LONG	64
+
+/*
+ * The kernel probe, given buf[0] (which the first kernel before it also
+ * writes), launched in a way kmux cannot read fully (see the cases above).
+ * As anything but a barrier it would run beside that kernel or the one
+ * after it.
+ */
+static int case_unreadable(const char *how)
+{
+	struct probe_args pa = { buf[0], NWORDS, 1000 };
+	size_t size = sizeof(pa);
+	void *a[] = { &pa.p, &pa.n, &pa.us };
+	void *e[2 * EXTRA_LONG + 5];
+	int k = 0;
+
+	if (!strcmp(how, "opaque-params"))
+		for (; k < 2 * EXTRA_LONG; k += 2) {
+			e[k] = CU_LAUNCH_PARAM_BUFFER_POINTER;
+			e[k + 1] = &pa;
+		}
+	e[k++] = CU_LAUNCH_PARAM_BUFFER_POINTER;
+	e[k++] = &pa;
+	e[k++] = CU_LAUNCH_PARAM_BUFFER_SIZE;
+	e[k++] = &size;
+	e[k] = CU_LAUNCH_PARAM_END;
+	around_before();
+	if (!strcmp(how, "unknown"))
+		CHECK(cuLaunchKernel(f_probe, 1, 1, 1, 32, 1, 1, 0, NULL, a,
+				     NULL));
+	else
+		CHECK(cuLaunchKernel(f_probe, 1, 1, 1, 32, 1, 1, 0, NULL, NULL,
+				     e));
+	around_after();
+	return check_barrier(is_probe, 1);
 }
 
 static int is_memset(const struct simcuda_op_info *o)
@@ -1162,6 +1219,9 @@ int main(int argc, char **argv)
 		r = case_memory(m);
 	else if (!strcmp(m, "opaque"))
 		r = case_opaque();
+	else if (!strcmp(m, "opaque-params") || !strcmp(m, "unknown") ||
+		 !strcmp(m, "unknown-extra") || !strcmp(m, "extra"))
+		r = case_unreadable(m);
 	else if (!strcmp(m, "streamop"))
 		r = case_streamop();
 	else if (!strcmp(m, "capture"))
