@@ -105,9 +105,10 @@ static int run_parse(int argc, char **argv, struct run_opts *o)
 		{ NULL, 0, NULL, 0 },
 	};
 	const struct cmd_entry *e = &cmd_run_entry;
-	char *end;
+	const char *inherited, *re;
+	char *end, why[256];
 	long v;
-	int c, r;
+	int c, r, sched;
 
 	/* '+': CMD's own options are CMD's. */
 	while ((c = getopt_long(argc, argv, "+:s:g:m:n:xh", longopts,
@@ -177,6 +178,18 @@ static int run_parse(int argc, char **argv, struct run_opts *o)
 		return cmd_usage_error(&cmd_run_entry, "no command given");
 	if (o->admit && !argv[optind][0])
 		return cmd_usage_error(e, "empty command name");
+	/*
+	 * Scheduling asked for (here or by an inherited KMUX_STREAMS) with a
+	 * regex the preload would reject: CMD would run unscheduled.
+	 */
+	inherited = getenv("KMUX_STREAMS");
+	sched = o->streams || (inherited && *inherited);
+	re = getenv("KMUX_BARRIER_KERNELS");
+	if (sched && run_check_barrier_kernels(re, why, sizeof(why))) {
+		fprintf(stderr, "kmux: KMUX_BARRIER_KERNELS=%s: %s; CMD not "
+			"started (it would run unscheduled)\n", re, why);
+		return KMUX_EXIT_USAGE;
+	}
 	return 0;
 }
 

@@ -39,6 +39,7 @@
 #define VERIFY_EXIT_CMD_FAILED	3	/* CMD failed without scheduling */
 #define VERIFY_EXIT_SCHED_FAILED 4	/* CMD failed only when scheduled */
 #define VERIFY_EXIT_ERROR	5	/* kmux could not carry out the check */
+#define VERIFY_EXIT_UNSCHEDULED	6	/* the scheduled run was not scheduled */
 
 enum {
 	OPT_STDOUT = 256,
@@ -85,7 +86,8 @@ static void help(void)
 	      "\n"
 	      "Exit status: 0 identical, 1 the runs diverged, 2 bad usage,\n"
 	      "3 CMD failed without scheduling, 4 CMD failed only when\n"
-	      "scheduled, 5 kmux could not do the check, 126/127 CMD\n"
+	      "scheduled, 5 kmux could not do the check, 6 the scheduled\n"
+	      "run was not scheduled (nothing compared), 126/127 CMD\n"
 	      "cannot be run / is not found.  See kmux-verify(1).\n", stdout);
 }
 
@@ -99,6 +101,8 @@ static int verify_parse(int argc, char **argv, struct verify_opts *o)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	const char *re;
+	char why[256];
 	int c;
 
 	while ((c = getopt_long(argc, argv, "+:s:h", longopts, NULL)) != -1) {
@@ -131,6 +135,14 @@ static int verify_parse(int argc, char **argv, struct verify_opts *o)
 	}
 	if (optind >= argc)
 		return cmd_usage_error(&cmd_verify_entry, "no command given");
+	/* The scheduled run would not be scheduled: nothing to check. */
+	re = getenv("KMUX_BARRIER_KERNELS");
+	if (run_check_barrier_kernels(re, why, sizeof(why))) {
+		fprintf(stderr, "kmux: KMUX_BARRIER_KERNELS=%s: %s; CMD not "
+			"started (the scheduled run would be unscheduled)\n",
+			re, why);
+		return KMUX_EXIT_USAGE;
+	}
 	return 0;
 }
 
@@ -331,14 +343,29 @@ static void report_divergence(const struct verify_run *a,
 	       "scheduled.  See kmux-verify(1).\n", b->streams);
 }
 
-/* Compare the two runs and report; the exit status. */
+/*
+ * Compare the two runs and report; the exit status.  A scheduled run that
+ * was not scheduled (scheduling off in a process, nothing placed) would
+ * compare two unscheduled runs: that is said instead of any verdict.
+ * Contexts switched off after placing work (more blocking streams than
+ * kmux bridges) only warn: `kmux run` switches them off at the same point,
+ * so what it would run was checked, though the work after the switch ran
+ * unscheduled in both runs.
+ */
 static int verify_conclude(const struct verify_opts *o, struct verify_run *a,
 			   struct verify_run *b)
 {
+	const struct vlog_sched *s = &b->vlog.sched;
 	struct vlog_diff d;
+	char why[256];
 	size_t line;
 	int diff, out_diff, status = KMUX_EXIT_OK;
 
+	if (vlog_unscheduled(&b->vlog, why, sizeof(why))) {
+		printf("kmux verify: the scheduled run was not scheduled (%s): "
+		       "nothing compared\n", why);
+		return VERIFY_EXIT_UNSCHEDULED;
+	}
 	diff = vlog_compare(&a->vlog, &b->vlog, &d);
 	if (diff < 0) {
 		fprintf(stderr, "kmux: comparing the logs: %s\n",
@@ -353,6 +380,13 @@ static int verify_conclude(const struct verify_opts *o, struct verify_run *a,
 		printf("kmux verify: identical (%zu device-to-host copies; "
 		       "--streams %d)\n", vlog_count(&a->vlog), b->streams);
 	}
+	if (s->off)
+		printf("kmux verify: warning: the scheduled run switched "
+		       "%llu context(s) off (more blocking streams than kmux "
+		       "bridges, or a pool that could not be set up): the "
+		       "work after that ran unscheduled, as it would under "
+		       "kmux run, and was not checked\n",
+		       (unsigned long long)s->off);
 	if (out_diff < 0) {
 		printf("kmux verify: stdout: cannot compare\n");
 	} else if (out_diff) {

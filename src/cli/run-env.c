@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "barrier-re.h"
 #include "run-env.h"
 
 int run_parse_streams(const char *arg, int *n)
@@ -31,6 +32,22 @@ int run_parse_memory(const char *arg)
 		    !strcmp(arg, "evict")))
 		return 0;
 	return -EINVAL;
+}
+
+int run_check_barrier_kernels(const char *value, char *err, size_t errlen)
+{
+	regex_t re;
+	int r;
+
+	if (!value || !*value)
+		return 0;
+	r = regcomp(&re, value, BARRIER_RE_FLAGS);
+	if (r) {
+		regerror(r, &re, err, errlen);
+		return -EINVAL;
+	}
+	regfree(&re);
+	return 0;
 }
 
 void run_env_init(struct run_env *e)

@@ -6,6 +6,8 @@
 #ifndef KMUX_RUN_ENV_H
 #define KMUX_RUN_ENV_H
 
+#include <stddef.h>
+
 #define RUN_STREAMS_MAX		64	/* the preload's SCHED_MAX_STREAMS */
 /* The driver's hardware queues unless CUDA_DEVICE_MAX_CONNECTIONS says. */
 #define RUN_DEFAULT_CONNECTIONS	8
@@ -23,6 +25,14 @@ int run_parse_streams(const char *arg, int *n);
  * KMUX_MEMORY, mm.h).  0, or -EINVAL on anything else.
  */
 int run_parse_memory(const char *arg);
+
+/*
+ * KMUX_BARRIER_KERNELS's value (NULL or "": none), compiled as the preload
+ * compiles it (barrier-re.h).  0, or -EINVAL with regerror()'s reason in
+ * err: the preload would run CMD unscheduled, so `kmux run` and `kmux
+ * verify` refuse to start it.
+ */
+int run_check_barrier_kernels(const char *value, char *err, size_t errlen);
 
 /* Environment changes for spawn_opts.env: "NAME=VALUE" sets, "NAME" unsets. */
 struct run_env {

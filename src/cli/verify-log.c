@@ -92,6 +92,77 @@ int vlog_parse_line(const char *line, long *pid, struct vlog_copy *c)
 	return c->kernels ? 0 : -ENOMEM;
 }
 
+/* " key=N" with N decimal, at most max. */
+static int sched_field(const char **p, const char *key, uint64_t max,
+		       uint64_t *out)
+{
+	skip_space(p);
+	if (expect_key(p, key) || parse_u64(p, 10, out) || *out > max)
+		return -EINVAL;
+	return 0;
+}
+
+int vlog_parse_sched(const char *line, long *pid, struct vlog_sched *s)
+{
+	const char *p = line;
+	uint64_t v, streams;
+
+	memset(s, 0, sizeof(*s));
+	if (strncmp(p, "sched ", 6) != 0)
+		return -EINVAL;
+	p += 6;
+	if (sched_field(&p, "pid", 0x7fffffff, &v))
+		return -EINVAL;
+	*pid = (long)v;
+	if (sched_field(&p, "streams", 64, &streams) ||
+	    sched_field(&p, "contexts", UINT32_MAX, &s->contexts) ||
+	    sched_field(&p, "off", UINT32_MAX, &s->off) ||
+	    sched_field(&p, "ops", UINT64_MAX, &s->ops) || *p)
+		return -EINVAL;
+	s->procs = 1;
+	s->off_procs = streams == 0;
+	return 0;
+}
+
+static uint64_t add_sat(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+static void vlog_sched_add(struct vlog_sched *sum, const struct vlog_sched *s)
+{
+	sum->procs += s->procs;
+	sum->off_procs += s->off_procs;
+	sum->contexts = add_sat(sum->contexts, s->contexts);
+	sum->off = add_sat(sum->off, s->off);
+	sum->ops = add_sat(sum->ops, s->ops);
+}
+
+const char *vlog_unscheduled(const struct vlog *l, char *buf, size_t len)
+{
+	const struct vlog_sched *s = &l->sched;
+
+	if (!s->procs)
+		snprintf(buf, len, "no process recorded what its scheduler "
+			 "did: none of them reached exit() under the preload");
+	else if (s->off_procs)
+		snprintf(buf, len, "scheduling was off in %zu of %zu "
+			 "process(es): KMUX_STREAMS unset or bad there, or "
+			 "KMUX_BARRIER_KERNELS bad; the preload says which",
+			 s->off_procs, s->procs);
+	else if (!s->ops && s->off)
+		snprintf(buf, len, "%llu context(s) switched off before the "
+			 "scheduler placed any operation",
+			 (unsigned long long)s->off);
+	else if (!s->ops)
+		snprintf(buf, len, "the scheduler placed no operation: CMD "
+			 "put no work on a default stream, or it all passed "
+			 "through");
+	else
+		return NULL;
+	return buf;
+}
+
 static struct vlog_proc *vlog_proc_get(struct vlog *l, long pid)
 {
 	struct vlog_proc *grown;
@@ -164,6 +235,7 @@ static int vlog_finish(struct vlog *l, char *err, size_t errlen)
 int vlog_read(FILE *f, struct vlog *l, char *err, size_t errlen)
 {
 	char line[VLOG_LINE_MAX];
+	struct vlog_sched s;
 	struct vlog_copy c;
 	size_t lineno = 0, len;
 	long pid;
@@ -183,6 +255,15 @@ int vlog_read(FILE *f, struct vlog *l, char *err, size_t errlen)
 			line[--len] = '\0';
 		if (!len || line[0] == '#')
 			continue;
+		if (!strncmp(line, "sched ", 6)) {
+			if (vlog_parse_sched(line, &pid, &s)) {
+				snprintf(err, errlen, "line %zu is malformed",
+					 lineno);
+				return -EINVAL;
+			}
+			vlog_sched_add(&l->sched, &s);
+			continue;
+		}
 		r = vlog_parse_line(line, &pid, &c);
 		if (r) {
 			snprintf(err, errlen, "line %zu is malformed", lineno);

@@ -13,6 +13,11 @@
  * several threads did, their interleaving differs from run to run, so the
  * copies are compared as a multiset (size, hash) instead, and the first
  * copy of either run without a match in the other is the divergence.
+ *
+ * Each process also leaves one "sched" record at exit (what its scheduler
+ * did); they are summed into struct vlog_sched, which says whether the run
+ * was scheduled at all (vlog_unscheduled()).  They play no part in the
+ * comparison of copies.
  */
 #ifndef KMUX_VERIFY_LOG_H
 #define KMUX_VERIFY_LOG_H
@@ -37,13 +42,35 @@ struct vlog_proc {
 	unsigned threads;	/* threads that made copies */
 };
 
+/* The "sched" records of a run, summed (sums saturate). */
+struct vlog_sched {
+	size_t procs;		/* processes that wrote one */
+	size_t off_procs;	/* ... with scheduling off (streams=0) */
+	uint64_t contexts;	/* contexts that had a pool */
+	uint64_t off;		/* times a context was switched off */
+	uint64_t ops;		/* operations the scheduler placed */
+};
+
 struct vlog {
 	struct vlog_proc *proc;
 	size_t n, cap;
+	struct vlog_sched sched;
 };
 
-/* One line; 0 (c->kernels allocated), -EINVAL or -ENOMEM. */
+/* One "copy" line; 0 (c->kernels allocated), -EINVAL or -ENOMEM. */
 int vlog_parse_line(const char *line, long *pid, struct vlog_copy *c);
+
+/* One "sched" line, as a sum over one process; 0 or -EINVAL. */
+int vlog_parse_sched(const char *line, long *pid, struct vlog_sched *s);
+
+/*
+ * Whether the run that wrote l was scheduled: NULL when some scheduler
+ * placed operations in every process that recorded, else why not (in
+ * buf): no record at all, scheduling off in a process, or nothing placed.
+ * A run scheduled in part (contexts switched off after placing work) is
+ * scheduled; l->sched.off tells the caller.
+ */
+const char *vlog_unscheduled(const struct vlog *l, char *buf, size_t len);
 
 /*
  * All lines of f into l (zeroed first).  Lines starting with '#' and blank

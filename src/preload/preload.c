@@ -10,8 +10,9 @@
  *   KMUX_LOG                    error | warn | info | debug (default: errors)
  *   KMUX_TRACE_DIR, KMUX_TRACE_TIMING     trace.h
  *   KMUX_STREAMS, CUDA_DEVICE_MAX_CONNECTIONS, KMUX_BARRIER_KERNELS
- *                               streams.h (a bad value: a warning, and the
- *                               program runs unscheduled)
+ *                               streams.h (a bad value: one line on stderr
+ *                               even without KMUX_LOG, and the program
+ *                               runs unscheduled)
  *   KMUX_DEBUG_STREAMS_FAIL     streams.h (test knob: injected failures)
  *   KMUX_PTX_READONLY           ptx-table.h (kernel parameters proven
  *                               read-only from PTX: scheduled as reads;

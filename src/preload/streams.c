@@ -44,6 +44,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "barrier-re.h"
 #include "kdur.h"
 #include "log.h"
 #include "preload.h"
@@ -133,6 +134,12 @@ struct streams_ctx {
 	uint64_t bridged, failures;
 	struct sched_stats retired;	/* of pools torn down */
 	int had_pool;
+	/*
+	 * Times it was switched off.  A context destroyed later comes back
+	 * as new (sctx_reset()), but it still ran unscheduled: the exit line
+	 * and `kmux verify` (verify.c) count it.
+	 */
+	int offs;
 	/*
 	 * Keeping up (sctx_probe()): decisions since the last check, the
 	 * host time and host-wait count then, the score, and the counts for
@@ -257,9 +264,15 @@ int streams_init(const char *value, const char *max_connections,
 
 	if (!value || !*value)
 		return 0;
+	/*
+	 * A value that turns scheduling off is printed at the default level
+	 * (errors), unlike other messages of the preload: the user asked for
+	 * scheduling and would otherwise not learn that the program runs
+	 * without it.  The program itself still runs (unscheduled).
+	 */
 	err = streams_parse_count(value, max_connections, &n, &clamped, &why);
 	if (err) {
-		log_warn("KMUX_STREAMS=%s: %s; scheduling off", value, why);
+		log_error("KMUX_STREAMS=%s: %s; scheduling off", value, why);
 		return err;
 	}
 	if (clamped)
@@ -269,13 +282,12 @@ int streams_init(const char *value, const char *max_connections,
 			 "the default 8 hardware queues "
 			 "(CUDA_DEVICE_MAX_CONNECTIONS raises it)");
 	if (barrier_regex && *barrier_regex) {
-		err = regcomp(&streams_re, barrier_regex,
-			      REG_EXTENDED | REG_NOSUB);
+		err = regcomp(&streams_re, barrier_regex, BARRIER_RE_FLAGS);
 		if (err) {
 			/* Running those kernels unordered would be wrong. */
 			regerror(err, &streams_re, msg, sizeof(msg));
-			log_warn("KMUX_BARRIER_KERNELS=%s: %s; scheduling off",
-				 barrier_regex, msg);
+			log_error("KMUX_BARRIER_KERNELS=%s: %s; scheduling off",
+				  barrier_regex, msg);
 			return -EINVAL;
 		}
 		streams_have_re = 1;
@@ -557,6 +569,7 @@ err_off:
 		 err);
 	sctx_teardown(c);
 	c->state = SCTX_OFF;
+	c->offs++;
 	return err;
 }
 
@@ -2176,9 +2189,11 @@ static void sctx_off(struct streams_ctx *c, const char *why)
 	/* Nothing frees them once the pool is gone. */
 	if (current_ctx() == c->ctx)
 		sctx_dfr_flush(c, 0);
-	if (c->state != SCTX_OFF)
+	if (c->state != SCTX_OFF) {
 		log_info("streams: context %p: %s; its default-stream work "
 			 "runs unscheduled from now on", (void *)c->ctx, why);
+		c->offs++;
+	}
 	c->state = SCTX_OFF;
 }
 
@@ -2399,7 +2414,7 @@ void streams_get_totals(struct streams_totals *t)
 			stats_add(&t->st, &st);
 		}
 		stats_add(&t->st, &c->retired);
-		t->off += c->state == SCTX_OFF;
+		t->off += c->offs;
 		t->bridged += c->bridged;
 		t->blk_joins += c->blk_joins;
 		t->blk_barriers += c->blk_barriers;

@@ -43,7 +43,7 @@ extern int kmux_streams;
  * Configuration, once, from the constructor: KMUX_STREAMS's value (NULL:
  * off), CUDA_DEVICE_MAX_CONNECTIONS's (NULL: unset), KMUX_BARRIER_KERNELS's
  * (NULL: none).  Sets kmux_streams; 0 or -errno (then scheduling stays off,
- * with a warning for KMUX_LOG).
+ * and one line on stderr says so whatever KMUX_LOG asks for).
  */
 int streams_init(const char *streams, const char *max_connections,
 		 const char *barrier_regex);
@@ -314,7 +314,8 @@ void streams_primary_gone(CUdevice dev, int reset);
 /* Totals over every context, for the trace's exit line and the exit log. */
 struct streams_totals {
 	int contexts;		/* that had a pool */
-	int off;		/* switched off (blocking streams, failure) */
+	int off;		/* times one was switched off (blocking
+				 * streams, failure), destroyed since or not */
 	uint64_t bridged;	/* run on a default stream, ordered */
 	uint64_t blk_joins;	/* blocking-stream operations that joined */
 	uint64_t blk_barriers;	/* pool waits for blocking streams */

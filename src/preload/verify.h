@@ -25,7 +25,20 @@
  * `kmux verify` compares the copies of a multi-threaded process as a set,
  * not in order); kernels is "-" when none was launched
  * yet, names are cut at 200 bytes and bytes outside [!-~] or ',' become
- * '_'.  `kmux verify` (src/cli/verify-log.c) reads it.
+ * '_'.
+ *
+ * At exit each process also appends what its scheduler did, so that `kmux
+ * verify` does not call a run identical that was never scheduled:
+ *
+ *	sched pid=P streams=N contexts=C off=O ops=K
+ *
+ * streams is the pool size (0: scheduling off in this process, as unasked
+ * or after a bad KMUX_STREAMS or KMUX_BARRIER_KERNELS), contexts the
+ * contexts that had a pool, off how many times one was switched off (more
+ * blocking streams than kmux bridges, a pool that could not be set up),
+ * ops the operations the scheduler placed.  A process that ends without
+ * exit() (_exit, exec, a signal) writes none.  `kmux verify`
+ * (src/cli/verify-log.c) reads it.
  *
  * This module owns the pending copies, the event table that says which
  * copies an event covers, the ring of recent kernel names and the log

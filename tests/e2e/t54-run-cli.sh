@@ -21,6 +21,25 @@ check "the command's exit status comes back (7)" [ $? -eq 7 ]
 "$KMUX" run -- /nonexistent/cmd 2>/dev/null
 check "a missing command: 127" [ $? -eq 127 ]
 
+# A KMUX_BARRIER_KERNELS the preload would reject (it would then run CMD
+# unscheduled) is refused before CMD starts, when scheduling is asked for.
+for how in "--streams 4" "KMUX_STREAMS=4"; do
+	rm -f "$TMP/ran"
+	case $how in
+	--*) KMUX_BARRIER_KERNELS='(' "$KMUX" run $how -- touch "$TMP/ran" 2>"$TMP/err" ;;
+	*) env "$how" KMUX_BARRIER_KERNELS='(' "$KMUX" run -- touch "$TMP/ran" 2>"$TMP/err" ;;
+	esac
+	rc=$?
+	check "KMUX_BARRIER_KERNELS='(' with $how: exit 2, CMD not started" \
+		bash -c "[ $rc -eq 2 ] && [ ! -e '$TMP/ran' ]"
+	check "... and the variable, its value and why are named" \
+		grep -q "^kmux: KMUX_BARRIER_KERNELS=(: .*CMD not started" "$TMP/err"
+done
+env -u KMUX_STREAMS KMUX_BARRIER_KERNELS='(' "$KMUX" run -- true 2>/dev/null
+check "... without scheduling it is not looked at (exit 0)" [ $? -eq 0 ]
+KMUX_BARRIER_KERNELS='^(probe|x)$' "$KMUX" run --streams 4 -- true
+check "a good KMUX_BARRIER_KERNELS is accepted (exit 0)" [ $? -eq 0 ]
+
 out=$(env -u CUDA_DEVICE_MAX_CONNECTIONS "$KMUX" run --streams 4 -- sh -c 'echo "$KMUX_STREAMS ${CUDA_DEVICE_MAX_CONNECTIONS:-unset}"')
 check "--streams 4 sets KMUX_STREAMS=4, leaves the connections alone ($out)" [ "$out" = "4 unset" ]
 out=$(env -u CUDA_DEVICE_MAX_CONNECTIONS "$KMUX" run --streams 48 -- sh -c 'echo "$KMUX_STREAMS $CUDA_DEVICE_MAX_CONNECTIONS"')
@@ -36,8 +55,18 @@ for v in 0 abc 65 -2; do
 	check "KMUX_STREAMS=$v: warned, runs unscheduled with the same output" \
 		bash -c "grep -q 'KMUX_STREAMS=$v' '$TMP/err' && cmp -s '$TMP/plain' '$TMP/out'"
 done
-KMUX_STREAMS=abc LD_PRELOAD=$PRELOAD "$PROGS/rand-dag" 2 >/dev/null 2>"$TMP/err"
-check "without KMUX_LOG the warning is not printed" [ ! -s "$TMP/err" ]
+# ... and say so without KMUX_LOG too (the default level): one line naming
+# the variable, its value and what kmux does, and the program still runs.
+for v in garbage 0 -3 99999; do
+	env -u KMUX_LOG KMUX_STREAMS=$v LD_PRELOAD=$PRELOAD "$PROGS/rand-dag" 2 \
+		>"$TMP/out" 2>"$TMP/err"
+	rc=$?
+	check "KMUX_STREAMS=$v without KMUX_LOG: exit 0, same output" \
+		bash -c "[ $rc -eq 0 ] && cmp -s '$TMP/plain' '$TMP/out'"
+	check "... one line: 'kmux: KMUX_STREAMS=$v: ...; scheduling off'" \
+		bash -c "[ \$(wc -l <'$TMP/err') -eq 1 ] &&
+			 grep -q '^kmux: KMUX_STREAMS=$v: .*; scheduling off\$' '$TMP/err'"
+done
 KMUX_LOG=info KMUX_STREAMS=20 LD_PRELOAD=$PRELOAD "$PROGS/rand-dag" 2 2>&1 >/dev/null | grep 'streams: pid' >"$TMP/info"
 check "KMUX_STREAMS=20 without CUDA_DEVICE_MAX_CONNECTIONS: 8 streams" grep -q ': 8 streams' "$TMP/info"
 KMUX_LOG=info CUDA_DEVICE_MAX_CONNECTIONS=16 KMUX_STREAMS=20 LD_PRELOAD=$PRELOAD "$PROGS/rand-dag" 2 2>&1 >/dev/null | grep 'streams: pid' >"$TMP/info"

@@ -6,11 +6,16 @@
  *   - vlog_parse_line() on each line returns 0, -EINVAL or -ENOMEM, and an
  *     accepted line has a thread number from 1 and a kernel list that is
  *     not empty and holds no blank or control byte;
+ *   - vlog_parse_sched() on each line returns 0 or -EINVAL, and an
+ *     accepted "sched" record counts one process, off (streams=0) or not;
  *   - vlog_read() on the whole input returns 0, -EINVAL or -ENOMEM, with a
  *     reason on -EINVAL, and never reads outside it (ASan);
  *   - an accepted log compares identical with itself, its copy count is the
  *     sum over its processes, and each process's copies are numbered
  *     0, 1, 2, ... in order;
+ *   - its "sched" sums count no more processes off than processes, and
+ *     vlog_unscheduled() gives a reason exactly when no record came, one
+ *     was off, or no operation was placed;
  *   - an accepted log with one copy's hash changed is reported different,
  *     at a copy that exists.
  * Built and run by tests/fuzz/build-verify-log.sh.
@@ -31,6 +36,30 @@ static void check(int cond, const char *what)
 		fprintf(stderr, "fuzz-verify-log: %s\n", what);
 		abort();
 	}
+}
+
+static void sched_line(const char *line)
+{
+	struct vlog_sched s;
+	long pid;
+	int r;
+
+	r = vlog_parse_sched(line, &pid, &s);
+	check(r == 0 || r == -EINVAL, "parse_sched: unexpected return code");
+	check(r || (s.procs == 1 && s.off_procs <= 1 && pid >= 0),
+	      "a bad sched record accepted");
+}
+
+static void sched_sums(const struct vlog *l)
+{
+	const struct vlog_sched *s = &l->sched;
+	char why[256];
+	const char *u = vlog_unscheduled(l, why, sizeof(why));
+	int want = !s->procs || s->off_procs || !s->ops;
+
+	check(s->off_procs <= s->procs, "more processes off than seen");
+	check(!u == !want, "not scheduled, or scheduled, wrongly");
+	check(!u || (u == why && why[0]), "no reason given");
 }
 
 static void each_line(const char *buf, size_t size)
@@ -59,6 +88,7 @@ static void each_line(const char *buf, size_t size)
 				      "a blank or control byte in kernels");
 			free(c.kernels);
 		}
+		sched_line(line);
 		free(line);
 		if (!nl)
 			break;
@@ -94,6 +124,7 @@ static void whole(const uint8_t *data, size_t size)
 			      "copies not numbered 0, 1, 2, ...");
 	}
 	check(total == vlog_count(&l), "count is not the sum");
+	sched_sums(&l);
 	check(vlog_compare(&l, &l, &d) == 0, "a log differs from itself");
 	if (total) {
 		/* The same input read again, one copy's contents changed. */

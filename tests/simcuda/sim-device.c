@@ -156,6 +156,9 @@ static void read_env(void)
 	sim.discard = s != NULL && strcmp(s, "1") == 0;
 	s = getenv("SIMCUDA_NO_POOLS");
 	sim.no_pools = s != NULL && strcmp(s, "1") == 0;
+	s = getenv("SIMCUDA_NO_PARAM_INFO");
+	snprintf(sim.no_param_info, sizeof(sim.no_param_info), "%s",
+		 s != NULL ? s : "");
 	sim.stack_threads = 0;
 	s = getenv("SIMCUDA_STACK_THREADS");
 	if (s != NULL && (parse_size(s, &v) < 0 || v > (1u << 24)))

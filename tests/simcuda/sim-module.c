@@ -560,6 +560,9 @@ static CUresult param_info(void *h, size_t idx, size_t *off, size_t *size)
 	f = sim_func_resolve((CUfunction)h);
 	if (f == NULL) {
 		err = CUDA_ERROR_INVALID_HANDLE;
+	} else if (sim.no_param_info[0] &&
+		   strcmp(f->k->name, sim.no_param_info) == 0) {
+		err = CUDA_ERROR_NOT_SUPPORTED;
 	} else if (idx >= f->k->nparams) {
 		err = CUDA_ERROR_INVALID_VALUE;
 	} else {

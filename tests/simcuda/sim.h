@@ -179,6 +179,12 @@ struct sim_global {
 	int discard;	/* SIMCUDA_DISCARD: kernels checked, never run */
 	int no_pools;	/* SIMCUDA_NO_POOLS: no memory pool support */
 	/*
+	 * SIMCUDA_NO_PARAM_INFO: the kernel of this name has no parameter
+	 * layout to report, as on a driver without cuFuncGetParamInfo
+	 * ("": every kernel has one).
+	 */
+	char no_param_info[128];
+	/*
 	 * SIMCUDA_STACK_THREADS: threads the device holds at once; a context
 	 * then counts its stack limit times that many bytes as used, as a
 	 * GPU reserves local memory (0: not modelled).

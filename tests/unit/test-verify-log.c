@@ -1,10 +1,12 @@
 /*
  * test-verify-log.c - unit tests of `kmux verify`'s log reader and
- * comparison (src/cli/verify-log.c) and of the --streams argument and
- * environment `kmux run` and `kmux verify` share (src/cli/run-env.c).
+ * comparison (src/cli/verify-log.c) and of the --streams argument,
+ * KMUX_BARRIER_KERNELS check and environment `kmux run` and `kmux verify`
+ * share (src/cli/run-env.c).
  * Logs are untrusted text: malformed lines, missing or repeated copy
  * numbers are errors, never crashes; comparison is in order for one
- * thread, as a set for several.
+ * thread, as a set for several; the "sched" records say whether the
+ * scheduled run was scheduled at all.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -156,6 +158,92 @@ static void test_compare_threads(void **state)
 	vlog_release(&a);
 }
 
+/* "sched" records: summed per run, not copies, and strictly parsed. */
+static void test_sched(void **state)
+{
+	static const char *const bad[] = {
+		"sched pid=1 streams=4 contexts=1 off=0\n",
+		"sched pid=1 streams=65 contexts=1 off=0 ops=3\n",
+		"sched pid=1 streams=4 contexts=1 off=0 ops=3 x=1\n",
+		"sched pid=1 streams=4 contexts=1 off=0 ops=-3\n",
+		"sched pid=1 streams=4 off=0 contexts=1 ops=3\n",
+		"sched pid=1 streams=4 contexts=4294967296 off=0 ops=3\n",
+		"sched pid=1 streams=4 contexts=1 off=0 ops=18446744073709551616\n",
+		"sched  \n",
+		NULL,
+	};
+	const char *text =
+		"copy pid=7 idx=0 thr=1 bytes=4 hash=- kernels=-\n"
+		"sched pid=8 streams=4 contexts=0 off=0 ops=0\n"
+		"sched pid=7 streams=4 contexts=2 off=1 ops=18446744073709551615\n"
+		"sched pid=9 streams=4 contexts=1 off=0 ops=5\n";
+	struct vlog l, m;
+	struct vlog_diff d;
+	struct vlog_sched s;
+	char why[256];
+	long pid;
+
+	(void)state;
+	assert_int_equal(vlog_parse_sched("sched pid=3 streams=0 contexts=0 "
+					  "off=0 ops=0", &pid, &s), 0);
+	assert_int_equal(pid, 3);
+	assert_int_equal(s.procs, 1);
+	assert_int_equal(s.off_procs, 1);
+	for (int i = 0; bad[i]; i++) {
+		assert_int_not_equal(read_text(bad[i], &l), 0);
+		vlog_release(&l);
+	}
+	assert_int_equal(read_text(text, &l), 0);
+	/* Records are not copies, nor processes of their own. */
+	assert_int_equal(l.n, 1);
+	assert_int_equal(vlog_count(&l), 1);
+	assert_int_equal(l.sched.procs, 3);
+	assert_int_equal(l.sched.off_procs, 0);
+	assert_int_equal(l.sched.contexts, 3);
+	assert_int_equal(l.sched.off, 1);
+	assert_true(l.sched.ops == UINT64_MAX);		/* saturated */
+	assert_null(vlog_unscheduled(&l, why, sizeof(why)));
+	assert_int_equal(read_text("copy pid=7 idx=0 thr=1 bytes=4 hash=- "
+				   "kernels=-\n", &m), 0);
+	assert_int_equal(vlog_compare(&l, &m, &d), 0);
+	vlog_release(&m);
+	vlog_release(&l);
+}
+
+/* Why a run was not scheduled, or NULL when it was. */
+static void test_unscheduled(void **state)
+{
+	static const struct {
+		const char *text, *why;
+	} cases[] = {
+		{ "copy pid=7 idx=0 thr=1 bytes=4 hash=- kernels=-\n",
+		  "no process recorded" },
+		{ "sched pid=7 streams=4 contexts=1 off=0 ops=9\n"
+		  "sched pid=8 streams=0 contexts=0 off=0 ops=0\n",
+		  "scheduling was off in 1 of 2 process(es)" },
+		{ "sched pid=7 streams=4 contexts=1 off=0 ops=0\n",
+		  "the scheduler placed no operation" },
+		{ "sched pid=7 streams=4 contexts=0 off=2 ops=0\n",
+		  "2 context(s) switched off before" },
+		{ "sched pid=7 streams=4 contexts=1 off=1 ops=1\n", NULL },
+	};
+	char why[256];
+	struct vlog l;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *r;
+
+		assert_int_equal(read_text(cases[i].text, &l), 0);
+		r = vlog_unscheduled(&l, why, sizeof(why));
+		if (!cases[i].why)
+			assert_null(r);
+		else
+			assert_non_null(strstr(r, cases[i].why));
+		vlog_release(&l);
+	}
+}
+
 static void test_parse_streams(void **state)
 {
 	static const char *const bad[] = {
@@ -171,6 +259,30 @@ static void test_parse_streams(void **state)
 	for (int i = 0; bad[i]; i++)
 		assert_int_equal(run_parse_streams(bad[i], &n), -EINVAL);
 	assert_int_equal(run_parse_streams(NULL, &n), -EINVAL);
+}
+
+/* KMUX_BARRIER_KERNELS as the preload compiles it (extended syntax). */
+static void test_barrier_kernels(void **state)
+{
+	static const char *const bad[] = { "(", "a{1", "[z-a]", "*?", NULL };
+	static const char *const good_re[] = {
+		"^probe$", "^(a|b)$", "x{1,2}", "_Z[0-9]+kern", NULL,
+	};
+	char why[128];
+
+	(void)state;
+	assert_int_equal(run_check_barrier_kernels(NULL, why, sizeof(why)), 0);
+	assert_int_equal(run_check_barrier_kernels("", why, sizeof(why)), 0);
+	for (int i = 0; good_re[i]; i++)
+		assert_int_equal(run_check_barrier_kernels(good_re[i], why,
+							   sizeof(why)), 0);
+	for (int i = 0; bad[i]; i++) {
+		why[0] = '\0';
+		assert_int_equal(run_check_barrier_kernels(bad[i], why,
+							   sizeof(why)),
+				 -EINVAL);
+		assert_true(why[0] != '\0');
+	}
 }
 
 static int env_has(const struct run_env *e, const char *entry)
@@ -218,7 +330,10 @@ int main(void)
 		cmocka_unit_test(test_bad_lines),
 		cmocka_unit_test(test_compare_in_order),
 		cmocka_unit_test(test_compare_threads),
+		cmocka_unit_test(test_sched),
+		cmocka_unit_test(test_unscheduled),
 		cmocka_unit_test(test_parse_streams),
+		cmocka_unit_test(test_barrier_kernels),
 		cmocka_unit_test(test_env),
 	};
 

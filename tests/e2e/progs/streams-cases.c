@@ -14,7 +14,19 @@
  *   hostmem    X is a kernel given pinned, device-mapped host memory
  *   regex      X is the kernel "probe" (run with KMUX_BARRIER_KERNELS=^probe$;
  *              without it the check must fail: the control)
- *   opaque     X is a kernel launched with an `extra` blob kmux cannot read
+ *   opaque     X is a kernel without parameters launched with an `extra`
+ *              blob kmux cannot read (also a barrier for having none)
+ *   opaque-params  X is the kernel "probe", which writes buf[0] like the
+ *              kernel before it, launched through an `extra` list longer
+ *              than the 64 pairs kmux reads (the driver reads it to its
+ *              end): kmux cannot see its pointer
+ *   unknown    X is probe launched with kernelParams while its layout is
+ *              unknown (run with SIMCUDA_NO_PARAM_INFO=probe: without it
+ *              the check must fail, the control)
+ *   unknown-extra  the same through a sized `extra` buffer, which kmux
+ *              scans word by word when the layout is unknown
+ *   extra      the control of opaque-params: probe through a short `extra`
+ *              list kmux reads: an ordinary kernel, so the check must fail
  *   capture    X is a kernel on the default stream while the program
  *              captures a graph on a stream of its own (bridged)
  *   waitevent  the default stream waits for an event recorded after X on a
@@ -29,6 +41,19 @@
  *   blocking     a blocking stream appears mid-way: its work follows the
  *                default stream's and the default stream's follows it,
  *                while the pool keeps scheduling
+ *   blockingN    (N from 1 to 64: blocking16, blocking17, blocking40) N
+ *                blocking streams in one context, more than 16 of which
+ *                switch that context off (kmux bridges 16): after two
+ *                independent default-stream kernels, each stream is
+ *                created, bumps a shared buffer (x = 3x + 1), then the
+ *                default stream adds 1 to it and runs an unrelated
+ *                kernel; a second round does the same on the streams that
+ *                exist.  The value read back must be what that order
+ *                gives (the blocking streams' order with the legacy
+ *                stream kept, before and after the switch); under kmux the
+ *                first two kernels must have overlapped (the pool was
+ *                scheduling before it was switched off).  Prints
+ *                "blocking N: acc V as expected"
  *   streamop     cuStreamWriteValue32 on the default stream (an entry
  *                point kmux does not model) runs alone, in order
  *   keepup       launch-bound then GPU-bound: 64 independent 1 us kernels,
@@ -126,9 +151,10 @@
 #define LONG_US		30000
 #define TABLE_WIDE_LEN	140	/* > PTRTAB_REFS (src/preload/ptrtab.h) */
 #define NWORDS		256
+#define BLOCKING_MANY_MAX 64	/* STREAMS_BLOCKING_REG (src/preload/streams.h) */
 
 static CUfunction f_touch, f_probe, f_pause0, f_store_via, f_rendezvous;
-static CUfunction f_fill_slow, f_inc, f_fill;
+static CUfunction f_fill_slow, f_inc, f_fill, f_bump;
 static CUdeviceptr buf[8];
 
 static int fail(const char *why)
@@ -317,6 +343,51 @@ static int case_opaque(void)
 	CHECK(cuLaunchKernel(f_pause0, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, e));
 	around_after();
 	return check_barrier(is_pause0, 1);
+}
+
+/* probe's parameters as simcuda lays them out (simcuda.h). */
+struct probe_args {
+	CUdeviceptr p;
+	int n;
+	unsigned us;
+};
+
+/* BUFFER_POINTER pairs before the real ones: more than kmux reads (64). */
+#define EXTRA_LONG	64
+
+/*
+ * The kernel probe, given buf[0] (which the first kernel before it also
+ * writes), launched in a way kmux cannot read fully (see the cases above).
+ * As anything but a barrier it would run beside that kernel or the one
+ * after it.
+ */
+static int case_unreadable(const char *how)
+{
+	struct probe_args pa = { buf[0], NWORDS, 1000 };
+	size_t size = sizeof(pa);
+	void *a[] = { &pa.p, &pa.n, &pa.us };
+	void *e[2 * EXTRA_LONG + 5];
+	int k = 0;
+
+	if (!strcmp(how, "opaque-params"))
+		for (; k < 2 * EXTRA_LONG; k += 2) {
+			e[k] = CU_LAUNCH_PARAM_BUFFER_POINTER;
+			e[k + 1] = &pa;
+		}
+	e[k++] = CU_LAUNCH_PARAM_BUFFER_POINTER;
+	e[k++] = &pa;
+	e[k++] = CU_LAUNCH_PARAM_BUFFER_SIZE;
+	e[k++] = &size;
+	e[k] = CU_LAUNCH_PARAM_END;
+	around_before();
+	if (!strcmp(how, "unknown"))
+		CHECK(cuLaunchKernel(f_probe, 1, 1, 1, 32, 1, 1, 0, NULL, a,
+				     NULL));
+	else
+		CHECK(cuLaunchKernel(f_probe, 1, 1, 1, 32, 1, 1, 0, NULL, NULL,
+				     e));
+	around_after();
+	return check_barrier(is_probe, 1);
 }
 
 static int is_memset(const struct simcuda_op_info *o)
@@ -854,6 +925,79 @@ static int case_blocking(void)
 	return 0;
 }
 
+/* x = 3x + 1 on p's NWORDS words, us of simulated time, on stream s. */
+static void bump(CUstream s, CUdeviceptr p, unsigned us)
+{
+	int n = NWORDS;
+	void *a[] = { &p, &n, &us };
+
+	CHECK(cuLaunchKernel(f_bump, 1, 1, 1, 32, 1, 1, 0, s, a, NULL));
+}
+
+/* x = x + 1 on p's NWORDS words, on the default stream. */
+static void inc(CUdeviceptr p)
+{
+	int n = NWORDS;
+	void *a[] = { &p, &n };
+
+	CHECK(cuLaunchKernel(f_inc, 1, 1, 1, 32, 1, 1, 0, NULL, a, NULL));
+}
+
+/*
+ * n blocking streams in one context: kmux bridges 16, the 17th switches
+ * the context off (drained; its default-stream work then runs on the
+ * legacy stream).  Every step on the shared buffer must keep the legacy
+ * order: a blocking stream's bump after the default-stream work before it,
+ * the default stream's increment after the bump.  x = 3x + 1 and x + 1 do
+ * not commute, so the value read back tells a wrong order.
+ */
+static int case_blocking_many(int n)
+{
+	CUstream s[BLOCKING_MANY_MAX];
+	CUdeviceptr acc = buf[5];
+	struct simcuda_op_info o, k[2];
+	unsigned want = 0, got[NWORDS];
+	int nk = 0;
+
+	if (n < 1 || n > BLOCKING_MANY_MAX)
+		return fail("blockingN: N must be in 1..64");
+	CHECK(cuMemsetD32(acc, 0, NWORDS));
+	touch(NULL, buf[0], 20000);	/* independent: side by side */
+	touch(NULL, buf[1], 20000);
+	for (int round = 0; round < 2; round++) {
+		for (int i = 0; i < n; i++) {
+			if (!round)
+				CHECK(cuStreamCreate(&s[i], 0));
+			bump(s[i], acc, 2000);
+			want = want * 3 + 1;
+			inc(acc);
+			want++;
+			touch(NULL, buf[2 + i % 3], 1000);
+		}
+	}
+	CHECK(cuMemcpyDtoH(got, acc, sizeof(got)));
+	for (int i = 0; i < NWORDS; i++)
+		if (got[i] != want) {
+			fprintf(stderr, "streams-cases: blocking %d: word %d "
+				"read %u, want %u\n", n, i, got[i], want);
+			return 1;
+		}
+	for (size_t i = 0; i < simcuda_op_count() && nk < 2; i++)
+		if (!simcuda_op_get(i, &o) && !strcmp(o.name, "touch") &&
+		    o.end_ns - o.start_ns >= 20000000ull)
+			k[nk++] = o;
+	if (nk != 2)
+		return fail("blocking: the first two kernels were not recorded");
+	if (getenv("KMUX_STREAMS") && (k[0].start_ns >= k[1].end_ns ||
+				       k[1].start_ns >= k[0].end_ns))
+		return fail("blocking: the first two kernels did not overlap: "
+			    "the pool was not scheduling");
+	for (int i = 0; i < n; i++)
+		CHECK(cuStreamDestroy(s[i]));
+	printf("blocking %d: acc %u as expected\n", n, want);
+	return 0;
+}
+
 static uint64_t hash(const unsigned *p, size_t n)
 {
 	uint64_t h = 0xcbf29ce484222325ull;
@@ -1056,6 +1200,7 @@ int main(int argc, char **argv)
 	CHECK(cuModuleGetFunction(&f_probe, dag, "probe"));
 	CHECK(cuModuleGetFunction(&f_pause0, dag, "pause0"));
 	CHECK(cuModuleGetFunction(&f_store_via, dag, "store_via"));
+	CHECK(cuModuleGetFunction(&f_bump, dag, "bump"));
 	CHECK(cuModuleGetFunction(&f_fill_slow, basic, "fill_slow"));
 	CHECK(cuModuleGetFunction(&f_inc, basic, "inc_u32"));
 	CHECK(cuModuleGetFunction(&f_fill, basic, "fill_u32"));
@@ -1074,6 +1219,9 @@ int main(int argc, char **argv)
 		r = case_memory(m);
 	else if (!strcmp(m, "opaque"))
 		r = case_opaque();
+	else if (!strcmp(m, "opaque-params") || !strcmp(m, "unknown") ||
+		 !strcmp(m, "unknown-extra") || !strcmp(m, "extra"))
+		r = case_unreadable(m);
 	else if (!strcmp(m, "streamop"))
 		r = case_streamop();
 	else if (!strcmp(m, "capture"))
@@ -1088,6 +1236,8 @@ int main(int argc, char **argv)
 		r = case_own();
 	else if (!strcmp(m, "blocking"))
 		r = case_blocking();
+	else if (!strncmp(m, "blocking", 8) && m[8] >= '1' && m[8] <= '9')
+		r = case_blocking_many(atoi(m + 8));
 	else if (!strcmp(m, "chase"))
 		r = case_chase();
 	else if (!strcmp(m, "table"))
