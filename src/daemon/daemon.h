@@ -36,6 +36,7 @@ struct event_base;
 struct evconnlistener;
 struct bufferevent;
 struct db;
+struct db_job;
 struct nvml;
 struct region_cpus_thread;
 struct server;
@@ -214,8 +215,25 @@ struct follower {
 	bool follow;		/* to the end of the job, not of the file */
 };
 
+/*
+ * A job that ended but whose end the database could not record (a full
+ * disk): its row still says queued or running.  Clients are answered from
+ * here (ps, wait, cancel) and the write is retried (job_end_flush) until
+ * it succeeds; a daemon that exits first loses it, and the next one finds
+ * the job gone (exited, code unknown).
+ */
+struct ended {
+	TAILQ_ENTRY(ended) entry;
+	int64_t id;
+	uint32_t state;		/* PROTO_JOB_EXITED, _CANCELLED or _FAILED */
+	int32_t code;
+	int32_t sig;
+	uint64_t end_us;
+};
+
 TAILQ_HEAD(conn_list, conn);
 TAILQ_HEAD(job_list, job);
+TAILQ_HEAD(ended_list, ended);
 TAILQ_HEAD(waiter_list, waiter);
 TAILQ_HEAD(follower_list, follower);
 
@@ -248,6 +266,7 @@ struct server {
 
 	struct job_list queued;	/* submission order */
 	struct job_list running;
+	struct ended_list unrecorded;	/* ends the database lacks, oldest first */
 	struct conn_list conns;
 	uint64_t next_conn_id;
 	struct waiter_list waiters;
@@ -354,6 +373,16 @@ void job_task_init(struct server *srv, struct job *j, uint32_t ngpus,
 /* j ended (or never will start): record, release, notify; frees j. */
 void job_finish(struct server *srv, struct job *j, uint32_t state,
 		int32_t code, int32_t sig);
+/*
+ * Ends the database could not record (struct ended): write them now, in
+ * order, stopping at the first that still fails.  From the tick and after
+ * any write that succeeded (there is room again).
+ */
+void job_end_flush(struct server *srv);
+/* The unrecorded end of job id, or NULL. */
+const struct ended *job_end_find(struct server *srv, int64_t id);
+/* A row read from the database, with its unrecorded end applied, if any. */
+void job_end_apply(struct server *srv, struct db_job *dj);
 /* Commit a job that already runs on the GPUs of mask with this quota. */
 void job_recommit(struct server *srv, struct job *j, uint64_t mask,
 		  uint64_t quota);

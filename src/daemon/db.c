@@ -441,7 +441,7 @@ int db_open(const char *path, unsigned flags, struct db **out, char *err,
 
 	oflags = (db->readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) |
 		 SQLITE_OPEN_NOFOLLOW;
-	s = sqlite3_open_v2(path, &db->h, oflags, NULL);
+	s = sqlite3_open_v2(path, &db->h, oflags, db_full_vfs());
 	if (s != SQLITE_OK) {
 		rc = fail(db, s, err, errlen, "%s", path);
 		goto err_close;

@@ -153,6 +153,18 @@ int db_schema_version(struct db *db, int *version, char *err, size_t errlen);
  */
 int db_set_max_pages(struct db *db, uint32_t pages, char *err, size_t errlen);
 
+/*
+ * Test knob (db-full.c): while the file at path exists, every write to a
+ * database's files (the WAL included) fails with SQLITE_FULL, as on a full
+ * disk, so db_* writes return -ENOSPC; remove the file and there is room
+ * again.  Unlike the page cap, an UPDATE in place fails too, and the disk
+ * frees up without a restart.  Process-wide; applies to databases opened
+ * after the call.  NULL or "": off (for later opens).  0 or -errno.
+ */
+int db_full_set(const char *path, char *err, size_t errlen);
+/* The VFS db_open() uses: the knob's, or NULL (SQLite's default). */
+const char *db_full_vfs(void);
+
 /* FNV-1a over the argument block: the key of a command's profile. */
 uint64_t db_profile_key(const char *argv, size_t argv_len);
 

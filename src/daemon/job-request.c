@@ -129,6 +129,7 @@ void job_submit(struct conn *c, const struct proto_msg *m)
 				    err);
 		return;
 	}
+	job_end_flush(srv);	/* room again, for ends not yet written */
 	j = calloc(1, sizeof(*j));
 	if (!j) {
 		/* Queued in the database: the next daemon start runs it. */
@@ -156,9 +157,13 @@ void job_submit(struct conn *c, const struct proto_msg *m)
 	server_kick(srv);
 }
 
-/* Send jobs v[0..n) as one JOB_LIST, dropping the oldest if too large. */
+/*
+ * Send those of jobs v[0..n) in states (a mask; 0: all) as one JOB_LIST,
+ * dropping the oldest if too large.  A row whose end the database lacks
+ * is shown ended (job_end_apply), in the states asked for as it is now.
+ */
 static void send_job_list(struct conn *c, uint32_t seq, struct db_job *v,
-			  size_t n)
+			  size_t n, uint32_t states)
 {
 	struct proto_job_rec *recs = calloc(n ? n : 1, sizeof(*recs));
 	char (*cmds)[JOB_REC_CMD_SHOWN + 1] = calloc(n ? n : 1, sizeof(*cmds));
@@ -166,17 +171,21 @@ static void send_job_list(struct conn *c, uint32_t seq, struct db_job *v,
 	struct proto_buf *out = &c->srv->out;
 	uint64_t now = server_now_us();
 	struct job *live;
-	size_t first = 0;
+	size_t first = 0, k = 0;
 
 	if (!recs || !cmds) {
 		server_client_error(c, seq, ENOMEM, "out of memory");
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
-		struct proto_job_rec *r = &recs[i];
+		struct proto_job_rec *r = &recs[k];
 		struct db_job *d = &v[i];
 
-		job_rec_from_db(d, r, cmds[i], sizeof(cmds[i]));
+		job_end_apply(c->srv, d);
+		if (states && !(states & (1u << d->state)))
+			continue;
+		job_rec_from_db(d, r, cmds[k], sizeof(cmds[k]));
+		k++;
 		if ((live = job_find(c->srv, d->id))) {
 			r->mem_used = live->mem_used;
 			r->kernel_rate = job_kernel_rate(live, now);
@@ -196,12 +205,12 @@ static void send_job_list(struct conn *c, uint32_t seq, struct db_job *v,
 	}
 	/* Newest first to keep: the oldest ended jobs matter least. */
 	for (;;) {
-		m.u.jobs.count = (uint32_t)(n - first);
+		m.u.jobs.count = (uint32_t)(k - first);
 		m.u.jobs.vec = recs + first;
 		out->len = 0;
 		if (proto_encode(out, &m) != -EMSGSIZE)
 			break;
-		first += (n - first + 1) / 2;
+		first += (k - first + 1) / 2;
 	}
 	server_client_send(c, &m);
 out:
@@ -222,12 +231,17 @@ void job_ps(struct conn *c, const struct proto_msg *m)
 	size_t n = 0;
 	int e;
 
+	/* An end the database lacks: its row says queued or running, so an
+	 * ask for ended jobs must read those rows too (send_job_list sorts
+	 * them by the state they are in now). */
+	if (f.states && !TAILQ_EMPTY(&c->srv->unrecorded))
+		f.states |= (1u << PROTO_JOB_QUEUED) | (1u << PROTO_JOB_RUNNING);
 	e = db_job_list(c->srv->db, &f, &v, &n, err, sizeof(err));
 	if (e) {
 		server_client_error(c, m->seq, -e, "%s", err);
 		return;
 	}
-	send_job_list(c, m->seq, v, n);
+	send_job_list(c, m->seq, v, n, m->u.ps.states);
 	db_job_list_free(v, n);
 }
 
@@ -289,6 +303,7 @@ static int job_lookup(struct conn *c, uint32_t seq, uint64_t id,
 		server_client_error(c, seq, -e, "%s", err);
 		return -1;
 	}
+	job_end_apply(c->srv, dj);
 	if (!server_client_may(c, dj->uid)) {
 		db_job_release(dj);
 		server_client_error(c, seq, EPERM, "job %llu belongs to "
@@ -306,6 +321,18 @@ void job_wait(struct conn *c, const struct proto_msg *m)
 
 	if (job_lookup(c, m->seq, m->u.wait.job, &j, &dj))
 		return;
+	if (!j && (dj.state == PROTO_JOB_QUEUED ||
+		   dj.state == PROTO_JOB_RUNNING)) {
+		/* Not ended, not tracked (a job queued in the database but
+		 * lost from memory): EXITED cannot say that, and a silence
+		 * would leave the client waiting for ever. */
+		server_client_error(c, m->seq, EIO, "job %lld is %s in the "
+				    "database but this kmuxd does not track it",
+				    (long long)dj.id,
+				    proto_job_state_name(dj.state));
+		db_job_release(&dj);
+		return;
+	}
 	if (!j) {
 		server_client_send(c, &(struct proto_msg){
 			.type = PROTO_EXITED, .seq = m->seq,
@@ -334,6 +361,15 @@ void job_cancel(struct conn *c, const struct proto_msg *m)
 
 	if (job_lookup(c, m->seq, m->u.cancel.job, &j, &dj))
 		return;
+	if (!j && (dj.state == PROTO_JOB_QUEUED ||
+		   dj.state == PROTO_JOB_RUNNING)) {
+		server_client_error(c, m->seq, EIO, "job %lld is %s in the "
+				    "database but this kmuxd does not track it",
+				    (long long)dj.id,
+				    proto_job_state_name(dj.state));
+		db_job_release(&dj);
+		return;
+	}
 	if (!j) {
 		server_client_error(c, m->seq, EALREADY, "job %lld has already "
 				    "ended (%s)", (long long)dj.id,

@@ -74,7 +74,19 @@ void job_free_all(struct server *srv)
 {
 	struct waiter *w;
 	struct follower *f;
+	struct ended *e;
 	struct job *j;
+
+	/* A last try; what is still not written is lost with this daemon. */
+	job_end_flush(srv);
+	while ((e = TAILQ_FIRST(&srv->unrecorded))) {
+		log_error("daemon: job %lld's end (%s, exit %d) was never "
+			  "recorded: the next kmuxd will find it exited, code "
+			  "unknown", (long long)e->id,
+			  proto_job_state_name(e->state), e->code);
+		TAILQ_REMOVE(&srv->unrecorded, e, entry);
+		free(e);
+	}
 
 	while ((j = TAILQ_FIRST(&srv->queued))) {
 		TAILQ_REMOVE(&srv->queued, j, entry);
@@ -315,6 +327,95 @@ static void waiters_notify(struct server *srv, int64_t id, uint32_t state,
 }
 
 /*
+ * Can a failed db_job_finish() succeed later?  A full disk, a busy or
+ * read-only file: yes, so the end is kept and retried.  -ENOENT, -EALREADY
+ * and -EINVAL say the row itself disagrees: retrying changes nothing.
+ */
+static bool job_end_retryable(int r)
+{
+	return r != -ENOENT && r != -EALREADY && r != -EINVAL;
+}
+
+/*
+ * The database could not record j's end (why).  Dropping j alone would
+ * leave its row running for good: ps would show it running, wait would
+ * never return and cancel would contradict itself.  Keep the end, answer
+ * for it from memory, write it later (job_end_flush).  false when it could
+ * not even be kept.
+ */
+static bool job_end_keep(struct server *srv, const struct job *j,
+			 uint32_t state, int32_t code, int32_t sig,
+			 uint64_t now, const char *why)
+{
+	struct ended *e = calloc(1, sizeof(*e));
+
+	if (!e)
+		return false;
+	e->id = j->id;
+	e->state = state;
+	e->code = code;
+	e->sig = sig;
+	e->end_us = now;
+	TAILQ_INSERT_TAIL(&srv->unrecorded, e, entry);
+	log_error("daemon: job %lld %s (exit %d, signal %d), but the database "
+		  "cannot record it: %s; kmuxd answers for the job from memory "
+		  "and writes its end once the database takes writes again (a "
+		  "kmuxd started before then finds it exited, code unknown)",
+		  (long long)j->id, proto_job_state_name(state), code, sig, why);
+	return true;
+}
+
+const struct ended *job_end_find(struct server *srv, int64_t id)
+{
+	struct ended *e;
+
+	TAILQ_FOREACH(e, &srv->unrecorded, entry)
+		if (e->id == id)
+			return e;
+	return NULL;
+}
+
+void job_end_apply(struct server *srv, struct db_job *dj)
+{
+	const struct ended *e = job_end_find(srv, dj->id);
+
+	if (!e || (dj->state != PROTO_JOB_QUEUED &&
+		   dj->state != PROTO_JOB_RUNNING))
+		return;
+	dj->state = e->state;
+	dj->exit_code = e->code;
+	dj->signal = e->sig;
+	dj->end_us = e->end_us;
+}
+
+void job_end_flush(struct server *srv)
+{
+	char err[ERRLEN];
+	struct ended *e;
+	int r;
+
+	while ((e = TAILQ_FIRST(&srv->unrecorded))) {
+		r = db_job_finish(srv->db, e->id, e->state, e->code, e->sig,
+				  e->end_us, err, sizeof(err));
+		if (r && job_end_retryable(r)) {
+			/* Still full: said once already, try again later. */
+			log_debug("daemon: job %lld: %s", (long long)e->id, err);
+			return;
+		}
+		if (r)
+			log_warn("daemon: job %lld: its end cannot be recorded: "
+				 "%s", (long long)e->id, err);
+		else
+			log_info("daemon: job %lld: its end (%s, exit %d, "
+				 "signal %d) is recorded now", (long long)e->id,
+				 proto_job_state_name(e->state), e->code,
+				 e->sig);
+		TAILQ_REMOVE(&srv->unrecorded, e, entry);
+		free(e);
+	}
+}
+
+/*
  * j has ended (or will never start): record it, give its GPUs back, tell
  * whoever waits, and let the queue move.  j is freed.
  */
@@ -323,11 +424,17 @@ void job_finish(struct server *srv, struct job *j, uint32_t state,
 {
 	uint64_t now = server_now_us();
 	char err[ERRLEN];
-	bool measured, learned = false;
+	bool measured, learned = false, kept = false;
 	double busy, duty = -1.0;
+	int r;
 
-	if (db_job_finish(srv->db, j->id, state, code, sig, now, err,
-			  sizeof(err)))
+	r = db_job_finish(srv->db, j->id, state, code, sig, now, err,
+			  sizeof(err));
+	if (r == 0)
+		job_end_flush(srv);	/* there is room: older ends first */
+	else if (job_end_retryable(r))
+		kept = job_end_keep(srv, j, state, code, sig, now, err);
+	if (r && !kept)
 		log_error("daemon: job %lld: %s", (long long)j->id, err);
 	/* Measured when NVML could say (two samples at least); else the
 	 * profile's busyness is left as it was (db_profile_update). */
@@ -343,7 +450,9 @@ void job_finish(struct server *srv, struct job *j, uint32_t state,
 		log_info("daemon: job %lld: measured busyness %.2f over %u "
 			 "samples, hardly any active, duty %.2f",
 			 (long long)j->id, busy, j->busy.seen, duty);
-	if (state == PROTO_JOB_EXITED && j->mem_peak && j->start_us) {
+	/* Its profile is a write too: on a full disk, the run teaches nothing
+	 * rather than log the same failure three more times. */
+	if (!kept && state == PROTO_JOB_EXITED && j->mem_peak && j->start_us) {
 		learned = db_profile_update(srv->db, j->profile_key,
 					    j->mem_peak,
 					    measured ? busy : j->task.busy,
@@ -955,6 +1064,7 @@ static int job_start(struct server *srv, struct job *j,
 		log_info("daemon: the database takes writes again: admission "
 			 "resumed");
 	srv->db_stalled = false;
+	job_end_flush(srv);
 	TAILQ_REMOVE(&srv->queued, j, entry);
 	j->state = PROTO_JOB_RUNNING;
 	j->start_us = server_now_us();

@@ -237,6 +237,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	job_end_flush(srv);
 	job_sample(srv);
 	pressure_fake_used(srv);
 	job_poll(srv);
@@ -332,11 +333,20 @@ static int gpus_init(struct server *srv, char *err, size_t errlen)
 static int db_init(struct server *srv, char *err, size_t errlen)
 {
 	const char *cap = getenv("KMUX_DB_MAX_PAGES");
+	const char *full = getenv("KMUX_DB_FULL");
 	char dberr[512];
 	int r;
 
 	snprintf(srv->db_path, sizeof(srv->db_path), "%s/%s",
 		 srv->paths.state_dir, PATHS_DB_NAME);
+	/* Test knob: while this file exists the disk is full (db-full.c). */
+	if (full && *full) {
+		r = db_full_set(full, dberr, sizeof(dberr));
+		if (r) {
+			snprintf(err, errlen, "KMUX_DB_FULL: %s", dberr);
+			return r;
+		}
+	}
 	r = db_open(srv->db_path, 0, &srv->db, dberr, sizeof(dberr));
 	if (r) {
 		snprintf(err, errlen, "cannot open the database: %s", dberr);
@@ -458,6 +468,7 @@ static int server_init(struct server *srv, const struct server_opts *o,
 		srv->cgroup_root[0] = '\0';	/* no cgroup2: SIGSTOP only */
 	TAILQ_INIT(&srv->queued);
 	TAILQ_INIT(&srv->running);
+	TAILQ_INIT(&srv->unrecorded);
 	TAILQ_INIT(&srv->conns);
 	TAILQ_INIT(&srv->waiters);
 	TAILQ_INIT(&srv->followers);
