@@ -294,6 +294,8 @@ static bool job_rec_ok(const struct proto_job_rec *r)
 	       (!(r->flags & PROTO_JOBREC_F_WAIT_BOUND) ||
 		r->state == PROTO_JOB_RUNNING ||
 		r->state == PROTO_JOB_QUEUED) &&
+	       r->held <= PROTO_HELD_MAX &&
+	       (r->held == PROTO_HELD_NONE || r->state == PROTO_JOB_QUEUED) &&
 	       slen(r->name) < PROTO_MAX_NAME;
 }
 
@@ -327,7 +329,7 @@ static bool gpu_list_ok(const struct proto_gpu_list *m)
 	uint64_t seen = 0;
 	uint32_t i;
 
-	if (m->count > PROTO_MAX_GPUS)
+	if (m->count > PROTO_MAX_GPUS || slen(m->note) >= PROTO_MAX_ERRMSG)
 		return false;
 	for (i = 0; i < m->count; i++) {
 		const struct proto_gpu_rec *g = &m->gpu[i];
@@ -421,7 +423,7 @@ static int rd_job_rec(struct rd *r, struct proto_job_rec *rec)
 {
 	struct proto_wire_job_rec w;
 
-	if (rd_bytes(r, &w, sizeof(w)) < 0 || w.reserved != 0)
+	if (rd_bytes(r, &w, sizeof(w)) < 0)
 		return -EBADMSG;
 	rec->id = le64toh(w.id);
 	rec->gpus = le64toh(w.gpus);
@@ -445,6 +447,7 @@ static int rd_job_rec(struct rd *r, struct proto_job_rec *rec)
 	rec->restores = le64toh(w.restores);
 	rec->flags = le32toh(w.flags);
 	rec->wait_rate = le32toh(w.wait_rate);
+	rec->held = le32toh(w.held);
 	if (rd_str(r, &rec->name) < 0 || rd_str(r, &rec->cmd) < 0)
 		return -EBADMSG;
 	return job_rec_ok(rec) ? 0 : -EBADMSG;
@@ -475,6 +478,7 @@ static void wr_job_rec(struct wr *w, const struct proto_job_rec *rec)
 		.evicts = htole64(rec->evicts),
 		.restores = htole64(rec->restores),
 		.wait_rate = htole32(rec->wait_rate),
+		.held = htole32(rec->held),
 	};
 
 	wr_bytes(w, &x, sizeof(x));
@@ -786,7 +790,7 @@ static int rd_payload(struct rd *r, struct proto_msg *m)
 			x->util_pm = le32toh(g.util_pm);
 			x->busy_pm = le32toh(g.busy_pm);
 		}
-		return 0;
+		return rd_str(r, &m->u.gpus.note);
 	}
 	case PROTO_LOG_DATA: {
 		struct proto_wire_log_data w;
@@ -1086,6 +1090,7 @@ static int wr_payload(struct wr *w, const struct proto_msg *m)
 
 			wr_bytes(w, &x, sizeof(x));
 		}
+		wr_str(w, m->u.gpus.note);
 		return 0;
 	}
 	case PROTO_LOG_DATA: {

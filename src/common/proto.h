@@ -54,7 +54,7 @@
 #include <stdint.h>
 
 #define PROTO_MAGIC 0x58554d4bu		/* the bytes "KMUX" read as u32 LE */
-#define PROTO_VERSION 9
+#define PROTO_VERSION 10
 #define PROTO_HDR_SIZE 16
 #define PROTO_MAX_MSG (1u << 20)	/* header included */
 #define PROTO_MAX_PAYLOAD (PROTO_MAX_MSG - PROTO_HDR_SIZE)
@@ -173,6 +173,21 @@ enum proto_job_state {
 					 * with another such job
 					 * (kmux daemon --slice-waits) */
 #define PROTO_JOBREC_F_MASK 0x3u
+
+/*
+ * Why a queued job is held (the job record's held, v10): it cannot run on
+ * the node as it is now, after kmuxd restarted with fewer GPUs, smaller
+ * ones or none.  It stays queued, admitted by no one, and runs once a
+ * kmuxd with enough starts; submissions that ask for as much are refused.
+ */
+enum proto_held {
+	PROTO_HELD_NONE = 0,
+	PROTO_HELD_GPUS = 1,	/* more GPUs than the node has */
+	PROTO_HELD_MEM = 2,	/* more memory per GPU than any GPU can give */
+	PROTO_HELD_NO_GPUS = 3,	/* the node has no GPUs at all (NVML could
+				 * not be loaded, or sees none) */
+};
+#define PROTO_HELD_MAX PROTO_HELD_NO_GPUS
 
 /* MEM_PRESSURE flags (v7). */
 #define PROTO_PRESSURE_F_BUDGET 0x1u	/* give up budget (a queued task is
@@ -296,7 +311,8 @@ struct proto_wire_admit {	/* + ngpus x u32 gpu index, str mps_pipe,
 	uint32_t reserved;
 } PROTO_PACKED;
 
-struct proto_wire_count {		/* JOB_LIST, GPU_LIST: + count records */
+struct proto_wire_count {		/* JOB_LIST, GPU_LIST: + count records;
+					 * GPU_LIST then str note (v10) */
 	uint32_t count;
 	uint32_t reserved;
 } PROTO_PACKED;
@@ -326,7 +342,7 @@ struct proto_wire_job_rec {		/* + str name, str cmd */
 	uint64_t restores;
 	/* v9 */
 	uint32_t wait_rate;
-	uint32_t reserved;
+	uint32_t held;			/* v10: enum proto_held; was reserved */
 } PROTO_PACKED;
 
 struct proto_wire_exited {
@@ -579,6 +595,8 @@ struct proto_job_rec {
 	uint32_t flags;			/* PROTO_JOBREC_F_* */
 	uint32_t wait_rate;		/* v9: host waits for the GPU per
 					 * second, recently (running jobs) */
+	uint32_t held;			/* v10: enum proto_held; only on a
+					 * queued job */
 	/* Its memory manager's last report (running jobs; else 0). */
 	uint64_t mem_evicted, mem_reserved, evicts, restores;
 	const char *name;
@@ -617,6 +635,9 @@ struct proto_gpu_rec {
 struct proto_gpu_list {
 	uint32_t count;			/* <= PROTO_MAX_GPUS */
 	struct proto_gpu_rec gpu[PROTO_MAX_GPUS];
+	/* v10: why the node has no GPUs ("NVML not available (...)"), for
+	 * top; "" otherwise (NULL encodes as ""); < PROTO_MAX_ERRMSG. */
+	const char *note;
 };
 
 struct proto_log_data {

@@ -125,6 +125,10 @@ struct job {
 				 * process: its preload's connection */
 	uint32_t owner_seq;
 	bool told_queued;	/* RUN, REGISTER: QUEUED sent (once) */
+	/* Queued, but the node as it is now cannot run it (PROTO_HELD_*: a
+	 * daemon restarted with fewer GPUs, smaller ones or none): left out
+	 * of admission, not failed (job_schedule). */
+	uint32_t held;
 	/* What its preload reports (ALLOC_UPDATE), for ps and top. */
 	uint64_t mem_used;	/* resident bytes, last report */
 	/* Its memory manager, last report (0 without one): evicted bytes,

@@ -201,6 +201,9 @@ static void send_job_list(struct conn *c, uint32_t seq, struct db_job *v,
 			    (live->state == PROTO_JOB_RUNNING ||
 			     live->state == PROTO_JOB_QUEUED))
 				r->flags |= PROTO_JOBREC_F_WAIT_BOUND;
+			if (live->state == PROTO_JOB_QUEUED &&
+			    d->state == PROTO_JOB_QUEUED)
+				r->held = live->held;
 		}
 	}
 	/* Newest first to keep: the oldest ended jobs matter least. */
@@ -252,6 +255,8 @@ void job_top(struct conn *c, const struct proto_msg *m)
 	struct proto_msg ps = { .type = PROTO_PS, .seq = m->seq };
 
 	g.u.gpus.count = (uint32_t)srv->ngpus;
+	/* No GPUs: say why (NVML could not be loaded, ...), top shows it. */
+	g.u.gpus.note = srv->ngpus ? "" : srv->nvml_why;
 	for (size_t i = 0; i < srv->ngpus; i++) {
 		const struct admit_gpu *a = &srv->gpus[i];
 		struct proto_gpu_rec *r = &g.u.gpus.gpu[i];

@@ -1109,6 +1109,70 @@ static int job_start(struct server *srv, struct job *j,
 	return 0;
 }
 
+/*
+ * Why j cannot run on the node as it is now (PROTO_HELD_*), or
+ * PROTO_HELD_NONE.  Submissions are checked against the node before they
+ * are queued (job_check_fit), so only jobs recovered from the database of
+ * a daemon that had more GPUs, or larger ones, are held.
+ */
+static uint32_t job_held_why(struct server *srv, const struct job *j)
+{
+	if (srv->ngpus == 0)
+		return PROTO_HELD_NO_GPUS;
+	switch (admit_check(&j->task, srv->gpus, srv->ngpus, &srv->policy)) {
+	case -ENODEV:
+		return PROTO_HELD_GPUS;
+	case -ENOSPC:
+		return PROTO_HELD_MEM;
+	default:
+		return PROTO_HELD_NONE;
+	}
+}
+
+/*
+ * Hold j, or let it go, as the node now allows; say so when that changes.
+ * Failing such a job, as admission did before, lost it for good to a
+ * restart with fewer GPUs (a driver that failed to load, a card taken out
+ * for repair): it stays queued and runs under a daemon that has them.
+ */
+static void job_hold(struct server *srv, struct job *j, uint32_t why)
+{
+	char need[SIZE_FORMAT_MAX], cap[SIZE_FORMAT_MAX];
+	uint64_t best = 0;
+
+	if (why == j->held)
+		return;
+	j->held = why;
+	switch (why) {
+	case PROTO_HELD_NONE:
+		log_info("daemon: job %lld is no longer held: the node can run "
+			 "it", (long long)j->id);
+		return;
+	case PROTO_HELD_NO_GPUS:
+		log_warn("daemon: job %lld held: this node has no GPUs now "
+			 "(%s); it stays queued until a kmuxd with GPUs starts "
+			 "(`kmux cancel %lld` drops it)", (long long)j->id,
+			 srv->nvml_why, (long long)j->id);
+		return;
+	case PROTO_HELD_GPUS:
+		log_warn("daemon: job %lld held: it asks for %u GPUs and this "
+			 "node has %zu now; it stays queued until a kmuxd with "
+			 "enough starts (`kmux cancel %lld` drops it)",
+			 (long long)j->id, j->task.ngpus, srv->ngpus,
+			 (long long)j->id);
+		return;
+	}
+	for (size_t i = 0; i < srv->ngpus; i++)
+		if (admit_capacity(&srv->gpus[i], &srv->policy) > best)
+			best = admit_capacity(&srv->gpus[i], &srv->policy);
+	size_format(j->task.mem, need, sizeof(need));
+	size_format(best, cap, sizeof(cap));
+	log_warn("daemon: job %lld held: it needs %s per GPU and no GPU of "
+		 "this node can give more than %s now; it stays queued until "
+		 "a kmuxd with larger GPUs starts (`kmux cancel %lld` drops "
+		 "it)", (long long)j->id, need, cap, (long long)j->id);
+}
+
 /* Tell `kmux run` clients still waiting where they stand. */
 static void job_tell_queued(struct server *srv)
 {
@@ -1160,23 +1224,29 @@ void job_schedule(struct server *srv)
 				break;
 			}
 		}
+		/* Held jobs keep their place in the queue but are not
+		 * offered: admit_next would report them as never fitting. */
 		n = 0;
 		TAILQ_FOREACH(j, &srv->queued, entry) {
+			job_hold(srv, j, job_held_why(srv, j));
+			if (j->held)
+				continue;
 			tasks[n] = j->task;
 			jobs[n++] = j;
 		}
+		if (n == 0)
+			break;
 		r = admit_next(tasks, n, srv->gpus, srv->ngpus, &srv->policy,
 			       server_now_us(), &d);
 		if (r == -EAGAIN)
 			break;
 		if (r == -ENODEV || r == -ENOSPC) {
-			log_warn("daemon: job %lld can never run on this node "
-				 "(%s)", (long long)jobs[d.task]->id,
-				 r == -ENODEV ? "too many GPUs" :
-				 "too much memory");
-			job_finish(srv, jobs[d.task], PROTO_JOB_FAILED,
-				   PROTO_EXIT_UNKNOWN, 0);
-			continue;
+			/* job_held_why() runs the same check: never here.  Stop
+			 * rather than fail or spin on it. */
+			log_error("daemon: admission: job %lld does not fit "
+				 "this node after all (%s)",
+				 (long long)jobs[d.task]->id, strerror(-r));
+			break;
 		}
 		if (r) {
 			log_error("daemon: admission: %s", strerror(-r));

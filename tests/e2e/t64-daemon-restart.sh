@@ -94,4 +94,54 @@ kill -9 -- "-$hpid" 2>/dev/null
 check "a restarted daemon that does not know the job: wait exits 125" [ "$rc" -eq 125 ]
 check "  ... within seconds, not the full 60 s" [ $(($(date +%s) - t0)) -le 5 ]
 check "  ... and says no such job" grep -qi "no .*job" "$TMP/w2.err"
+
+# A restart with fewer GPUs, or none (NVML failed to load, a card out for
+# repair), holds the queued jobs it cannot run now instead of failing them:
+# nothing queued is lost, and they run once a daemon with the GPUs starts.
+stop_daemon
+GO3=$TMP/blk-may-end
+KMUX_FAKE_GPUS=2:16G start_daemon
+blk=$("$KMUX" submit --gpus 2 -m 15G -- sh -c "for i in \$(seq 1200); do [ -e '$GO3' ] && break; sleep 0.05; done")
+two=$("$KMUX" submit --gpus 2 -m 1G -- echo two-ran)
+one=$("$KMUX" submit -m 1G -- echo one-ran)
+check "2 GPUs: job $blk runs on both" wait_state "$blk" running
+check "  ... jobs $two (2 GPUs) and $one (1 GPU) wait behind it" \
+	cond '[ "$(job_state "$two")" = queued ] && [ "$(job_state "$one")" = queued ]'
+blkpid=$(jq_job "$blk" 'j["pid"]')
+stop_daemon
+KMUX_FAKE_GPUS=1:16G start_daemon
+check "restarted with 1 GPU: job $two is held, not failed" \
+	[ "$(jq_job "$two" 'j["state"], j["held"]')" = "('queued', 'gpus')" ]
+check "  ... ps says why" \
+	cond '"$KMUX" ps | grep -Eq "^ +$two +held \(GPUs\) "'
+check "  ... the log says why" \
+	grep -q "job $two held: it asks for 2 GPUs and this node has 1 now" "$KMUX_STATE_DIR/kmuxd.log"
+check "  ... job $one is queued, not held" \
+	[ "$(jq_job "$one" 'j["state"], j["held"]')" = "('queued', None)" ]
+expect_rc 4 "  ... a new 2-GPU submission is still refused" \
+	"$KMUX" submit --gpus 2 -- true
+check "  ... saying why" err_has "2 GPUs asked for, but this node has 1"
+stop_daemon
+KMUX_FAKE_GPUS=0 expect_rc 0 "restarted with no GPUs: the daemon starts" start_daemon
+check "  ... and says so loudly" err_has "no GPUs: KMUX_FAKE_GPUS=0 simulates a node without GPUs.  kmuxd runs but admits nothing"
+held_two=$(jq_job "$two" 'j["held"]')
+held_one=$(jq_job "$one" 'j["held"]')
+check "  ... both jobs held (no GPUs)" \
+	cond '[ "$held_two" = no-gpus ] && [ "$held_one" = no-gpus ]'
+check "  ... ps says so" cond '"$KMUX" ps | grep -Eq "^ +$one +held \(no GPUs\) "'
+"$KMUX" top --once >"$TMP/top.out" 2>&1
+check "  ... top says why there are none" \
+	grep -q "kmuxd has no GPUs: KMUX_FAKE_GPUS=0 simulates" "$TMP/top.out"
+check "  ... top --json too" \
+	[ "$(top_json 't["no_gpus"]')" = "KMUX_FAKE_GPUS=0 simulates a node without GPUs" ]
+check "job $blk kept running through all this" kill -0 "$blkpid"
+stop_daemon
+touch "$GO3"
+check "job $blk ends while no daemon runs" \
+	wait_for 10 cond '! kill -0 "$blkpid" 2>/dev/null'
+KMUX_FAKE_GPUS=2:16G start_daemon
+expect_rc 0 "back with 2 GPUs: the held 2-GPU job runs" "$KMUX" wait "$two"
+check "  ... its output intact" grep -qx two-ran <("$KMUX" logs "$two")
+expect_rc 0 "  ... and so does the 1-GPU job" "$KMUX" wait "$one"
+check "  ... its output intact" grep -qx one-ran <("$KMUX" logs "$one")
 finish
