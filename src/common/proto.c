@@ -368,6 +368,8 @@ static bool msg_ok(const struct proto_msg *m)
 		       !(m->u.ps.states & ~PS_STATES_ALL);
 	case PROTO_WAIT:
 		return m->u.wait.job > 0;
+	case PROTO_ATTACH:
+		return m->u.attach.job > 0;
 	case PROTO_CANCEL:
 		return m->u.cancel.job > 0 && m->u.cancel.signal >= 0 &&
 		       m->u.cancel.signal <= PROTO_MAX_SIGNAL;
@@ -673,6 +675,14 @@ static int rd_payload(struct rd *r, struct proto_msg *m)
 		if (rd_bytes(r, &w, sizeof(w)) < 0)
 			return -EBADMSG;
 		m->u.wait.job = le64toh(w.job);
+		return 0;
+	}
+	case PROTO_ATTACH: {
+		struct proto_wire_job_ref w;
+
+		if (rd_bytes(r, &w, sizeof(w)) < 0)
+			return -EBADMSG;
+		m->u.attach.job = le64toh(w.job);
 		return 0;
 	}
 	case PROTO_CANCEL: {
@@ -989,6 +999,13 @@ static int wr_payload(struct wr *w, const struct proto_msg *m)
 		wr_bytes(w, &x, sizeof(x));
 		return 0;
 	}
+	case PROTO_ATTACH: {
+		struct proto_wire_job_ref x = {
+			.job = htole64(m->u.attach.job) };
+
+		wr_bytes(w, &x, sizeof(x));
+		return 0;
+	}
 	case PROTO_CANCEL: {
 		struct proto_wire_cancel x = {
 			.job = htole64(m->u.cancel.job),
@@ -1296,6 +1313,7 @@ PROTO_ENCODER(register, PROTO_REGISTER, reg, struct proto_register)
 PROTO_ENCODER(alloc_update, PROTO_ALLOC_UPDATE, alloc, struct proto_alloc_update)
 PROTO_ENCODER(ps, PROTO_PS, ps, struct proto_ps)
 PROTO_ENCODER(wait, PROTO_WAIT, wait, struct proto_wait)
+PROTO_ENCODER(attach, PROTO_ATTACH, attach, struct proto_attach)
 PROTO_ENCODER(cancel, PROTO_CANCEL, cancel, struct proto_cancel)
 PROTO_ENCODER(logs, PROTO_LOGS, logs, struct proto_logs)
 PROTO_ENCODER(top, PROTO_TOP, top, struct proto_top)
@@ -1340,6 +1358,7 @@ const char *proto_type_name(uint16_t type)
 	case PROTO_REGION_ENTER: return "REGION_ENTER";
 	case PROTO_REGION_LEAVE: return "REGION_LEAVE";
 	case PROTO_DRAINED: return "DRAINED";
+	case PROTO_ATTACH: return "ATTACH";
 	case PROTO_DRAIN: return "DRAIN";
 	case PROTO_REGION_GRANTED: return "REGION_GRANTED";
 	case PROTO_MEM_PRESSURE: return "MEM_PRESSURE";
@@ -1350,7 +1369,7 @@ const char *proto_type_name(uint16_t type)
 bool proto_type_is_request(uint16_t type)
 {
 	/* The 1xx block is numbered without gaps. */
-	return type >= PROTO_HELLO && type <= PROTO_DRAINED;
+	return type >= PROTO_HELLO && type <= PROTO_ATTACH;
 }
 
 static const char *const state_names[] = {

@@ -54,7 +54,7 @@
 #include <stdint.h>
 
 #define PROTO_MAGIC 0x58554d4bu		/* the bytes "KMUX" read as u32 LE */
-#define PROTO_VERSION 10
+#define PROTO_VERSION 11
 #define PROTO_HDR_SIZE 16
 #define PROTO_MAX_MSG (1u << 20)	/* header included */
 #define PROTO_MAX_PAYLOAD (PROTO_MAX_MSG - PROTO_HDR_SIZE)
@@ -87,6 +87,10 @@ enum proto_type {
 				   * -> REGION_GRANTED (after a FIFO wait) */
 	PROTO_REGION_LEAVE = 112, /* preload: the region is over -> OK */
 	PROTO_DRAINED = 113,	/* preload: DRAIN done (its streams are idle) */
+	PROTO_ATTACH = 114,	/* client of RUN, back after its daemon died
+				 * (v11): this queued job is mine again ->
+				 * OK, then QUEUED, ADMIT or EXITED as after
+				 * RUN; EXITED at once if it has ended */
 
 	/* daemon -> client */
 	PROTO_OK = 200,
@@ -264,7 +268,7 @@ struct proto_wire_ps {
 	uint32_t states;		/* bit (1 << state); 0 = all */
 } PROTO_PACKED;
 
-struct proto_wire_job_ref {		/* WAIT */
+struct proto_wire_job_ref {		/* WAIT, ATTACH */
 	uint64_t job;
 } PROTO_PACKED;
 
@@ -534,6 +538,16 @@ struct proto_wait {
 	uint64_t job;
 };
 
+/*
+ * ATTACH (v11): a `kmux run` whose connection dropped while its job was
+ * queued (the daemon died) takes the job back on a new connection; the
+ * daemon that recovered the job keeps it queued, unadmitted, for a grace
+ * period, and cancels it if no client attaches.
+ */
+struct proto_attach {
+	uint64_t job;			/* > 0, RUN's OK id */
+};
+
 struct proto_cancel {
 	uint64_t job;
 	int32_t signal;			/* 0: the daemon's default (SIGTERM) */
@@ -708,6 +722,7 @@ struct proto_msg {
 		struct proto_alloc_update alloc;
 		struct proto_ps ps;
 		struct proto_wait wait;
+		struct proto_attach attach;
 		struct proto_cancel cancel;
 		struct proto_logs logs;
 		struct proto_top top;
@@ -769,6 +784,8 @@ int proto_encode_ps(struct proto_buf *out, uint32_t seq,
 		    const struct proto_ps *m);
 int proto_encode_wait(struct proto_buf *out, uint32_t seq,
 		      const struct proto_wait *m);
+int proto_encode_attach(struct proto_buf *out, uint32_t seq,
+			const struct proto_attach *m);
 int proto_encode_cancel(struct proto_buf *out, uint32_t seq,
 			const struct proto_cancel *m);
 int proto_encode_logs(struct proto_buf *out, uint32_t seq,

@@ -125,6 +125,11 @@ struct job {
 				 * process: its preload's connection */
 	uint32_t owner_seq;
 	bool told_queued;	/* RUN, REGISTER: QUEUED sent (once) */
+	/* RUN, recovered queued after a restart: its client's connection
+	 * died with the old daemon.  Kept queued but not admitted (nobody
+	 * would start it) until then, for the client to ATTACH again;
+	 * cancelled after (job_attach_expire).  0: not waiting. */
+	uint64_t attach_until_us;
 	/* Queued, but the node as it is now cannot run it (PROTO_HELD_*: a
 	 * daemon restarted with fewer GPUs, smaller ones or none): left out
 	 * of admission, not failed (job_schedule). */
@@ -358,6 +363,14 @@ bool server_client_may(const struct conn *c, uint32_t uid);
  */
 #define JOB_THRASH_HOLD_US (UINT64_C(5) * 1000000)
 
+/*
+ * How long a queued `kmux run` job recovered at start-up waits for its
+ * client to come back (ATTACH): the client retries every 0.8 s at most once
+ * its connection dropped, so a live one is back well within this; a dead
+ * one's job is then cancelled rather than left queued for nobody.
+ */
+#define JOB_ATTACH_GRACE_US (UINT64_C(5) * 1000000)
+
 /* Does an environment block (envc NUL-terminated strings, len bytes) set
  * KMUX_MEMORY=evict (its first KMUX_MEMORY entry, as getenv reads it)? */
 bool job_env_evict(const char *env, size_t len);
@@ -374,6 +387,8 @@ void turns_free(struct server *srv);
 
 void job_task_init(struct server *srv, struct job *j, uint32_t ngpus,
 		   uint64_t mem_request, int32_t prio);
+/* Queued `kmux run` jobs whose client did not ATTACH in time: cancelled. */
+void job_attach_expire(struct server *srv);
 /* j ended (or never will start): record, release, notify; frees j. */
 void job_finish(struct server *srv, struct job *j, uint32_t state,
 		int32_t code, int32_t sig);
@@ -470,6 +485,7 @@ void job_cancel(struct conn *c, const struct proto_msg *m);
 void job_logs(struct conn *c, const struct proto_msg *m);
 void job_register(struct conn *c, const struct proto_msg *m);
 void job_finished(struct conn *c, const struct proto_msg *m);
+void job_attach(struct conn *c, const struct proto_msg *m);
 void job_alloc_update(struct conn *c, const struct proto_msg *m);
 /*
  * Growths that wait for room: grant those that fit now (oldest first),

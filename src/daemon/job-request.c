@@ -769,12 +769,59 @@ void job_register(struct conn *c, const struct proto_msg *m)
 	send_admit(c, m->seq, j);
 }
 
+/*
+ * FINISHED for a job that has ended already: a `kmux run` whose daemon died
+ * while its command ran, back on a new connection.  The daemon that
+ * recovered the job found its process gone (or never knew it: the preload
+ * never registered) and recorded it exited, code unknown; the client knew
+ * the code.  Only that case is filled in (db_job_set_exit).
+ */
+static void job_finished_late(struct conn *c, const struct proto_msg *m)
+{
+	const struct proto_finished *f = &m->u.finished;
+	struct server *srv = c->srv;
+	struct db_job dj = { 0 };
+	char err[ERRLEN];
+	int e;
+
+	e = db_job_get(srv->db, (int64_t)f->job, &dj, err, sizeof(err));
+	if (e || !(dj.flags & DB_JOB_F_FOREGROUND) ||
+	    !server_client_may(c, dj.uid) || dj.state != PROTO_JOB_EXITED ||
+	    dj.exit_code != PROTO_EXIT_UNKNOWN || dj.signal ||
+	    (f->exit_code == PROTO_EXIT_UNKNOWN && !f->signal)) {
+		server_client_error(c, m->seq, ENOENT, "job %llu is not yours "
+				    "to finish", (unsigned long long)f->job);
+		goto out;
+	}
+	e = db_job_set_exit(srv->db, dj.id, f->exit_code, f->signal, err,
+			    sizeof(err));
+	if (e) {
+		server_client_error(c, m->seq, -e, "%s", err);
+		goto out;
+	}
+	log_info("daemon: job %lld: exit %d, signal %d, from its `kmux run`: it "
+		 "ended while no kmuxd watched it", (long long)dj.id,
+		 f->exit_code, f->signal);
+	server_client_send(c, &(struct proto_msg){
+		.type = PROTO_OK, .seq = m->seq, .u.ok.id = f->job });
+out:
+	db_job_release(&dj);
+}
+
 void job_finished(struct conn *c, const struct proto_msg *m)
 {
 	const struct proto_finished *f = &m->u.finished;
 	struct job *j = job_find(c->srv, (int64_t)f->job);
 
-	if (!j || j->owner != c) {
+	if (!j) {
+		job_finished_late(c, m);
+		return;
+	}
+	/* Its owner; or, after a restart, its `kmux run` on a new
+	 * connection (the job was recovered running, with no owner). */
+	if (j->owner != c &&
+	    (j->owner || !(j->flags & DB_JOB_F_FOREGROUND) ||
+	     j->state != PROTO_JOB_RUNNING || !server_client_may(c, j->uid))) {
 		server_client_error(c, m->seq, ENOENT, "job %llu is not yours "
 				    "to finish", (unsigned long long)f->job);
 		return;
@@ -784,6 +831,57 @@ void job_finished(struct conn *c, const struct proto_msg *m)
 	job_finish(c->srv, j, j->cancelling && j->state == PROTO_JOB_RUNNING ?
 		   PROTO_JOB_CANCELLED : PROTO_JOB_EXITED, f->exit_code,
 		   f->signal);
+}
+
+/*
+ * ATTACH: a `kmux run` whose daemon died while its job was queued takes
+ * the job back on a new connection (job_recover kept it queued, out of
+ * admission, for JOB_ATTACH_GRACE_US).  From here on as after RUN: OK, then
+ * QUEUED and ADMIT, or EXITED; the connection owns the job again, so its
+ * end cancels the job.  A job that ended meanwhile is answered with its
+ * EXITED at once.
+ */
+void job_attach(struct conn *c, const struct proto_msg *m)
+{
+	struct server *srv = c->srv;
+	struct db_job dj = { 0 };
+	struct job *j;
+
+	if (job_lookup(c, m->seq, m->u.attach.job, &j, &dj))
+		return;
+	if (!j) {
+		if (dj.state == PROTO_JOB_QUEUED || dj.state == PROTO_JOB_RUNNING)
+			server_client_error(c, m->seq, EIO, "job %lld is %s in "
+					    "the database but this kmuxd does "
+					    "not track it", (long long)dj.id,
+					    proto_job_state_name(dj.state));
+		else
+			server_client_send(c, &(struct proto_msg){
+				.type = PROTO_EXITED, .seq = m->seq,
+				.u.exited = { (uint64_t)dj.id, dj.state,
+					      dj.exit_code, dj.signal } });
+		db_job_release(&dj);
+		return;
+	}
+	if (!(j->flags & DB_JOB_F_FOREGROUND) || j->state != PROTO_JOB_QUEUED) {
+		server_client_error(c, m->seq, EINVAL, "job %lld is not a "
+				    "queued `kmux run` job", (long long)j->id);
+		return;
+	}
+	if (j->owner) {
+		server_client_error(c, m->seq, EBUSY, "job %lld has its `kmux "
+				    "run` client already", (long long)j->id);
+		return;
+	}
+	j->owner = c;
+	j->owner_seq = m->seq;
+	j->told_queued = false;
+	j->attach_until_us = 0;
+	log_info("daemon: job %lld: its `kmux run` is back (pid %d)",
+		 (long long)j->id, (int)c->pid);
+	server_client_send(c, &(struct proto_msg){
+		.type = PROTO_OK, .seq = m->seq, .u.ok.id = (uint64_t)j->id });
+	server_kick(srv);
 }
 
 /*

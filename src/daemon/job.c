@@ -1229,7 +1229,9 @@ void job_schedule(struct server *srv)
 		n = 0;
 		TAILQ_FOREACH(j, &srv->queued, entry) {
 			job_hold(srv, j, job_held_why(srv, j));
-			if (j->held)
+			/* ... and so are `kmux run` jobs whose client is not
+			 * back yet: nobody would start them. */
+			if (j->held || j->attach_until_us)
 				continue;
 			tasks[n] = j->task;
 			jobs[n++] = j;
@@ -1352,9 +1354,18 @@ int job_recover(struct server *srv, char *err, size_t errlen)
 		if (j->state == PROTO_JOB_RUNNING) {
 			TAILQ_INSERT_TAIL(&srv->running, j, entry);
 			job_recommit(srv, j, dj->gpus, dj->mem_quota);
-		} else if (j->flags & (DB_JOB_F_FOREGROUND |
-				       DB_JOB_F_REGISTERED)) {
-			/* Its client was connected to the daemon that died. */
+		} else if (j->flags & DB_JOB_F_FOREGROUND) {
+			/* Its `kmux run` was connected to the daemon that
+			 * died and is looking for this one: keep its place. */
+			j->attach_until_us = server_now_us() +
+					     JOB_ATTACH_GRACE_US;
+			TAILQ_INSERT_TAIL(&srv->queued, j, entry);
+			log_info("daemon: job %lld: a queued `kmux run`; kept "
+				 "%.0f s for its client to come back",
+				 (long long)j->id, JOB_ATTACH_GRACE_US / 1e6);
+		} else if (j->flags & DB_JOB_F_REGISTERED) {
+			/* Its preload registers anew (a new job) once it
+			 * finds this daemon: this one is for nobody. */
 			TAILQ_INSERT_TAIL(&srv->queued, j, entry);
 			job_finish(srv, j, PROTO_JOB_CANCELLED,
 				   PROTO_EXIT_UNKNOWN, 0);
@@ -1367,6 +1378,22 @@ int job_recover(struct server *srv, char *err, size_t errlen)
 	srv->recovered.running_kept = st.running_kept;
 	srv->recovered.lost = st.lost;
 	return r;
+}
+
+void job_attach_expire(struct server *srv)
+{
+	uint64_t now = server_now_us();
+	struct job *j, *next;
+
+	for (j = TAILQ_FIRST(&srv->queued); j; j = next) {
+		next = TAILQ_NEXT(j, entry);
+		if (!j->attach_until_us || now < j->attach_until_us)
+			continue;
+		log_info("daemon: job %lld: its `kmux run` did not come back "
+			 "within %.0f s of the restart: cancelled",
+			 (long long)j->id, JOB_ATTACH_GRACE_US / 1e6);
+		job_finish(srv, j, PROTO_JOB_CANCELLED, PROTO_EXIT_UNKNOWN, 0);
+	}
 }
 
 /* --- signals ------------------------------------------------------------- */

@@ -238,6 +238,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	job_end_flush(srv);
+	job_attach_expire(srv);
 	job_sample(srv);
 	pressure_fake_used(srv);
 	job_poll(srv);

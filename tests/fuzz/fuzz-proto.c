@@ -258,6 +258,8 @@ int main(int argc, char **argv)
 	m[i++].u.ps = (struct proto_ps){ 0, 0 };
 	m[i].type = PROTO_WAIT;
 	m[i++].u.wait.job = 1;
+	m[i].type = PROTO_ATTACH;	/* v11 */
+	m[i++].u.attach.job = 1;
 	m[i].type = PROTO_CANCEL;
 	m[i++].u.cancel = (struct proto_cancel){ 1, 15 };
 	m[i].type = PROTO_LOGS;

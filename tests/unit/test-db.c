@@ -960,6 +960,48 @@ static void test_full_file(void **state)
 	assert_null(db_full_vfs());
 }
 
+/*
+ * A job found gone at a restart (exited, code unknown) gets the status its
+ * `kmux run` client knew, once; a known status, a cancelled job, a running
+ * one and a missing one are refused.
+ */
+static void test_set_exit(void **state)
+{
+	struct fx *f = *state;
+	struct db_job j;
+	int64_t a, b;
+
+	open_ok(f);
+	a = insert(f, 1, "lost");
+	assert_int_equal(db_job_start(f->db, a, 1, 1, 0, 0, 10, f->err,
+				      sizeof(f->err)), 0);
+	assert_int_equal(db_job_set_exit(f->db, a, 7, 0, f->err,
+					 sizeof(f->err)), -EINVAL);
+	assert_int_equal(db_job_finish(f->db, a, PROTO_JOB_EXITED,
+				       PROTO_EXIT_UNKNOWN, 0, 20, f->err,
+				       sizeof(f->err)), 0);
+	assert_int_equal(db_job_set_exit(f->db, a, PROTO_EXIT_UNKNOWN, 0,
+					 f->err, sizeof(f->err)), -EINVAL);
+	assert_int_equal(db_job_set_exit(f->db, a, 7, 0, f->err,
+					 sizeof(f->err)), 0);
+	assert_int_equal(db_job_get(f->db, a, &j, f->err, sizeof(f->err)), 0);
+	assert_int_equal(j.state, PROTO_JOB_EXITED);
+	assert_int_equal(j.exit_code, 7);
+	assert_int_equal(j.end_us, 20);
+	db_job_release(&j);
+	assert_int_equal(db_job_set_exit(f->db, a, 9, 0, f->err,
+					 sizeof(f->err)), -EALREADY);
+	assert_non_null(strstr(f->err, "known"));
+	b = insert(f, 1, "cancelled");
+	assert_int_equal(db_job_finish(f->db, b, PROTO_JOB_CANCELLED,
+				       PROTO_EXIT_UNKNOWN, 0, 20, f->err,
+				       sizeof(f->err)), 0);
+	assert_int_equal(db_job_set_exit(f->db, b, 0, 0, f->err,
+					 sizeof(f->err)), -EALREADY);
+	assert_int_equal(db_job_set_exit(f->db, 999, 0, 0, f->err,
+					 sizeof(f->err)), -ENOENT);
+}
+
 static void test_readonly(void **state)
 {
 	struct fx *f = *state;
@@ -1103,6 +1145,7 @@ int main(void)
 		T(test_proc_alive),
 		T(test_full_disk),
 		T(test_full_file),
+		T(test_set_exit),
 		T(test_readonly),
 		T(test_open_errors),
 		T(test_two_connections),

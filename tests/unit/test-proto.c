@@ -90,7 +90,7 @@ static const uint16_t all_types[] = {
 	PROTO_TOP, PROTO_FINISHED, PROTO_OK, PROTO_ERROR, PROTO_ADMIT,
 	PROTO_JOB_LIST, PROTO_EXITED, PROTO_GPU_LIST, PROTO_LOG_DATA,
 	PROTO_QUEUED, PROTO_REGION_ENTER, PROTO_REGION_LEAVE, PROTO_DRAINED,
-	PROTO_DRAIN, PROTO_REGION_GRANTED, PROTO_MEM_PRESSURE,
+	PROTO_DRAIN, PROTO_REGION_GRANTED, PROTO_MEM_PRESSURE, PROTO_ATTACH,
 };
 #define NTYPES (sizeof(all_types) / sizeof(all_types[0]))
 
@@ -135,6 +135,9 @@ static void sample(uint16_t type, struct proto_msg *m)
 		break;
 	case PROTO_WAIT:
 		m->u.wait.job = 17;
+		break;
+	case PROTO_ATTACH:
+		m->u.attach.job = 0x8000000000000011ull;
 		break;
 	case PROTO_CANCEL:
 		m->u.cancel = (struct proto_cancel){ 18, 15 };
@@ -298,6 +301,9 @@ static void msg_eq(const struct proto_msg *a, const struct proto_msg *b)
 	case PROTO_WAIT:
 		assert_int_equal(a->u.wait.job, b->u.wait.job);
 		break;
+	case PROTO_ATTACH:
+		assert_true(a->u.attach.job == b->u.attach.job);
+		break;
 	case PROTO_CANCEL:
 		assert_int_equal(a->u.cancel.job, b->u.cancel.job);
 		assert_int_equal(a->u.cancel.signal, b->u.cancel.signal);
@@ -448,7 +454,8 @@ static void test_round_trip_all_types(void **state)
 		assert_int_equal(proto_type_is_request(m.type), m.type < 200);
 	}
 	assert_string_equal(proto_type_name(999), "?");
-	assert_false(proto_type_is_request(114));
+	assert_true(proto_type_is_request(114));	/* ATTACH, v11 */
+	assert_false(proto_type_is_request(115));
 	assert_false(proto_type_is_request(99));
 }
 
@@ -476,6 +483,7 @@ static void test_typed_encoders(void **state)
 		CASE(PROTO_ALLOC_UPDATE, alloc_update, alloc);
 		CASE(PROTO_PS, ps, ps);
 		CASE(PROTO_WAIT, wait, wait);
+		CASE(PROTO_ATTACH, attach, attach);
 		CASE(PROTO_CANCEL, cancel, cancel);
 		CASE(PROTO_LOGS, logs, logs);
 		CASE(PROTO_TOP, top, top);
@@ -513,7 +521,7 @@ static void test_typed_encoders(void **state)
 static void test_golden_bytes(void **state)
 {
 	static const uint8_t want[] = {
-		'K', 'M', 'U', 'X', 10, 0, 106, 0,	/* magic, v10, WAIT */
+		'K', 'M', 'U', 'X', 11, 0, 106, 0,	/* magic, v11, WAIT */
 		8, 0, 0, 0, 0x78, 0x56, 0x34, 0x12,	/* length 8, seq */
 		0x2a, 0, 0, 0, 0, 0, 0, 0x80,		/* job */
 	};
@@ -528,7 +536,7 @@ static void test_golden_bytes(void **state)
 
 	/* REGISTER, the preload's layout (v2). */
 	static const uint8_t reg[] = {
-		'K', 'M', 'U', 'X', 10, 0, 103, 0,
+		'K', 'M', 'U', 'X', 11, 0, 103, 0,
 		65, 0, 0, 0, 1, 0, 0, 0,
 		7, 0, 0, 0, 0, 0, 0, 0,		/* job */
 		9, 0, 0, 0, 0, 0, 0, 0,		/* pid_start */
@@ -554,7 +562,7 @@ static void test_golden_bytes(void **state)
 	/* MEM_PRESSURE (v4; flags v7). */
 	{
 		static const uint8_t mp[] = {
-			'K', 'M', 'U', 'X', 10, 0, 210, 0,
+			'K', 'M', 'U', 'X', 11, 0, 210, 0,
 			16, 0, 0, 0, 5, 0, 0, 0,
 			0, 0, 0, 0x03, 0, 0, 0, 0,	/* give 48 MiB */
 			2, 0, 0, 0, 1, 0, 0, 0,		/* gpu 2, flags */
@@ -568,10 +576,25 @@ static void test_golden_bytes(void **state)
 		assert_memory_equal(buf, mp, sizeof(mp));
 	}
 
+	/* ATTACH (v11): WAIT's layout under its own number. */
+	{
+		static const uint8_t at[] = {
+			'K', 'M', 'U', 'X', 11, 0, 114, 0,
+			8, 0, 0, 0, 3, 0, 0, 0,
+			0x2a, 0, 0, 0, 0, 0, 0, 0,	/* job 42 */
+		};
+
+		out.len = 0;
+		assert_int_equal(proto_encode_attach(&out, 3,
+			&(struct proto_attach){ 42 }), 0);
+		assert_int_equal(out.len, sizeof(at));
+		assert_memory_equal(buf, at, sizeof(at));
+	}
+
 	/* GPU_LIST of a node without GPUs, with why (v10's note). */
 	{
 		static const uint8_t gl[] = {
-			'K', 'M', 'U', 'X', 10, 0, 205, 0,
+			'K', 'M', 'U', 'X', 11, 0, 205, 0,
 			15, 0, 0, 0, 6, 0, 0, 0,
 			0, 0, 0, 0, 0, 0, 0, 0,		/* count 0, 0 */
 			3, 0, 0, 0, 'n', 'o', 0,	/* note "no" */
@@ -970,6 +993,7 @@ static void test_encoder_rejects_invalid(void **state)
 	BAD(PROTO_PS, m.u.ps.states = 1);	/* bit 0 is no state */
 	BAD(PROTO_PS, m.u.ps.states = 1u << 6);
 	BAD(PROTO_WAIT, m.u.wait.job = 0);
+	BAD(PROTO_ATTACH, m.u.attach.job = 0);
 	BAD(PROTO_CANCEL, m.u.cancel.job = 0);
 	BAD(PROTO_CANCEL, m.u.cancel.signal = -1);
 	BAD(PROTO_CANCEL, m.u.cancel.signal = PROTO_MAX_SIGNAL + 1);
@@ -1281,7 +1305,7 @@ static void test_bad_types_and_reserved(void **state)
 	struct frame f;
 	struct proto_msg m, d;
 	size_t i, n, used;
-	static const uint16_t unknown[] = { 0, 99, 111, 199, 208, 300, 65535 };
+	static const uint16_t unknown[] = { 0, 99, 115, 199, 211, 300, 65535 };
 
 	(void)state;
 	for (i = 0; i < sizeof(unknown) / sizeof(unknown[0]); i++) {
@@ -1459,10 +1483,10 @@ static void test_random_mutations(void **state)
 static void test_fuzzer_regressions(void **state)
 {
 	/* REGISTER with an empty argv: block_ok() did NULL + 0 (UBSan).
-	 * Found on protocol v1; here in v2's layout (v3 to v10 keep it), the
+	 * Found on protocol v1; here in v2's layout (v3 to v11 keep it), the
 	 * same fault. */
 	static const uint8_t reg_empty_argv[] = {
-		0x4b, 0x4d, 0x55, 0x58, 0x0a, 0x00, 0x67, 0x00,
+		0x4b, 0x4d, 0x55, 0x58, 0x0b, 0x00, 0x67, 0x00,
 		0x3d, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00,
 		0x00, 0x00, 0x00, 0x00, 0x14, 0x00, 0x00, 0x00, /* job */
 		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* pid_start */
