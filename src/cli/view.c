@@ -382,7 +382,8 @@ void view_top_text(FILE *f, const struct proto_gpu_list *gpus,
 	/* A node without GPUs admits nothing: say why, first. */
 	if (gpus->count == 0)
 		fprintf(f, "kmuxd has no GPUs: %s\n\n",
-			gpus->note && *gpus->note ? gpus->note : "(no reason given)");
+			gpus->note && *gpus->note ? gpus->note :
+			"(no reason given)");
 	fprintf(f, "%3s  %5s %5s %5s  %-18s %-10s %s\n", "GPU", "BUSY",
 		"UTIL", "TASKS", "COMMITTED", "USED", "TOTAL");
 	for (uint32_t i = 0; i < gpus->count; i++)

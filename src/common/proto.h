@@ -187,9 +187,9 @@ enum proto_job_state {
 enum proto_held {
 	PROTO_HELD_NONE = 0,
 	PROTO_HELD_GPUS = 1,	/* more GPUs than the node has */
-	PROTO_HELD_MEM = 2,	/* more memory per GPU than any GPU can give */
-	PROTO_HELD_NO_GPUS = 3,	/* the node has no GPUs at all (NVML could
-				 * not be loaded, or sees none) */
+	PROTO_HELD_MEM = 2,	/* more memory per GPU than any can give */
+	PROTO_HELD_NO_GPUS = 3,	/* no GPUs at all (NVML could not be
+				 * loaded, or sees none) */
 };
 #define PROTO_HELD_MAX PROTO_HELD_NO_GPUS
 
@@ -346,7 +346,8 @@ struct proto_wire_job_rec {		/* + str name, str cmd */
 	uint64_t restores;
 	/* v9 */
 	uint32_t wait_rate;
-	uint32_t held;			/* v10: enum proto_held; was reserved */
+	uint32_t held;			/* v10: enum proto_held; was
+					 * reserved */
 } PROTO_PACKED;
 
 struct proto_wire_exited {

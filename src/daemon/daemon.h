@@ -234,7 +234,7 @@ struct follower {
 struct ended {
 	TAILQ_ENTRY(ended) entry;
 	int64_t id;
-	uint32_t state;		/* PROTO_JOB_EXITED, _CANCELLED or _FAILED */
+	uint32_t state;		/* PROTO_JOB_EXITED, _CANCELLED, _FAILED */
 	int32_t code;
 	int32_t sig;
 	uint64_t end_us;
@@ -275,7 +275,8 @@ struct server {
 
 	struct job_list queued;	/* submission order */
 	struct job_list running;
-	struct ended_list unrecorded;	/* ends the database lacks, oldest first */
+	struct ended_list unrecorded;	/* ends the database lacks, oldest
+					 * first */
 	struct conn_list conns;
 	uint64_t next_conn_id;
 	struct waiter_list waiters;

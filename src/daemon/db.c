@@ -740,9 +740,9 @@ int db_job_set_exit(struct db *db, int64_t id, int32_t exit_code,
 			       "set exit status of job %" PRId64 ": bad "
 			       "arguments", id);
 	snprintf(what, sizeof(what), "set exit status of job %" PRId64, id);
-	rc = prepare(db, "UPDATE jobs SET exit_code = ?, signal = ? WHERE id = ?"
-		     " AND state = 'exited' AND exit_code IS NULL AND"
-		     " signal = 0", &st, err, errlen, what);
+	rc = prepare(db, "UPDATE jobs SET exit_code = ?, signal = ?"
+		     " WHERE id = ? AND state = 'exited' AND exit_code IS NULL"
+		     " AND signal = 0", &st, err, errlen, what);
 	if (rc < 0)
 		return rc;
 	if (exit_code == PROTO_EXIT_UNKNOWN)

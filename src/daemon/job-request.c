@@ -238,7 +238,8 @@ void job_ps(struct conn *c, const struct proto_msg *m)
 	 * ask for ended jobs must read those rows too (send_job_list sorts
 	 * them by the state they are in now). */
 	if (f.states && !TAILQ_EMPTY(&c->srv->unrecorded))
-		f.states |= (1u << PROTO_JOB_QUEUED) | (1u << PROTO_JOB_RUNNING);
+		f.states |= (1u << PROTO_JOB_QUEUED) |
+			    (1u << PROTO_JOB_RUNNING);
 	e = db_job_list(c->srv->db, &f, &v, &n, err, sizeof(err));
 	if (e) {
 		server_client_error(c, m->seq, -e, "%s", err);
@@ -799,8 +800,8 @@ static void job_finished_late(struct conn *c, const struct proto_msg *m)
 		server_client_error(c, m->seq, -e, "%s", err);
 		goto out;
 	}
-	log_info("daemon: job %lld: exit %d, signal %d, from its `kmux run`: it "
-		 "ended while no kmuxd watched it", (long long)dj.id,
+	log_info("daemon: job %lld: exit %d, signal %d, from its `kmux "
+		 "run`: it ended while no kmuxd watched it", (long long)dj.id,
 		 f->exit_code, f->signal);
 	server_client_send(c, &(struct proto_msg){
 		.type = PROTO_OK, .seq = m->seq, .u.ok.id = f->job });
@@ -850,7 +851,8 @@ void job_attach(struct conn *c, const struct proto_msg *m)
 	if (job_lookup(c, m->seq, m->u.attach.job, &j, &dj))
 		return;
 	if (!j) {
-		if (dj.state == PROTO_JOB_QUEUED || dj.state == PROTO_JOB_RUNNING)
+		if (dj.state == PROTO_JOB_QUEUED ||
+		    dj.state == PROTO_JOB_RUNNING)
 			server_client_error(c, m->seq, EIO, "job %lld is %s in "
 					    "the database but this kmuxd does "
 					    "not track it", (long long)dj.id,

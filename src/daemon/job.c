@@ -361,7 +361,8 @@ static bool job_end_keep(struct server *srv, const struct job *j,
 		  "cannot record it: %s; kmuxd answers for the job from memory "
 		  "and writes its end once the database takes writes again (a "
 		  "kmuxd started before then finds it exited, code unknown)",
-		  (long long)j->id, proto_job_state_name(state), code, sig, why);
+		  (long long)j->id, proto_job_state_name(state), code, sig,
+		  why);
 	return true;
 }
 
@@ -399,12 +400,13 @@ void job_end_flush(struct server *srv)
 				  e->end_us, err, sizeof(err));
 		if (r && job_end_retryable(r)) {
 			/* Still full: said once already, try again later. */
-			log_debug("daemon: job %lld: %s", (long long)e->id, err);
+			log_debug("daemon: job %lld: %s", (long long)e->id,
+				  err);
 			return;
 		}
 		if (r)
-			log_warn("daemon: job %lld: its end cannot be recorded: "
-				 "%s", (long long)e->id, err);
+			log_warn("daemon: job %lld: its end cannot be "
+				 "recorded: %s", (long long)e->id, err);
 		else
 			log_info("daemon: job %lld: its end (%s, exit %d, "
 				 "signal %d) is recorded now", (long long)e->id,
