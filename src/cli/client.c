@@ -170,6 +170,30 @@ int client_open(struct client *c, unsigned flags)
 	return hello(c);
 }
 
+int client_reconnect(struct client *c, double deadline)
+{
+	struct timespec pause = { 0, 100 * 1000 * 1000 };
+	int r;
+
+	for (;;) {
+		if (cmd_monotonic_s() >= deadline) {
+			client_close(c);
+			snprintf(c->err, sizeof(c->err), "kmuxd did not come "
+				 "back in time");
+			return -ECONNRESET;
+		}
+		nanosleep(&pause, NULL);
+		if (pause.tv_nsec < 800 * 1000 * 1000)
+			pause.tv_nsec *= 2;
+		client_close(c);
+		r = client_open(c, 0);
+		/* Not listening yet: the new daemon is still starting. */
+		if (r == -ENOENT || r == -ECONNREFUSED || client_lost(r))
+			continue;
+		return r;
+	}
+}
+
 void client_close(struct client *c)
 {
 	if (c->fd >= 0)

@@ -11,6 +11,7 @@
 #ifndef KMUX_CLIENT_H
 #define KMUX_CLIENT_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -48,6 +49,22 @@ struct client {
  */
 int client_open(struct client *c, unsigned flags);
 void client_close(struct client *c);
+
+/*
+ * The connection to kmuxd was lost (its daemon died or is being restarted):
+ * connect again, without starting a daemon, pausing 100 ms doubling to
+ * 800 ms between tries, until one answers HELLO or the monotonic clock
+ * (cmd_monotonic_s) passes deadline.  0; -ECONNRESET with c->err when none
+ * came back in time; another -errno (c->err) when connecting failed for
+ * another reason.  c is closed and opened again: its seq starts over.
+ */
+int client_reconnect(struct client *c, double deadline);
+
+/* Did a call fail because the daemon went away (send or receive)? */
+static inline int client_lost(int err)
+{
+	return err == -ECONNRESET || err == -EPIPE;
+}
 
 /* Send m with the next seq (written to m->seq).  0 or -errno + c->err. */
 int client_send(struct client *c, struct proto_msg *m);

@@ -16,6 +16,12 @@
  * OK, maybe QUEUED, then ADMIT), spawn, wait, tell the daemon (FINISHED).
  * The connection stays open while CMD runs: the daemon takes its end as
  * the job's end.
+ *
+ * A daemon that goes away is usually being restarted.  While the job is
+ * queued, kmux run looks for the new one (as kmux wait does) and takes the
+ * job back with ATTACH: the new daemon keeps it queued for a few seconds
+ * for that (docs/design-daemon.md).  Once CMD has ended, it looks for a
+ * short while to record CMD's status.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -225,6 +231,11 @@ static void queued_signal(int sig)
 
 static const int queued_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
 
+/* How long a queued job's client looks for a daemon that went away... */
+#define RUN_RECONNECT_S 60
+/* ... and, CMD over, to record its status (kmux run's exit waits on it). */
+#define RUN_FINISHED_RECONNECT_S 5
+
 static void queued_signals_set(void (*handler)(int))
 {
 	struct sigaction sa;
@@ -234,6 +245,37 @@ static void queued_signals_set(void (*handler)(int))
 	sigemptyset(&sa.sa_mask);
 	for (size_t i = 0; i < sizeof(queued_signals) / sizeof(int); i++)
 		sigaction(queued_signals[i], &sa, NULL);
+}
+
+/*
+ * The daemon went away while job was queued: find the new one and take the
+ * job back (ATTACH).  0 with *rep its answer (OK: wait on as before;
+ * EXITED: the job ended meanwhile), or -errno with c->err set
+ * (-ECONNRESET: no daemon came back in time).
+ */
+static int run_attach(struct client *c, uint64_t job, struct proto_msg *rep)
+{
+	double deadline = cmd_monotonic_s() + RUN_RECONNECT_S;
+	struct proto_msg req = { .type = PROTO_ATTACH };
+	int r;
+
+	fprintf(stderr, "kmux: run: %s while job %" PRIu64 " was queued; "
+		"waiting up to %d s for kmuxd to come back\n", c->err, job,
+		RUN_RECONNECT_S);
+	req.u.attach.job = job;
+	do {
+		r = client_reconnect(c, deadline);
+		if (r == -ECONNRESET)
+			snprintf(c->err, sizeof(c->err), "kmuxd did not come "
+				 "back within %d s", RUN_RECONNECT_S);
+		if (r)
+			return r;
+		r = client_call(c, &req, rep);
+	} while (client_lost(r));
+	if (r == 0 && rep->type == PROTO_OK)
+		fprintf(stderr, "kmux: run: job %" PRIu64 " is queued again\n",
+			job);
+	return r;
 }
 
 /*
@@ -294,6 +336,16 @@ static int run_admit(struct client *c, const struct run_opts *o, char **cmd,
 	*job = rep.u.ok.id;
 	for (;;) {
 		r = client_recv(c, &rep);
+		if (client_lost(r)) {
+			r = run_attach(c, *job, &rep);
+			if (r == 0 && rep.type == PROTO_OK)
+				continue;
+			if (r && !client_lost(r)) {
+				/* The new daemon's answer: no such job, ... */
+				fprintf(stderr, "kmux: run: %s\n", c->err);
+				return KMUX_EXIT_FAILURE;
+			}
+		}
 		if (r == 0 && rep.type == PROTO_QUEUED) {
 			fprintf(stderr, "kmux: queued (position %" PRIu32
 				", job %" PRIu64 ")\n",
@@ -315,7 +367,7 @@ static int run_admit(struct client *c, const struct run_opts *o, char **cmd,
 				 "message", proto_type_name(rep.type));
 			r = -EPROTO;
 		}
-		if (r == -ECONNRESET)
+		if (client_lost(r))
 			fprintf(stderr, "kmux: run: %s before job %" PRIu64
 				" was admitted\n", c->err, *job);
 		else
@@ -354,16 +406,40 @@ static int run_admit(struct client *c, const struct run_opts *o, char **cmd,
 	return 0;
 }
 
-/* Tell the daemon CMD ended (status as spawn_wait() returns it). */
+/*
+ * Tell the daemon CMD ended (status as spawn_wait() returns it).  One that
+ * went away while CMD ran is looked for briefly: the daemon that recovered
+ * the job recorded it ended with its status unknown, or still watches it,
+ * and takes the status from here.
+ */
 static void run_finished(struct client *c, uint64_t job, int status)
 {
 	struct proto_msg req = { .type = PROTO_FINISHED }, rep;
+	double deadline;
+	int r;
 
 	req.u.finished.job = job;
 	req.u.finished.pid = (uint32_t)getpid();
 	req.u.finished.exit_code = status >= 0 && status <= 255 ?
 		status : PROTO_EXIT_UNKNOWN;
-	if (client_call(c, &req, &rep))
+	r = client_call(c, &req, &rep);
+	if (client_lost(r)) {
+		deadline = cmd_monotonic_s() + RUN_FINISHED_RECONNECT_S;
+		for (;;) {
+			r = client_reconnect(c, deadline);
+			if (r == -ECONNRESET)
+				snprintf(c->err, sizeof(c->err), "kmuxd went "
+					 "away and did not come back within "
+					 "%d s: its status is not recorded",
+					 RUN_FINISHED_RECONNECT_S);
+			if (r)
+				break;
+			r = client_call(c, &req, &rep);
+			if (!client_lost(r))
+				break;
+		}
+	}
+	if (r)
 		fprintf(stderr, "kmux: run: job %" PRIu64 ": %s\n", job,
 			c->err);
 }

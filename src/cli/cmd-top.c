@@ -43,11 +43,12 @@ static void help(void)
 }
 
 /*
- * Ask for one frame.  0: *gpus copied, *rep holds the job list (valid
- * until the next receive on c).
+ * Ask for one frame.  0: *gpus copied (its note into note, which
+ * gpus->note then points at), *rep holds the job list (valid until the
+ * next receive on c).
  */
 static int fetch(struct client *c, struct proto_gpu_list *gpus,
-		 struct proto_msg *rep)
+		 char note[PROTO_MAX_ERRMSG], struct proto_msg *rep)
 {
 	struct proto_msg req = { .type = PROTO_TOP };
 	int r;
@@ -58,6 +59,9 @@ static int fetch(struct client *c, struct proto_gpu_list *gpus,
 	if (rep->type != PROTO_GPU_LIST)
 		goto bad;
 	*gpus = rep->u.gpus;
+	/* It points into c's buffer, which the next receive reuses. */
+	snprintf(note, PROTO_MAX_ERRMSG, "%s", gpus->note ? gpus->note : "");
+	gpus->note = note;
 	r = client_recv(c, rep);
 	if (r)
 		return r;
@@ -74,11 +78,12 @@ static int top_once(struct client *c, int json)
 {
 	struct proto_gpu_list gpus;
 	struct proto_msg rep;
+	char note[PROTO_MAX_ERRMSG];
 	char *s;
 	cJSON *j;
 	int r;
 
-	r = fetch(c, &gpus, &rep);
+	r = fetch(c, &gpus, note, &rep);
 	if (r)
 		return r;
 	if (!json) {
@@ -130,6 +135,7 @@ static int top_live(struct client *c, int delay_ms)
 {
 	struct proto_gpu_list gpus;
 	struct proto_msg rep;
+	char note[PROTO_MAX_ERRMSG];
 	char *text = NULL;
 	size_t len = 0;
 	FILE *f;
@@ -144,7 +150,7 @@ static int top_live(struct client *c, int delay_ms)
 	keypad(stdscr, TRUE);
 	timeout(delay_ms);
 	while (!top_quit) {
-		r = fetch(c, &gpus, &rep);
+		r = fetch(c, &gpus, note, &rep);
 		if (r)
 			break;
 		f = open_memstream(&text, &len);

@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
-#include <time.h>
 
 #include "client.h"
 #include "cmd.h"
@@ -85,31 +84,21 @@ static int wait_again(struct client *cl, struct proto_msg *req,
 		      struct proto_msg *rep)
 {
 	double deadline = cmd_monotonic_s() + WAIT_RECONNECT_S;
-	struct timespec pause = { 0, 100 * 1000 * 1000 };
 	int r;
 
 	fprintf(stderr, "kmux: wait: %s; waiting up to %d s for kmuxd to "
 		"come back\n", cl->err, WAIT_RECONNECT_S);
-	for (;;) {
-		if (cmd_monotonic_s() >= deadline) {
+	do {
+		r = client_reconnect(cl, deadline);
+		if (r == -ECONNRESET)
 			snprintf(cl->err, sizeof(cl->err), "kmuxd did not come "
 				 "back within %d s", WAIT_RECONNECT_S);
-			return -ECONNRESET;
-		}
-		nanosleep(&pause, NULL);
-		if (pause.tv_nsec < 800 * 1000 * 1000)
-			pause.tv_nsec *= 2;
-		client_close(cl);
-		r = client_open(cl, 0);
-		/* Not listening yet: the new daemon is still starting. */
-		if (r == -ENOENT || r == -ECONNREFUSED)
-			continue;
-		if (r == 0)
-			r = client_call(cl, req, rep);
-		/* The daemon's own answers (no such job, ...) are final. */
-		if (r != -ECONNRESET)
+		if (r)
 			return r;
-	}
+		r = client_call(cl, req, rep);
+		/* The daemon's own answers (no such job, ...) are final. */
+	} while (client_lost(r));
+	return r;
 }
 
 static int wait_exec(int argc, char **argv)
@@ -144,7 +133,7 @@ static int wait_exec(int argc, char **argv)
 		return KMUX_EXIT_WAIT_UNKNOWN;
 	}
 	r = client_call(&cl, &req, &rep);
-	if (r == -ECONNRESET)
+	if (client_lost(r))
 		r = wait_again(&cl, &req, &rep);
 	if (r == 0 && rep.type != PROTO_EXITED) {
 		snprintf(cl.err, sizeof(cl.err), "unexpected %s reply",

@@ -44,6 +44,34 @@ int view_signal_parse(const char *s)
 	return -1;
 }
 
+/* Why a queued job is held, for people; NULL if it is not. */
+static const char *held_text(uint32_t held)
+{
+	switch (held) {
+	case PROTO_HELD_GPUS:
+		return "GPUs";
+	case PROTO_HELD_MEM:
+		return "memory";
+	case PROTO_HELD_NO_GPUS:
+		return "no GPUs";
+	}
+	return NULL;
+}
+
+/* ... and for scripts (ps --json's "held"). */
+static const char *held_key(uint32_t held)
+{
+	switch (held) {
+	case PROTO_HELD_GPUS:
+		return "gpus";
+	case PROTO_HELD_MEM:
+		return "memory";
+	case PROTO_HELD_NO_GPUS:
+		return "no-gpus";
+	}
+	return NULL;
+}
+
 void view_state(const struct proto_job_rec *r, char *buf, size_t len)
 {
 	const char *name = proto_job_state_name(r->state);
@@ -56,6 +84,10 @@ void view_state(const struct proto_job_rec *r, char *buf, size_t len)
 	if (r->state == PROTO_JOB_RUNNING &&
 	    (r->flags & PROTO_JOBREC_F_SUSPENDED)) {
 		snprintf(buf, len, "suspended");
+	} else if (r->state == PROTO_JOB_QUEUED && held_text(r->held)) {
+		/* Queued, but more than the node has now: it waits for a
+		 * kmuxd that has it (kmux-ps(1)). */
+		snprintf(buf, len, "held (%s)", held_text(r->held));
 	} else if (r->state == PROTO_JOB_QUEUED ||
 		   r->state == PROTO_JOB_RUNNING) {
 		snprintf(buf, len, "%s", name);
@@ -230,6 +262,10 @@ static cJSON *job_json(const struct proto_job_rec *r, uint64_t now_us)
 	cJSON_AddNumberToObject(o, "wait_rate", r->wait_rate);
 	cJSON_AddBoolToObject(o, "wait_bound",
 			      (r->flags & PROTO_JOBREC_F_WAIT_BOUND) != 0);
+	if (r->state == PROTO_JOB_QUEUED && held_key(r->held))
+		cJSON_AddStringToObject(o, "held", held_key(r->held));
+	else
+		cJSON_AddNullToObject(o, "held");
 	add_u64(o, "submit_us", r->submit_us);
 	cJSON_AddItemToObject(o, "start_us", u64_or_null(r->start_us));
 	cJSON_AddItemToObject(o, "end_us", u64_or_null(r->end_us));
@@ -343,6 +379,11 @@ void view_top_text(FILE *f, const struct proto_gpu_list *gpus,
 	}
 	fprintf(f, "kmux top: %u GPU%s, %u running, %u queued\n\n",
 		gpus->count, gpus->count == 1 ? "" : "s", running, queued);
+	/* A node without GPUs admits nothing: say why, first. */
+	if (gpus->count == 0)
+		fprintf(f, "kmuxd has no GPUs: %s\n\n",
+			gpus->note && *gpus->note ? gpus->note :
+			"(no reason given)");
 	fprintf(f, "%3s  %5s %5s %5s  %-18s %-10s %s\n", "GPU", "BUSY",
 		"UTIL", "TASKS", "COMMITTED", "USED", "TOTAL");
 	for (uint32_t i = 0; i < gpus->count; i++)
@@ -375,6 +416,10 @@ cJSON *view_top_json(const struct proto_gpu_list *gpus,
 	}
 	cJSON_AddItemToObject(o, "gpus", a);
 	a = NULL;
+	if (gpus->count == 0 && gpus->note && *gpus->note)
+		cJSON_AddStringToObject(o, "no_gpus", gpus->note);
+	else
+		cJSON_AddNullToObject(o, "no_gpus");
 	j = view_ps_json(jobs, now_us);
 	if (!j)
 		goto err;

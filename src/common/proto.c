@@ -294,6 +294,8 @@ static bool job_rec_ok(const struct proto_job_rec *r)
 	       (!(r->flags & PROTO_JOBREC_F_WAIT_BOUND) ||
 		r->state == PROTO_JOB_RUNNING ||
 		r->state == PROTO_JOB_QUEUED) &&
+	       r->held <= PROTO_HELD_MAX &&
+	       (r->held == PROTO_HELD_NONE || r->state == PROTO_JOB_QUEUED) &&
 	       slen(r->name) < PROTO_MAX_NAME;
 }
 
@@ -327,7 +329,7 @@ static bool gpu_list_ok(const struct proto_gpu_list *m)
 	uint64_t seen = 0;
 	uint32_t i;
 
-	if (m->count > PROTO_MAX_GPUS)
+	if (m->count > PROTO_MAX_GPUS || slen(m->note) >= PROTO_MAX_ERRMSG)
 		return false;
 	for (i = 0; i < m->count; i++) {
 		const struct proto_gpu_rec *g = &m->gpu[i];
@@ -366,6 +368,8 @@ static bool msg_ok(const struct proto_msg *m)
 		       !(m->u.ps.states & ~PS_STATES_ALL);
 	case PROTO_WAIT:
 		return m->u.wait.job > 0;
+	case PROTO_ATTACH:
+		return m->u.attach.job > 0;
 	case PROTO_CANCEL:
 		return m->u.cancel.job > 0 && m->u.cancel.signal >= 0 &&
 		       m->u.cancel.signal <= PROTO_MAX_SIGNAL;
@@ -421,7 +425,7 @@ static int rd_job_rec(struct rd *r, struct proto_job_rec *rec)
 {
 	struct proto_wire_job_rec w;
 
-	if (rd_bytes(r, &w, sizeof(w)) < 0 || w.reserved != 0)
+	if (rd_bytes(r, &w, sizeof(w)) < 0)
 		return -EBADMSG;
 	rec->id = le64toh(w.id);
 	rec->gpus = le64toh(w.gpus);
@@ -445,6 +449,7 @@ static int rd_job_rec(struct rd *r, struct proto_job_rec *rec)
 	rec->restores = le64toh(w.restores);
 	rec->flags = le32toh(w.flags);
 	rec->wait_rate = le32toh(w.wait_rate);
+	rec->held = le32toh(w.held);
 	if (rd_str(r, &rec->name) < 0 || rd_str(r, &rec->cmd) < 0)
 		return -EBADMSG;
 	return job_rec_ok(rec) ? 0 : -EBADMSG;
@@ -475,6 +480,7 @@ static void wr_job_rec(struct wr *w, const struct proto_job_rec *rec)
 		.evicts = htole64(rec->evicts),
 		.restores = htole64(rec->restores),
 		.wait_rate = htole32(rec->wait_rate),
+		.held = htole32(rec->held),
 	};
 
 	wr_bytes(w, &x, sizeof(x));
@@ -671,6 +677,14 @@ static int rd_payload(struct rd *r, struct proto_msg *m)
 		m->u.wait.job = le64toh(w.job);
 		return 0;
 	}
+	case PROTO_ATTACH: {
+		struct proto_wire_job_ref w;
+
+		if (rd_bytes(r, &w, sizeof(w)) < 0)
+			return -EBADMSG;
+		m->u.attach.job = le64toh(w.job);
+		return 0;
+	}
 	case PROTO_CANCEL: {
 		struct proto_wire_cancel w;
 
@@ -786,7 +800,7 @@ static int rd_payload(struct rd *r, struct proto_msg *m)
 			x->util_pm = le32toh(g.util_pm);
 			x->busy_pm = le32toh(g.busy_pm);
 		}
-		return 0;
+		return rd_str(r, &m->u.gpus.note);
 	}
 	case PROTO_LOG_DATA: {
 		struct proto_wire_log_data w;
@@ -985,6 +999,13 @@ static int wr_payload(struct wr *w, const struct proto_msg *m)
 		wr_bytes(w, &x, sizeof(x));
 		return 0;
 	}
+	case PROTO_ATTACH: {
+		struct proto_wire_job_ref x = {
+			.job = htole64(m->u.attach.job) };
+
+		wr_bytes(w, &x, sizeof(x));
+		return 0;
+	}
 	case PROTO_CANCEL: {
 		struct proto_wire_cancel x = {
 			.job = htole64(m->u.cancel.job),
@@ -1086,6 +1107,7 @@ static int wr_payload(struct wr *w, const struct proto_msg *m)
 
 			wr_bytes(w, &x, sizeof(x));
 		}
+		wr_str(w, m->u.gpus.note);
 		return 0;
 	}
 	case PROTO_LOG_DATA: {
@@ -1291,6 +1313,7 @@ PROTO_ENCODER(register, PROTO_REGISTER, reg, struct proto_register)
 PROTO_ENCODER(alloc_update, PROTO_ALLOC_UPDATE, alloc, struct proto_alloc_update)
 PROTO_ENCODER(ps, PROTO_PS, ps, struct proto_ps)
 PROTO_ENCODER(wait, PROTO_WAIT, wait, struct proto_wait)
+PROTO_ENCODER(attach, PROTO_ATTACH, attach, struct proto_attach)
 PROTO_ENCODER(cancel, PROTO_CANCEL, cancel, struct proto_cancel)
 PROTO_ENCODER(logs, PROTO_LOGS, logs, struct proto_logs)
 PROTO_ENCODER(top, PROTO_TOP, top, struct proto_top)
@@ -1335,6 +1358,7 @@ const char *proto_type_name(uint16_t type)
 	case PROTO_REGION_ENTER: return "REGION_ENTER";
 	case PROTO_REGION_LEAVE: return "REGION_LEAVE";
 	case PROTO_DRAINED: return "DRAINED";
+	case PROTO_ATTACH: return "ATTACH";
 	case PROTO_DRAIN: return "DRAIN";
 	case PROTO_REGION_GRANTED: return "REGION_GRANTED";
 	case PROTO_MEM_PRESSURE: return "MEM_PRESSURE";
@@ -1345,7 +1369,7 @@ const char *proto_type_name(uint16_t type)
 bool proto_type_is_request(uint16_t type)
 {
 	/* The 1xx block is numbered without gaps. */
-	return type >= PROTO_HELLO && type <= PROTO_DRAINED;
+	return type >= PROTO_HELLO && type <= PROTO_ATTACH;
 }
 
 static const char *const state_names[] = {

@@ -54,7 +54,7 @@
 #include <stdint.h>
 
 #define PROTO_MAGIC 0x58554d4bu		/* the bytes "KMUX" read as u32 LE */
-#define PROTO_VERSION 9
+#define PROTO_VERSION 11
 #define PROTO_HDR_SIZE 16
 #define PROTO_MAX_MSG (1u << 20)	/* header included */
 #define PROTO_MAX_PAYLOAD (PROTO_MAX_MSG - PROTO_HDR_SIZE)
@@ -94,6 +94,10 @@ enum proto_type {
 				   * -> REGION_GRANTED (after a FIFO wait) */
 	PROTO_REGION_LEAVE = 112, /* preload: the region is over -> OK */
 	PROTO_DRAINED = 113,	/* preload: DRAIN done (its streams are idle) */
+	PROTO_ATTACH = 114,	/* client of RUN, back after its daemon died
+				 * (v11): this queued job is mine again ->
+				 * OK, then QUEUED, ADMIT or EXITED as after
+				 * RUN; EXITED at once if it has ended */
 
 	/* daemon -> client */
 	PROTO_OK = 200,
@@ -181,6 +185,21 @@ enum proto_job_state {
 					 * (kmux daemon --slice-waits) */
 #define PROTO_JOBREC_F_MASK 0x3u
 
+/*
+ * Why a queued job is held (the job record's held, v10): it cannot run on
+ * the node as it is now, after kmuxd restarted with fewer GPUs, smaller
+ * ones or none.  It stays queued, admitted by no one, and runs once a
+ * kmuxd with enough starts; submissions that ask for as much are refused.
+ */
+enum proto_held {
+	PROTO_HELD_NONE = 0,
+	PROTO_HELD_GPUS = 1,	/* more GPUs than the node has */
+	PROTO_HELD_MEM = 2,	/* more memory per GPU than any can give */
+	PROTO_HELD_NO_GPUS = 3,	/* no GPUs at all (NVML could not be
+				 * loaded, or sees none) */
+};
+#define PROTO_HELD_MAX PROTO_HELD_NO_GPUS
+
 /* MEM_PRESSURE flags (v7). */
 #define PROTO_PRESSURE_F_BUDGET 0x1u	/* give up budget (a queued task is
 					 * kept out by commitments), not only
@@ -256,7 +275,7 @@ struct proto_wire_ps {
 	uint32_t states;		/* bit (1 << state); 0 = all */
 } PROTO_PACKED;
 
-struct proto_wire_job_ref {		/* WAIT */
+struct proto_wire_job_ref {		/* WAIT, ATTACH */
 	uint64_t job;
 } PROTO_PACKED;
 
@@ -303,7 +322,8 @@ struct proto_wire_admit {	/* + ngpus x u32 gpu index, str mps_pipe,
 	uint32_t reserved;
 } PROTO_PACKED;
 
-struct proto_wire_count {		/* JOB_LIST, GPU_LIST: + count records */
+struct proto_wire_count {		/* JOB_LIST, GPU_LIST: + count records;
+					 * GPU_LIST then str note (v10) */
 	uint32_t count;
 	uint32_t reserved;
 } PROTO_PACKED;
@@ -333,7 +353,8 @@ struct proto_wire_job_rec {		/* + str name, str cmd */
 	uint64_t restores;
 	/* v9 */
 	uint32_t wait_rate;
-	uint32_t reserved;
+	uint32_t held;			/* v10: enum proto_held; was
+					 * reserved */
 } PROTO_PACKED;
 
 struct proto_wire_exited {
@@ -525,6 +546,16 @@ struct proto_wait {
 	uint64_t job;
 };
 
+/*
+ * ATTACH (v11): a `kmux run` whose connection dropped while its job was
+ * queued (the daemon died) takes the job back on a new connection; the
+ * daemon that recovered the job keeps it queued, unadmitted, for a grace
+ * period, and cancels it if no client attaches.
+ */
+struct proto_attach {
+	uint64_t job;			/* > 0, RUN's OK id */
+};
+
 struct proto_cancel {
 	uint64_t job;
 	int32_t signal;			/* 0: the daemon's default (SIGTERM) */
@@ -586,6 +617,8 @@ struct proto_job_rec {
 	uint32_t flags;			/* PROTO_JOBREC_F_* */
 	uint32_t wait_rate;		/* v9: host waits for the GPU per
 					 * second, recently (running jobs) */
+	uint32_t held;			/* v10: enum proto_held; only on a
+					 * queued job */
 	/* Its memory manager's last report (running jobs; else 0). */
 	uint64_t mem_evicted, mem_reserved, evicts, restores;
 	const char *name;
@@ -624,6 +657,9 @@ struct proto_gpu_rec {
 struct proto_gpu_list {
 	uint32_t count;			/* <= PROTO_MAX_GPUS */
 	struct proto_gpu_rec gpu[PROTO_MAX_GPUS];
+	/* v10: why the node has no GPUs ("NVML not available (...)"), for
+	 * top; "" otherwise (NULL encodes as ""); < PROTO_MAX_ERRMSG. */
+	const char *note;
 };
 
 struct proto_log_data {
@@ -694,6 +730,7 @@ struct proto_msg {
 		struct proto_alloc_update alloc;
 		struct proto_ps ps;
 		struct proto_wait wait;
+		struct proto_attach attach;
 		struct proto_cancel cancel;
 		struct proto_logs logs;
 		struct proto_top top;
@@ -755,6 +792,8 @@ int proto_encode_ps(struct proto_buf *out, uint32_t seq,
 		    const struct proto_ps *m);
 int proto_encode_wait(struct proto_buf *out, uint32_t seq,
 		      const struct proto_wait *m);
+int proto_encode_attach(struct proto_buf *out, uint32_t seq,
+			const struct proto_attach *m);
 int proto_encode_cancel(struct proto_buf *out, uint32_t seq,
 			const struct proto_cancel *m);
 int proto_encode_logs(struct proto_buf *out, uint32_t seq,

@@ -350,8 +350,10 @@ int admit_place_at(const struct admit_gpu *gpus, size_t n,
  *   0          start queue[out->task] on out->place;
  *   -EAGAIN    nothing can start now (or the queue is empty);
  *   -ENODEV, -ENOSPC
- *              queue[out->task] can never run on these GPUs: fail it
- *              (admit_check()), remove it, call again;
+ *              queue[out->task] can never run on these GPUs
+ *              (admit_check()): leave it out and call again (kmuxd holds
+ *              such tasks out of the queue it passes: the GPUs may be
+ *              back after a restart);
  *   -EINVAL    bad arguments; -ENOMEM.
  * Order: tasks waiting at least age_us first (oldest first), then by
  * priority, then FIFO.  If the first (the head) cannot start, later tasks

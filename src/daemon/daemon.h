@@ -36,6 +36,7 @@ struct event_base;
 struct evconnlistener;
 struct bufferevent;
 struct db;
+struct db_job;
 struct nvml;
 struct region_cpus_thread;
 struct server;
@@ -124,6 +125,15 @@ struct job {
 				 * process: its preload's connection */
 	uint32_t owner_seq;
 	bool told_queued;	/* RUN, REGISTER: QUEUED sent (once) */
+	/* RUN, recovered queued after a restart: its client's connection
+	 * died with the old daemon.  Kept queued but not admitted (nobody
+	 * would start it) until then, for the client to ATTACH again;
+	 * cancelled after (job_attach_expire).  0: not waiting. */
+	uint64_t attach_until_us;
+	/* Queued, but the node as it is now cannot run it (PROTO_HELD_*: a
+	 * daemon restarted with fewer GPUs, smaller ones or none): left out
+	 * of admission, not failed (job_schedule). */
+	uint32_t held;
 	/* What its preload reports (ALLOC_UPDATE), for ps and top. */
 	uint64_t mem_used;	/* resident bytes, last report */
 	/* Its memory manager, last report (0 without one): evicted bytes,
@@ -214,8 +224,25 @@ struct follower {
 	bool follow;		/* to the end of the job, not of the file */
 };
 
+/*
+ * A job that ended but whose end the database could not record (a full
+ * disk): its row still says queued or running.  Clients are answered from
+ * here (ps, wait, cancel) and the write is retried (job_end_flush) until
+ * it succeeds; a daemon that exits first loses it, and the next one finds
+ * the job gone (exited, code unknown).
+ */
+struct ended {
+	TAILQ_ENTRY(ended) entry;
+	int64_t id;
+	uint32_t state;		/* PROTO_JOB_EXITED, _CANCELLED, _FAILED */
+	int32_t code;
+	int32_t sig;
+	uint64_t end_us;
+};
+
 TAILQ_HEAD(conn_list, conn);
 TAILQ_HEAD(job_list, job);
+TAILQ_HEAD(ended_list, ended);
 TAILQ_HEAD(waiter_list, waiter);
 TAILQ_HEAD(follower_list, follower);
 
@@ -248,6 +275,8 @@ struct server {
 
 	struct job_list queued;	/* submission order */
 	struct job_list running;
+	struct ended_list unrecorded;	/* ends the database lacks, oldest
+					 * first */
 	struct conn_list conns;
 	uint64_t next_conn_id;
 	struct waiter_list waiters;
@@ -335,6 +364,14 @@ bool server_client_may(const struct conn *c, uint32_t uid);
  */
 #define JOB_THRASH_HOLD_US (UINT64_C(5) * 1000000)
 
+/*
+ * How long a queued `kmux run` job recovered at start-up waits for its
+ * client to come back (ATTACH): the client retries every 0.8 s at most once
+ * its connection dropped, so a live one is back well within this; a dead
+ * one's job is then cancelled rather than left queued for nobody.
+ */
+#define JOB_ATTACH_GRACE_US (UINT64_C(5) * 1000000)
+
 /* Does an environment block (envc NUL-terminated strings, len bytes) set
  * KMUX_MEMORY=evict (its first KMUX_MEMORY entry, as getenv reads it)? */
 bool job_env_evict(const char *env, size_t len);
@@ -351,9 +388,21 @@ void turns_free(struct server *srv);
 
 void job_task_init(struct server *srv, struct job *j, uint32_t ngpus,
 		   uint64_t mem_request, int32_t prio);
+/* Queued `kmux run` jobs whose client did not ATTACH in time: cancelled. */
+void job_attach_expire(struct server *srv);
 /* j ended (or never will start): record, release, notify; frees j. */
 void job_finish(struct server *srv, struct job *j, uint32_t state,
 		int32_t code, int32_t sig);
+/*
+ * Ends the database could not record (struct ended): write them now, in
+ * order, stopping at the first that still fails.  From the tick and after
+ * any write that succeeded (there is room again).
+ */
+void job_end_flush(struct server *srv);
+/* The unrecorded end of job id, or NULL. */
+const struct ended *job_end_find(struct server *srv, int64_t id);
+/* A row read from the database, with its unrecorded end applied, if any. */
+void job_end_apply(struct server *srv, struct db_job *dj);
 /* Commit a job that already runs on the GPUs of mask with this quota. */
 void job_recommit(struct server *srv, struct job *j, uint64_t mask,
 		  uint64_t quota);
@@ -437,6 +486,7 @@ void job_cancel(struct conn *c, const struct proto_msg *m);
 void job_logs(struct conn *c, const struct proto_msg *m);
 void job_register(struct conn *c, const struct proto_msg *m);
 void job_finished(struct conn *c, const struct proto_msg *m);
+void job_attach(struct conn *c, const struct proto_msg *m);
 void job_alloc_update(struct conn *c, const struct proto_msg *m);
 /*
  * Growths that wait for room: grant those that fit now (oldest first),

@@ -441,7 +441,7 @@ int db_open(const char *path, unsigned flags, struct db **out, char *err,
 
 	oflags = (db->readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) |
 		 SQLITE_OPEN_NOFOLLOW;
-	s = sqlite3_open_v2(path, &db->h, oflags, NULL);
+	s = sqlite3_open_v2(path, &db->h, oflags, db_full_vfs());
 	if (s != SQLITE_OK) {
 		rc = fail(db, s, err, errlen, "%s", path);
 		goto err_close;
@@ -723,6 +723,42 @@ int db_job_finish(struct db *db, int64_t id, uint32_t state, int32_t exit_code,
 	sqlite3_bind_int64(st, 4, (int64_t)now_us);
 	sqlite3_bind_int64(st, 5, id);
 	rc = update_one(db, st, id, what, err, errlen);
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int db_job_set_exit(struct db *db, int64_t id, int32_t exit_code,
+		    int32_t signal, char *err, size_t errlen)
+{
+	sqlite3_stmt *st = NULL;
+	char what[64];
+	int rc;
+
+	if (db == NULL || !exit_ok(exit_code, signal) ||
+	    (exit_code == PROTO_EXIT_UNKNOWN && signal == 0))
+		return set_err(err, errlen, -EINVAL,
+			       "set exit status of job %" PRId64 ": bad "
+			       "arguments", id);
+	snprintf(what, sizeof(what), "set exit status of job %" PRId64, id);
+	rc = prepare(db, "UPDATE jobs SET exit_code = ?, signal = ?"
+		     " WHERE id = ? AND state = 'exited' AND exit_code IS NULL"
+		     " AND signal = 0", &st, err, errlen, what);
+	if (rc < 0)
+		return rc;
+	if (exit_code == PROTO_EXIT_UNKNOWN)
+		sqlite3_bind_null(st, 1);
+	else
+		sqlite3_bind_int(st, 1, exit_code);
+	sqlite3_bind_int(st, 2, signal);
+	sqlite3_bind_int64(st, 3, id);
+	rc = step_done(db, st, err, errlen, what);
+	if (rc == 0 && sqlite3_changes(db->h) == 0) {
+		rc = explain_no_change(db, id, what, err, errlen);
+		/* Ended, but with its status known, or not by exiting. */
+		if (rc == -EALREADY)
+			rc = set_err(err, errlen, -EALREADY, "%s: its status "
+				     "is known, or it did not exit", what);
+	}
 	sqlite3_finalize(st);
 	return rc;
 }

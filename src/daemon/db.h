@@ -153,6 +153,18 @@ int db_schema_version(struct db *db, int *version, char *err, size_t errlen);
  */
 int db_set_max_pages(struct db *db, uint32_t pages, char *err, size_t errlen);
 
+/*
+ * Test knob (db-full.c): while the file at path exists, every write to a
+ * database's files (the WAL included) fails with SQLITE_FULL, as on a full
+ * disk, so db_* writes return -ENOSPC; remove the file and there is room
+ * again.  Unlike the page cap, an UPDATE in place fails too, and the disk
+ * frees up without a restart.  Process-wide; applies to databases opened
+ * after the call.  NULL or "": off (for later opens).  0 or -errno.
+ */
+int db_full_set(const char *path, char *err, size_t errlen);
+/* The VFS db_open() uses: the knob's, or NULL (SQLite's default). */
+const char *db_full_vfs(void);
+
 /* FNV-1a over the argument block: the key of a command's profile. */
 uint64_t db_profile_key(const char *argv, size_t argv_len);
 
@@ -183,6 +195,15 @@ int db_job_set_pid(struct db *db, int64_t id, int32_t pid, uint64_t pid_start,
  */
 int db_job_finish(struct db *db, int64_t id, uint32_t state, int32_t exit_code,
 		  int32_t signal, uint64_t now_us, char *err, size_t errlen);
+
+/*
+ * A job that ended while no daemon watched it (EXITED, exit code unknown,
+ * no signal) gets its status after all: its `kmux run` client knew it and
+ * came back.  -EALREADY when the job is not such a job (its status is
+ * known, or it did not exit); -ENOENT when there is no such job.
+ */
+int db_job_set_exit(struct db *db, int64_t id, int32_t exit_code,
+		    int32_t signal, char *err, size_t errlen);
 
 /* mem_peak = max(mem_peak, peak).  -ENOENT if no such job. */
 int db_job_update_peak(struct db *db, int64_t id, uint64_t peak, char *err,

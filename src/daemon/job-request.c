@@ -129,6 +129,7 @@ void job_submit(struct conn *c, const struct proto_msg *m)
 				    err);
 		return;
 	}
+	job_end_flush(srv);	/* room again, for ends not yet written */
 	j = calloc(1, sizeof(*j));
 	if (!j) {
 		/* Queued in the database: the next daemon start runs it. */
@@ -156,9 +157,13 @@ void job_submit(struct conn *c, const struct proto_msg *m)
 	server_kick(srv);
 }
 
-/* Send jobs v[0..n) as one JOB_LIST, dropping the oldest if too large. */
+/*
+ * Send those of jobs v[0..n) in states (a mask; 0: all) as one JOB_LIST,
+ * dropping the oldest if too large.  A row whose end the database lacks
+ * is shown ended (job_end_apply), in the states asked for as it is now.
+ */
 static void send_job_list(struct conn *c, uint32_t seq, struct db_job *v,
-			  size_t n)
+			  size_t n, uint32_t states)
 {
 	struct proto_job_rec *recs = calloc(n ? n : 1, sizeof(*recs));
 	char (*cmds)[JOB_REC_CMD_SHOWN + 1] = calloc(n ? n : 1, sizeof(*cmds));
@@ -166,17 +171,21 @@ static void send_job_list(struct conn *c, uint32_t seq, struct db_job *v,
 	struct proto_buf *out = &c->srv->out;
 	uint64_t now = server_now_us();
 	struct job *live;
-	size_t first = 0;
+	size_t first = 0, k = 0;
 
 	if (!recs || !cmds) {
 		server_client_error(c, seq, ENOMEM, "out of memory");
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
-		struct proto_job_rec *r = &recs[i];
+		struct proto_job_rec *r = &recs[k];
 		struct db_job *d = &v[i];
 
-		job_rec_from_db(d, r, cmds[i], sizeof(cmds[i]));
+		job_end_apply(c->srv, d);
+		if (states && !(states & (1u << d->state)))
+			continue;
+		job_rec_from_db(d, r, cmds[k], sizeof(cmds[k]));
+		k++;
 		if ((live = job_find(c->srv, d->id))) {
 			r->mem_used = live->mem_used;
 			r->kernel_rate = job_kernel_rate(live, now);
@@ -192,16 +201,19 @@ static void send_job_list(struct conn *c, uint32_t seq, struct db_job *v,
 			    (live->state == PROTO_JOB_RUNNING ||
 			     live->state == PROTO_JOB_QUEUED))
 				r->flags |= PROTO_JOBREC_F_WAIT_BOUND;
+			if (live->state == PROTO_JOB_QUEUED &&
+			    d->state == PROTO_JOB_QUEUED)
+				r->held = live->held;
 		}
 	}
 	/* Newest first to keep: the oldest ended jobs matter least. */
 	for (;;) {
-		m.u.jobs.count = (uint32_t)(n - first);
+		m.u.jobs.count = (uint32_t)(k - first);
 		m.u.jobs.vec = recs + first;
 		out->len = 0;
 		if (proto_encode(out, &m) != -EMSGSIZE)
 			break;
-		first += (n - first + 1) / 2;
+		first += (k - first + 1) / 2;
 	}
 	server_client_send(c, &m);
 out:
@@ -222,12 +234,18 @@ void job_ps(struct conn *c, const struct proto_msg *m)
 	size_t n = 0;
 	int e;
 
+	/* An end the database lacks: its row says queued or running, so an
+	 * ask for ended jobs must read those rows too (send_job_list sorts
+	 * them by the state they are in now). */
+	if (f.states && !TAILQ_EMPTY(&c->srv->unrecorded))
+		f.states |= (1u << PROTO_JOB_QUEUED) |
+			    (1u << PROTO_JOB_RUNNING);
 	e = db_job_list(c->srv->db, &f, &v, &n, err, sizeof(err));
 	if (e) {
 		server_client_error(c, m->seq, -e, "%s", err);
 		return;
 	}
-	send_job_list(c, m->seq, v, n);
+	send_job_list(c, m->seq, v, n, m->u.ps.states);
 	db_job_list_free(v, n);
 }
 
@@ -238,6 +256,8 @@ void job_top(struct conn *c, const struct proto_msg *m)
 	struct proto_msg ps = { .type = PROTO_PS, .seq = m->seq };
 
 	g.u.gpus.count = (uint32_t)srv->ngpus;
+	/* No GPUs: say why (NVML could not be loaded, ...), top shows it. */
+	g.u.gpus.note = srv->ngpus ? "" : srv->nvml_why;
 	for (size_t i = 0; i < srv->ngpus; i++) {
 		const struct admit_gpu *a = &srv->gpus[i];
 		struct proto_gpu_rec *r = &g.u.gpus.gpu[i];
@@ -289,6 +309,7 @@ static int job_lookup(struct conn *c, uint32_t seq, uint64_t id,
 		server_client_error(c, seq, -e, "%s", err);
 		return -1;
 	}
+	job_end_apply(c->srv, dj);
 	if (!server_client_may(c, dj->uid)) {
 		db_job_release(dj);
 		server_client_error(c, seq, EPERM, "job %llu belongs to "
@@ -306,6 +327,18 @@ void job_wait(struct conn *c, const struct proto_msg *m)
 
 	if (job_lookup(c, m->seq, m->u.wait.job, &j, &dj))
 		return;
+	if (!j && (dj.state == PROTO_JOB_QUEUED ||
+		   dj.state == PROTO_JOB_RUNNING)) {
+		/* Not ended, not tracked (a job queued in the database but
+		 * lost from memory): EXITED cannot say that, and a silence
+		 * would leave the client waiting for ever. */
+		server_client_error(c, m->seq, EIO, "job %lld is %s in the "
+				    "database but this kmuxd does not track it",
+				    (long long)dj.id,
+				    proto_job_state_name(dj.state));
+		db_job_release(&dj);
+		return;
+	}
 	if (!j) {
 		server_client_send(c, &(struct proto_msg){
 			.type = PROTO_EXITED, .seq = m->seq,
@@ -377,6 +410,15 @@ void job_cancel(struct conn *c, const struct proto_msg *m)
 
 	if (job_lookup(c, m->seq, m->u.cancel.job, &j, &dj))
 		return;
+	if (!j && (dj.state == PROTO_JOB_QUEUED ||
+		   dj.state == PROTO_JOB_RUNNING)) {
+		server_client_error(c, m->seq, EIO, "job %lld is %s in the "
+				    "database but this kmuxd does not track it",
+				    (long long)dj.id,
+				    proto_job_state_name(dj.state));
+		db_job_release(&dj);
+		return;
+	}
 	if (!j) {
 		server_client_error(c, m->seq, EALREADY, "job %lld has already "
 				    "ended (%s)", (long long)dj.id,
@@ -772,12 +814,59 @@ void job_register(struct conn *c, const struct proto_msg *m)
 	send_admit(c, m->seq, j);
 }
 
+/*
+ * FINISHED for a job that has ended already: a `kmux run` whose daemon died
+ * while its command ran, back on a new connection.  The daemon that
+ * recovered the job found its process gone (or never knew it: the preload
+ * never registered) and recorded it exited, code unknown; the client knew
+ * the code.  Only that case is filled in (db_job_set_exit).
+ */
+static void job_finished_late(struct conn *c, const struct proto_msg *m)
+{
+	const struct proto_finished *f = &m->u.finished;
+	struct server *srv = c->srv;
+	struct db_job dj = { 0 };
+	char err[ERRLEN];
+	int e;
+
+	e = db_job_get(srv->db, (int64_t)f->job, &dj, err, sizeof(err));
+	if (e || !(dj.flags & DB_JOB_F_FOREGROUND) ||
+	    !server_client_may(c, dj.uid) || dj.state != PROTO_JOB_EXITED ||
+	    dj.exit_code != PROTO_EXIT_UNKNOWN || dj.signal ||
+	    (f->exit_code == PROTO_EXIT_UNKNOWN && !f->signal)) {
+		server_client_error(c, m->seq, ENOENT, "job %llu is not yours "
+				    "to finish", (unsigned long long)f->job);
+		goto out;
+	}
+	e = db_job_set_exit(srv->db, dj.id, f->exit_code, f->signal, err,
+			    sizeof(err));
+	if (e) {
+		server_client_error(c, m->seq, -e, "%s", err);
+		goto out;
+	}
+	log_info("daemon: job %lld: exit %d, signal %d, from its `kmux "
+		 "run`: it ended while no kmuxd watched it", (long long)dj.id,
+		 f->exit_code, f->signal);
+	server_client_send(c, &(struct proto_msg){
+		.type = PROTO_OK, .seq = m->seq, .u.ok.id = f->job });
+out:
+	db_job_release(&dj);
+}
+
 void job_finished(struct conn *c, const struct proto_msg *m)
 {
 	const struct proto_finished *f = &m->u.finished;
 	struct job *j = job_find(c->srv, (int64_t)f->job);
 
-	if (!j || j->owner != c) {
+	if (!j) {
+		job_finished_late(c, m);
+		return;
+	}
+	/* Its owner; or, after a restart, its `kmux run` on a new
+	 * connection (the job was recovered running, with no owner). */
+	if (j->owner != c &&
+	    (j->owner || !(j->flags & DB_JOB_F_FOREGROUND) ||
+	     j->state != PROTO_JOB_RUNNING || !server_client_may(c, j->uid))) {
 		server_client_error(c, m->seq, ENOENT, "job %llu is not yours "
 				    "to finish", (unsigned long long)f->job);
 		return;
@@ -787,6 +876,58 @@ void job_finished(struct conn *c, const struct proto_msg *m)
 	job_finish(c->srv, j, j->cancelling && j->state == PROTO_JOB_RUNNING ?
 		   PROTO_JOB_CANCELLED : PROTO_JOB_EXITED, f->exit_code,
 		   f->signal);
+}
+
+/*
+ * ATTACH: a `kmux run` whose daemon died while its job was queued takes
+ * the job back on a new connection (job_recover kept it queued, out of
+ * admission, for JOB_ATTACH_GRACE_US).  From here on as after RUN: OK, then
+ * QUEUED and ADMIT, or EXITED; the connection owns the job again, so its
+ * end cancels the job.  A job that ended meanwhile is answered with its
+ * EXITED at once.
+ */
+void job_attach(struct conn *c, const struct proto_msg *m)
+{
+	struct server *srv = c->srv;
+	struct db_job dj = { 0 };
+	struct job *j;
+
+	if (job_lookup(c, m->seq, m->u.attach.job, &j, &dj))
+		return;
+	if (!j) {
+		if (dj.state == PROTO_JOB_QUEUED ||
+		    dj.state == PROTO_JOB_RUNNING)
+			server_client_error(c, m->seq, EIO, "job %lld is %s in "
+					    "the database but this kmuxd does "
+					    "not track it", (long long)dj.id,
+					    proto_job_state_name(dj.state));
+		else
+			server_client_send(c, &(struct proto_msg){
+				.type = PROTO_EXITED, .seq = m->seq,
+				.u.exited = { (uint64_t)dj.id, dj.state,
+					      dj.exit_code, dj.signal } });
+		db_job_release(&dj);
+		return;
+	}
+	if (!(j->flags & DB_JOB_F_FOREGROUND) || j->state != PROTO_JOB_QUEUED) {
+		server_client_error(c, m->seq, EINVAL, "job %lld is not a "
+				    "queued `kmux run` job", (long long)j->id);
+		return;
+	}
+	if (j->owner) {
+		server_client_error(c, m->seq, EBUSY, "job %lld has its `kmux "
+				    "run` client already", (long long)j->id);
+		return;
+	}
+	j->owner = c;
+	j->owner_seq = m->seq;
+	j->told_queued = false;
+	j->attach_until_us = 0;
+	log_info("daemon: job %lld: its `kmux run` is back (pid %d)",
+		 (long long)j->id, (int)c->pid);
+	server_client_send(c, &(struct proto_msg){
+		.type = PROTO_OK, .seq = m->seq, .u.ok.id = (uint64_t)j->id });
+	server_kick(srv);
 }
 
 /*

@@ -74,7 +74,19 @@ void job_free_all(struct server *srv)
 {
 	struct waiter *w;
 	struct follower *f;
+	struct ended *e;
 	struct job *j;
+
+	/* A last try; what is still not written is lost with this daemon. */
+	job_end_flush(srv);
+	while ((e = TAILQ_FIRST(&srv->unrecorded))) {
+		log_error("daemon: job %lld's end (%s, exit %d) was never "
+			  "recorded: the next kmuxd will find it exited, code "
+			  "unknown", (long long)e->id,
+			  proto_job_state_name(e->state), e->code);
+		TAILQ_REMOVE(&srv->unrecorded, e, entry);
+		free(e);
+	}
 
 	while ((j = TAILQ_FIRST(&srv->queued))) {
 		TAILQ_REMOVE(&srv->queued, j, entry);
@@ -315,6 +327,97 @@ static void waiters_notify(struct server *srv, int64_t id, uint32_t state,
 }
 
 /*
+ * Can a failed db_job_finish() succeed later?  A full disk, a busy or
+ * read-only file: yes, so the end is kept and retried.  -ENOENT, -EALREADY
+ * and -EINVAL say the row itself disagrees: retrying changes nothing.
+ */
+static bool job_end_retryable(int r)
+{
+	return r != -ENOENT && r != -EALREADY && r != -EINVAL;
+}
+
+/*
+ * The database could not record j's end (why).  Dropping j alone would
+ * leave its row running for good: ps would show it running, wait would
+ * never return and cancel would contradict itself.  Keep the end, answer
+ * for it from memory, write it later (job_end_flush).  false when it could
+ * not even be kept.
+ */
+static bool job_end_keep(struct server *srv, const struct job *j,
+			 uint32_t state, int32_t code, int32_t sig,
+			 uint64_t now, const char *why)
+{
+	struct ended *e = calloc(1, sizeof(*e));
+
+	if (!e)
+		return false;
+	e->id = j->id;
+	e->state = state;
+	e->code = code;
+	e->sig = sig;
+	e->end_us = now;
+	TAILQ_INSERT_TAIL(&srv->unrecorded, e, entry);
+	log_error("daemon: job %lld %s (exit %d, signal %d), but the database "
+		  "cannot record it: %s; kmuxd answers for the job from memory "
+		  "and writes its end once the database takes writes again (a "
+		  "kmuxd started before then finds it exited, code unknown)",
+		  (long long)j->id, proto_job_state_name(state), code, sig,
+		  why);
+	return true;
+}
+
+const struct ended *job_end_find(struct server *srv, int64_t id)
+{
+	struct ended *e;
+
+	TAILQ_FOREACH(e, &srv->unrecorded, entry)
+		if (e->id == id)
+			return e;
+	return NULL;
+}
+
+void job_end_apply(struct server *srv, struct db_job *dj)
+{
+	const struct ended *e = job_end_find(srv, dj->id);
+
+	if (!e || (dj->state != PROTO_JOB_QUEUED &&
+		   dj->state != PROTO_JOB_RUNNING))
+		return;
+	dj->state = e->state;
+	dj->exit_code = e->code;
+	dj->signal = e->sig;
+	dj->end_us = e->end_us;
+}
+
+void job_end_flush(struct server *srv)
+{
+	char err[ERRLEN];
+	struct ended *e;
+	int r;
+
+	while ((e = TAILQ_FIRST(&srv->unrecorded))) {
+		r = db_job_finish(srv->db, e->id, e->state, e->code, e->sig,
+				  e->end_us, err, sizeof(err));
+		if (r && job_end_retryable(r)) {
+			/* Still full: said once already, try again later. */
+			log_debug("daemon: job %lld: %s", (long long)e->id,
+				  err);
+			return;
+		}
+		if (r)
+			log_warn("daemon: job %lld: its end cannot be "
+				 "recorded: %s", (long long)e->id, err);
+		else
+			log_info("daemon: job %lld: its end (%s, exit %d, "
+				 "signal %d) is recorded now", (long long)e->id,
+				 proto_job_state_name(e->state), e->code,
+				 e->sig);
+		TAILQ_REMOVE(&srv->unrecorded, e, entry);
+		free(e);
+	}
+}
+
+/*
  * j has ended (or will never start): record it, give its GPUs back, tell
  * whoever waits, and let the queue move.  j is freed.
  */
@@ -323,11 +426,17 @@ void job_finish(struct server *srv, struct job *j, uint32_t state,
 {
 	uint64_t now = server_now_us();
 	char err[ERRLEN];
-	bool measured, learned = false;
+	bool measured, learned = false, kept = false;
 	double busy, duty = -1.0;
+	int r;
 
-	if (db_job_finish(srv->db, j->id, state, code, sig, now, err,
-			  sizeof(err)))
+	r = db_job_finish(srv->db, j->id, state, code, sig, now, err,
+			  sizeof(err));
+	if (r == 0)
+		job_end_flush(srv);	/* there is room: older ends first */
+	else if (job_end_retryable(r))
+		kept = job_end_keep(srv, j, state, code, sig, now, err);
+	if (r && !kept)
 		log_error("daemon: job %lld: %s", (long long)j->id, err);
 	/* Measured when NVML could say (two samples at least); else the
 	 * profile's busyness is left as it was (db_profile_update). */
@@ -343,7 +452,9 @@ void job_finish(struct server *srv, struct job *j, uint32_t state,
 		log_info("daemon: job %lld: measured busyness %.2f over %u "
 			 "samples, hardly any active, duty %.2f",
 			 (long long)j->id, busy, j->busy.seen, duty);
-	if (state == PROTO_JOB_EXITED && j->mem_peak && j->start_us) {
+	/* Its profile is a write too: on a full disk, the run teaches nothing
+	 * rather than log the same failure three more times. */
+	if (!kept && state == PROTO_JOB_EXITED && j->mem_peak && j->start_us) {
 		learned = db_profile_update(srv->db, j->profile_key,
 					    j->mem_peak,
 					    measured ? busy : j->task.busy,
@@ -955,6 +1066,7 @@ static int job_start(struct server *srv, struct job *j,
 		log_info("daemon: the database takes writes again: admission "
 			 "resumed");
 	srv->db_stalled = false;
+	job_end_flush(srv);
 	TAILQ_REMOVE(&srv->queued, j, entry);
 	j->state = PROTO_JOB_RUNNING;
 	j->start_us = server_now_us();
@@ -997,6 +1109,70 @@ static int job_start(struct server *srv, struct job *j,
 	if (r)
 		job_finish(srv, j, PROTO_JOB_FAILED, r, 0);
 	return 0;
+}
+
+/*
+ * Why j cannot run on the node as it is now (PROTO_HELD_*), or
+ * PROTO_HELD_NONE.  Submissions are checked against the node before they
+ * are queued (job_check_fit), so only jobs recovered from the database of
+ * a daemon that had more GPUs, or larger ones, are held.
+ */
+static uint32_t job_held_why(struct server *srv, const struct job *j)
+{
+	if (srv->ngpus == 0)
+		return PROTO_HELD_NO_GPUS;
+	switch (admit_check(&j->task, srv->gpus, srv->ngpus, &srv->policy)) {
+	case -ENODEV:
+		return PROTO_HELD_GPUS;
+	case -ENOSPC:
+		return PROTO_HELD_MEM;
+	default:
+		return PROTO_HELD_NONE;
+	}
+}
+
+/*
+ * Hold j, or let it go, as the node now allows; say so when that changes.
+ * Failing such a job, as admission did before, lost it for good to a
+ * restart with fewer GPUs (a driver that failed to load, a card taken out
+ * for repair): it stays queued and runs under a daemon that has them.
+ */
+static void job_hold(struct server *srv, struct job *j, uint32_t why)
+{
+	char need[SIZE_FORMAT_MAX], cap[SIZE_FORMAT_MAX];
+	uint64_t best = 0;
+
+	if (why == j->held)
+		return;
+	j->held = why;
+	switch (why) {
+	case PROTO_HELD_NONE:
+		log_info("daemon: job %lld is no longer held: the node can run "
+			 "it", (long long)j->id);
+		return;
+	case PROTO_HELD_NO_GPUS:
+		log_warn("daemon: job %lld held: this node has no GPUs now "
+			 "(%s); it stays queued until a kmuxd with GPUs starts "
+			 "(`kmux cancel %lld` drops it)", (long long)j->id,
+			 srv->nvml_why, (long long)j->id);
+		return;
+	case PROTO_HELD_GPUS:
+		log_warn("daemon: job %lld held: it asks for %u GPUs and this "
+			 "node has %zu now; it stays queued until a kmuxd with "
+			 "enough starts (`kmux cancel %lld` drops it)",
+			 (long long)j->id, j->task.ngpus, srv->ngpus,
+			 (long long)j->id);
+		return;
+	}
+	for (size_t i = 0; i < srv->ngpus; i++)
+		if (admit_capacity(&srv->gpus[i], &srv->policy) > best)
+			best = admit_capacity(&srv->gpus[i], &srv->policy);
+	size_format(j->task.mem, need, sizeof(need));
+	size_format(best, cap, sizeof(cap));
+	log_warn("daemon: job %lld held: it needs %s per GPU and no GPU of "
+		 "this node can give more than %s now; it stays queued until "
+		 "a kmuxd with larger GPUs starts (`kmux cancel %lld` drops "
+		 "it)", (long long)j->id, need, cap, (long long)j->id);
 }
 
 /* Tell `kmux run` clients still waiting where they stand. */
@@ -1050,23 +1226,31 @@ void job_schedule(struct server *srv)
 				break;
 			}
 		}
+		/* Held jobs keep their place in the queue but are not
+		 * offered: admit_next would report them as never fitting. */
 		n = 0;
 		TAILQ_FOREACH(j, &srv->queued, entry) {
+			job_hold(srv, j, job_held_why(srv, j));
+			/* ... and so are `kmux run` jobs whose client is not
+			 * back yet: nobody would start them. */
+			if (j->held || j->attach_until_us)
+				continue;
 			tasks[n] = j->task;
 			jobs[n++] = j;
 		}
+		if (n == 0)
+			break;
 		r = admit_next(tasks, n, srv->gpus, srv->ngpus, &srv->policy,
 			       server_now_us(), &d);
 		if (r == -EAGAIN)
 			break;
 		if (r == -ENODEV || r == -ENOSPC) {
-			log_warn("daemon: job %lld can never run on this node "
-				 "(%s)", (long long)jobs[d.task]->id,
-				 r == -ENODEV ? "too many GPUs" :
-				 "too much memory");
-			job_finish(srv, jobs[d.task], PROTO_JOB_FAILED,
-				   PROTO_EXIT_UNKNOWN, 0);
-			continue;
+			/* job_held_why() runs the same check: never here.  Stop
+			 * rather than fail or spin on it. */
+			log_error("daemon: admission: job %lld does not fit "
+				 "this node after all (%s)",
+				 (long long)jobs[d.task]->id, strerror(-r));
+			break;
 		}
 		if (r) {
 			log_error("daemon: admission: %s", strerror(-r));
@@ -1172,9 +1356,18 @@ int job_recover(struct server *srv, char *err, size_t errlen)
 		if (j->state == PROTO_JOB_RUNNING) {
 			TAILQ_INSERT_TAIL(&srv->running, j, entry);
 			job_recommit(srv, j, dj->gpus, dj->mem_quota);
-		} else if (j->flags & (DB_JOB_F_FOREGROUND |
-				       DB_JOB_F_REGISTERED)) {
-			/* Its client was connected to the daemon that died. */
+		} else if (j->flags & DB_JOB_F_FOREGROUND) {
+			/* Its `kmux run` was connected to the daemon that
+			 * died and is looking for this one: keep its place. */
+			j->attach_until_us = server_now_us() +
+					     JOB_ATTACH_GRACE_US;
+			TAILQ_INSERT_TAIL(&srv->queued, j, entry);
+			log_info("daemon: job %lld: a queued `kmux run`; kept "
+				 "%.0f s for its client to come back",
+				 (long long)j->id, JOB_ATTACH_GRACE_US / 1e6);
+		} else if (j->flags & DB_JOB_F_REGISTERED) {
+			/* Its preload registers anew (a new job) once it
+			 * finds this daemon: this one is for nobody. */
 			TAILQ_INSERT_TAIL(&srv->queued, j, entry);
 			job_finish(srv, j, PROTO_JOB_CANCELLED,
 				   PROTO_EXIT_UNKNOWN, 0);
@@ -1187,6 +1380,22 @@ int job_recover(struct server *srv, char *err, size_t errlen)
 	srv->recovered.running_kept = st.running_kept;
 	srv->recovered.lost = st.lost;
 	return r;
+}
+
+void job_attach_expire(struct server *srv)
+{
+	uint64_t now = server_now_us();
+	struct job *j, *next;
+
+	for (j = TAILQ_FIRST(&srv->queued); j; j = next) {
+		next = TAILQ_NEXT(j, entry);
+		if (!j->attach_until_us || now < j->attach_until_us)
+			continue;
+		log_info("daemon: job %lld: its `kmux run` did not come back "
+			 "within %.0f s of the restart: cancelled",
+			 (long long)j->id, JOB_ATTACH_GRACE_US / 1e6);
+		job_finish(srv, j, PROTO_JOB_CANCELLED, PROTO_EXIT_UNKNOWN, 0);
+	}
 }
 
 /* --- signals ------------------------------------------------------------- */

@@ -237,6 +237,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	job_end_flush(srv);
+	job_attach_expire(srv);
 	job_sample(srv);
 	pressure_fake_used(srv);
 	job_poll(srv);
@@ -298,6 +300,23 @@ err_nomem:
 
 /* --- start-up and shutdown ------------------------------------------------ */
 
+/*
+ * No GPUs: kmuxd runs on (ps, wait, cancel and logs keep working, running
+ * jobs are watched), but admits nothing: submissions are refused with the
+ * reason and queued jobs are held, not failed.  Loud, because a driver
+ * that broke (an upgrade without a reboot: "Driver/library version
+ * mismatch") looks like this, and nothing runs until kmuxd restarts.
+ */
+static void server_log_no_gpus(struct server *srv)
+{
+	log_error("daemon: no GPUs: %s.  kmuxd runs but admits nothing: new "
+		  "jobs are refused and queued ones stay queued (held) until "
+		  "a kmuxd that finds GPUs starts%s", srv->nvml_why,
+		  nvml_is_fake(srv->nvml) ? "" :
+		  "; restart kmuxd once the driver works (KMUX_FAKE_GPUS=N:MEM "
+		  "simulates GPUs)");
+}
+
 static int gpus_init(struct server *srv, char *err, size_t errlen)
 {
 	struct nvml_sample s;
@@ -323,20 +342,29 @@ static int gpus_init(struct server *srv, char *err, size_t errlen)
 			g->util_valid = s.util_valid;
 		}
 	}
+	/* Before the log file takes over: on the starter's terminal. */
 	if (!srv->ngpus)
-		log_warn("daemon: no GPUs: %s; jobs cannot be admitted "
-			 "(KMUX_FAKE_GPUS=N:MEM simulates some)", srv->nvml_why);
+		server_log_no_gpus(srv);
 	return 0;
 }
 
 static int db_init(struct server *srv, char *err, size_t errlen)
 {
 	const char *cap = getenv("KMUX_DB_MAX_PAGES");
+	const char *full = getenv("KMUX_DB_FULL");
 	char dberr[512];
 	int r;
 
 	snprintf(srv->db_path, sizeof(srv->db_path), "%s/%s",
 		 srv->paths.state_dir, PATHS_DB_NAME);
+	/* Test knob: while this file exists the disk is full (db-full.c). */
+	if (full && *full) {
+		r = db_full_set(full, dberr, sizeof(dberr));
+		if (r) {
+			snprintf(err, errlen, "KMUX_DB_FULL: %s", dberr);
+			return r;
+		}
+	}
 	r = db_open(srv->db_path, 0, &srv->db, dberr, sizeof(dberr));
 	if (r) {
 		snprintf(err, errlen, "cannot open the database: %s", dberr);
@@ -458,6 +486,7 @@ static int server_init(struct server *srv, const struct server_opts *o,
 		srv->cgroup_root[0] = '\0';	/* no cgroup2: SIGSTOP only */
 	TAILQ_INIT(&srv->queued);
 	TAILQ_INIT(&srv->running);
+	TAILQ_INIT(&srv->unrecorded);
 	TAILQ_INIT(&srv->conns);
 	TAILQ_INIT(&srv->waiters);
 	TAILQ_INIT(&srv->followers);
@@ -719,6 +748,9 @@ int server_main(const struct server_opts *o)
 		 "running job(s), %zu lost while no daemon ran", srv.ngpus,
 		 nvml_source(srv.nvml), srv.recovered.queued,
 		 srv.recovered.running_kept, srv.recovered.lost);
+	/* Again, for the log file (the first went to the terminal). */
+	if (!srv.ngpus && !o->foreground)
+		server_log_no_gpus(&srv);
 	log_info("daemon: placement %s, busy-max %g, default-busy %g, "
 		 "guess %g, grow-wait %g s, slice-waits %g%s",
 		 admit_placement_name(srv.policy.placement),

@@ -8,7 +8,7 @@
 export KMUX_SOCKET=$TMP/run/sock
 export KMUX_STATE_DIR=$TMP/state
 export KMUX_FAKE_GPUS=${KMUX_FAKE_GPUS:-1:16G}
-unset XDG_RUNTIME_DIR KMUX_DB_MAX_PAGES
+unset XDG_RUNTIME_DIR KMUX_DB_MAX_PAGES KMUX_DB_FULL
 mkdir -p "$TMP/run"
 chmod 700 "$TMP/run"
 

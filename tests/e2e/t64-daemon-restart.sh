@@ -94,4 +94,129 @@ kill -9 -- "-$hpid" 2>/dev/null
 check "a restarted daemon that does not know the job: wait exits 125" [ "$rc" -eq 125 ]
 check "  ... within seconds, not the full 60 s" [ $(($(date +%s) - t0)) -le 5 ]
 check "  ... and says no such job" grep -qi "no .*job" "$TMP/w2.err"
+
+# A restart with fewer GPUs, or none (NVML failed to load, a card out for
+# repair), holds the queued jobs it cannot run now instead of failing them:
+# nothing queued is lost, and they run once a daemon with the GPUs starts.
+stop_daemon
+GO3=$TMP/blk-may-end
+KMUX_FAKE_GPUS=2:16G start_daemon
+blk=$("$KMUX" submit --gpus 2 -m 15G -- sh -c "for i in \$(seq 1200); do [ -e '$GO3' ] && break; sleep 0.05; done")
+two=$("$KMUX" submit --gpus 2 -m 1G -- echo two-ran)
+one=$("$KMUX" submit -m 1G -- echo one-ran)
+check "2 GPUs: job $blk runs on both" wait_state "$blk" running
+check "  ... jobs $two (2 GPUs) and $one (1 GPU) wait behind it" \
+	cond '[ "$(job_state "$two")" = queued ] && [ "$(job_state "$one")" = queued ]'
+blkpid=$(jq_job "$blk" 'j["pid"]')
+stop_daemon
+KMUX_FAKE_GPUS=1:16G start_daemon
+check "restarted with 1 GPU: job $two is held, not failed" \
+	[ "$(jq_job "$two" 'j["state"], j["held"]')" = "('queued', 'gpus')" ]
+check "  ... ps says why" \
+	cond '"$KMUX" ps | grep -Eq "^ +$two +held \(GPUs\) "'
+check "  ... the log says why" \
+	grep -q "job $two held: it asks for 2 GPUs and this node has 1 now" "$KMUX_STATE_DIR/kmuxd.log"
+check "  ... job $one is queued, not held" \
+	[ "$(jq_job "$one" 'j["state"], j["held"]')" = "('queued', None)" ]
+expect_rc 4 "  ... a new 2-GPU submission is still refused" \
+	"$KMUX" submit --gpus 2 -- true
+check "  ... saying why" err_has "2 GPUs asked for, but this node has 1"
+stop_daemon
+KMUX_FAKE_GPUS=0 expect_rc 0 "restarted with no GPUs: the daemon starts" start_daemon
+check "  ... and says so loudly" err_has "no GPUs: KMUX_FAKE_GPUS=0 simulates a node without GPUs.  kmuxd runs but admits nothing"
+held_two=$(jq_job "$two" 'j["held"]')
+held_one=$(jq_job "$one" 'j["held"]')
+check "  ... both jobs held (no GPUs)" \
+	cond '[ "$held_two" = no-gpus ] && [ "$held_one" = no-gpus ]'
+check "  ... ps says so" cond '"$KMUX" ps | grep -Eq "^ +$one +held \(no GPUs\) "'
+"$KMUX" top --once >"$TMP/top.out" 2>&1
+check "  ... top says why there are none" \
+	grep -q "kmuxd has no GPUs: KMUX_FAKE_GPUS=0 simulates" "$TMP/top.out"
+check "  ... top --json too" \
+	[ "$(top_json 't["no_gpus"]')" = "KMUX_FAKE_GPUS=0 simulates a node without GPUs" ]
+check "job $blk kept running through all this" kill -0 "$blkpid"
+stop_daemon
+touch "$GO3"
+check "job $blk ends while no daemon runs" \
+	wait_for 10 cond '! kill -0 "$blkpid" 2>/dev/null'
+KMUX_FAKE_GPUS=2:16G start_daemon
+expect_rc 0 "back with 2 GPUs: the held 2-GPU job runs" "$KMUX" wait "$two"
+check "  ... its output intact" grep -qx two-ran <("$KMUX" logs "$two")
+expect_rc 0 "  ... and so does the 1-GPU job" "$KMUX" wait "$one"
+check "  ... its output intact" grep -qx one-ran <("$KMUX" logs "$one")
+
+# `kmux run` outlives a restart too.  Queued: it finds the new daemon and
+# takes its job back (ATTACH), which the new daemon kept queued for it;
+# its command then runs and kmux run exits with its status.
+stop_daemon
+start_daemon
+# job_named NAME: the id of the job of that name.
+job_named() {
+	"$KMUX" ps --all --json | python3 -c '
+import json, sys
+print([j["id"] for j in json.load(sys.stdin) if j["name"] == sys.argv[1]][0])' "$1"
+}
+GO4=$TMP/big-may-end
+big=$("$KMUX" submit -m 15G -- sh -c "for i in \$(seq 1200); do [ -e '$GO4' ] && break; sleep 0.05; done")
+check "job $big runs" wait_state "$big" running
+"$KMUX" run -m 10G -n behind -- sh -c "echo run-ran >'$TMP/run.out'; exit 7" \
+	>"$TMP/r.out" 2>"$TMP/r.err" &
+rp=$!
+check "a kmux run waits behind it" wait_for 10 grep -q "kmux: queued" "$TMP/r.err"
+rjob=$(job_named behind)
+kill9_daemon
+start_daemon
+check "after kill -9 and a restart its job $rjob is still queued" \
+	[ "$(job_state "$rjob")" = queued ]
+check "  ... and kmux run takes it back" \
+	wait_for 10 grep -q "kmux: run: job $rjob is queued again" "$TMP/r.err"
+check "  ... (the daemon's log says so)" \
+	grep -q "job $rjob: its \`kmux run\` is back" "$KMUX_STATE_DIR/kmuxd.log"
+touch "$GO4"
+wait "$rp"
+check "  ... its command runs once there is room, and kmux run exits 7" [ $? -eq 7 ]
+check "  ... the command's output is there" grep -qx run-ran "$TMP/run.out"
+check "  ... the job is recorded exited 7" \
+	[ "$(jq_job "$rjob" 'j["state"], j["exit_code"]')" = "('exited', 7)" ]
+check "  ... kmux run said it waited for kmuxd" \
+	grep -q "while job $rjob was queued; waiting up to 60 s for kmuxd to come back" "$TMP/r.err"
+
+# A queued kmux run that dies while no daemon runs: the new daemon keeps
+# its job for 5 s, then cancels it (nobody would start it).
+rm -f "$GO4"
+big=$("$KMUX" submit -m 15G -- sh -c "for i in \$(seq 1200); do [ -e '$GO4' ] && break; sleep 0.05; done")
+check "job $big runs" wait_state "$big" running
+"$KMUX" run -m 10G -n orphan -- true >/dev/null 2>"$TMP/r2.err" &
+rp=$!
+check "a kmux run waits behind it" wait_for 10 grep -q "kmux: queued" "$TMP/r2.err"
+rjob=$(job_named orphan)
+kill9_daemon
+kill -9 "$rp"
+wait "$rp" 2>/dev/null
+start_daemon
+check "its client dead, job $rjob is kept queued at first" \
+	[ "$(job_state "$rjob")" = queued ]
+check "  ... and cancelled once nobody came back (5 s)" \
+	wait_state "$rjob" cancelled 100
+check "  ... the log says why" \
+	grep -q "job $rjob: its \`kmux run\` did not come back within 5 s of the restart: cancelled" "$KMUX_STATE_DIR/kmuxd.log"
+touch "$GO4"
+"$KMUX" wait "$big" >/dev/null 2>&1
+
+# Running: the daemon that recovers the job finds it gone or watches it;
+# kmux run, its command over, finds the new daemon and records the status.
+GO5=$TMP/run-may-end
+"$KMUX" run -m 1G -n runs -- sh -c "for i in \$(seq 1200); do [ -e '$GO5' ] && break; sleep 0.05; done; exit 5" \
+	>/dev/null 2>"$TMP/r3.err" &
+rp=$!
+runs_running() { [ "$(job_state "$(job_named runs 2>/dev/null)")" = running ]; }
+check "a kmux run runs" wait_for 10 runs_running
+rjob=$(job_named runs)
+kill9_daemon
+start_daemon
+touch "$GO5"
+wait "$rp"
+check "its daemon restarted while it ran: kmux run exits 5" [ $? -eq 5 ]
+exited_5() { [ "$(jq_job "$rjob" 'j["state"], j["exit_code"]')" = "('exited', 5)" ]; }
+check "  ... and the job is recorded exited 5, not unknown" wait_for 5 exited_5
 finish

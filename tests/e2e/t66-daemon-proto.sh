@@ -12,7 +12,7 @@ python3 - "$KMUX_SOCKET" >"$TMP/proto" 2>&1 <<'PY'
 import errno, os, socket, struct, sys
 
 path = sys.argv[1]
-MAGIC, VERSION = 0x58554d4b, 9
+MAGIC, VERSION = 0x58554d4b, 11
 
 def frame(typ, payload=b"", seq=7, version=VERSION, length=None):
     n = len(payload) if length is None else length
@@ -80,6 +80,12 @@ case("version 6", frame(105, struct.pack("<II", 0, 0), version=6),
 # v8 peers (before ALLOC_UPDATE carried the host's waits) too.
 case("version 8", frame(105, struct.pack("<II", 0, 0), version=8),
      errno.EPROTONOSUPPORT, 7)
+# v9 peers (before a job record said why a queued job is held) too.
+case("version 9", frame(105, struct.pack("<II", 0, 0), version=9),
+     errno.EPROTONOSUPPORT, 7)
+# v10 peers (before a `kmux run` could ATTACH to its job again) too.
+case("version 10", frame(105, struct.pack("<II", 0, 0), version=10),
+     errno.EPROTONOSUPPORT, 7)
 case("before HELLO", frame(105, struct.pack("<II", 0, 0)), errno.EPROTO, 7)
 case("bad HELLO role", frame(100, struct.pack("<HHI", 9, 0, 1) + s("x")),
      errno.EBADMSG, 7)
@@ -101,7 +107,7 @@ print(("ok  " if [f[0] for f in frames] == [200, 203] else "BAD ") +
       "HELLO + PS: %s" % [f[0] for f in frames])
 PY
 sed 's/^/    /' "$TMP/proto"
-check "every bad peer got the right ERROR" cond '! grep -q "^BAD" "$TMP/proto" && [ $(grep -c "^ok" "$TMP/proto") -eq 14 ]'
+check "every bad peer got the right ERROR" cond '! grep -q "^BAD" "$TMP/proto" && [ $(grep -c "^ok" "$TMP/proto") -eq 16 ]'
 check "the daemon is the same process" [ "$(daemon_pid)" = "$pid" ]
 check "  ... and alive" kill -0 "$pid"
 expect_rc 0 "the next client is served" "$KMUX" ps

@@ -63,6 +63,69 @@ expect_rc 0 "  ... and runs when its turn comes" "$KMUX" wait "$queued"
 check "  ... output intact" grep -qx kept <("$KMUX" logs "$queued")
 stop_daemon
 
+# A full disk when a job ends.  KMUX_DB_FULL=FILE: while FILE exists every
+# write to the database fails as on a full disk, the job's end (an UPDATE
+# in place, which the page cap above lets through) included; remove it and
+# there is room again, with no restart.  The end must not be lost: clients
+# are told from memory, and the row is written once there is room.
+FULL=$TMP/disk-full
+GO=$TMP/end-now
+# db_row ID: the job's state and exit code as the database has them.
+db_row() {
+	python3 -c '
+import sqlite3, sys
+db = sqlite3.connect("file:" + sys.argv[1] + "?mode=ro", uri=True)
+print("%s|%s" % db.execute("SELECT state, exit_code FROM jobs WHERE id = ?",
+                           (int(sys.argv[2]),)).fetchone())' \
+		"$KMUX_STATE_DIR/kmux.db" "$1"
+}
+row_is() { [ "$(db_row "$1")" = "$2" ]; }
+KMUX_DB_FULL=$FULL start_daemon
+ender=$("$KMUX" submit -m 15G -- sh -c "while [ ! -e '$GO' ]; do sleep 0.05; done; exit 3")
+after=$("$KMUX" submit --gpus 2 -m 15G -- echo after)
+check "job $ender runs" wait_state "$ender" running
+epid=$(jq_job "$ender" 'j["pid"]')
+touch "$FULL"
+touch "$GO"
+check "job $ender ends while the disk is full" \
+	wait_for 10 cond '! kill -0 "$epid" 2>/dev/null'
+sleep 0.3	# reaped: SIGCHLD, then the failed write
+expect_rc 3 "  ... wait, asked after its end, returns its exit code" \
+	timeout 10 "$KMUX" wait "$ender"
+check "  ... ps --json shows it exited with 3" \
+	[ "$(jq_job "$ender" 'j["state"], j["exit_code"]')" = "('exited', 3)" ]
+check "  ... plain ps (queued and running jobs) leaves it out" \
+	cond '! "$KMUX" ps | grep -Eq "^ +$ender "'
+expect_rc 1 "  ... cancel: it has ended" "$KMUX" cancel "$ender"
+check "  ... (exited), not (running)" err_has "job $ender has already ended (exited)"
+check "  ... while its row still says running (the disk is full)" \
+	row_is "$ender" "running|None"
+check "  ... the daemon said why, once" \
+	[ "$(grep -c "job $ender exited (exit 3, signal 0), but the database cannot record it: .*full" "$KMUX_STATE_DIR/kmuxd.log")" -eq 1 ]
+check "the job queued behind it waits (its start cannot be written)" \
+	[ "$(job_state "$after")" = queued ]
+rm "$FULL"
+check "room again: the row says exited 3, with no restart" \
+	wait_for 10 row_is "$ender" "exited|3"
+check "  ... and the daemon says it wrote it" \
+	grep -q "job $ender: its end (exited, exit 3, signal 0) is recorded now" "$KMUX_STATE_DIR/kmuxd.log"
+expect_rc 0 "  ... and the queued job runs" "$KMUX" wait "$after"
+# Still full when the daemon stops: the end is lost with it, and the next
+# daemon finds the job gone (exited, code unknown), not running.
+rm -f "$GO"
+ender=$("$KMUX" submit -m 15G -- sh -c "while [ ! -e '$GO' ]; do sleep 0.05; done; exit 4")
+check "job $ender runs" wait_state "$ender" running
+touch "$FULL" "$GO"
+expect_rc 4 "another ends on a full disk (exit 4)" timeout 10 "$KMUX" wait "$ender"
+stop_daemon
+check "  ... stopped while still full: the daemon says the end is lost" \
+	grep -q "job $ender's end (exited, exit 4) was never recorded" "$KMUX_STATE_DIR/kmuxd.log"
+rm "$FULL"
+start_daemon
+check "  ... the next daemon records it exited, code unknown" \
+	row_is "$ender" "exited|None"
+stop_daemon
+
 # No daemon: every command says so; ps shows what the database recorded,
 # and with no database either it fails like the others.
 expect_rc 0 "ps with no daemon: from the database" "$KMUX" ps

@@ -15,7 +15,7 @@ python3 - "$KMUX_SOCKET" >"$TMP/runproto" 2>&1 <<'PY'
 import os, socket, struct, sys
 
 path = sys.argv[1]
-MAGIC, VERSION = 0x58554d4b, 9
+MAGIC, VERSION = 0x58554d4b, 11
 GiB = 1 << 30
 
 def s(text):

@@ -71,6 +71,9 @@ static void walk(const struct proto_msg *m)
 	case PROTO_ERROR:
 		sum += strlen(m->u.error.message);
 		break;
+	case PROTO_GPU_LIST:
+		sum += strlen(m->u.gpus.note);
+		break;
 	case PROTO_LOG_DATA:
 		for (uint32_t i = 0; i < m->u.log.length; i++)
 			sum += m->u.log.data[i];
@@ -195,6 +198,8 @@ static const struct proto_job_rec recs[] = {
 	{ .id = 3, .gpus = 1, .state = PROTO_JOB_RUNNING,
 	  .exit_code = PROTO_EXIT_UNKNOWN, .ngpus = 1, .mem_quota = 8 << 20,
 	  .flags = PROTO_JOBREC_F_SUSPENDED, .name = "", .cmd = "./m" },
+	{ .id = 4, .state = PROTO_JOB_QUEUED, .exit_code = PROTO_EXIT_UNKNOWN,
+	  .ngpus = 2, .held = PROTO_HELD_GPUS, .name = "", .cmd = "./two" },
 };
 static const uint8_t logb[] = "epoch 1 loss 0.5\n";
 
@@ -253,6 +258,8 @@ int main(int argc, char **argv)
 	m[i++].u.ps = (struct proto_ps){ 0, 0 };
 	m[i].type = PROTO_WAIT;
 	m[i++].u.wait.job = 1;
+	m[i].type = PROTO_ATTACH;	/* v11 */
+	m[i++].u.attach.job = 1;
 	m[i].type = PROTO_CANCEL;
 	m[i++].u.cancel = (struct proto_cancel){ 1, 15 };
 	m[i].type = PROTO_LOGS;
@@ -270,7 +277,7 @@ int main(int argc, char **argv)
 					     .mps_log = "/r/s.mps/log" };
 	m[i++].u.admit.gpus[1] = 1;
 	m[i].type = PROTO_JOB_LIST;
-	m[i++].u.jobs = (struct proto_job_list){ 3, recs, NULL, 0 };
+	m[i++].u.jobs = (struct proto_job_list){ 4, recs, NULL, 0 };
 	m[i].type = PROTO_EXITED;
 	m[i++].u.exited = (struct proto_exited){ 1, PROTO_JOB_EXITED, 0, 0 };
 	m[i].type = PROTO_GPU_LIST;
@@ -278,6 +285,9 @@ int main(int argc, char **argv)
 	m[i].u.gpus.gpu[0] = (struct proto_gpu_rec){ 0, 1, 80ull << 30,
 						     1ull << 30, 2ull << 30, 500, 600 };
 	m[i++].u.gpus.gpu[1].index = 1;
+	m[i].type = PROTO_GPU_LIST;	/* v10: none, and why */
+	m[i++].u.gpus = (struct proto_gpu_list){ .count = 0,
+		.note = "NVML not available (libnvidia-ml.so.1: not found)" };
 	m[i].type = PROTO_LOG_DATA;
 	m[i++].u.log = (struct proto_log_data){ 1, 0, 0, sizeof(logb) - 1, logb };
 	m[i].type = PROTO_QUEUED;

@@ -6,6 +6,7 @@
 # protocol's job states, so src/common/proto.c is linked too.
 
 UNIT_TESTS += test-db
-test-db_SRCS = tests/unit/test-db.c src/daemon/db.c src/common/proto.c
+test-db_SRCS = tests/unit/test-db.c src/daemon/db.c src/daemon/db-full.c \
+	src/common/proto.c
 test-db_CFLAGS = -iquote src/daemon
 test-db_LIBS = -lcmocka -lsqlite3

@@ -6,8 +6,8 @@
  * refused transition, listing by user and state, profiles' running means,
  * frozen processes, recovery with a fake and with the real liveness test,
  * a writer killed with SIGKILL in the middle of its life, a full disk (the
- * page cap as a test knob), a read-only database, and files that are not
- * kmux databases or come from a newer kmux.
+ * page cap and the file switch as test knobs), a read-only database, and
+ * files that are not kmux databases or come from a newer kmux.
  */
 #include <errno.h>
 #include <math.h>
@@ -915,6 +915,93 @@ static void test_full_disk(void **state)
 	db_job_list_free(v, n);
 }
 
+/*
+ * A full disk, through the file switch (db_full_set): a job's end, an
+ * UPDATE in place that the page cap lets through, fails with -ENOSPC while
+ * the file exists; the row is as it was; once the file is gone the same
+ * write succeeds, on the same handle, and survives a reopen.
+ */
+static void test_full_file(void **state)
+{
+	struct fx *f = *state;
+	struct db_job j;
+	char flag[320];
+	int64_t a;
+	int rc;
+
+	snprintf(flag, sizeof(flag), "%s/disk-full", f->dir);
+	assert_int_equal(db_full_set(flag, f->err, sizeof(f->err)), 0);
+	assert_string_equal(db_full_vfs(), "kmux-full");
+	open_ok(f);
+	a = insert(f, 1, "ends on a full disk");
+	assert_int_equal(db_job_start(f->db, a, 1, 1 << 20, 42, 7, 10, f->err,
+				      sizeof(f->err)), 0);
+	fclose(fopen(flag, "w"));
+	rc = db_job_finish(f->db, a, PROTO_JOB_EXITED, 3, 0, 20, f->err,
+			   sizeof(f->err));
+	assert_int_equal(rc, -ENOSPC);
+	assert_non_null(strstr(f->err, "finish job"));
+	assert_non_null(strstr(f->err, "full"));
+	assert_int_equal(db_job_get(f->db, a, &j, f->err, sizeof(f->err)), 0);
+	assert_int_equal(j.state, PROTO_JOB_RUNNING);
+	db_job_release(&j);
+
+	unlink(flag);
+	assert_int_equal(db_job_finish(f->db, a, PROTO_JOB_EXITED, 3, 0, 20,
+				       f->err, sizeof(f->err)), 0);
+	reopen(f);
+	assert_int_equal(db_job_get(f->db, a, &j, f->err, sizeof(f->err)), 0);
+	assert_int_equal(j.state, PROTO_JOB_EXITED);
+	assert_int_equal(j.exit_code, 3);
+	assert_int_equal(j.end_us, 20);
+	db_job_release(&j);
+	/* Off again, for the tests after this one. */
+	assert_int_equal(db_full_set(NULL, f->err, sizeof(f->err)), 0);
+	assert_null(db_full_vfs());
+}
+
+/*
+ * A job found gone at a restart (exited, code unknown) gets the status its
+ * `kmux run` client knew, once; a known status, a cancelled job, a running
+ * one and a missing one are refused.
+ */
+static void test_set_exit(void **state)
+{
+	struct fx *f = *state;
+	struct db_job j;
+	int64_t a, b;
+
+	open_ok(f);
+	a = insert(f, 1, "lost");
+	assert_int_equal(db_job_start(f->db, a, 1, 1, 0, 0, 10, f->err,
+				      sizeof(f->err)), 0);
+	assert_int_equal(db_job_set_exit(f->db, a, 7, 0, f->err,
+					 sizeof(f->err)), -EINVAL);
+	assert_int_equal(db_job_finish(f->db, a, PROTO_JOB_EXITED,
+				       PROTO_EXIT_UNKNOWN, 0, 20, f->err,
+				       sizeof(f->err)), 0);
+	assert_int_equal(db_job_set_exit(f->db, a, PROTO_EXIT_UNKNOWN, 0,
+					 f->err, sizeof(f->err)), -EINVAL);
+	assert_int_equal(db_job_set_exit(f->db, a, 7, 0, f->err,
+					 sizeof(f->err)), 0);
+	assert_int_equal(db_job_get(f->db, a, &j, f->err, sizeof(f->err)), 0);
+	assert_int_equal(j.state, PROTO_JOB_EXITED);
+	assert_int_equal(j.exit_code, 7);
+	assert_int_equal(j.end_us, 20);
+	db_job_release(&j);
+	assert_int_equal(db_job_set_exit(f->db, a, 9, 0, f->err,
+					 sizeof(f->err)), -EALREADY);
+	assert_non_null(strstr(f->err, "known"));
+	b = insert(f, 1, "cancelled");
+	assert_int_equal(db_job_finish(f->db, b, PROTO_JOB_CANCELLED,
+				       PROTO_EXIT_UNKNOWN, 0, 20, f->err,
+				       sizeof(f->err)), 0);
+	assert_int_equal(db_job_set_exit(f->db, b, 0, 0, f->err,
+					 sizeof(f->err)), -EALREADY);
+	assert_int_equal(db_job_set_exit(f->db, 999, 0, 0, f->err,
+					 sizeof(f->err)), -ENOENT);
+}
+
 static void test_readonly(void **state)
 {
 	struct fx *f = *state;
@@ -1057,6 +1144,8 @@ int main(void)
 		T(test_recover),
 		T(test_proc_alive),
 		T(test_full_disk),
+		T(test_full_file),
+		T(test_set_exit),
 		T(test_readonly),
 		T(test_open_errors),
 		T(test_two_connections),

@@ -74,6 +74,11 @@ static const struct proto_job_rec jobs3[] = {
 	{ .id = 6, .state = PROTO_JOB_QUEUED, .exit_code = PROTO_EXIT_UNKNOWN,
 	  .ngpus = 1, .flags = PROTO_JOBREC_F_WAIT_BOUND, .name = "",
 	  .cmd = "./staged" },
+	/* v10: held, a queued job the node cannot run as it is now. */
+	{ .id = 7, .state = PROTO_JOB_QUEUED, .exit_code = PROTO_EXIT_UNKNOWN,
+	  .ngpus = 2, .held = PROTO_HELD_GPUS, .name = "two", .cmd = "./t" },
+	{ .id = 8, .state = PROTO_JOB_QUEUED, .exit_code = PROTO_EXIT_UNKNOWN,
+	  .ngpus = 1, .held = PROTO_HELD_NO_GPUS, .name = "", .cmd = "./n" },
 };
 
 static const uint8_t log_bytes[] = { 0, 1, 2, 'h', 'i', '\n', 0xff, 0 };
@@ -85,7 +90,7 @@ static const uint16_t all_types[] = {
 	PROTO_TOP, PROTO_FINISHED, PROTO_OK, PROTO_ERROR, PROTO_ADMIT,
 	PROTO_JOB_LIST, PROTO_EXITED, PROTO_GPU_LIST, PROTO_LOG_DATA,
 	PROTO_QUEUED, PROTO_REGION_ENTER, PROTO_REGION_LEAVE, PROTO_DRAINED,
-	PROTO_DRAIN, PROTO_REGION_GRANTED, PROTO_MEM_PRESSURE,
+	PROTO_DRAIN, PROTO_REGION_GRANTED, PROTO_MEM_PRESSURE, PROTO_ATTACH,
 };
 #define NTYPES (sizeof(all_types) / sizeof(all_types[0]))
 
@@ -131,6 +136,9 @@ static void sample(uint16_t type, struct proto_msg *m)
 	case PROTO_WAIT:
 		m->u.wait.job = 17;
 		break;
+	case PROTO_ATTACH:
+		m->u.attach.job = 0x8000000000000011ull;
+		break;
 	case PROTO_CANCEL:
 		m->u.cancel = (struct proto_cancel){ 18, 15 };
 		break;
@@ -159,7 +167,8 @@ static void sample(uint16_t type, struct proto_msg *m)
 		m->u.admit.mps_log = "/run/user/1000/kmux/sock.mps/log";
 		break;
 	case PROTO_JOB_LIST:
-		m->u.jobs = (struct proto_job_list){ .count = 6, .vec = jobs3 };
+		m->u.jobs = (struct proto_job_list){
+			.count = sizeof(jobs3) / sizeof(jobs3[0]), .vec = jobs3 };
 		break;
 	case PROTO_EXITED:
 		m->u.exited = (struct proto_exited){ 22, PROTO_JOB_EXITED,
@@ -171,6 +180,7 @@ static void sample(uint16_t type, struct proto_msg *m)
 			40ull << 30, 41ull << 30, 750, 1250 };
 		m->u.gpus.gpu[1] = (struct proto_gpu_rec){ 7, 0, 141ull << 30,
 			0, 1ull << 20, 0, 0 };
+		m->u.gpus.note = "";
 		break;
 	case PROTO_LOG_DATA:
 		m->u.log = (struct proto_log_data){ 23, 4096, PROTO_LOG_F_EOF,
@@ -291,6 +301,9 @@ static void msg_eq(const struct proto_msg *a, const struct proto_msg *b)
 	case PROTO_WAIT:
 		assert_int_equal(a->u.wait.job, b->u.wait.job);
 		break;
+	case PROTO_ATTACH:
+		assert_true(a->u.attach.job == b->u.attach.job);
+		break;
 	case PROTO_CANCEL:
 		assert_int_equal(a->u.cancel.job, b->u.cancel.job);
 		assert_int_equal(a->u.cancel.signal, b->u.cancel.signal);
@@ -356,6 +369,7 @@ static void msg_eq(const struct proto_msg *a, const struct proto_msg *b)
 			assert_true(r.evicts == w->evicts);
 			assert_true(r.restores == w->restores);
 			assert_int_equal(r.flags, w->flags);
+			assert_int_equal(r.held, w->held);
 			str_eq(r.name, w->name);
 			str_eq(r.cmd, w->cmd);
 		}
@@ -373,6 +387,7 @@ static void msg_eq(const struct proto_msg *a, const struct proto_msg *b)
 		for (i = 0; i < a->u.gpus.count; i++)
 			assert_memory_equal(&a->u.gpus.gpu[i], &b->u.gpus.gpu[i],
 					    sizeof(struct proto_gpu_rec));
+		str_eq(a->u.gpus.note, b->u.gpus.note);
 		break;
 	case PROTO_LOG_DATA:
 		assert_int_equal(a->u.log.job, b->u.log.job);
@@ -439,7 +454,8 @@ static void test_round_trip_all_types(void **state)
 		assert_int_equal(proto_type_is_request(m.type), m.type < 200);
 	}
 	assert_string_equal(proto_type_name(999), "?");
-	assert_false(proto_type_is_request(114));
+	assert_true(proto_type_is_request(114));	/* ATTACH, v11 */
+	assert_false(proto_type_is_request(115));
 	assert_false(proto_type_is_request(99));
 }
 
@@ -467,6 +483,7 @@ static void test_typed_encoders(void **state)
 		CASE(PROTO_ALLOC_UPDATE, alloc_update, alloc);
 		CASE(PROTO_PS, ps, ps);
 		CASE(PROTO_WAIT, wait, wait);
+		CASE(PROTO_ATTACH, attach, attach);
 		CASE(PROTO_CANCEL, cancel, cancel);
 		CASE(PROTO_LOGS, logs, logs);
 		CASE(PROTO_TOP, top, top);
@@ -504,7 +521,7 @@ static void test_typed_encoders(void **state)
 static void test_golden_bytes(void **state)
 {
 	static const uint8_t want[] = {
-		'K', 'M', 'U', 'X', 9, 0, 106, 0,	/* magic, v9, WAIT */
+		'K', 'M', 'U', 'X', 11, 0, 106, 0,	/* magic, v11, WAIT */
 		8, 0, 0, 0, 0x78, 0x56, 0x34, 0x12,	/* length 8, seq */
 		0x2a, 0, 0, 0, 0, 0, 0, 0x80,		/* job */
 	};
@@ -519,7 +536,7 @@ static void test_golden_bytes(void **state)
 
 	/* REGISTER, the preload's layout (v2). */
 	static const uint8_t reg[] = {
-		'K', 'M', 'U', 'X', 9, 0, 103, 0,
+		'K', 'M', 'U', 'X', 11, 0, 103, 0,
 		65, 0, 0, 0, 1, 0, 0, 0,
 		7, 0, 0, 0, 0, 0, 0, 0,		/* job */
 		9, 0, 0, 0, 0, 0, 0, 0,		/* pid_start */
@@ -545,7 +562,7 @@ static void test_golden_bytes(void **state)
 	/* MEM_PRESSURE (v4; flags v7). */
 	{
 		static const uint8_t mp[] = {
-			'K', 'M', 'U', 'X', 9, 0, 210, 0,
+			'K', 'M', 'U', 'X', 11, 0, 210, 0,
 			16, 0, 0, 0, 5, 0, 0, 0,
 			0, 0, 0, 0x03, 0, 0, 0, 0,	/* give 48 MiB */
 			2, 0, 0, 0, 1, 0, 0, 0,		/* gpu 2, flags */
@@ -557,6 +574,37 @@ static void test_golden_bytes(void **state)
 				PROTO_PRESSURE_F_BUDGET }), 0);
 		assert_int_equal(out.len, sizeof(mp));
 		assert_memory_equal(buf, mp, sizeof(mp));
+	}
+
+	/* ATTACH (v11): WAIT's layout under its own number. */
+	{
+		static const uint8_t at[] = {
+			'K', 'M', 'U', 'X', 11, 0, 114, 0,
+			8, 0, 0, 0, 3, 0, 0, 0,
+			0x2a, 0, 0, 0, 0, 0, 0, 0,	/* job 42 */
+		};
+
+		out.len = 0;
+		assert_int_equal(proto_encode_attach(&out, 3,
+			&(struct proto_attach){ 42 }), 0);
+		assert_int_equal(out.len, sizeof(at));
+		assert_memory_equal(buf, at, sizeof(at));
+	}
+
+	/* GPU_LIST of a node without GPUs, with why (v10's note). */
+	{
+		static const uint8_t gl[] = {
+			'K', 'M', 'U', 'X', 11, 0, 205, 0,
+			15, 0, 0, 0, 6, 0, 0, 0,
+			0, 0, 0, 0, 0, 0, 0, 0,		/* count 0, 0 */
+			3, 0, 0, 0, 'n', 'o', 0,	/* note "no" */
+		};
+
+		out.len = 0;
+		assert_int_equal(proto_encode_gpu_list(&out, 6,
+			&(struct proto_gpu_list){ .count = 0, .note = "no" }), 0);
+		assert_int_equal(out.len, sizeof(gl));
+		assert_memory_equal(buf, gl, sizeof(gl));
 	}
 }
 
@@ -599,6 +647,7 @@ static void test_round_trip_edges(void **state)
 	n = encode(buf, sizeof(buf), &m);
 	assert_int_equal(proto_decode(buf, n, &d, &used), 0);
 	assert_int_equal(d.u.gpus.gpu[63].index, 0);
+	assert_string_equal(d.u.gpus.note, "");	/* NULL encodes as "" */
 
 	memset(&m, 0, sizeof(m));
 	m.type = PROTO_ERROR;
@@ -876,6 +925,7 @@ static void test_encoder_rejects_invalid(void **state)
 	struct proto_msg m;
 	struct proto_buf out = { buf, sizeof(buf), 0 };
 	char longname[PROTO_MAX_NAME + 1];
+	static char longmsg[PROTO_MAX_ERRMSG + 1];
 
 	(void)state;
 #define BAD(type, stmt) do {						\
@@ -885,6 +935,7 @@ static void test_encoder_rejects_invalid(void **state)
 	} while (0)
 	memset(longname, 'n', sizeof(longname) - 1);
 	longname[PROTO_MAX_NAME] = '\0';
+	memset(longmsg, 'm', sizeof(longmsg) - 1);
 
 	BAD(PROTO_HELLO, m.u.hello.role = 3);
 	BAD(PROTO_HELLO, m.u.hello.pid = 0);
@@ -942,6 +993,7 @@ static void test_encoder_rejects_invalid(void **state)
 	BAD(PROTO_PS, m.u.ps.states = 1);	/* bit 0 is no state */
 	BAD(PROTO_PS, m.u.ps.states = 1u << 6);
 	BAD(PROTO_WAIT, m.u.wait.job = 0);
+	BAD(PROTO_ATTACH, m.u.attach.job = 0);
 	BAD(PROTO_CANCEL, m.u.cancel.job = 0);
 	BAD(PROTO_CANCEL, m.u.cancel.signal = -1);
 	BAD(PROTO_CANCEL, m.u.cancel.signal = PROTO_MAX_SIGNAL + 1);
@@ -968,6 +1020,7 @@ static void test_encoder_rejects_invalid(void **state)
 	BAD(PROTO_GPU_LIST, m.u.gpus.count = PROTO_MAX_GPUS + 1);
 	BAD(PROTO_GPU_LIST, m.u.gpus.gpu[1].index = 0);	/* duplicate */
 	BAD(PROTO_GPU_LIST, m.u.gpus.gpu[0].util_pm = 1001);
+	BAD(PROTO_GPU_LIST, m.u.gpus.note = longmsg);	/* v10 */
 	BAD(PROTO_LOG_DATA, m.u.log.data = NULL);
 	BAD(PROTO_LOG_DATA, m.u.log.flags = 2);
 	BAD(PROTO_QUEUED, m.u.queued.job = 0);
@@ -1005,6 +1058,16 @@ static void test_encoder_rejects_invalid(void **state)
 		/* A job that ended is not wait-bound (v9). */
 		r[0] = jobs3[0];
 		BAD(PROTO_JOB_LIST, r[0].flags = PROTO_JOBREC_F_WAIT_BOUND;
+		    m.u.jobs.vec = r; m.u.jobs.count = 1);
+		/* Only a queued job is held, for a known reason (v10). */
+		r[0] = jobs3[0];
+		BAD(PROTO_JOB_LIST, r[0].held = PROTO_HELD_GPUS;
+		    m.u.jobs.vec = r; m.u.jobs.count = 1);
+		r[0] = jobs3[3];
+		BAD(PROTO_JOB_LIST, r[0].held = PROTO_HELD_MEM;
+		    m.u.jobs.vec = r; m.u.jobs.count = 1);
+		r[0] = jobs3[1];
+		BAD(PROTO_JOB_LIST, r[0].held = PROTO_HELD_MAX + 1;
 		    m.u.jobs.vec = r; m.u.jobs.count = 1);
 	}
 	m.type = 150;
@@ -1242,7 +1305,7 @@ static void test_bad_types_and_reserved(void **state)
 	struct frame f;
 	struct proto_msg m, d;
 	size_t i, n, used;
-	static const uint16_t unknown[] = { 0, 99, 111, 199, 208, 300, 65535 };
+	static const uint16_t unknown[] = { 0, 99, 115, 199, 211, 300, 65535 };
 
 	(void)state;
 	for (i = 0; i < sizeof(unknown) / sizeof(unknown[0]); i++) {
@@ -1266,7 +1329,8 @@ static void test_bad_types_and_reserved(void **state)
 		{ PROTO_REGION_LEAVE, 4 }, { PROTO_DRAINED, 12 },
 		{ PROTO_DRAIN, 12 },
 		{ PROTO_JOB_LIST, 8 + 100 },	/* the first record's */
-		{ PROTO_JOB_LIST, 8 + 140 },	/* ... its v9 reserved word */
+		/* ... v9's reserved word is v10's held: an ended job is not */
+		{ PROTO_JOB_LIST, 8 + 140 },
 	};
 	for (i = 0; i < sizeof(rsv) / sizeof(rsv[0]); i++) {
 		sample(rsv[i].type, &m);
@@ -1419,10 +1483,10 @@ static void test_random_mutations(void **state)
 static void test_fuzzer_regressions(void **state)
 {
 	/* REGISTER with an empty argv: block_ok() did NULL + 0 (UBSan).
-	 * Found on protocol v1; here in v2's layout (v3 to v9 keep it), the
+	 * Found on protocol v1; here in v2's layout (v3 to v11 keep it), the
 	 * same fault. */
 	static const uint8_t reg_empty_argv[] = {
-		0x4b, 0x4d, 0x55, 0x58, 0x09, 0x00, 0x67, 0x00,
+		0x4b, 0x4d, 0x55, 0x58, 0x0b, 0x00, 0x67, 0x00,
 		0x3d, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00,
 		0x00, 0x00, 0x00, 0x00, 0x14, 0x00, 0x00, 0x00, /* job */
 		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* pid_start */

@@ -51,6 +51,17 @@ static void test_state(void **state)
 	state_is(rec(1, PROTO_JOB_CANCELLED, -1, SIGTERM), "cancelled TERM");
 	state_is(rec(1, PROTO_JOB_FAILED, 127, 0), "failed 127");
 	state_is(rec(1, PROTO_JOB_FAILED, -1, 0), "failed");
+	/* Held (v10): queued, more than the node has now. */
+	{
+		struct proto_job_rec r = rec(1, PROTO_JOB_QUEUED, -1, 0);
+
+		r.held = PROTO_HELD_GPUS;
+		state_is(r, "held (GPUs)");
+		r.held = PROTO_HELD_MEM;
+		state_is(r, "held (memory)");
+		r.held = PROTO_HELD_NO_GPUS;
+		state_is(r, "held (no GPUs)");
+	}
 }
 
 static void test_small_formats(void **state)
@@ -118,8 +129,10 @@ static char *capture(void (*f)(FILE *, void *), void *arg)
 	return s;
 }
 
-static struct proto_job_rec jobs3[3];
+static struct proto_job_rec jobs3[4];
 static struct proto_job_list list3 = { .count = 3, .vec = jobs3 };
+/* The same and a held job (v10). */
+static struct proto_job_list list4 = { .count = 4, .vec = jobs3 };
 
 static void setup_jobs(void)
 {
@@ -144,12 +157,15 @@ static void setup_jobs(void)
 	jobs3[2] = rec(9, PROTO_JOB_EXITED, 0, 0);
 	jobs3[2].start_us = T0;
 	jobs3[2].end_us = T0 + 2500000;
+	jobs3[3] = rec(10, PROTO_JOB_QUEUED, -1, 0);
+	jobs3[3].ngpus = 2;
+	jobs3[3].held = PROTO_HELD_GPUS;
 }
 
 static void ps_table(FILE *f, void *arg)
 {
 	(void)arg;
-	view_ps_table(f, &list3, T0 + 13300000);
+	view_ps_table(f, &list4, T0 + 13300000);
 }
 
 static void test_ps_table(void **state)
@@ -163,7 +179,8 @@ static void test_ps_table(void **state)
 		"    ID  STATE          GPUS          MEM       PEAK  RUNTIME  NAME         COMMAND\n"
 		"     7  running        1       10.00 GiB   3.00 GiB    12.3s  train        python train.py --epochs 3\n"
 		"     8  queued         -            auto          -        -  -            sleep 1\n"
-		"     9  exited 0       -            auto          -     2.5s  -            sleep 1\n");
+		"     9  exited 0       -            auto          -     2.5s  -            sleep 1\n"
+		"    10  held (GPUs)    -            auto          -        -  -            sleep 1\n");
 	free(s);
 }
 
@@ -174,14 +191,14 @@ static void test_ps_json(void **state)
 
 	(void)state;
 	setup_jobs();
-	a = view_ps_json(&list3, T0 + 13300000);
+	a = view_ps_json(&list4, T0 + 13300000);
 	assert_non_null(a);
 	s = cJSON_PrintUnformatted(a);
 	cJSON_Delete(a);
 	/* Reparsed, as a script would. */
 	a = cJSON_Parse(s);
 	free(s);
-	assert_int_equal(cJSON_GetArraySize(a), 3);
+	assert_int_equal(cJSON_GetArraySize(a), 4);
 	j = cJSON_GetArrayItem(a, 0);
 	assert_int_equal(cJSON_GetObjectItem(j, "id")->valuedouble, 7);
 	assert_string_equal(cJSON_GetObjectItem(j, "state")->valuestring, "running");
@@ -202,12 +219,17 @@ static void test_ps_json(void **state)
 	assert_int_equal(cJSON_GetObjectItem(j, "restores")->valuedouble, 2);
 	assert_string_equal(cJSON_GetObjectItem(j, "cmd")->valuestring,
 			    "python train.py --epochs 3");
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(j, "held")));
 	j = cJSON_GetArrayItem(a, 1);
 	assert_true(cJSON_IsNull(cJSON_GetObjectItem(j, "start_us")));
 	assert_true(cJSON_IsNull(cJSON_GetObjectItem(j, "pid")));
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(j, "held")));
 	j = cJSON_GetArrayItem(a, 2);
 	assert_int_equal(cJSON_GetObjectItem(j, "exit_code")->valuedouble, 0);
 	assert_int_equal(cJSON_GetObjectItem(j, "runtime_us")->valuedouble, 2500000);
+	j = cJSON_GetArrayItem(a, 3);
+	assert_string_equal(cJSON_GetObjectItem(j, "state")->valuestring, "queued");
+	assert_string_equal(cJSON_GetObjectItem(j, "held")->valuestring, "gpus");
 	cJSON_Delete(a);
 }
 
@@ -254,6 +276,38 @@ static void test_top(void **state)
 	assert_true(cJSON_GetObjectItem(g, "busyness")->valuedouble == 1.25);
 	assert_true(cJSON_GetObjectItem(g, "util")->valuedouble == 0.734);
 	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(o, "jobs")), 3);
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(o, "no_gpus")));
+	cJSON_Delete(o);
+}
+
+static struct proto_gpu_list gpus0 = {
+	.count = 0, .note = "NVML not available (libnvidia-ml.so.1: cannot "
+			    "open shared object file)",
+};
+
+static void top_text0(FILE *f, void *arg)
+{
+	(void)arg;
+	view_top_text(f, &gpus0, &list4, T0 + 13300000);
+}
+
+/* A node without GPUs (v10): top says why, before anything else. */
+static void test_top_no_gpus(void **state)
+{
+	cJSON *o;
+	char *s;
+
+	(void)state;
+	setup_jobs();
+	s = capture(top_text0, NULL);
+	assert_non_null(strstr(s, "kmux top: 0 GPUs, 1 running, 2 queued\n\n"
+		"kmuxd has no GPUs: NVML not available (libnvidia-ml.so.1: "
+		"cannot open shared object file)\n\n"));
+	assert_non_null(strstr(s, "    10  held (GPUs) -  "));
+	free(s);
+	o = view_top_json(&gpus0, &list4, T0);
+	assert_string_equal(cJSON_GetObjectItem(o, "no_gpus")->valuestring,
+			    gpus0.note);
 	cJSON_Delete(o);
 }
 
@@ -266,6 +320,7 @@ int main(void)
 		cmocka_unit_test(test_ps_table),
 		cmocka_unit_test(test_ps_json),
 		cmocka_unit_test(test_top),
+		cmocka_unit_test(test_top_no_gpus),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
