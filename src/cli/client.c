@@ -194,6 +194,24 @@ int client_reconnect(struct client *c, double deadline)
 	}
 }
 
+int client_call_again(struct client *c, struct proto_msg *req,
+		      struct proto_msg *rep, int within_s)
+{
+	double deadline = cmd_monotonic_s() + within_s;
+	int r;
+
+	do {
+		r = client_reconnect(c, deadline);
+		if (r == -ECONNRESET)
+			snprintf(c->err, sizeof(c->err), "kmuxd did not come "
+				 "back within %d s", within_s);
+		if (r)
+			return r;
+		r = client_call(c, req, rep);
+	} while (client_lost(r));
+	return r;
+}
+
 void client_close(struct client *c)
 {
 	if (c->fd >= 0)

@@ -60,6 +60,16 @@ void client_close(struct client *c);
  */
 int client_reconnect(struct client *c, double deadline);
 
+/*
+ * After a call failed with client_lost(): reconnect (client_reconnect())
+ * and make the call req again, until it is answered or within_s seconds
+ * have passed.  The daemon's own answers (no such job, ...) are final.
+ * Returns as client_call(); -ECONNRESET with "kmuxd did not come back
+ * within N s" in c->err when none came back.
+ */
+int client_call_again(struct client *c, struct proto_msg *req,
+		      struct proto_msg *rep, int within_s);
+
 /* Did a call fail because the daemon went away (send or receive)? */
 static inline int client_lost(int err)
 {

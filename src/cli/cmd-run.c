@@ -255,7 +255,6 @@ static void queued_signals_set(void (*handler)(int))
  */
 static int run_attach(struct client *c, uint64_t job, struct proto_msg *rep)
 {
-	double deadline = cmd_monotonic_s() + RUN_RECONNECT_S;
 	struct proto_msg req = { .type = PROTO_ATTACH };
 	int r;
 
@@ -263,15 +262,7 @@ static int run_attach(struct client *c, uint64_t job, struct proto_msg *rep)
 		"waiting up to %d s for kmuxd to come back\n", c->err, job,
 		RUN_RECONNECT_S);
 	req.u.attach.job = job;
-	do {
-		r = client_reconnect(c, deadline);
-		if (r == -ECONNRESET)
-			snprintf(c->err, sizeof(c->err), "kmuxd did not come "
-				 "back within %d s", RUN_RECONNECT_S);
-		if (r)
-			return r;
-		r = client_call(c, &req, rep);
-	} while (client_lost(r));
+	r = client_call_again(c, &req, rep, RUN_RECONNECT_S);
 	if (r == 0 && rep->type == PROTO_OK)
 		fprintf(stderr, "kmux: run: job %" PRIu64 " is queued again\n",
 			job);
@@ -415,7 +406,6 @@ static int run_admit(struct client *c, const struct run_opts *o, char **cmd,
 static void run_finished(struct client *c, uint64_t job, int status)
 {
 	struct proto_msg req = { .type = PROTO_FINISHED }, rep;
-	double deadline;
 	int r;
 
 	req.u.finished.job = job;
@@ -424,20 +414,11 @@ static void run_finished(struct client *c, uint64_t job, int status)
 		status : PROTO_EXIT_UNKNOWN;
 	r = client_call(c, &req, &rep);
 	if (client_lost(r)) {
-		deadline = cmd_monotonic_s() + RUN_FINISHED_RECONNECT_S;
-		for (;;) {
-			r = client_reconnect(c, deadline);
-			if (r == -ECONNRESET)
-				snprintf(c->err, sizeof(c->err), "kmuxd went "
-					 "away and did not come back within "
-					 "%d s: its status is not recorded",
-					 RUN_FINISHED_RECONNECT_S);
-			if (r)
-				break;
-			r = client_call(c, &req, &rep);
-			if (!client_lost(r))
-				break;
-		}
+		r = client_call_again(c, &req, &rep, RUN_FINISHED_RECONNECT_S);
+		if (r == -ECONNRESET)
+			snprintf(c->err, sizeof(c->err), "kmuxd went away and "
+				 "did not come back within %d s: its status is "
+				 "not recorded", RUN_FINISHED_RECONNECT_S);
 	}
 	if (r)
 		fprintf(stderr, "kmux: run: job %" PRIu64 ": %s\n", job,

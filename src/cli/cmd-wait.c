@@ -83,22 +83,9 @@ static int job_status(const struct proto_exited *x)
 static int wait_again(struct client *cl, struct proto_msg *req,
 		      struct proto_msg *rep)
 {
-	double deadline = cmd_monotonic_s() + WAIT_RECONNECT_S;
-	int r;
-
 	fprintf(stderr, "kmux: wait: %s; waiting up to %d s for kmuxd to "
 		"come back\n", cl->err, WAIT_RECONNECT_S);
-	do {
-		r = client_reconnect(cl, deadline);
-		if (r == -ECONNRESET)
-			snprintf(cl->err, sizeof(cl->err), "kmuxd did not come "
-				 "back within %d s", WAIT_RECONNECT_S);
-		if (r)
-			return r;
-		r = client_call(cl, req, rep);
-		/* The daemon's own answers (no such job, ...) are final. */
-	} while (client_lost(r));
-	return r;
+	return client_call_again(cl, req, rep, WAIT_RECONNECT_S);
 }
 
 static int wait_exec(int argc, char **argv)

@@ -319,6 +319,23 @@ static int job_lookup(struct conn *c, uint32_t seq, uint64_t id,
 	return 0;
 }
 
+/*
+ * A job lookup found only the row of a job that has not ended (queued or
+ * running in the database, lost from memory): answer ERROR, release the
+ * row and return true; false for a row of an ended job.
+ */
+static bool job_untracked_error(struct conn *c, uint32_t seq,
+				struct db_job *dj)
+{
+	if (dj->state != PROTO_JOB_QUEUED && dj->state != PROTO_JOB_RUNNING)
+		return false;
+	server_client_error(c, seq, EIO, "job %lld is %s in the database but "
+			    "this kmuxd does not track it", (long long)dj->id,
+			    proto_job_state_name(dj->state));
+	db_job_release(dj);
+	return true;
+}
+
 void job_wait(struct conn *c, const struct proto_msg *m)
 {
 	struct db_job dj = { 0 };
@@ -327,18 +344,10 @@ void job_wait(struct conn *c, const struct proto_msg *m)
 
 	if (job_lookup(c, m->seq, m->u.wait.job, &j, &dj))
 		return;
-	if (!j && (dj.state == PROTO_JOB_QUEUED ||
-		   dj.state == PROTO_JOB_RUNNING)) {
-		/* Not ended, not tracked (a job queued in the database but
-		 * lost from memory): EXITED cannot say that, and a silence
-		 * would leave the client waiting for ever. */
-		server_client_error(c, m->seq, EIO, "job %lld is %s in the "
-				    "database but this kmuxd does not track it",
-				    (long long)dj.id,
-				    proto_job_state_name(dj.state));
-		db_job_release(&dj);
+	/* EXITED cannot say "not ended, not tracked", and a silence would
+	 * leave the client waiting for ever. */
+	if (!j && job_untracked_error(c, m->seq, &dj))
 		return;
-	}
 	if (!j) {
 		server_client_send(c, &(struct proto_msg){
 			.type = PROTO_EXITED, .seq = m->seq,
@@ -410,15 +419,8 @@ void job_cancel(struct conn *c, const struct proto_msg *m)
 
 	if (job_lookup(c, m->seq, m->u.cancel.job, &j, &dj))
 		return;
-	if (!j && (dj.state == PROTO_JOB_QUEUED ||
-		   dj.state == PROTO_JOB_RUNNING)) {
-		server_client_error(c, m->seq, EIO, "job %lld is %s in the "
-				    "database but this kmuxd does not track it",
-				    (long long)dj.id,
-				    proto_job_state_name(dj.state));
-		db_job_release(&dj);
+	if (!j && job_untracked_error(c, m->seq, &dj))
 		return;
-	}
 	if (!j) {
 		server_client_error(c, m->seq, EALREADY, "job %lld has already "
 				    "ended (%s)", (long long)dj.id,
