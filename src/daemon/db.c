@@ -1345,6 +1345,18 @@ err_free:
 	return rc;
 }
 
+bool db_recover_job_lost(bool running, int32_t pid, uint64_t pid_start,
+			 db_alive_fn alive, void *arg)
+{
+	/* A queued job not yet started waits for admission again; one with
+	 * a live process (running, or registered and still waiting) stays. */
+	if (!running && pid <= 0)
+		return false;
+	if (pid > 0 && (alive ? alive : db_proc_alive)(pid, pid_start, arg))
+		return false;
+	return true;
+}
+
 int db_recover(struct db *db, db_alive_fn alive, void *arg, uint64_t now_us,
 	       struct db_recovery *st, char *err, size_t errlen)
 {
@@ -1365,18 +1377,12 @@ int db_recover(struct db *db, db_alive_fn alive, void *arg, uint64_t now_us,
 	if (rc < 0)
 		goto err_rollback;
 	for (i = 0; i < nj; i++) {
-		bool has_proc = jobs[i].pid > 0;
-
-		/* A queued job not yet started waits for admission again. */
-		if (!jobs[i].running && !has_proc) {
-			r.queued++;
-			continue;
-		}
-		if (has_proc && alive(jobs[i].pid, jobs[i].pid_start, arg)) {
+		if (!db_recover_job_lost(jobs[i].running, jobs[i].pid,
+					 jobs[i].pid_start, alive, arg)) {
 			if (jobs[i].running)
 				r.running_kept++;
 			else
-				r.queued++;	/* registered, still waiting */
+				r.queued++;
 			continue;
 		}
 		rc = db_job_finish(db, jobs[i].id, PROTO_JOB_EXITED,

@@ -279,6 +279,15 @@ int db_recover(struct db *db, db_alive_fn alive, void *arg, uint64_t now_us,
 	       struct db_recovery *st, char *err, size_t errlen);
 
 /*
+ * db_recover()'s rule for one job, for a daemon that cannot write its
+ * database and must apply it in memory: true when the job (running, or
+ * queued with a process) has no live process any more and so has ended.
+ * alive NULL: db_proc_alive.
+ */
+bool db_recover_job_lost(bool running, int32_t pid, uint64_t pid_start,
+			 db_alive_fn alive, void *arg);
+
+/*
  * The default liveness test: /proc/<pid>/stat exists and its start time
  * (field 22) equals pid_start (when pid_start is not 0), so that a reused
  * pid is not taken for the job's process.

@@ -337,21 +337,21 @@ static bool job_end_retryable(int r)
 }
 
 /*
- * The database could not record j's end (why).  Dropping j alone would
+ * The database could not record job id's end (why).  Dropping j alone would
  * leave its row running for good: ps would show it running, wait would
  * never return and cancel would contradict itself.  Keep the end, answer
  * for it from memory, write it later (job_end_flush).  false when it could
  * not even be kept.
  */
-static bool job_end_keep(struct server *srv, const struct job *j,
-			 uint32_t state, int32_t code, int32_t sig,
-			 uint64_t now, const char *why)
+static bool job_end_keep(struct server *srv, int64_t id, uint32_t state,
+			 int32_t code, int32_t sig, uint64_t now,
+			 const char *why)
 {
 	struct ended *e = calloc(1, sizeof(*e));
 
 	if (!e)
 		return false;
-	e->id = j->id;
+	e->id = id;
 	e->state = state;
 	e->code = code;
 	e->sig = sig;
@@ -361,8 +361,7 @@ static bool job_end_keep(struct server *srv, const struct job *j,
 		  "cannot record it: %s; kmuxd answers for the job from memory "
 		  "and writes its end once the database takes writes again (a "
 		  "kmuxd started before then finds it exited, code unknown)",
-		  (long long)j->id, proto_job_state_name(state), code, sig,
-		  why);
+		  (long long)id, proto_job_state_name(state), code, sig, why);
 	return true;
 }
 
@@ -435,7 +434,7 @@ void job_finish(struct server *srv, struct job *j, uint32_t state,
 	if (r == 0)
 		job_end_flush(srv);	/* there is room: older ends first */
 	else if (job_end_retryable(r))
-		kept = job_end_keep(srv, j, state, code, sig, now, err);
+		kept = job_end_keep(srv, j->id, state, code, sig, now, err);
 	if (r && !kept)
 		log_error("daemon: job %lld: %s", (long long)j->id, err);
 	/* Measured when NVML could say (two samples at least); else the
@@ -1312,20 +1311,58 @@ uint32_t job_wait_rate(const struct job *j, uint64_t now_us)
 	return job_rate_now(j, j->wait_rate, now_us);
 }
 
+/*
+ * db_recover()'s rule for dj, applied in memory (job_recover): true when
+ * dj has ended and its end is kept for later (st counts it lost).
+ */
+static bool recover_in_memory(struct server *srv, const struct db_job *dj,
+			      const char *why, struct db_recovery *st)
+{
+	bool running = dj->state == PROTO_JOB_RUNNING;
+
+	if (!db_recover_job_lost(running, dj->pid, dj->pid_start,
+				 job_proc_alive, NULL)) {
+		if (running)
+			st->running_kept++;
+		else
+			st->queued++;
+		return false;
+	}
+	if (!job_end_keep(srv, dj->id, PROTO_JOB_EXITED, PROTO_EXIT_UNKNOWN,
+			  0, server_now_us(), why))
+		return false;
+	st->lost++;
+	return true;
+}
+
 int job_recover(struct server *srv, char *err, size_t errlen)
 {
 	struct db_filter f = {
 		.uid = -1,
 		.states = (1u << PROTO_JOB_QUEUED) | (1u << PROTO_JOB_RUNNING),
 	};
-	struct db_recovery st;
+	struct db_recovery st = { 0 };
 	struct db_job *v = NULL;
 	char dberr[ERRLEN];
+	bool in_memory = false;
 	size_t n = 0;
 	int r;
 
 	r = db_recover(srv->db, job_proc_alive, NULL, server_now_us(), &st, dberr,
 		       sizeof(dberr));
+	/*
+	 * A full (or read-only, busy) database cannot record the jobs that
+	 * ended while no kmuxd ran.  Refusing to start would leave every
+	 * queued job waiting on a daemon that never comes: apply the same
+	 * rule in memory (job_end_keep) and write it once there is room.
+	 */
+	if (r == -ENOSPC || r == -EROFS || r == -EBUSY) {
+		log_error("daemon: recovery cannot write the database (%s): "
+			  "jobs that ended while no kmuxd ran are kept in "
+			  "memory until it takes writes", dberr);
+		in_memory = true;
+		r = 0;
+	}
 	if (r == 0)
 		r = db_job_list(srv->db, &f, &v, &n, dberr, sizeof(dberr));
 	if (r) {
@@ -1334,8 +1371,11 @@ int job_recover(struct server *srv, char *err, size_t errlen)
 	}
 	for (size_t i = 0; i < n; i++) {
 		struct db_job *dj = &v[i];
-		struct job *j = calloc(1, sizeof(*j));
+		struct job *j;
 
+		if (in_memory && recover_in_memory(srv, dj, dberr, &st))
+			continue;
+		j = calloc(1, sizeof(*j));
 		if (!j) {
 			snprintf(err, errlen, "recovery: out of memory");
 			r = -ENOMEM;

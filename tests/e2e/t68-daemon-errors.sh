@@ -124,6 +124,24 @@ rm "$FULL"
 start_daemon
 check "  ... the next daemon records it exited, code unknown" \
 	row_is "$ender" "exited|None"
+# A job that ends while no daemon runs, and a disk still full when the
+# next one starts: recovery cannot record the end.  The daemon starts all
+# the same (queued jobs need it), answers for the job from memory and
+# writes the row once there is room.
+gone=$("$KMUX" submit -m 15G -- sleep 60)
+check "job $gone runs" wait_state "$gone" running
+gpid=$(jq_job "$gone" 'j["pid"]')
+waiting=$("$KMUX" submit -m 15G -- echo waited)
+kill9_daemon
+kill -9 "$gpid"
+touch "$FULL"
+KMUX_DB_FULL=$FULL expect_rc 0 "a daemon starts on a full disk with a job that ended meanwhile" start_daemon
+check "  ... ps shows job $gone exited" [ "$(jq_job "$gone" 'j["state"]')" = exited ]
+expect_rc 125 "  ... wait: ended, its code unknown" timeout 10 "$KMUX" wait "$gone"
+check "  ... its row still says running" row_is "$gone" "running|None"
+rm "$FULL"
+check "room again: its row says exited" wait_for 10 row_is "$gone" "exited|None"
+expect_rc 0 "  ... and the job queued behind it runs" timeout 20 "$KMUX" wait "$waiting"
 stop_daemon
 
 # No daemon: every command says so; ps shows what the database recorded,
