@@ -124,6 +124,20 @@ int vlog_parse_sched(const char *line, long *pid, struct vlog_sched *s)
 	return 0;
 }
 
+int vlog_parse_placed(const char *line, long *pid)
+{
+	const char *p = line;
+	uint64_t v;
+
+	if (strncmp(p, "placed ", 7) != 0)
+		return -EINVAL;
+	p += 7;
+	if (sched_field(&p, "pid", 0x7fffffff, &v) || *p)
+		return -EINVAL;
+	*pid = (long)v;
+	return 0;
+}
+
 static uint64_t add_sat(uint64_t a, uint64_t b)
 {
 	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
@@ -142,24 +156,25 @@ const char *vlog_unscheduled(const struct vlog *l, char *buf, size_t len)
 {
 	const struct vlog_sched *s = &l->sched;
 
-	if (!s->procs)
-		snprintf(buf, len, "no process recorded what its scheduler "
-			 "did: none of them reached exit() under the preload");
-	else if (s->off_procs)
+	if (s->off_procs)
 		snprintf(buf, len, "scheduling was off in %zu of %zu "
 			 "process(es): KMUX_STREAMS unset or bad there, or "
 			 "KMUX_BARRIER_KERNELS bad; the preload says which",
 			 s->off_procs, s->procs);
-	else if (!s->ops && s->off)
+	else if (s->ops || s->placed)
+		return NULL;
+	else if (!s->procs)
+		snprintf(buf, len, "no process recorded what its scheduler "
+			 "did: none placed an operation, and none reached "
+			 "exit() under the preload");
+	else if (s->off)
 		snprintf(buf, len, "%llu context(s) switched off before the "
 			 "scheduler placed any operation",
 			 (unsigned long long)s->off);
-	else if (!s->ops)
+	else
 		snprintf(buf, len, "the scheduler placed no operation: CMD "
 			 "put no work on a default stream, or it all passed "
 			 "through");
-	else
-		return NULL;
 	return buf;
 }
 
@@ -262,6 +277,15 @@ int vlog_read(FILE *f, struct vlog *l, char *err, size_t errlen)
 				return -EINVAL;
 			}
 			vlog_sched_add(&l->sched, &s);
+			continue;
+		}
+		if (!strncmp(line, "placed ", 7)) {
+			if (vlog_parse_placed(line, &pid)) {
+				snprintf(err, errlen, "line %zu is malformed",
+					 lineno);
+				return -EINVAL;
+			}
+			l->sched.placed++;
 			continue;
 		}
 		r = vlog_parse_line(line, &pid, &c);

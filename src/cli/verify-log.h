@@ -49,6 +49,8 @@ struct vlog_sched {
 	uint64_t contexts;	/* contexts that had a pool */
 	uint64_t off;		/* times a context was switched off */
 	uint64_t ops;		/* operations the scheduler placed */
+	size_t placed;		/* "placed" records: processes that placed
+				 * one, exit record or not */
 };
 
 struct vlog {
@@ -62,6 +64,9 @@ int vlog_parse_line(const char *line, long *pid, struct vlog_copy *c);
 
 /* One "sched" line, as a sum over one process; 0 or -EINVAL. */
 int vlog_parse_sched(const char *line, long *pid, struct vlog_sched *s);
+
+/* One "placed" line ("placed pid=P"); 0 or -EINVAL. */
+int vlog_parse_placed(const char *line, long *pid);
 
 /*
  * Whether the run that wrote l was scheduled: NULL when some scheduler

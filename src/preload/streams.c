@@ -56,6 +56,7 @@
 #include "readahead.h"
 #include "stream-alloc.h"
 #include "streams.h"
+#include "verify.h"
 
 #define STREAMS_SLOTS (SCHED_MAX_STREAMS * SCHED_EVENTS_PER_STREAM)
 /* Launches being timed at once (learned durations, kdur.h). */
@@ -914,6 +915,8 @@ static void sctx_decide(struct streams_ctx *c, const struct sched_access *acc,
 			int nacc, unsigned flags, uint32_t w,
 			struct sched_decision *d)
 {
+	if (kmux_verify)
+		verify_note_placed();
 	if (sched_submit_weighted(c->s, acc, nacc,
 				  flags & (SCHED_BARRIER | SCHED_JOIN), w,
 				  d) == 0)

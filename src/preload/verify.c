@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -416,6 +417,22 @@ static void verify_fini(void)
 	verify_sched_line();
 }
 
+static atomic_int verify_placed_said;
+
+void verify_note_placed(void)
+{
+	char line[48];
+	int n;
+
+	if (verify_fd < 0 || atomic_exchange(&verify_placed_said, 1))
+		return;
+	n = snprintf(line, sizeof(line), "placed pid=%d\n", (int)getpid());
+	if (n > 0 && (size_t)n < sizeof(line) &&
+	    write(verify_fd, line, (size_t)n) < 0) {
+		/* The exit record may still say so. */
+	}
+}
+
 void verify_atfork_child(void)
 {
 	pthread_mutex_init(&verify_mu, NULL);
@@ -424,4 +441,6 @@ void verify_atfork_child(void)
 	verify_next_idx = 0;
 	verify_next_thread = 0;
 	tls_thread = 0;
+	/* The child is a process of its own: its first placement says so. */
+	atomic_store(&verify_placed_said, 0);
 }

@@ -37,8 +37,14 @@
  * contexts that had a pool, off how many times one was switched off (more
  * blocking streams than kmux bridges, a pool that could not be set up),
  * ops the operations the scheduler placed.  A process that ends without
- * exit() (_exit, exec, a signal) writes none.  `kmux verify`
- * (src/cli/verify-log.c) reads it.
+ * exit() (_exit, exec, a signal) writes none, so each process also writes,
+ * when its scheduler places its first operation,
+ *
+ *	placed pid=P
+ *
+ * which is what says the run was scheduled when no exit record can (a
+ * program that leaves through _exit, a wrapper shell whose own record
+ * says ops=0).  `kmux verify` (src/cli/verify-log.c) reads both.
  *
  * This module owns the pending copies, the event table that says which
  * copies an event covers, the ring of recent kernel names and the log
@@ -97,5 +103,8 @@ void verify_ctx_gone(CUcontext ctx);
 
 /* In a forked child: the parent's pending copies are not the child's. */
 void verify_atfork_child(void);
+
+/* The scheduler placed an operation: the "placed" record, once a process. */
+void verify_note_placed(void);
 
 #endif

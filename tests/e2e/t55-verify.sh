@@ -72,6 +72,16 @@ check "nothing on a default stream (own streams only): exit 6" [ $? -eq 6 ]
 check "... 'the scheduler placed no operation'" grep -q 'not scheduled (the scheduler placed no operation' "$TMP/none"
 "$KMUX" verify -- true >/dev/null 2>&1
 check "no CUDA at all: exit 6" [ $? -eq 6 ]
+# A process that leaves through _exit writes no exit record; its "placed"
+# record, written when its scheduler placed its first operation, still
+# says the run was scheduled, alone or under a shell whose own record says
+# it placed nothing.
+RAND_DAG_UNDERSCORE_EXIT=1 "$KMUX" verify -- "$PROGS/rand-dag" 9 >"$TMP/ux" 2>&1
+check "a program that leaves through _exit: identical, exit 0" \
+	bash -c "[ $? -eq 0 ] && grep -q '^kmux verify: identical' '$TMP/ux'"
+RAND_DAG_UNDERSCORE_EXIT=1 "$KMUX" verify -- sh -c '"$0" 9; true' "$PROGS/rand-dag" >"$TMP/ux2" 2>&1
+check "... under a shell that placed nothing: identical, exit 0" \
+	bash -c "[ $? -eq 0 ] && grep -q '^kmux verify: identical' '$TMP/ux2'"
 # Switched off part way (17 blocking streams): compared, with a warning.
 "$KMUX" verify -- "$PROGS/streams-cases" blocking17 >"$TMP/part" 2>&1
 check "a context switched off after scheduling: identical, exit 0" \

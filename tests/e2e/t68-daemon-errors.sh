@@ -131,7 +131,8 @@ check "  ... the next daemon records it exited, code unknown" \
 gone=$("$KMUX" submit -m 15G -- sleep 60)
 check "job $gone runs" wait_state "$gone" running
 gpid=$(jq_job "$gone" 'j["pid"]')
-waiting=$("$KMUX" submit -m 15G -- echo waited)
+waiting=$("$KMUX" submit --gpus 2 -m 15G -- echo waited)
+check "  ... a 2-GPU job queued behind it" [ "$(job_state "$waiting")" = queued ]
 kill9_daemon
 kill -9 "$gpid"
 touch "$FULL"

@@ -211,6 +211,27 @@ static void test_sched(void **state)
 }
 
 /* Why a run was not scheduled, or NULL when it was. */
+static void test_placed(void **state)
+{
+	static const char *const bad[] = {
+		"placed", "placed pid=", "placed pid=x", "placed pid=7 ",
+		"placed pid=7 ops=1", "placed pid=2147483648", "placedpid=7",
+	};
+	struct vlog l;
+	long pid = 0;
+
+	(void)state;
+	assert_int_equal(vlog_parse_placed("placed pid=42", &pid), 0);
+	assert_int_equal(pid, 42);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(vlog_parse_placed(bad[i], &pid), -EINVAL);
+	assert_int_equal(read_text("placed pid=7\nplaced pid=8\n", &l), 0);
+	assert_int_equal(l.sched.placed, 2);
+	assert_int_equal(l.sched.procs, 0);
+	vlog_release(&l);
+	assert_int_equal(read_text("placed pid=-1\n", &l), -EINVAL);
+}
+
 static void test_unscheduled(void **state)
 {
 	static const struct {
@@ -226,6 +247,15 @@ static void test_unscheduled(void **state)
 		{ "sched pid=7 streams=4 contexts=0 off=2 ops=0\n",
 		  "2 context(s) switched off before" },
 		{ "sched pid=7 streams=4 contexts=1 off=1 ops=1\n", NULL },
+		/* Placed, then left through _exit: no exit record. */
+		{ "placed pid=7\n", NULL },
+		/* ... under a shell whose own exit record placed nothing. */
+		{ "sched pid=6 streams=4 contexts=0 off=0 ops=0\n"
+		  "placed pid=7\n", NULL },
+		/* Off somewhere is off, placed elsewhere or not. */
+		{ "placed pid=7\n"
+		  "sched pid=8 streams=0 contexts=0 off=0 ops=0\n",
+		  "scheduling was off in 1 of 1 process(es)" },
 	};
 	char why[256];
 	struct vlog l;
@@ -331,6 +361,7 @@ int main(void)
 		cmocka_unit_test(test_compare_in_order),
 		cmocka_unit_test(test_compare_threads),
 		cmocka_unit_test(test_sched),
+		cmocka_unit_test(test_placed),
 		cmocka_unit_test(test_unscheduled),
 		cmocka_unit_test(test_parse_streams),
 		cmocka_unit_test(test_barrier_kernels),

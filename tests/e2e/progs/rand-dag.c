@@ -25,7 +25,10 @@
  * through as submitted there and schedules it again after (the same
  * picks, so the same output).  With RAND_DAG_TABLES set, a sixth of the
  * kernels reach their three buffers only through a table of pointers
- * uploaded from the host before each launch (kmux must follow it).  Built twice: rand-dag (the default stream is the
+ * uploaded from the host before each launch (kmux must follow it).  With
+ * RAND_DAG_UNDERSCORE_EXIT set it leaves through _exit(0) once its output
+ * is flushed, as fork-started workers and os._exit() do: no atexit
+ * handler of the preload runs.  Built twice: rand-dag (the default stream is the
  * legacy one) and rand-dag-pt (-DCUDA_API_PER_THREAD_DEFAULT_STREAM: the
  * _ptsz/_ptds entry points, and each thread's own default stream).
  */
@@ -35,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "e2e-common.h"
 
@@ -479,5 +483,9 @@ int main(int argc, char **argv)
 	CHECK(cuModuleUnload(dag));
 	CHECK(cuModuleUnload(basic));
 	CHECK(cuDevicePrimaryCtxRelease(dev));
+	if (getenv("RAND_DAG_UNDERSCORE_EXIT")) {
+		fflush(NULL);
+		_exit(0);
+	}
 	return 0;
 }
