@@ -130,6 +130,20 @@ static int connect_system(struct client *c)
 	return 0;
 }
 
+/* The buffers of a new connection.  0 or -ENOMEM (c->err). */
+static int client_buffers(struct client *c)
+{
+	c->out.cap = PROTO_MAX_MSG;
+	c->out.data = malloc(c->out.cap);
+	c->in_cap = 64 * 1024;
+	c->in = malloc(c->in_cap);
+	if (!c->out.data || !c->in) {
+		snprintf(c->err, sizeof(c->err), "out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 int client_open(struct client *c, unsigned flags)
 {
 	char why[PATH_MAX + 128];
@@ -143,14 +157,9 @@ int client_open(struct client *c, unsigned flags)
 		snprintf(c->err, sizeof(c->err), "%s", why);
 		return r;
 	}
-	c->out.cap = PROTO_MAX_MSG;
-	c->out.data = malloc(c->out.cap);
-	c->in_cap = 64 * 1024;
-	c->in = malloc(c->in_cap);
-	if (!c->out.data || !c->in) {
-		snprintf(c->err, sizeof(c->err), "out of memory");
-		return -ENOMEM;
-	}
+	r = client_buffers(c);
+	if (r)
+		return r;
 	r = sock_connect_unix(c->paths.socket, 0, &c->fd);
 	if ((r == -ENOENT || r == -ECONNREFUSED || r == -ENOTDIR) &&
 	    connect_system(c) == 0)
@@ -170,9 +179,36 @@ int client_open(struct client *c, unsigned flags)
 	return hello(c);
 }
 
+/*
+ * The daemon that went away is the one to find again: looking the socket
+ * up anew could land on another daemon (the system one, once a per-user
+ * daemon's socket refuses; a per-user one another command started while
+ * the system daemon restarts), which would answer for a job of the same id
+ * that is not ours.
+ */
+static int client_open_same(struct client *c, const struct kmux_paths *p)
+{
+	int r;
+
+	memset(c, 0, sizeof(*c));
+	c->fd = -1;
+	c->paths = *p;
+	r = client_buffers(c);
+	if (r)
+		return r;
+	r = sock_connect_unix(c->paths.socket, 0, &c->fd);
+	if (r) {
+		snprintf(c->err, sizeof(c->err), "cannot connect to %s: %s",
+			 c->paths.socket, strerror(-r));
+		return r;
+	}
+	return hello(c);
+}
+
 int client_reconnect(struct client *c, double deadline)
 {
 	struct timespec pause = { 0, 100 * 1000 * 1000 };
+	struct kmux_paths same = c->paths;
 	int r;
 
 	for (;;) {
@@ -186,7 +222,7 @@ int client_reconnect(struct client *c, double deadline)
 		if (pause.tv_nsec < 800 * 1000 * 1000)
 			pause.tv_nsec *= 2;
 		client_close(c);
-		r = client_open(c, 0);
+		r = client_open_same(c, &same);
 		/* Not listening yet: the new daemon is still starting. */
 		if (r == -ENOENT || r == -ECONNREFUSED || client_lost(r))
 			continue;

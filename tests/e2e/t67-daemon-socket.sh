@@ -69,7 +69,25 @@ stop_daemon
 id=$(as_user "$KMUX" submit -- echo per-user)
 check "with the system daemon gone, submit starts a per-user one" [ -S "$TMP/xdg/kmux/sock" ]
 KMUX_SOCKET=$TMP/xdg/kmux/sock expect_rc 0 "  ... which runs the job" "$KMUX" wait "$id"
+# A client that lost its daemon finds that daemon again, not another one:
+# with the system daemon back, `kmux wait` on a per-user job whose daemon
+# died must not ask the system daemon, which has a job of the same id
+# (exited 0), but wait for the per-user one.
+expect_rc 0 "the system daemon is back" start_daemon
+u=$(as_user "$KMUX" submit -- sleep 2)
+check "a per-user job ($u) the system daemon also has an id for" \
+	[ "$(jq_job "$u" 'j["state"]')" = exited ]
+as_user "$KMUX" wait "$u" >"$TMP/uw.out" 2>"$TMP/uw.err" &
+w=$!
+sleep 0.5
+p=$(cat "$TMP/xdg/kmux/sock.lock" 2>/dev/null)
+[ -n "$p" ] && kill -9 "$p" 2>/dev/null
+sleep 1
+as_user "$KMUX" daemon
+wait "$w"
+check "  ... wait found the per-user daemon again (125: its code unknown there), not the system one's job (0)" [ $? -eq 125 ]
 p=$(cat "$TMP/xdg/kmux/sock.lock" 2>/dev/null)
 [ -n "$p" ] && kill "$p" 2>/dev/null
+stop_daemon
 unset KMUX_SYSTEM_SOCKET
 finish
