@@ -394,6 +394,14 @@ void job_attach_expire(struct server *srv);
 void job_finish(struct server *srv, struct job *j, uint32_t state,
 		int32_t code, int32_t sig);
 /*
+ * A user's cancel of queued job j, written before anything else: a cancel
+ * only kept in memory (a full disk) would be undone by a restart, whose
+ * recovery finds the row queued and runs the job.  0 (j freed), or -errno
+ * with err when the database cannot record it (j untouched, still queued).
+ */
+int job_cancel_queued(struct server *srv, struct job *j, char *err,
+		      size_t errlen);
+/*
  * Ends the database could not record (struct ended): write them now, in
  * order, stopping at the first that still fails.  From the tick and after
  * any write that succeeded (there is room again).

@@ -429,12 +429,21 @@ void job_cancel(struct conn *c, const struct proto_msg *m)
 		return;
 	}
 	if (j->state == PROTO_JOB_QUEUED) {
+		int64_t id = j->id;
+		char err[ERRLEN];
+
+		e = job_cancel_queued(srv, j, err, sizeof(err));
+		if (e) {
+			server_client_error(c, m->seq, -e, "cannot cancel job "
+					    "%lld: the database cannot record "
+					    "it (%s); it stays queued", (long long)id,
+					    err);
+			return;
+		}
 		log_info("daemon: job %lld cancelled while queued",
-			 (long long)j->id);
+			 (long long)id);
 		server_client_send(c, &(struct proto_msg){
-			.type = PROTO_OK, .seq = m->seq,
-			.u.ok.id = (uint64_t)j->id });
-		job_finish(srv, j, PROTO_JOB_CANCELLED, PROTO_EXIT_UNKNOWN, 0);
+			.type = PROTO_OK, .seq = m->seq, .u.ok.id = (uint64_t)id });
 		return;
 	}
 	if (j->pid <= 0) {

@@ -81,8 +81,9 @@ void job_free_all(struct server *srv)
 	job_end_flush(srv);
 	while ((e = TAILQ_FIRST(&srv->unrecorded))) {
 		log_error("daemon: job %lld's end (%s, exit %d) was never "
-			  "recorded: the next kmuxd will find it exited, code "
-			  "unknown", (long long)e->id,
+			  "recorded: the next kmuxd recovers it as its row "
+			  "says (running: exited, code unknown; queued: queued "
+			  "again)", (long long)e->id,
 			  proto_job_state_name(e->state), e->code);
 		TAILQ_REMOVE(&srv->unrecorded, e, entry);
 		free(e);
@@ -417,20 +418,20 @@ void job_end_flush(struct server *srv)
 }
 
 /*
- * j has ended (or will never start): record it, give its GPUs back, tell
- * whoever waits, and let the queue move.  j is freed.
+ * job_finish(), the row already written (written) or not.  j is freed.
  */
-void job_finish(struct server *srv, struct job *j, uint32_t state,
-		int32_t code, int32_t sig)
+static void job_finish_row(struct server *srv, struct job *j, uint32_t state,
+			   int32_t code, int32_t sig, bool written)
 {
 	uint64_t now = server_now_us();
 	char err[ERRLEN];
 	bool measured, learned = false, kept = false;
 	double busy, duty = -1.0;
-	int r;
+	int r = 0;
 
-	r = db_job_finish(srv->db, j->id, state, code, sig, now, err,
-			  sizeof(err));
+	if (!written)
+		r = db_job_finish(srv->db, j->id, state, code, sig, now, err,
+				  sizeof(err));
 	if (r == 0)
 		job_end_flush(srv);	/* there is room: older ends first */
 	else if (job_end_retryable(r))
@@ -511,6 +512,30 @@ void job_finish(struct server *srv, struct job *j, uint32_t state,
 	/* Readers of its log reach EOF now rather than at the next round. */
 	job_feed_followers(srv);
 	server_kick(srv);
+}
+
+/*
+ * j has ended (or will never start): record it, give its GPUs back, tell
+ * whoever waits, and let the queue move.  j is freed.
+ */
+void job_finish(struct server *srv, struct job *j, uint32_t state,
+		int32_t code, int32_t sig)
+{
+	job_finish_row(srv, j, state, code, sig, false);
+}
+
+int job_cancel_queued(struct server *srv, struct job *j, char *err,
+		      size_t errlen)
+{
+	int r = db_job_finish(srv->db, j->id, PROTO_JOB_CANCELLED,
+			      PROTO_EXIT_UNKNOWN, 0, server_now_us(), err,
+			      errlen);
+
+	if (r)
+		return r;
+	job_finish_row(srv, j, PROTO_JOB_CANCELLED, PROTO_EXIT_UNKNOWN, 0,
+		       true);
+	return 0;
 }
 
 /* A status from waitpid as the wire and the database keep it. */

@@ -104,6 +104,11 @@ check "  ... the daemon said why, once" \
 	[ "$(grep -c "job $ender exited (exit 3, signal 0), but the database cannot record it: .*full" "$KMUX_STATE_DIR/kmuxd.log")" -eq 1 ]
 check "the job queued behind it waits (its start cannot be written)" \
 	[ "$(job_state "$after")" = queued ]
+# A cancel kept only in memory would be undone by a restart (recovery finds
+# the row queued and runs the job): refused while it cannot be written.
+expect_rc 1 "  ... cancelling it on the full disk is refused" "$KMUX" cancel "$after"
+check "  ... with why" err_has "cannot cancel job $after: the database cannot record it (.*full.*); it stays queued"
+check "  ... and it stays queued" [ "$(job_state "$after")" = queued ]
 rm "$FULL"
 check "room again: the row says exited 3, with no restart" \
 	wait_for 10 row_is "$ender" "exited|3"
