@@ -56,7 +56,8 @@ void client_close(struct client *c);
  * 100 ms doubling to 800 ms between tries, until one answers HELLO or the
  * monotonic clock (cmd_monotonic_s) passes deadline.  0; -ECONNRESET
  * with c->err when none came back in time; another -errno (c->err) when
- * connecting failed for another reason.  c is closed and opened again: its seq starts over.
+ * connecting failed for another reason.  c is closed and opened again:
+ * its seq starts over.
  */
 int client_reconnect(struct client *c, double deadline);
 

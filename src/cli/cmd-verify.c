@@ -39,7 +39,8 @@
 #define VERIFY_EXIT_CMD_FAILED	3	/* CMD failed without scheduling */
 #define VERIFY_EXIT_SCHED_FAILED 4	/* CMD failed only when scheduled */
 #define VERIFY_EXIT_ERROR	5	/* kmux could not carry out the check */
-#define VERIFY_EXIT_UNSCHEDULED	6	/* the scheduled run was not scheduled */
+/* The scheduled run was not scheduled. */
+#define VERIFY_EXIT_UNSCHEDULED	6
 
 enum {
 	OPT_STDOUT = 256,

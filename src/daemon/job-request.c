@@ -384,7 +384,8 @@ static void job_cancel_via_client(struct conn *c, const struct proto_msg *m,
 		ok |= passed_on[i] == sig;
 	if (!j->owner || j->owner->pid <= 0) {
 		server_client_error(c, m->seq, ESRCH, "job %lld has no "
-				    "process kmuxd can signal", (long long)j->id);
+				    "process kmuxd can signal",
+				    (long long)j->id);
 		return;
 	}
 	if (!ok) {
@@ -436,14 +437,15 @@ void job_cancel(struct conn *c, const struct proto_msg *m)
 		if (e) {
 			server_client_error(c, m->seq, -e, "cannot cancel job "
 					    "%lld: the database cannot record "
-					    "it (%s); it stays queued", (long long)id,
-					    err);
+					    "it (%s); it stays queued",
+					    (long long)id, err);
 			return;
 		}
 		log_info("daemon: job %lld cancelled while queued",
 			 (long long)id);
 		server_client_send(c, &(struct proto_msg){
-			.type = PROTO_OK, .seq = m->seq, .u.ok.id = (uint64_t)id });
+			.type = PROTO_OK, .seq = m->seq,
+			.u.ok.id = (uint64_t)id });
 		return;
 	}
 	if (j->pid <= 0) {
@@ -549,8 +551,8 @@ void job_logs(struct conn *c, const struct proto_msg *m)
 		return;
 	}
 	if (!dj.log_path) {
-		server_client_error(c, m->seq, ENOENT, "job %lld has no log: %s",
-				    (long long)dj.id,
+		server_client_error(c, m->seq, ENOENT, "job %lld has no "
+				    "log: %s", (long long)dj.id,
 				    dj.flags & DB_JOB_F_REGISTERED ?
 				    "kmux did not start it (a process that "
 				    "registered itself)" :

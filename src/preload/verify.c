@@ -424,7 +424,11 @@ void verify_note_placed(void)
 	char line[48];
 	int n;
 
-	if (verify_fd < 0 || atomic_exchange(&verify_placed_said, 1))
+	/* Every decision calls this: a plain load first, not a write to a
+	 * line all threads share. */
+	if (verify_fd < 0 ||
+	    atomic_load_explicit(&verify_placed_said, memory_order_relaxed) ||
+	    atomic_exchange(&verify_placed_said, 1))
 		return;
 	n = snprintf(line, sizeof(line), "placed pid=%d\n", (int)getpid());
 	if (n > 0 && (size_t)n < sizeof(line) &&
