@@ -398,6 +398,33 @@ static int run_admit(struct client *c, const struct run_opts *o, char **cmd,
 }
 
 /*
+ * Tell the daemon the pid CMD runs as, so that `kmux cancel` reaches CMD
+ * itself (SIGKILL after the grace period included) and a daemon restarted
+ * meanwhile finds the job alive.  Best effort: CMD runs either way, and
+ * without it the daemon signals CMD through this process (spawn.c passes
+ * the signals on).
+ */
+static void run_started(struct client *c, uint64_t job, pid_t pid)
+{
+	struct proto_msg req = { .type = PROTO_STARTED }, rep;
+	int r;
+
+	req.u.started.job = job;
+	req.u.started.pid = (uint32_t)pid;
+	r = client_call(c, &req, &rep);
+	if (r == 0 && rep.type != PROTO_OK) {
+		snprintf(c->err, sizeof(c->err), "unexpected %s reply",
+			 proto_type_name(rep.type));
+		r = -EPROTO;
+	}
+	/* A daemon that went away is looked for when CMD ends. */
+	if (r && !client_lost(r))
+		fprintf(stderr, "kmux: run: job %" PRIu64 ": kmuxd does not "
+			"know the command's pid (%s); kmux cancel reaches it "
+			"through kmux run\n", job, c->err);
+}
+
+/*
  * Tell the daemon CMD ended (status as spawn_wait() returns it).  One that
  * went away while CMD ran is looked for briefly: the daemon that recovered
  * the job recorded it ended with its status unknown, or still watches it,
@@ -466,6 +493,8 @@ static int run_exec(int argc, char **argv)
 			status = KMUX_EXIT_FAILURE;
 		}
 	} else {
+		if (o.admit)
+			run_started(&c, job, sp.pid);
 		status = spawn_wait(&sp);
 		if (status < 0) {
 			fprintf(stderr, "kmux: waiting for '%s': %s\n",

@@ -380,6 +380,8 @@ static bool msg_ok(const struct proto_msg *m)
 	case PROTO_FINISHED:
 		return m->u.finished.job > 0 && m->u.finished.pid > 0 &&
 		       exit_ok(m->u.finished.exit_code, m->u.finished.signal);
+	case PROTO_STARTED:
+		return m->u.started.job > 0 && m->u.started.pid > 0;
 	case PROTO_OK:
 		return true;
 	case PROTO_ERROR:
@@ -723,6 +725,15 @@ static int rd_payload(struct rd *r, struct proto_msg *m)
 		m->u.finished.signal = (int32_t)le32toh((uint32_t)w.signal);
 		return 0;
 	}
+	case PROTO_STARTED: {
+		struct proto_wire_started w;
+
+		if (rd_bytes(r, &w, sizeof(w)) < 0 || w.reserved != 0)
+			return -EBADMSG;
+		m->u.started.job = le64toh(w.job);
+		m->u.started.pid = le32toh(w.pid);
+		return 0;
+	}
 	case PROTO_OK: {
 		struct proto_wire_ok w;
 
@@ -1043,6 +1054,15 @@ static int wr_payload(struct wr *w, const struct proto_msg *m)
 		wr_bytes(w, &x, sizeof(x));
 		return 0;
 	}
+	case PROTO_STARTED: {
+		struct proto_wire_started x = {
+			.job = htole64(m->u.started.job),
+			.pid = htole32(m->u.started.pid),
+		};
+
+		wr_bytes(w, &x, sizeof(x));
+		return 0;
+	}
 	case PROTO_OK: {
 		struct proto_wire_ok x = { .id = htole64(m->u.ok.id) };
 
@@ -1318,6 +1338,7 @@ PROTO_ENCODER(cancel, PROTO_CANCEL, cancel, struct proto_cancel)
 PROTO_ENCODER(logs, PROTO_LOGS, logs, struct proto_logs)
 PROTO_ENCODER(top, PROTO_TOP, top, struct proto_top)
 PROTO_ENCODER(finished, PROTO_FINISHED, finished, struct proto_finished)
+PROTO_ENCODER(started, PROTO_STARTED, started, struct proto_started)
 PROTO_ENCODER(ok, PROTO_OK, ok, struct proto_ok)
 PROTO_ENCODER(error, PROTO_ERROR, error, struct proto_error)
 PROTO_ENCODER(admit, PROTO_ADMIT, admit, struct proto_admit)
@@ -1359,6 +1380,7 @@ const char *proto_type_name(uint16_t type)
 	case PROTO_REGION_LEAVE: return "REGION_LEAVE";
 	case PROTO_DRAINED: return "DRAINED";
 	case PROTO_ATTACH: return "ATTACH";
+	case PROTO_STARTED: return "STARTED";
 	case PROTO_DRAIN: return "DRAIN";
 	case PROTO_REGION_GRANTED: return "REGION_GRANTED";
 	case PROTO_MEM_PRESSURE: return "MEM_PRESSURE";
@@ -1369,7 +1391,7 @@ const char *proto_type_name(uint16_t type)
 bool proto_type_is_request(uint16_t type)
 {
 	/* The 1xx block is numbered without gaps. */
-	return type >= PROTO_HELLO && type <= PROTO_ATTACH;
+	return type >= PROTO_HELLO && type <= PROTO_STARTED;
 }
 
 static const char *const state_names[] = {

@@ -54,7 +54,7 @@
 #include <stdint.h>
 
 #define PROTO_MAGIC 0x58554d4bu		/* the bytes "KMUX" read as u32 LE */
-#define PROTO_VERSION 11
+#define PROTO_VERSION 12
 #define PROTO_HDR_SIZE 16
 #define PROTO_MAX_MSG (1u << 20)	/* header included */
 #define PROTO_MAX_PAYLOAD (PROTO_MAX_MSG - PROTO_HDR_SIZE)
@@ -98,6 +98,8 @@ enum proto_type {
 				 * (v11): this queued job is mine again ->
 				 * OK, then QUEUED, ADMIT or EXITED as after
 				 * RUN; EXITED at once if it has ended */
+	PROTO_STARTED = 115,	/* client of RUN, after ADMIT (v12): the
+				 * command runs as this pid -> OK */
 
 	/* daemon -> client */
 	PROTO_OK = 200,
@@ -305,6 +307,12 @@ struct proto_wire_finished {
 	uint32_t reserved;
 } PROTO_PACKED;
 
+struct proto_wire_started {
+	uint64_t job;
+	uint32_t pid;
+	uint32_t reserved;
+} PROTO_PACKED;
+
 struct proto_wire_ok {
 	uint64_t id;
 } PROTO_PACKED;
@@ -443,6 +451,7 @@ _Static_assert(sizeof(struct proto_wire_cancel) == 16, "cancel");
 _Static_assert(sizeof(struct proto_wire_logs) == 24, "logs");
 _Static_assert(sizeof(struct proto_wire_top) == 8, "top");
 _Static_assert(sizeof(struct proto_wire_finished) == 24, "finished");
+_Static_assert(sizeof(struct proto_wire_started) == 16, "started");
 _Static_assert(sizeof(struct proto_wire_ok) == 8, "ok");
 _Static_assert(sizeof(struct proto_wire_error) == 8, "error");
 _Static_assert(sizeof(struct proto_wire_admit) == 24, "admit");
@@ -576,6 +585,18 @@ struct proto_finished {
 	uint32_t pid;
 	int32_t exit_code;		/* 0..255 or PROTO_EXIT_UNKNOWN */
 	int32_t signal;			/* 0 or the signal that killed it */
+};
+
+/*
+ * STARTED (v12): a `kmux run` client tells the daemon the pid its command
+ * runs as, so that kmuxd signals the command itself (cancel, SIGKILL after
+ * the grace period) and a restarted daemon finds it alive.  The daemon
+ * takes it only from the job's own connection, for a child of that
+ * connection's peer.
+ */
+struct proto_started {
+	uint64_t job;
+	uint32_t pid;			/* > 0, in the client's pid namespace */
 };
 
 struct proto_ok {
@@ -735,6 +756,7 @@ struct proto_msg {
 		struct proto_logs logs;
 		struct proto_top top;
 		struct proto_finished finished;
+		struct proto_started started;
 		struct proto_ok ok;
 		struct proto_error error;
 		struct proto_admit admit;
@@ -802,6 +824,8 @@ int proto_encode_top(struct proto_buf *out, uint32_t seq,
 		     const struct proto_top *m);
 int proto_encode_finished(struct proto_buf *out, uint32_t seq,
 			  const struct proto_finished *m);
+int proto_encode_started(struct proto_buf *out, uint32_t seq,
+			 const struct proto_started *m);
 int proto_encode_ok(struct proto_buf *out, uint32_t seq,
 		    const struct proto_ok *m);
 int proto_encode_error(struct proto_buf *out, uint32_t seq,

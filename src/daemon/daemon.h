@@ -437,6 +437,8 @@ struct job *job_find(struct server *srv, int64_t id);
 
 /* job.c: the running job whose process pid is, or descends from. */
 struct job *job_of_pid(struct server *srv, uint32_t pid);
+int job_proc_parent(uint32_t pid, uint32_t *ppid);
+bool job_proc_owned_by(uint32_t pid, uid_t uid);
 
 /* job.c: the GPU indices a running job was placed on, as a mask. */
 uint64_t job_gpu_mask(struct server *srv, const struct job *j);
@@ -495,6 +497,7 @@ void job_logs(struct conn *c, const struct proto_msg *m);
 void job_register(struct conn *c, const struct proto_msg *m);
 void job_finished(struct conn *c, const struct proto_msg *m);
 void job_attach(struct conn *c, const struct proto_msg *m);
+void job_started(struct conn *c, const struct proto_msg *m);
 void job_alloc_update(struct conn *c, const struct proto_msg *m);
 /*
  * Growths that wait for room: grant those that fit now (oldest first),

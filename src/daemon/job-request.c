@@ -944,6 +944,58 @@ void job_attach(struct conn *c, const struct proto_msg *m)
 }
 
 /*
+ * STARTED: a `kmux run` client's command runs as pid.  Until now kmuxd
+ * knew only the client (job_cancel_via_client); from here it signals the
+ * command as it does a submitted job's (cancel, then SIGKILL after the
+ * grace period), and a daemon restarted while it runs finds it alive
+ * (db_recover) rather than recording the job lost.  Only the job's own
+ * connection may say so, and only for a child of that connection's peer
+ * (SO_PEERCRED) that runs as the peer's user: a client cannot name
+ * another process for kmuxd to signal.  A refusal leaves the job as it
+ * was; the client goes on (its command runs either way).
+ */
+void job_started(struct conn *c, const struct proto_msg *m)
+{
+	const struct proto_started *st = &m->u.started;
+	struct job *j = job_find(c->srv, (int64_t)st->job);
+	uint64_t start;
+	uint32_t ppid;
+	char err[ERRLEN];
+
+	if (!j || j->owner != c || !(j->flags & DB_JOB_F_FOREGROUND) ||
+	    j->state != PROTO_JOB_RUNNING) {
+		server_client_error(c, m->seq, ENOENT, "job %llu is not a "
+				    "running `kmux run` job of this connection",
+				    (unsigned long long)st->job);
+		return;
+	}
+	/* A client in another pid namespace names a pid this daemon cannot
+	 * check: refused, like a pid that is not its child. */
+	if (c->pid <= 0 || job_proc_parent(st->pid, &ppid) ||
+	    ppid != (uint32_t)c->pid || !job_proc_owned_by(st->pid, c->uid) ||
+	    db_proc_start_time((int32_t)st->pid, &start)) {
+		server_client_error(c, m->seq, EPERM, "pid %u is not a child "
+				    "of this `kmux run` (pid %ld) running as "
+				    "uid %u", st->pid, (long)c->pid,
+				    (unsigned)c->uid);
+		return;
+	}
+	/* The command itself, even if a process below it registered first:
+	 * its end is the job's end, and it is what cancel must reach. */
+	j->pid = (pid_t)st->pid;
+	j->pid_start = start;
+	if (db_job_set_pid(c->srv->db, j->id, j->pid, j->pid_start, err,
+			   sizeof(err)))
+		log_warn("daemon: job %lld: pid %d not recorded (a restart "
+			 "will not find it): %s", (long long)j->id, (int)j->pid,
+			 err);
+	log_info("daemon: job %lld: its command runs as pid %d",
+		 (long long)j->id, (int)j->pid);
+	server_client_send(c, &(struct proto_msg){
+		.type = PROTO_OK, .seq = m->seq, .u.ok.id = st->job });
+}
+
+/*
  * ALLOC_UPDATE with want > 0: a running task's allocation would pass its
  * quota.  A need that was guessed or learned may grow while its GPUs have
  * uncommitted room (the guess is "corrected as it allocates"); a declared

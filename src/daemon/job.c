@@ -662,31 +662,65 @@ void job_poll_soon(struct server *srv)
 #define JOB_BUSY_FLOOR 0.05
 #define JOB_BUSY_SLACK 0.05
 
+/*
+ * The parent of process pid (/proc/PID/stat), or -errno.  comm may hold
+ * spaces and ')', so the last ')' ends it.
+ */
+int job_proc_parent(uint32_t pid, uint32_t *ppid)
+{
+	char path[64], buf[512];
+	const char *p;
+	unsigned int pp;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	p = fgets(buf, sizeof(buf), f);
+	fclose(f);
+	if (!p || !(p = strrchr(buf, ')')) || sscanf(p + 1, " %*c %u", &pp) != 1)
+		return -EINVAL;
+	*ppid = pp;
+	return 0;
+}
+
+/*
+ * Does process pid run as uid alone (real, effective and saved uid)?  A
+ * command that became another user (a setuid program) is not one kmuxd
+ * signals on that user's behalf.
+ */
+bool job_proc_owned_by(uint32_t pid, uid_t uid)
+{
+	char path[64], line[256];
+	unsigned int r, e, sv;
+	bool owned = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/status", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Uid: %u %u %u", &r, &e, &sv) == 3) {
+			owned = r == uid && e == uid && sv == uid;
+			break;
+		}
+	fclose(f);
+	return owned;
+}
+
 /* The running job whose process pid is, or descends from (16 levels). */
 struct job *job_of_pid(struct server *srv, uint32_t pid)
 {
-	char path[64], buf[512];
 	struct job *j;
-	FILE *f;
 
 	for (int depth = 0; depth < 16 && pid > 1; depth++) {
-		const char *p;
-		unsigned int ppid;
-
 		TAILQ_FOREACH(j, &srv->running, entry)
 			if (j->pid > 0 && (uint32_t)j->pid == pid)
 				return j;
-		snprintf(path, sizeof(path), "/proc/%u/stat", pid);
-		f = fopen(path, "re");
-		if (!f)
+		if (job_proc_parent(pid, &pid))
 			return NULL;
-		p = fgets(buf, sizeof(buf), f);
-		fclose(f);
-		/* "pid (comm) state ppid": comm may hold spaces and ')'. */
-		if (!p || !(p = strrchr(buf, ')')) ||
-		    sscanf(p + 1, " %*c %u", &ppid) != 1)
-			return NULL;
-		pid = ppid;
 	}
 	return NULL;
 }
@@ -1471,6 +1505,10 @@ static void on_kill_timer(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	/* Not our child (a `kmux run` command, a job from before a
+	 * restart): its pid may have been reaped and reused meanwhile. */
+	if (!j->child && !job_proc_alive(j->pid, j->pid_start, NULL))
+		return;
 	log_info("daemon: job %lld still running after SIGTERM: SIGKILL",
 		 (long long)j->id);
 	if (kill(-j->pid, SIGKILL) && errno == ESRCH)

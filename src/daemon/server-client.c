@@ -196,6 +196,9 @@ static void dispatch(struct conn *c, const struct proto_msg *m)
 	case PROTO_ATTACH:
 		job_attach(c, m);
 		break;
+	case PROTO_STARTED:
+		job_started(c, m);
+		break;
 	case PROTO_ALLOC_UPDATE:
 		job_alloc_update(c, m);
 		break;

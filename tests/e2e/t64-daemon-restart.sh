@@ -203,8 +203,9 @@ check "  ... the log says why" \
 touch "$GO4"
 "$KMUX" wait "$big" >/dev/null 2>&1
 
-# Running: the daemon that recovers the job finds it gone or watches it;
-# kmux run, its command over, finds the new daemon and records the status.
+# Running: kmux run told the daemon its command's pid, so the daemon that
+# recovers the job watches it (and can cancel it); kmux run, its command
+# over, finds the new daemon and records the status.
 GO5=$TMP/run-may-end
 "$KMUX" run -m 1G -n runs -- sh -c "for i in \$(seq 1200); do [ -e '$GO5' ] && break; sleep 0.05; done; exit 5" \
 	>/dev/null 2>"$TMP/r3.err" &
@@ -212,11 +213,32 @@ rp=$!
 runs_running() { [ "$(job_state "$(job_named runs 2>/dev/null)")" = running ]; }
 check "a kmux run runs" wait_for 10 runs_running
 rjob=$(job_named runs)
+check "  ... kmuxd knows its command's pid (no CUDA, so from kmux run)" \
+	wait_for 10 grep -q "job $rjob: its command runs as pid" "$KMUX_STATE_DIR/kmuxd.log"
 kill9_daemon
 start_daemon
+check "after kill -9 and a restart the job still runs (not lost)" \
+	[ "$(job_state "$rjob")" = running ]
+check "  ... its 1 GiB still committed" \
+	[ "$(top_json 't["gpus"][0]["mem_committed"] >> 30')" = 1 ]
 touch "$GO5"
 wait "$rp"
 check "its daemon restarted while it ran: kmux run exits 5" [ $? -eq 5 ]
 exited_5() { [ "$(jq_job "$rjob" 'j["state"], j["exit_code"]')" = "('exited', 5)" ]; }
 check "  ... and the job is recorded exited 5, not unknown" wait_for 5 exited_5
+
+# The new daemon can cancel it: it signals the command, whose pid it
+# recovered, and SIGKILLs it after the grace period if it must.
+"$KMUX" run -m 1G -n runs2 -- sh -c 'trap "" TERM; for i in $(seq 200); do sleep 0.05; done; exit 5' \
+	>/dev/null 2>"$TMP/r4.err" &
+rp=$!
+runs2_pid() { grep -q "job $(job_named runs2 2>/dev/null): its command runs as pid" "$KMUX_STATE_DIR/kmuxd.log"; }
+check "a kmux run runs" wait_for 10 runs2_pid
+rjob=$(job_named runs2)
+kill9_daemon
+start_daemon --kill-grace 0.5
+expect_rc 0 "the restarted daemon cancels it" "$KMUX" cancel "$rjob"
+wait "$rp"
+check "  ... its command is killed (SIGKILL after the grace): kmux run exits 137" [ $? -eq 137 ]
+check "  ... the job is recorded cancelled" wait_state "$rjob" cancelled 50
 finish

@@ -12,7 +12,7 @@ python3 - "$KMUX_SOCKET" >"$TMP/proto" 2>&1 <<'PY'
 import errno, os, socket, struct, sys
 
 path = sys.argv[1]
-MAGIC, VERSION = 0x58554d4b, 11
+MAGIC, VERSION = 0x58554d4b, 12
 
 def frame(typ, payload=b"", seq=7, version=VERSION, length=None):
     n = len(payload) if length is None else length

@@ -4,7 +4,9 @@
 # with its GPUs and quota when memory frees up; the preload's REGISTER of a
 # running job gets the same ADMIT and tells the daemon the pid; ALLOC_UPDATE
 # raises the job's peak; FINISHED records the exit code; a RUN client that
-# hangs up takes its job with it.
+# hangs up takes its job with it.  STARTED (v12) names the command's pid,
+# which kmuxd then signals itself; it takes that only from the job's own
+# connection, for a child of that connection's process.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/kmuxd-lib.sh"
 
@@ -15,7 +17,7 @@ python3 - "$KMUX_SOCKET" >"$TMP/runproto" 2>&1 <<'PY'
 import os, socket, struct, sys
 
 path = sys.argv[1]
-MAGIC, VERSION = 0x58554d4b, 11
+MAGIC, VERSION = 0x58554d4b, 12
 GiB = 1 << 30
 
 def s(text):
@@ -122,4 +124,122 @@ check "  ... its pid from REGISTER" [ "$(jq_job "$job" 'j["pid"] is not None')" 
 check "  ... it has no log" cond '! "$KMUX" logs "$job" 2>/dev/null'
 check "the job of the client that hung up is cancelled" wait_state "$job2" cancelled 20
 check "nothing is left committed" [ "$(top_json 't["gpus"][0]["mem_committed"]')" = 0 ]
+
+# STARTED: the client names its command's pid; kmuxd checks it is the
+# client's own child and then signals the command itself on cancel.
+# Without it, cancel reaches the client (SIGTERM here), which passes it on.
+python3 - "$KMUX_SOCKET" "$KMUX" >"$TMP/started" 2>&1 <<'PY'
+import os, signal, socket, struct, subprocess, sys, time
+
+path, kmux = sys.argv[1], sys.argv[2]
+MAGIC, VERSION = 0x58554d4b, 12
+GiB = 1 << 30
+
+def s(text):
+    b = text.encode() + b"\0"
+    return struct.pack("<I", len(b)) + b
+
+def strv(items):
+    block = b"".join(x.encode() + b"\0" for x in items)
+    return struct.pack("<II", len(items), len(block)) + block
+
+class Conn:
+    def __init__(self):
+        self.c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.c.settimeout(10)
+        self.c.connect(path)
+        self.buf = b""
+        self.seq = 0
+        self.send(100, struct.pack("<HHI", 1, 0, os.getpid()) + s("t6r"))
+        assert self.recv()[0] == 200
+
+    def send(self, typ, payload):
+        self.seq += 1
+        self.c.sendall(struct.pack("<IHHII", MAGIC, VERSION, typ, len(payload),
+                                   self.seq) + payload)
+        return self.seq
+
+    def recv(self):
+        while len(self.buf) < 16 or len(self.buf) < 16 + struct.unpack("<I", self.buf[8:12])[0]:
+            b = self.c.recv(65536)
+            if not b:
+                raise EOFError
+            self.buf += b
+        _, _, typ, n, seq = struct.unpack("<IHHII", self.buf[:16])
+        p, self.buf = self.buf[16:16 + n], self.buf[16 + n:]
+        return typ, seq, p
+
+def check(what, cond):
+    print(("ok   " if cond else "BAD  ") + what)
+
+def admitted(conn, name):
+    conn.send(102, struct.pack("<IIQiI", 0, 1, 1 * GiB, 0, 0) + s(name) +
+              s("/") + strv([name]) + strv(["A=1"]))
+    typ, _, p = conn.recv()
+    job, = struct.unpack("<Q", p)
+    typ, _, p = conn.recv()
+    return job if typ == 202 else None
+
+def started(conn, job, pid):
+    seq = conn.send(115, struct.pack("<QII", job, pid, 0))
+    typ, rseq, p = conn.recv()
+    err = struct.unpack("<Q", p[:8])[0] if typ == 201 else 0
+    return typ, err
+
+def cancel(job, *opts):
+    return subprocess.run([kmux, "cancel", *opts, str(job)],
+                          capture_output=True, text=True)
+
+a = Conn()
+job = admitted(a, "started")
+check("a RUN job is admitted", job is not None)
+child = subprocess.Popen(["sleep", "30"])
+check("STARTED with a pid that is not the client's child -> EPERM",
+      started(a, job, os.getppid()) == (201, 1))
+other = Conn()
+check("STARTED from another connection -> ENOENT",
+      started(other, job, child.pid) == (201, 2))
+check("STARTED for a job that does not exist -> ENOENT",
+      started(a, 999999, child.pid) == (201, 2))
+check("STARTED with the client's own child -> OK",
+      started(a, job, child.pid)[0] == 200)
+r = cancel(job)
+check("kmux cancel of it succeeds", r.returncode == 0)
+try:
+    rc = child.wait(timeout=5)
+except subprocess.TimeoutExpired:
+    rc = None
+check("  ... and kmuxd signalled the command itself (SIGTERM)", rc == -signal.SIGTERM)
+seq = a.send(110, struct.pack("<QIiiI", job, os.getpid(), 128 + 15, 0, 0))
+check("FINISHED -> OK", a.recv()[0] == 200)
+print("JOB %d" % job)
+
+# No STARTED: kmuxd knows only the client, and signals it.
+got = []
+signal.signal(signal.SIGTERM, lambda sig, frame: got.append(sig))
+b = Conn()
+job2 = admitted(b, "nostart")
+r = cancel(job2, "-s", "KILL")
+check("without STARTED, cancel -s KILL is refused (it would kill the client)",
+      r.returncode == 1 and "would stop the client" in r.stderr)
+r = cancel(job2)
+for _ in range(100):
+    if got:
+        break
+    time.sleep(0.05)
+check("  ... and cancel sends SIGTERM to the client", r.returncode == 0 and got == [signal.SIGTERM])
+b.send(110, struct.pack("<QIiiI", job2, os.getpid(), 128 + 15, 0, 0))
+check("FINISHED -> OK", b.recv()[0] == 200)
+print("JOB2 %d" % job2)
+PY
+sed 's/^/    /' "$TMP/started"
+check "STARTED as documented" cond '! grep -q "^BAD" "$TMP/started" && [ "$(grep -c "^ok" "$TMP/started")" = 11 ]'
+sj=$(sed -n 's/^JOB \([0-9]*\)$/\1/p' "$TMP/started")
+sj2=$(sed -n 's/^JOB2 \([0-9]*\)$/\1/p' "$TMP/started")
+check "  ... the job has its command's pid and is recorded cancelled" \
+	[ "$(jq_job "$sj" 'j["state"], j["pid"] is not None')" = "('cancelled', True)" ]
+check "  ... the daemon's log names the pid" \
+	grep -q "job $sj: its command runs as pid" "$KMUX_STATE_DIR/kmuxd.log"
+check "  ... the one without STARTED is cancelled too" \
+	[ "$(jq_job "$sj2" 'j["state"]')" = cancelled ]
 finish

@@ -260,6 +260,8 @@ int main(int argc, char **argv)
 	m[i++].u.wait.job = 1;
 	m[i].type = PROTO_ATTACH;	/* v11 */
 	m[i++].u.attach.job = 1;
+	m[i].type = PROTO_STARTED;	/* v12 */
+	m[i++].u.started = (struct proto_started){ 1, 99 };
 	m[i].type = PROTO_CANCEL;
 	m[i++].u.cancel = (struct proto_cancel){ 1, 15 };
 	m[i].type = PROTO_LOGS;

@@ -91,6 +91,7 @@ static const uint16_t all_types[] = {
 	PROTO_JOB_LIST, PROTO_EXITED, PROTO_GPU_LIST, PROTO_LOG_DATA,
 	PROTO_QUEUED, PROTO_REGION_ENTER, PROTO_REGION_LEAVE, PROTO_DRAINED,
 	PROTO_DRAIN, PROTO_REGION_GRANTED, PROTO_MEM_PRESSURE, PROTO_ATTACH,
+	PROTO_STARTED,
 };
 #define NTYPES (sizeof(all_types) / sizeof(all_types[0]))
 
@@ -138,6 +139,10 @@ static void sample(uint16_t type, struct proto_msg *m)
 		break;
 	case PROTO_ATTACH:
 		m->u.attach.job = 0x8000000000000011ull;
+		break;
+	case PROTO_STARTED:
+		m->u.started = (struct proto_started){ 0x8000000000000012ull,
+						       0x80000001u };
 		break;
 	case PROTO_CANCEL:
 		m->u.cancel = (struct proto_cancel){ 18, 15 };
@@ -304,6 +309,10 @@ static void msg_eq(const struct proto_msg *a, const struct proto_msg *b)
 	case PROTO_ATTACH:
 		assert_true(a->u.attach.job == b->u.attach.job);
 		break;
+	case PROTO_STARTED:
+		assert_true(a->u.started.job == b->u.started.job);
+		assert_int_equal(a->u.started.pid, b->u.started.pid);
+		break;
 	case PROTO_CANCEL:
 		assert_int_equal(a->u.cancel.job, b->u.cancel.job);
 		assert_int_equal(a->u.cancel.signal, b->u.cancel.signal);
@@ -455,7 +464,8 @@ static void test_round_trip_all_types(void **state)
 	}
 	assert_string_equal(proto_type_name(999), "?");
 	assert_true(proto_type_is_request(114));	/* ATTACH, v11 */
-	assert_false(proto_type_is_request(115));
+	assert_true(proto_type_is_request(115));	/* STARTED, v12 */
+	assert_false(proto_type_is_request(116));
 	assert_false(proto_type_is_request(99));
 }
 
@@ -484,6 +494,7 @@ static void test_typed_encoders(void **state)
 		CASE(PROTO_PS, ps, ps);
 		CASE(PROTO_WAIT, wait, wait);
 		CASE(PROTO_ATTACH, attach, attach);
+		CASE(PROTO_STARTED, started, started);
 		CASE(PROTO_CANCEL, cancel, cancel);
 		CASE(PROTO_LOGS, logs, logs);
 		CASE(PROTO_TOP, top, top);
@@ -521,7 +532,7 @@ static void test_typed_encoders(void **state)
 static void test_golden_bytes(void **state)
 {
 	static const uint8_t want[] = {
-		'K', 'M', 'U', 'X', 11, 0, 106, 0,	/* magic, v11, WAIT */
+		'K', 'M', 'U', 'X', 12, 0, 106, 0,	/* magic, v12, WAIT */
 		8, 0, 0, 0, 0x78, 0x56, 0x34, 0x12,	/* length 8, seq */
 		0x2a, 0, 0, 0, 0, 0, 0, 0x80,		/* job */
 	};
@@ -536,7 +547,7 @@ static void test_golden_bytes(void **state)
 
 	/* REGISTER, the preload's layout (v2). */
 	static const uint8_t reg[] = {
-		'K', 'M', 'U', 'X', 11, 0, 103, 0,
+		'K', 'M', 'U', 'X', 12, 0, 103, 0,
 		65, 0, 0, 0, 1, 0, 0, 0,
 		7, 0, 0, 0, 0, 0, 0, 0,		/* job */
 		9, 0, 0, 0, 0, 0, 0, 0,		/* pid_start */
@@ -562,7 +573,7 @@ static void test_golden_bytes(void **state)
 	/* MEM_PRESSURE (v4; flags v7). */
 	{
 		static const uint8_t mp[] = {
-			'K', 'M', 'U', 'X', 11, 0, 210, 0,
+			'K', 'M', 'U', 'X', 12, 0, 210, 0,
 			16, 0, 0, 0, 5, 0, 0, 0,
 			0, 0, 0, 0x03, 0, 0, 0, 0,	/* give 48 MiB */
 			2, 0, 0, 0, 1, 0, 0, 0,		/* gpu 2, flags */
@@ -579,7 +590,7 @@ static void test_golden_bytes(void **state)
 	/* ATTACH (v11): WAIT's layout under its own number. */
 	{
 		static const uint8_t at[] = {
-			'K', 'M', 'U', 'X', 11, 0, 114, 0,
+			'K', 'M', 'U', 'X', 12, 0, 114, 0,
 			8, 0, 0, 0, 3, 0, 0, 0,
 			0x2a, 0, 0, 0, 0, 0, 0, 0,	/* job 42 */
 		};
@@ -591,10 +602,33 @@ static void test_golden_bytes(void **state)
 		assert_memory_equal(buf, at, sizeof(at));
 	}
 
+	/* STARTED (v12): job, pid, a reserved word that must be 0. */
+	{
+		static const uint8_t sd[] = {
+			'K', 'M', 'U', 'X', 12, 0, 115, 0,
+			16, 0, 0, 0, 4, 0, 0, 0,
+			0x2a, 0, 0, 0, 0, 0, 0, 0,	/* job 42 */
+			0x39, 0x30, 0, 0, 0, 0, 0, 0,	/* pid 12345, 0 */
+		};
+		struct proto_msg d;
+		uint8_t bad[sizeof(sd)];
+		size_t used;
+
+		out.len = 0;
+		assert_int_equal(proto_encode_started(&out, 4,
+			&(struct proto_started){ 42, 12345 }), 0);
+		assert_int_equal(out.len, sizeof(sd));
+		assert_memory_equal(buf, sd, sizeof(sd));
+		memcpy(bad, sd, sizeof(sd));
+		bad[sizeof(sd) - 1] = 1;	/* reserved */
+		assert_int_equal(proto_decode(bad, sizeof(bad), &d, &used),
+				 -EBADMSG);
+	}
+
 	/* GPU_LIST of a node without GPUs, with why (v10's note). */
 	{
 		static const uint8_t gl[] = {
-			'K', 'M', 'U', 'X', 11, 0, 205, 0,
+			'K', 'M', 'U', 'X', 12, 0, 205, 0,
 			15, 0, 0, 0, 6, 0, 0, 0,
 			0, 0, 0, 0, 0, 0, 0, 0,		/* count 0, 0 */
 			3, 0, 0, 0, 'n', 'o', 0,	/* note "no" */
@@ -994,6 +1028,8 @@ static void test_encoder_rejects_invalid(void **state)
 	BAD(PROTO_PS, m.u.ps.states = 1u << 6);
 	BAD(PROTO_WAIT, m.u.wait.job = 0);
 	BAD(PROTO_ATTACH, m.u.attach.job = 0);
+	BAD(PROTO_STARTED, m.u.started.job = 0);
+	BAD(PROTO_STARTED, m.u.started.pid = 0);
 	BAD(PROTO_CANCEL, m.u.cancel.job = 0);
 	BAD(PROTO_CANCEL, m.u.cancel.signal = -1);
 	BAD(PROTO_CANCEL, m.u.cancel.signal = PROTO_MAX_SIGNAL + 1);
@@ -1483,10 +1519,10 @@ static void test_random_mutations(void **state)
 static void test_fuzzer_regressions(void **state)
 {
 	/* REGISTER with an empty argv: block_ok() did NULL + 0 (UBSan).
-	 * Found on protocol v1; here in v2's layout (v3 to v11 keep it), the
+	 * Found on protocol v1; here in v2's layout (v3 to v12 keep it), the
 	 * same fault. */
 	static const uint8_t reg_empty_argv[] = {
-		0x4b, 0x4d, 0x55, 0x58, 0x0b, 0x00, 0x67, 0x00,
+		0x4b, 0x4d, 0x55, 0x58, PROTO_VERSION, 0x00, 0x67, 0x00,
 		0x3d, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00,
 		0x00, 0x00, 0x00, 0x00, 0x14, 0x00, 0x00, 0x00, /* job */
 		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* pid_start */
