@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # kmuxd under valgrind (memcheck, leaks included) through a session that
 # walks its main paths: submit, queueing, reaping, wait, logs -f, ps, top,
-# cancel of a queued and a running job, a malformed frame, shutdown.
+# cancel of a queued and a running job, `kmux run` (its command's pid
+# named with STARTED, its end, a cancel of it), a malformed frame, shutdown.
 # Skipped under the sanitizer build and where valgrind is missing.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/kmuxd-lib.sh"
@@ -33,6 +34,15 @@ d=$("$KMUX" submit -- sleep 30)
 wait_state "$d" running 300
 "$KMUX" cancel "$d"
 expect_rc 143 "cancel of a running job" "$KMUX" wait "$d"
+expect_rc 3 "memcheck: kmux run, its exit status" "${VG[@]}" "$KMUX" run -m 1G -- sh -c 'exit 3'
+"$KMUX" run -m 1G -n vgrun -- sleep 30 >/dev/null 2>&1 &
+rp=$!
+vgrun_started() { grep -q "its command runs as pid" "$TMP/daemon.err"; }
+check "a kmux run names its command's pid" wait_for 30 vgrun_started
+"$KMUX" cancel "$("$KMUX" ps --json | python3 -c 'import json, sys
+print([j["id"] for j in json.load(sys.stdin) if j["name"] == "vgrun"][0])')"
+wait "$rp"
+check "  ... cancelled: kmux run exits 143" [ $? -eq 143 ]
 e=$("$KMUX" submit -- "$TMP/missing-program")
 expect_rc 127 "a job that cannot start" "$KMUX" wait "$e"
 python3 -c 'import socket, sys
