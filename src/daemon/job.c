@@ -679,7 +679,8 @@ int job_proc_parent(uint32_t pid, uint32_t *ppid)
 		return -errno;
 	p = fgets(buf, sizeof(buf), f);
 	fclose(f);
-	if (!p || !(p = strrchr(buf, ')')) || sscanf(p + 1, " %*c %u", &pp) != 1)
+	if (!p || !(p = strrchr(buf, ')')) ||
+	    sscanf(p + 1, " %*c %u", &pp) != 1)
 		return -EINVAL;
 	*ppid = pp;
 	return 0;
