@@ -16,6 +16,7 @@
  * job records stay in the caller's buffer.
  */
 #include <endian.h>
+#include <limits.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -381,7 +382,8 @@ static bool msg_ok(const struct proto_msg *m)
 		return m->u.finished.job > 0 && m->u.finished.pid > 0 &&
 		       exit_ok(m->u.finished.exit_code, m->u.finished.signal);
 	case PROTO_STARTED:
-		return m->u.started.job > 0 && m->u.started.pid > 0;
+		return m->u.started.job > 0 && m->u.started.pid > 0 &&
+		       m->u.started.pid <= INT32_MAX;
 	case PROTO_OK:
 		return true;
 	case PROTO_ERROR:

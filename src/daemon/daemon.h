@@ -121,6 +121,7 @@ struct job {
 	bool child;		/* ours: SIGCHLD reaps it; else /proc polls */
 	bool cancelling;
 	struct event *kill_timer;	/* SIGKILL after the grace period */
+	uid_t kill_uid;		/* who asked for it (job_signal) */
 	struct conn *owner;	/* RUN: the client that runs it; a registered
 				 * process: its preload's connection */
 	uint32_t owner_seq;
@@ -420,8 +421,12 @@ uint32_t job_kernel_rate(const struct job *j, uint64_t now_us);
 uint32_t job_wait_rate(const struct job *j, uint64_t now_us);
 /* Same pid, same start time, not a zombie. */
 bool job_proc_alive(int32_t pid, uint64_t pid_start, void *arg);
-/* sig to j's process group, SIGKILL after the grace period; -errno. */
-int job_signal(struct server *srv, struct job *j, int sig);
+/*
+ * sig to j's process group, SIGKILL after the grace period; -errno.  A
+ * process kmuxd did not start is signalled with the permissions of uid,
+ * the user who asked (job_kill_as).
+ */
+int job_signal(struct server *srv, struct job *j, int sig, uid_t uid);
 int job_recover(struct server *srv, char *err, size_t errlen);
 void job_schedule(struct server *srv);
 void job_reap(struct server *srv);

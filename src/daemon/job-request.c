@@ -452,7 +452,7 @@ void job_cancel(struct conn *c, const struct proto_msg *m)
 		job_cancel_via_client(c, m, j, sig);
 		return;
 	}
-	e = job_signal(srv, j, sig);
+	e = job_signal(srv, j, sig, c->uid);
 	if (e == -ESRCH) {
 		/* Gone already: the poll would find it; record it now. */
 		server_client_send(c, &(struct proto_msg){
@@ -830,9 +830,11 @@ void job_register(struct conn *c, const struct proto_msg *m)
 /*
  * FINISHED for a job that has ended already: a `kmux run` whose daemon died
  * while its command ran, back on a new connection.  The daemon that
- * recovered the job found its process gone (or never knew it: the preload
- * never registered) and recorded it exited, code unknown; the client knew
- * the code.  Only that case is filled in (db_job_set_exit).
+ * recovered the job found its process gone (or never knew it: no STARTED
+ * or REGISTER told it) and recorded it exited, or cancelled (it cancelled
+ * the command, then saw it gone before its client came back), code
+ * unknown; the client knew the code.  Only that case is filled in
+ * (db_job_set_exit; the state stays).
  */
 static void job_finished_late(struct conn *c, const struct proto_msg *m)
 {
@@ -844,7 +846,8 @@ static void job_finished_late(struct conn *c, const struct proto_msg *m)
 
 	e = db_job_get(srv->db, (int64_t)f->job, &dj, err, sizeof(err));
 	if (e || !(dj.flags & DB_JOB_F_FOREGROUND) ||
-	    !server_client_may(c, dj.uid) || dj.state != PROTO_JOB_EXITED ||
+	    !server_client_may(c, dj.uid) ||
+	    (dj.state != PROTO_JOB_EXITED && dj.state != PROTO_JOB_CANCELLED) ||
 	    dj.exit_code != PROTO_EXIT_UNKNOWN || dj.signal ||
 	    (f->exit_code == PROTO_EXIT_UNKNOWN && !f->signal)) {
 		server_client_error(c, m->seq, ENOENT, "job %llu is not yours "
@@ -958,7 +961,7 @@ void job_started(struct conn *c, const struct proto_msg *m)
 {
 	const struct proto_started *st = &m->u.started;
 	struct job *j = job_find(c->srv, (int64_t)st->job);
-	uint64_t start;
+	uint64_t start, again;
 	uint32_t ppid;
 	char err[ERRLEN];
 
@@ -970,10 +973,13 @@ void job_started(struct conn *c, const struct proto_msg *m)
 		return;
 	}
 	/* A client in another pid namespace names a pid this daemon cannot
-	 * check: refused, like a pid that is not its child. */
-	if (c->pid <= 0 || job_proc_parent(st->pid, &ppid) ||
-	    ppid != (uint32_t)c->pid || !job_proc_owned_by(st->pid, c->uid) ||
-	    db_proc_start_time((int32_t)st->pid, &start)) {
+	 * check: refused, like a pid that is not its child.  The start time
+	 * is read before the checks and again after them, so that they all
+	 * concern one process, not a pid reused in between. */
+	if (c->pid <= 0 || db_proc_start_time((int32_t)st->pid, &start) ||
+	    job_proc_parent(st->pid, &ppid) || ppid != (uint32_t)c->pid ||
+	    !job_proc_owned_by(st->pid, c->uid) ||
+	    db_proc_start_time((int32_t)st->pid, &again) || again != start) {
 		server_client_error(c, m->seq, EPERM, "pid %u is not a child "
 				    "of this `kmux run` (pid %ld) running as "
 				    "uid %u", st->pid, (long)c->pid,

@@ -1500,33 +1500,89 @@ void job_attach_expire(struct server *srv)
 
 /* --- signals ------------------------------------------------------------- */
 
+/* kill(-pid, sig), else kill(pid, sig) when pid leads no group.  -errno. */
+static int job_kill_group(pid_t pid, int sig)
+{
+	if (kill(-pid, sig) == 0 || (errno == ESRCH && kill(pid, sig) == 0))
+		return 0;
+	return -errno;
+}
+
+/*
+ * job_kill_group() for a process kmuxd did not start (a `kmux run`
+ * command named by STARTED, a registered process, a job from before a
+ * restart), with the permissions of uid, the user who asked: such a
+ * process may have become another user since kmuxd checked it (exec of a
+ * setuid program keeps its pid and start time), and a root kmuxd must not
+ * signal for a user what that user could not.  A child that takes uid
+ * alone sends the signal, so the kernel's own check decides, for every
+ * process of the group.  A daemon that is not root, or root asking,
+ * signals directly.
+ */
+static int job_kill_as(uid_t uid, pid_t pid, int sig)
+{
+	pid_t h;
+	int st;
+
+	if (geteuid() != 0 || uid == 0)
+		return job_kill_group(pid, sig);
+	h = fork();
+	if (h < 0)
+		return -errno;
+	if (h == 0) {
+		/* Async-signal-safe calls only: the daemon's heap is not ours. */
+		if (setresuid(uid, uid, uid))
+			_exit(EPERM);
+		_exit(-job_kill_group(pid, sig) & 0xff);
+	}
+	while (waitpid(h, &st, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	if (!WIFEXITED(st))
+		return -EIO;
+	return -WEXITSTATUS(st);
+}
+
+/* Our child (its own session, started by us) or not: see job_kill_as(). */
+static int job_kill(const struct job *j, int sig, uid_t uid)
+{
+	if (j->child)
+		return job_kill_group(j->pid, sig);
+	return job_kill_as(uid, j->pid, sig);
+}
+
 static void on_kill_timer(evutil_socket_t fd, short what, void *arg)
 {
 	struct job *j = arg;
+	int e;
 
 	(void)fd;
 	(void)what;
-	/* Not our child (a `kmux run` command, a job from before a
-	 * restart): its pid may have been reaped and reused meanwhile. */
+	/* Not our child: its pid may have been reaped and reused meanwhile. */
 	if (!j->child && !job_proc_alive(j->pid, j->pid_start, NULL))
 		return;
 	log_info("daemon: job %lld still running after SIGTERM: SIGKILL",
 		 (long long)j->id);
-	if (kill(-j->pid, SIGKILL) && errno == ESRCH)
-		kill(j->pid, SIGKILL);
+	e = job_kill(j, SIGKILL, j->kill_uid);
+	if (e)
+		log_warn("daemon: job %lld: cannot SIGKILL pid %d: %s",
+			 (long long)j->id, (int)j->pid, strerror(-e));
 }
 
 /* Signal j's process group; SIGKILL it after the grace period. */
-int job_signal(struct server *srv, struct job *j, int sig)
+int job_signal(struct server *srv, struct job *j, int sig, uid_t uid)
 {
 	struct timeval tv;
+	int e;
 
 	/* Not our child: make sure the pid is still the job's own. */
 	if (!j->child && !job_proc_alive(j->pid, j->pid_start, NULL))
 		return -ESRCH;
-	if (kill(-j->pid, sig) && (errno != ESRCH || kill(j->pid, sig)))
-		return -errno;
+	e = job_kill(j, sig, uid);
+	if (e)
+		return e;
 	j->cancelling = true;
+	j->kill_uid = uid;
 	if (!j->kill_timer)
 		j->kill_timer = evtimer_new(srv->base, on_kill_timer, j);
 	if (j->kill_timer && !evtimer_pending(j->kill_timer, NULL)) {

@@ -38,4 +38,47 @@ expect_rc 125 "nobody cannot wait on it either" as_nobody "$KMUX" wait "$r"
 check "root's job still runs" [ "$(jq_job "$r" 'j["state"]')" = running ]
 expect_rc 0 "root can cancel it" "$KMUX" cancel "$r"
 expect_rc 143 "  ... it ends by SIGTERM" "$KMUX" wait "$r"
+
+# A `kmux run` of nobody's names its command's pid (STARTED), which kmuxd,
+# root, then signals on nobody's behalf; a command that became root since
+# (a setuid program) is one nobody cannot signal, and neither may nobody's
+# cancel: kmuxd signals as the job's user.
+cat >"$TMP/suid.c" <<'C'
+#include <unistd.h>
+int main(void)
+{
+	if (setresuid(0, 0, 0))
+		return 1;
+	for (int i = 0; i < 300; i++)
+		usleep(100000);
+	return 0;
+}
+C
+cc -o "$TMP/suid" "$TMP/suid.c" && chmod 4755 "$TMP/suid"
+as_nobody "$TMP/suid" &
+sp=$!
+became_root() { [ "$(awk '/^Uid:/ { print $2 $3 $4 }' "/proc/$sp/status" 2>/dev/null)" = 000 ]; }
+if ! wait_for 20 became_root; then
+	kill "$sp" 2>/dev/null
+	echo "  skip: the rest of $T_NAME: setuid programs do not run here (nosuid?)"
+	finish
+fi
+kill -9 "$sp"
+as_nobody "$KMUX" run -m 1G -n suid -- sh -c "sleep 0.5; exec '$TMP/suid'" >/dev/null 2>&1 &
+rp=$!
+suid_job() { jq_job "$(as_nobody "$KMUX" ps --json | python3 -c 'import json, sys
+print([j["id"] for j in json.load(sys.stdin) if j["name"] == "suid"][0])' 2>/dev/null)" 'j["pid"]'; }
+suid_root() {
+	sp=$(suid_job) && [ "$sp" != None ] &&
+	[ "$(awk '/^Uid:/ { print $2 $3 $4 }' "/proc/$sp/status" 2>/dev/null)" = 000 ]
+}
+check "nobody's kmux run: its command's pid is known, and it became root" wait_for 50 suid_root
+sj=$(as_nobody "$KMUX" ps --json | python3 -c 'import json, sys
+print([j["id"] for j in json.load(sys.stdin) if j["name"] == "suid"][0])')
+expect_rc 1 "nobody's cancel -s KILL of it is refused" as_nobody "$KMUX" cancel -s KILL "$sj"
+check "  ... not permitted" err_has "Operation not permitted"
+check "  ... the root process still runs" kill -0 "$sp"
+expect_rc 0 "root's cancel -s KILL of it works" "$KMUX" cancel -s KILL "$sj"
+wait "$rp"
+check "  ... kmux run exits 137" [ $? -eq 137 ]
 finish

@@ -37,10 +37,13 @@ expect_rc 143 "cancel of a running job" "$KMUX" wait "$d"
 expect_rc 3 "memcheck: kmux run, its exit status" "${VG[@]}" "$KMUX" run -m 1G -- sh -c 'exit 3'
 "$KMUX" run -m 1G -n vgrun -- sleep 30 >/dev/null 2>&1 &
 rp=$!
-vgrun_started() { grep -q "its command runs as pid" "$TMP/daemon.err"; }
+vgrun_id() { "$KMUX" ps --json | python3 -c 'import json, sys
+print([j["id"] for j in json.load(sys.stdin) if j["name"] == "vgrun"][0])' 2>/dev/null; }
+vgrun_started() {
+	vr=$(vgrun_id) && grep -q "job $vr: its command runs as pid" "$TMP/daemon.err"
+}
 check "a kmux run names its command's pid" wait_for 30 vgrun_started
-"$KMUX" cancel "$("$KMUX" ps --json | python3 -c 'import json, sys
-print([j["id"] for j in json.load(sys.stdin) if j["name"] == "vgrun"][0])')"
+"$KMUX" cancel "$vr"
 wait "$rp"
 check "  ... cancelled: kmux run exits 143" [ $? -eq 143 ]
 e=$("$KMUX" submit -- "$TMP/missing-program")

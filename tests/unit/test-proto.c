@@ -142,7 +142,7 @@ static void sample(uint16_t type, struct proto_msg *m)
 		break;
 	case PROTO_STARTED:
 		m->u.started = (struct proto_started){ 0x8000000000000012ull,
-						       0x80000001u };
+						       0x7ffffffeu };
 		break;
 	case PROTO_CANCEL:
 		m->u.cancel = (struct proto_cancel){ 18, 15 };
@@ -1030,6 +1030,7 @@ static void test_encoder_rejects_invalid(void **state)
 	BAD(PROTO_ATTACH, m.u.attach.job = 0);
 	BAD(PROTO_STARTED, m.u.started.job = 0);
 	BAD(PROTO_STARTED, m.u.started.pid = 0);
+	BAD(PROTO_STARTED, m.u.started.pid = 0x80000000u);	/* not a pid_t */
 	BAD(PROTO_CANCEL, m.u.cancel.job = 0);
 	BAD(PROTO_CANCEL, m.u.cancel.signal = -1);
 	BAD(PROTO_CANCEL, m.u.cancel.signal = PROTO_MAX_SIGNAL + 1);
