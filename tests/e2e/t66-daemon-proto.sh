@@ -8,19 +8,15 @@
 
 start_daemon
 pid=$(daemon_pid)
-python3 - "$KMUX_SOCKET" >"$TMP/proto" 2>&1 <<'PY'
+PYTHONPATH=$(dirname "$0") python3 - "$KMUX_SOCKET" >"$TMP/proto" 2>&1 <<'PY'
 import errno, os, socket, struct, sys
+from wire import MAGIC, VERSION, s
 
 path = sys.argv[1]
-MAGIC, VERSION = 0x58554d4b, 12
 
 def frame(typ, payload=b"", seq=7, version=VERSION, length=None):
     n = len(payload) if length is None else length
     return struct.pack("<IHHII", MAGIC, version, typ, n, seq) + payload
-
-def s(text):
-    b = text.encode() + b"\0"
-    return struct.pack("<I", len(b)) + b
 
 def hello():
     return frame(100, struct.pack("<HHI", 1, 0, os.getpid()) + s("test"), seq=1)

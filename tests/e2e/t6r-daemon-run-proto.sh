@@ -13,49 +13,12 @@
 start_daemon
 blocker=$("$KMUX" submit -m 10G -- sleep 1)
 wait_state "$blocker" running
-python3 - "$KMUX_SOCKET" >"$TMP/runproto" 2>&1 <<'PY'
-import os, socket, struct, sys
+PYTHONPATH=$(dirname "$0") python3 - "$KMUX_SOCKET" >"$TMP/runproto" 2>&1 <<'PY'
+import os, struct, sys
+from wire import GiB, Conn as WireConn, check, s, strv
 
 path = sys.argv[1]
-MAGIC, VERSION = 0x58554d4b, 12
-GiB = 1 << 30
-
-def s(text):
-    b = text.encode() + b"\0"
-    return struct.pack("<I", len(b)) + b
-
-def strv(items):
-    block = b"".join(x.encode() + b"\0" for x in items)
-    return struct.pack("<II", len(items), len(block)) + block
-
-class Conn:
-    def __init__(self):
-        self.c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.c.settimeout(10)
-        self.c.connect(path)
-        self.buf = b""
-        self.seq = 0
-        self.send(100, struct.pack("<HHI", 1, 0, os.getpid()) + s("t6r"))
-        assert self.recv()[0] == 200
-
-    def send(self, typ, payload):
-        self.seq += 1
-        self.c.sendall(struct.pack("<IHHII", MAGIC, VERSION, typ, len(payload),
-                                   self.seq) + payload)
-        return self.seq
-
-    def recv(self):
-        while len(self.buf) < 16 or len(self.buf) < 16 + struct.unpack("<I", self.buf[8:12])[0]:
-            b = self.c.recv(65536)
-            if not b:
-                raise EOFError
-            self.buf += b
-        _, _, typ, n, seq = struct.unpack("<IHHII", self.buf[:16])
-        p, self.buf = self.buf[16:16 + n], self.buf[16 + n:]
-        return typ, seq, p
-
-def check(what, cond):
-    print(("ok   " if cond else "BAD  ") + what)
+Conn = lambda: WireConn(path, "t6r")
 
 def run_req(mem, argv):
     return (struct.pack("<IIQiI", 0, 1, mem, 0, 0) + s("fg") + s("/") +
@@ -128,49 +91,12 @@ check "nothing is left committed" [ "$(top_json 't["gpus"][0]["mem_committed"]')
 # STARTED: the client names its command's pid; kmuxd checks it is the
 # client's own child and then signals the command itself on cancel.
 # Without it, cancel reaches the client (SIGTERM here), which passes it on.
-python3 - "$KMUX_SOCKET" "$KMUX" >"$TMP/started" 2>&1 <<'PY'
-import os, signal, socket, struct, subprocess, sys, time
+PYTHONPATH=$(dirname "$0") python3 - "$KMUX_SOCKET" "$KMUX" >"$TMP/started" 2>&1 <<'PY'
+import os, signal, subprocess, sys, time, struct
+from wire import GiB, Conn as WireConn, check, s, strv
 
 path, kmux = sys.argv[1], sys.argv[2]
-MAGIC, VERSION = 0x58554d4b, 12
-GiB = 1 << 30
-
-def s(text):
-    b = text.encode() + b"\0"
-    return struct.pack("<I", len(b)) + b
-
-def strv(items):
-    block = b"".join(x.encode() + b"\0" for x in items)
-    return struct.pack("<II", len(items), len(block)) + block
-
-class Conn:
-    def __init__(self):
-        self.c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.c.settimeout(10)
-        self.c.connect(path)
-        self.buf = b""
-        self.seq = 0
-        self.send(100, struct.pack("<HHI", 1, 0, os.getpid()) + s("t6r"))
-        assert self.recv()[0] == 200
-
-    def send(self, typ, payload):
-        self.seq += 1
-        self.c.sendall(struct.pack("<IHHII", MAGIC, VERSION, typ, len(payload),
-                                   self.seq) + payload)
-        return self.seq
-
-    def recv(self):
-        while len(self.buf) < 16 or len(self.buf) < 16 + struct.unpack("<I", self.buf[8:12])[0]:
-            b = self.c.recv(65536)
-            if not b:
-                raise EOFError
-            self.buf += b
-        _, _, typ, n, seq = struct.unpack("<IHHII", self.buf[:16])
-        p, self.buf = self.buf[16:16 + n], self.buf[16 + n:]
-        return typ, seq, p
-
-def check(what, cond):
-    print(("ok   " if cond else "BAD  ") + what)
+Conn = lambda: WireConn(path, "t6r")
 
 def admitted(conn, name):
     conn.send(102, struct.pack("<IIQiI", 0, 1, 1 * GiB, 0, 0) + s(name) +
