@@ -80,13 +80,24 @@ if ! daemon_start; then
 fi
 say "ok   a private kmuxd starts"
 
+# start_run NAME WHAT ARGS...: kmux run of busy.py ARGS in the background
+# (rp), checked on the GPU and named to kmuxd (job id in jid).
+start_run() {
+	local name=$1 what=$2
+	shift 2
+	kx run -m 8G -n "$name" -- "${JOBENV[@]}" "$PY" "$W/busy.py" "$@" \
+		>"$W/$name.out" 2>&1 &
+	rp=$!
+	check "kmux run of a PyTorch job that $what: on the GPU" \
+		wait_for 600 grep -q "on the GPU" "$W/$name.out"
+	jid=$(job_id "$name")
+	check "  ... kmuxd knows its command's pid (job $jid)" \
+		wait_for 50 named_pid "$jid"
+}
+
 # 1. cancel of a run job that ignores SIGTERM.
-kx run -m 8G -n deaf -- "${JOBENV[@]}" "$PY" "$W/busy.py" 120 1 0 >"$W/deaf.out" 2>&1 &
-rp=$!
-check "kmux run of a PyTorch job that ignores SIGTERM: on the GPU" \
-	wait_for 600 grep -q "on the GPU" "$W/deaf.out"
-jd=$(job_id deaf)
-check "  ... kmuxd knows its command's pid (job $jd)" wait_for 50 named_pid "$jd"
+start_run deaf "ignores SIGTERM" 120 1 0
+jd=$jid
 t0=$(date +%s%N)
 check "  ... kmux cancel succeeds" kx cancel "$jd"
 wait "$rp"
@@ -98,12 +109,8 @@ check "  ... SIGKILLed after the grace: exit 137, in 2-10 s" killed_in_grace
 check "  ... recorded cancelled" [ "$(job_field "$jd" 'j["state"]')" = cancelled ]
 
 # 2. kill -9 of the daemon while a run job computes.
-kx run -m 8G -n long -- "${JOBENV[@]}" "$PY" "$W/busy.py" 25 0 5 >"$W/long.out" 2>&1 &
-rp=$!
-check "kmux run of a PyTorch job that exits 5 after 25 s: on the GPU" \
-	wait_for 600 grep -q "on the GPU" "$W/long.out"
-jl=$(job_id long)
-check "  ... kmuxd knows its command's pid (job $jl)" wait_for 50 named_pid "$jl"
+start_run long "exits 5 after 25 s" 25 0 5
+jl=$jid
 dpid=$(daemon_pid)
 kill -9 "$dpid"
 wait_for 300 daemon_unlocked
