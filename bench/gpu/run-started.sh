@@ -10,7 +10,8 @@
 # expected and what happened; exit 1 when any check failed.
 #
 # Usage (on the GPU machine, after bench/gpu/prepare.sh here):
-#   OUT=$OUT/rs bash bench/gpu/run-started.sh
+#   OUT=$OUT/rs [RS_LONG_S=25] bash bench/gpu/run-started.sh
+# RS_LONG_S: how long the second job computes (it must outlive the restart).
 set -u
 . "$(dirname "$0")/lib.sh"
 
@@ -20,6 +21,7 @@ REPORT=$OUT/run-started.txt
 : >"$REPORT"
 export KMUX_SOCKET=$W/sock KMUX_STATE_DIR=$W/state
 fails=0
+LONG_S=${RS_LONG_S:-25}
 
 say() { echo "$*" | tee -a "$REPORT"; }
 check() {
@@ -109,7 +111,7 @@ check "  ... SIGKILLed after the grace: exit 137, in 2-10 s" killed_in_grace
 check "  ... recorded cancelled" [ "$(job_field "$jd" 'j["state"]')" = cancelled ]
 
 # 2. kill -9 of the daemon while a run job computes.
-start_run long "exits 5 after 25 s" 25 0 5
+start_run long "exits 5 after $LONG_S s" "$LONG_S" 0 5
 jl=$jid
 dpid=$(daemon_pid)
 kill -9 "$dpid"
