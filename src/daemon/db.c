@@ -741,7 +741,8 @@ int db_job_set_exit(struct db *db, int64_t id, int32_t exit_code,
 			       "arguments", id);
 	snprintf(what, sizeof(what), "set exit status of job %" PRId64, id);
 	rc = prepare(db, "UPDATE jobs SET exit_code = ?, signal = ?"
-		     " WHERE id = ? AND state = 'exited' AND exit_code IS NULL"
+		     " WHERE id = ? AND (state = 'exited' OR (state ="
+		     " 'cancelled' AND start_us > 0)) AND exit_code IS NULL"
 		     " AND signal = 0", &st, err, errlen, what);
 	if (rc < 0)
 		return rc;
@@ -757,7 +758,7 @@ int db_job_set_exit(struct db *db, int64_t id, int32_t exit_code,
 		/* Ended, but with its status known, or not by exiting. */
 		if (rc == -EALREADY)
 			rc = set_err(err, errlen, -EALREADY, "%s: its status "
-				     "is known, or it did not exit", what);
+				     "is known, or it did not run", what);
 	}
 	sqlite3_finalize(st);
 	return rc;

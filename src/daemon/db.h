@@ -197,10 +197,12 @@ int db_job_finish(struct db *db, int64_t id, uint32_t state, int32_t exit_code,
 		  int32_t signal, uint64_t now_us, char *err, size_t errlen);
 
 /*
- * A job that ended while no daemon watched it (EXITED, exit code unknown,
- * no signal) gets its status after all: its `kmux run` client knew it and
- * came back.  -EALREADY when the job is not such a job (its status is
- * known, or it did not exit); -ENOENT when there is no such job.
+ * A job that ended while no daemon watched it (EXITED, or CANCELLED once
+ * started, by a daemon that then saw it gone; exit code unknown, no
+ * signal) gets its
+ * status after all: its `kmux run` client knew it and came back.  The
+ * state stays.  -EALREADY when the job is not such a job (its status is
+ * known, or it did not run); -ENOENT when there is no such job.
  */
 int db_job_set_exit(struct db *db, int64_t id, int32_t exit_code,
 		    int32_t signal, char *err, size_t errlen);

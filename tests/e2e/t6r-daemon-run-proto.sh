@@ -168,4 +168,64 @@ check "  ... the daemon's log names the pid" \
 	grep -q "job $sj: its command runs as pid" "$KMUX_STATE_DIR/kmuxd.log"
 check "  ... the one without STARTED is cancelled too" \
 	[ "$(jq_job "$sj2" 'j["state"]')" = cancelled ]
+
+# A daemon restarted while a `kmux run` command runs watches it by the pid
+# STARTED named; cancelled by that daemon and seen gone before its client
+# comes back (the client has not reaped it yet), the job is recorded
+# cancelled with its code unknown, and the client's late FINISHED fills
+# the code in.
+PYTHONPATH=$(dirname "$0") python3 - "$KMUX_SOCKET" "$KMUX" >"$TMP/late" 2>&1 <<'PY'
+import fcntl, json, os, signal, struct, subprocess, sys, time
+from wire import GiB, Conn as WireConn, check, s, strv
+
+path, kmux = sys.argv[1], sys.argv[2]
+Conn = lambda: WireConn(path, "t6r")
+
+def state(job):
+    out = subprocess.run([kmux, "ps", "--all", "--json"], capture_output=True,
+                         text=True).stdout
+    return [j["state"] for j in json.loads(out) if j["id"] == job][0]
+
+a = Conn()
+a.send(102, struct.pack("<IIQiI", 0, 1, 1 * GiB, 0, 0) + s("late") + s("/") +
+       strv(["late"]) + strv(["A=1"]))
+job, = struct.unpack("<Q", a.recv()[2][:8])
+check("a RUN job is admitted", a.recv()[0] == 202)
+child = subprocess.Popen(["sleep", "30"])
+a.send(115, struct.pack("<QII", job, child.pid, 0))
+check("STARTED -> OK", a.recv()[0] == 200)
+lock = path + ".lock"
+os.kill(int(open(lock).read()), signal.SIGKILL)
+for _ in range(300):
+    fd = os.open(lock, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        break
+    except BlockingIOError:
+        time.sleep(0.1)
+    finally:
+        os.close(fd)
+check("kill -9 of the daemon; a new one starts",
+      subprocess.run([kmux, "daemon", "--kill-grace", "1"]).returncode == 0)
+check("  ... the job still runs", state(job) == "running")
+check("the new daemon cancels it",
+      subprocess.run([kmux, "cancel", str(job)]).returncode == 0)
+for _ in range(100):
+    if state(job) == "cancelled":
+        break
+    time.sleep(0.1)
+check("  ... and records it cancelled once the command is gone",
+      state(job) == "cancelled")
+b = Conn()
+b.send(110, struct.pack("<QIiiI", job, os.getpid(), 128 + 15, 0, 0))
+rep = b.recv()
+check("the client's late FINISHED -> OK", rep[0] == 200)
+check("  ... its command did die of SIGTERM", child.wait() == -signal.SIGTERM)
+print("JOB3 %d" % job)
+PY
+sed 's/^/    /' "$TMP/late"
+check "a late FINISHED after a restart and a cancel" cond '! grep -q "^BAD" "$TMP/late" && [ "$(grep -c "^ok" "$TMP/late")" = 8 ]'
+lj=$(sed -n 's/^JOB3 \([0-9]*\)$/\1/p' "$TMP/late")
+check "  ... the job is recorded cancelled, with the code its client sent" \
+	[ "$(jq_job "$lj" 'j["state"], j["exit_code"]')" = "('cancelled', 143)" ]
 finish

@@ -961,9 +961,10 @@ static void test_full_file(void **state)
 }
 
 /*
- * A job found gone at a restart (exited, code unknown) gets the status its
- * `kmux run` client knew, once; a known status, a cancelled job, a running
- * one and a missing one are refused.
+ * A job found gone at a restart (exited, code unknown), or cancelled while
+ * it ran and then found gone, gets the status its `kmux run` client knew,
+ * once; a known status, a job cancelled before it started, a running one
+ * and a missing one are refused.
  */
 static void test_set_exit(void **state)
 {
@@ -998,6 +999,19 @@ static void test_set_exit(void **state)
 				       sizeof(f->err)), 0);
 	assert_int_equal(db_job_set_exit(f->db, b, 0, 0, f->err,
 					 sizeof(f->err)), -EALREADY);
+	assert_non_null(strstr(f->err, "did not run"));
+	b = insert(f, 1, "cancelled-running");
+	assert_int_equal(db_job_start(f->db, b, 1, 1, 0, 0, 10, f->err,
+				      sizeof(f->err)), 0);
+	assert_int_equal(db_job_finish(f->db, b, PROTO_JOB_CANCELLED,
+				       PROTO_EXIT_UNKNOWN, 0, 20, f->err,
+				       sizeof(f->err)), 0);
+	assert_int_equal(db_job_set_exit(f->db, b, 143, 0, f->err,
+					 sizeof(f->err)), 0);
+	assert_int_equal(db_job_get(f->db, b, &j, f->err, sizeof(f->err)), 0);
+	assert_int_equal(j.state, PROTO_JOB_CANCELLED);
+	assert_int_equal(j.exit_code, 143);
+	db_job_release(&j);
 	assert_int_equal(db_job_set_exit(f->db, 999, 0, 0, f->err,
 					 sizeof(f->err)), -ENOENT);
 }
