@@ -15,14 +15,10 @@ blocker=$("$KMUX" submit -m 10G -- sleep 1)
 wait_state "$blocker" running
 PYTHONPATH=$(dirname "$0") python3 - "$KMUX_SOCKET" >"$TMP/runproto" 2>&1 <<'PY'
 import os, struct, sys
-from wire import GiB, Conn as WireConn, check, s, strv
+from wire import GiB, Conn as WireConn, check, finished, run_req, s, strv
 
 path = sys.argv[1]
 Conn = lambda: WireConn(path, "t6r")
-
-def run_req(mem, argv):
-    return (struct.pack("<IIQiI", 0, 1, mem, 0, 0) + s("fg") + s("/") +
-            strv(argv) + strv(["A=1"]))
 
 # RUN while the GPU is taken: OK, QUEUED, then ADMIT once it is free.
 a = Conn()
@@ -72,7 +68,7 @@ check("a second RUN that does not fit beside the first is QUEUED", typ == 207)
 print("JOB2 %d" % job2)
 b.c.close()
 # FINISHED with exit 7.
-seq = a.send(110, struct.pack("<QIiiI", job, os.getpid(), 7, 0, 0))
+seq = a.send(110, finished(job, 7))
 typ, rseq, _ = a.recv()
 check("FINISHED -> OK", typ == 200 and rseq == seq)
 PY
@@ -93,14 +89,13 @@ check "nothing is left committed" [ "$(top_json 't["gpus"][0]["mem_committed"]')
 # Without it, cancel reaches the client (SIGTERM here), which passes it on.
 PYTHONPATH=$(dirname "$0") python3 - "$KMUX_SOCKET" "$KMUX" >"$TMP/started" 2>&1 <<'PY'
 import os, signal, subprocess, sys, time, struct
-from wire import GiB, Conn as WireConn, check, s, strv
+from wire import GiB, Conn as WireConn, check, finished, run_req, s, strv
 
 path, kmux = sys.argv[1], sys.argv[2]
 Conn = lambda: WireConn(path, "t6r")
 
 def admitted(conn, name):
-    conn.send(102, struct.pack("<IIQiI", 0, 1, 1 * GiB, 0, 0) + s(name) +
-              s("/") + strv([name]) + strv(["A=1"]))
+    conn.send(102, run_req(1 * GiB, [name], name))
     typ, _, p = conn.recv()
     job, = struct.unpack("<Q", p)
     typ, _, p = conn.recv()
@@ -136,7 +131,7 @@ try:
 except subprocess.TimeoutExpired:
     rc = None
 check("  ... and kmuxd signalled the command itself (SIGTERM)", rc == -signal.SIGTERM)
-seq = a.send(110, struct.pack("<QIiiI", job, os.getpid(), 128 + 15, 0, 0))
+seq = a.send(110, finished(job, 128 + 15))
 check("FINISHED -> OK", a.recv()[0] == 200)
 print("JOB %d" % job)
 
@@ -154,7 +149,7 @@ for _ in range(100):
         break
     time.sleep(0.05)
 check("  ... and cancel sends SIGTERM to the client", r.returncode == 0 and got == [signal.SIGTERM])
-b.send(110, struct.pack("<QIiiI", job2, os.getpid(), 128 + 15, 0, 0))
+b.send(110, finished(job2, 128 + 15))
 check("FINISHED -> OK", b.recv()[0] == 200)
 print("JOB2 %d" % job2)
 PY
@@ -176,7 +171,7 @@ check "  ... the one without STARTED is cancelled too" \
 # the code in.
 PYTHONPATH=$(dirname "$0") python3 - "$KMUX_SOCKET" "$KMUX" >"$TMP/late" 2>&1 <<'PY'
 import fcntl, json, os, signal, struct, subprocess, sys, time
-from wire import GiB, Conn as WireConn, check, s, strv
+from wire import GiB, Conn as WireConn, check, finished, run_req, s, strv
 
 path, kmux = sys.argv[1], sys.argv[2]
 Conn = lambda: WireConn(path, "t6r")
@@ -187,8 +182,7 @@ def state(job):
     return [j["state"] for j in json.loads(out) if j["id"] == job][0]
 
 a = Conn()
-a.send(102, struct.pack("<IIQiI", 0, 1, 1 * GiB, 0, 0) + s("late") + s("/") +
-       strv(["late"]) + strv(["A=1"]))
+a.send(102, run_req(1 * GiB, ["late"], "late"))
 job, = struct.unpack("<Q", a.recv()[2][:8])
 check("a RUN job is admitted", a.recv()[0] == 202)
 child = subprocess.Popen(["sleep", "30"])
@@ -217,7 +211,7 @@ for _ in range(100):
 check("  ... and records it cancelled once the command is gone",
       state(job) == "cancelled")
 b = Conn()
-b.send(110, struct.pack("<QIiiI", job, os.getpid(), 128 + 15, 0, 0))
+b.send(110, finished(job, 128 + 15))
 rep = b.recv()
 check("the client's late FINISHED -> OK", rep[0] == 200)
 check("  ... its command did die of SIGTERM", child.wait() == -signal.SIGTERM)

@@ -1,6 +1,6 @@
 # wire.py - kmuxd's wire protocol for the e2e tests that speak it directly
-# (t66, t6r): the frame, the str and strv encodings, a connection that has
-# said HELLO, and the tests' ok/BAD lines.  The version is read from
+# (t66, t6r): the frame, the str and strv encodings, RUN's and FINISHED's
+# payloads, a connection that has said HELLO, and the tests' ok/BAD lines.  The version is read from
 # src/common/proto.h, so a protocol bump needs no edit here.
 import os
 import re
@@ -24,6 +24,17 @@ def strv(items):
     """A strv field: u32 count, u32 bytes, the NUL-terminated strings."""
     block = b"".join(x.encode() + b"\0" for x in items)
     return struct.pack("<II", len(items), len(block)) + block
+
+
+def run_req(mem, argv, name="fg"):
+    """RUN's payload: one GPU, mem bytes, cwd "/", the environment A=1."""
+    return (struct.pack("<IIQiI", 0, 1, mem, 0, 0) + s(name) + s("/") +
+            strv(argv) + strv(["A=1"]))
+
+
+def finished(job, code):
+    """FINISHED's payload: job ended with exit code, from this process."""
+    return struct.pack("<QIiiI", job, os.getpid(), code, 0, 0)
 
 
 class Conn:
