@@ -860,9 +860,9 @@ static void job_finished_late(struct conn *c, const struct proto_msg *m)
 		server_client_error(c, m->seq, -e, "%s", err);
 		goto out;
 	}
-	log_info("daemon: job %lld: exit %d, signal %d, from its `kmux "
-		 "run`: it ended while no kmuxd watched it", (long long)dj.id,
-		 f->exit_code, f->signal);
+	log_info("daemon: job %lld: exit %d, signal %d, as its `kmux run` "
+		 "reported it after a daemon restart",
+		 (long long)dj.id, f->exit_code, f->signal);
 	server_client_send(c, &(struct proto_msg){
 		.type = PROTO_OK, .seq = m->seq, .u.ok.id = f->job });
 out:
