@@ -50,6 +50,7 @@
 #include "kparams.h"
 #include "ptx-range.h"
 #include "ptrtab.h"
+#include "texobj.h"
 
 #define KP_FIRST_BITS 12
 #define KP_PROBE_MAX 32
@@ -748,6 +749,40 @@ static inline void kp_scan_words(struct kp_collect *c,
 }
 
 /*
+ * Whether a word of the launch's parameters is a live texture or surface
+ * object: kernel_params word by word as kp_scan_words() reads them, an
+ * extra buffer every aligned word of it (a superset of its parameters'
+ * words: a wrong match only adds order).  Off the launch path: only a
+ * program that holds such objects gets here.
+ */
+static __attribute__((noinline, cold)) bool
+kp_any_handle(const struct kernel_info *ki, void **kernel_params,
+	      const unsigned char *buf, size_t size)
+{
+	uint64_t w;
+
+	if (kernel_params) {
+		for (uint32_t i = 0; i < ki->nwords; i++) {
+			const unsigned char *p =
+				kernel_params[ki->words[i].param];
+
+			if (!p)
+				continue;
+			memcpy(&w, p + ki->words[i].off, sizeof(w));
+			if (texobj_is_live(w))
+				return true;
+		}
+		return false;
+	}
+	for (size_t j = 0; j + sizeof(w) <= size; j += sizeof(w)) {
+		memcpy(&w, buf + j, sizeof(w));
+		if (texobj_is_live(w))
+			return true;
+	}
+	return false;
+}
+
+/*
  * The extra form: the buffer and its size.  -ENODATA when no size was given
  * (the driver then ignores the buffer), -EINVAL on anything we cannot
  * interpret safely.
@@ -948,6 +983,9 @@ int kparams_collect_at(struct alloc_table *t, const struct kernel_info *ki,
 			goto out;
 		}
 		kp_scan_words(&c, ki, kernel_params);
+		if (unlikely(texobj_any()) &&
+		    kp_any_handle(ki, kernel_params, NULL, 0))
+			c.flags |= KPARAMS_OPAQUE_HANDLE;
 		goto out;
 	}
 	if (!extra)
@@ -956,6 +994,10 @@ int kparams_collect_at(struct alloc_table *t, const struct kernel_info *ki,
 		c.flags |= KPARAMS_EXTRA_OPAQUE;
 		goto out;
 	}
+	if (unlikely(texobj_any()) &&
+	    kp_any_handle(ki, NULL, buf, size < KP_PARAM_BYTES_MAX ? size :
+			  KP_PARAM_BYTES_MAX))
+		c.flags |= KPARAMS_OPAQUE_HANDLE;
 	if (nparams < 0) {
 		c.flags |= KPARAMS_UNKNOWN_LAYOUT;
 		/* A size beyond any kernel's limit would only make us fault. */

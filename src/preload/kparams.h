@@ -210,9 +210,15 @@ struct access {
 #define KPARAMS_TRUNCATED	0x4	/* more accesses than max */
 /* A pointer table (ptrtab.h) it was given points to more than kmux kept. */
 #define KPARAMS_TABLE_OPAQUE	0x8
+/*
+ * A word of its parameters is a live texture or surface object (texobj.h):
+ * it reaches memory through the handle.
+ */
+#define KPARAMS_OPAQUE_HANDLE	0x10
 /* Any of these: the accesses are not all the kernel reaches. */
 #define KPARAMS_NOT_ALL		(KPARAMS_UNKNOWN_LAYOUT | KPARAMS_EXTRA_OPAQUE | \
-				 KPARAMS_TRUNCATED | KPARAMS_TABLE_OPAQUE)
+				 KPARAMS_TRUNCATED | KPARAMS_TABLE_OPAQUE | \
+				 KPARAMS_OPAQUE_HANDLE)
 
 /*
  * Decode one launch.  Exactly one of kernel_params / extra is used, as the

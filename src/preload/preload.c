@@ -37,6 +37,7 @@
 #include "quota.h"
 #include "stream-alloc.h"
 #include "streams.h"
+#include "texobj.h"
 #include "verify.h"
 
 int kmux_tracking;
@@ -61,10 +62,12 @@ static void preload_atfork_prepare(void)
 	quota_atfork_prepare();
 	mm_atfork_prepare();
 	ptrtab_atfork_prepare();
+	texobj_atfork_prepare();
 }
 
 static void preload_atfork_parent(void)
 {
+	texobj_atfork_parent();
 	ptrtab_atfork_parent();
 	mm_atfork_parent();
 	quota_atfork_parent();
@@ -73,6 +76,7 @@ static void preload_atfork_parent(void)
 
 static void preload_atfork_child(void)
 {
+	texobj_atfork_child();
 	ptrtab_atfork_child();
 	mm_atfork_child();
 	quota_atfork_child();

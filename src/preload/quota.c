@@ -3,10 +3,12 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "alloc-table.h"
+#include "cuda-internal.h"
 #include "log.h"
 #include "quota.h"
 
@@ -130,6 +132,119 @@ void quota_clamp_info(const struct quota *q, size_t *free_bytes,
 		*free_bytes = (size_t)left;
 }
 
+/*
+ * One texel's bytes, or with *block one 4x4 block's (the compressed
+ * formats).
+ */
+static uint64_t qa_texel(unsigned format, unsigned channels, bool *block)
+{
+	uint64_t ch = channels ? channels : 1;
+
+	*block = false;
+	switch (format) {
+	case CU_AD_FORMAT_UNSIGNED_INT8:
+	case CU_AD_FORMAT_SIGNED_INT8:
+		return ch;
+	case CU_AD_FORMAT_UNSIGNED_INT16:
+	case CU_AD_FORMAT_SIGNED_INT16:
+	case CU_AD_FORMAT_HALF:
+		return 2 * ch;
+	case CU_AD_FORMAT_UNSIGNED_INT32:
+	case CU_AD_FORMAT_SIGNED_INT32:
+	case CU_AD_FORMAT_FLOAT:
+		return 4 * ch;
+	case CU_AD_FORMAT_UNORM_INT8X1:
+	case CU_AD_FORMAT_SNORM_INT8X1:
+		return 1;
+	case CU_AD_FORMAT_UNORM_INT8X2:
+	case CU_AD_FORMAT_SNORM_INT8X2:
+	case CU_AD_FORMAT_UNORM_INT16X1:
+	case CU_AD_FORMAT_SNORM_INT16X1:
+		return 2;
+	case CU_AD_FORMAT_UNORM_INT8X4:
+	case CU_AD_FORMAT_SNORM_INT8X4:
+	case CU_AD_FORMAT_UNORM_INT16X2:
+	case CU_AD_FORMAT_SNORM_INT16X2:
+	case CU_AD_FORMAT_UNORM_INT_101010_2:
+		return 4;
+	case CU_AD_FORMAT_UNORM_INT16X4:
+	case CU_AD_FORMAT_SNORM_INT16X4:
+		return 8;
+	case CU_AD_FORMAT_BC1_UNORM:
+	case CU_AD_FORMAT_BC1_UNORM_SRGB:
+	case CU_AD_FORMAT_BC4_UNORM:
+	case CU_AD_FORMAT_BC4_SNORM:
+		*block = true;
+		return 8;
+	case CU_AD_FORMAT_BC2_UNORM:
+	case CU_AD_FORMAT_BC2_UNORM_SRGB:
+	case CU_AD_FORMAT_BC3_UNORM:
+	case CU_AD_FORMAT_BC3_UNORM_SRGB:
+	case CU_AD_FORMAT_BC5_UNORM:
+	case CU_AD_FORMAT_BC5_SNORM:
+	case CU_AD_FORMAT_BC6H_UF16:
+	case CU_AD_FORMAT_BC6H_SF16:
+	case CU_AD_FORMAT_BC7_UNORM:
+	case CU_AD_FORMAT_BC7_UNORM_SRGB:
+		*block = true;
+		return 16;
+	default:
+		return ch;
+	}
+}
+
+static uint64_t qa_level(uint64_t n, unsigned l)
+{
+	n = l < 64 ? n >> l : 0;
+	return n ? n : 1;
+}
+
+uint64_t quota_array_bytes(uint64_t width, uint64_t height, uint64_t depth,
+			   unsigned format, unsigned channels, unsigned flags,
+			   unsigned levels)
+{
+	bool block, keep_depth;
+	uint64_t texel = qa_texel(format, channels, &block), total = 0;
+
+	if (flags & (CUDA_ARRAY3D_SPARSE | CUDA_ARRAY3D_DEFERRED_MAPPING))
+		return 0;
+	keep_depth = flags & (CUDA_ARRAY3D_LAYERED | CUDA_ARRAY3D_CUBEMAP);
+	width = width ? width : 1;
+	height = height ? height : 1;
+	depth = depth ? depth : 1;
+	if (levels == 0)
+		levels = 1;
+	for (unsigned l = 0; l < levels; l++) {
+		uint64_t w = qa_level(width, l), h = qa_level(height, l);
+		uint64_t d = keep_depth ? depth : qa_level(depth, l), b;
+
+		if (block) {
+			w = w / 4 + (w % 4 != 0);
+			h = h / 4 + (h % 4 != 0);
+		}
+		if (__builtin_mul_overflow(w, h, &b) ||
+		    __builtin_mul_overflow(b, d, &b) ||
+		    __builtin_mul_overflow(b, texel, &b) ||
+		    __builtin_add_overflow(total, b, &total))
+			return UINT64_MAX;
+		/*
+		 * Nothing left to halve: every level below adds the same, so
+		 * the loop ends within 64 levels whatever levels says.
+		 */
+		if (w == 1 && h == 1 && (keep_depth || d == 1) &&
+		    levels - l > 1) {
+			uint64_t rest;
+
+			if (__builtin_mul_overflow(b, (uint64_t)(levels - l - 1),
+						   &rest) ||
+			    __builtin_add_overflow(total, rest, &total))
+				return UINT64_MAX;
+			break;
+		}
+	}
+	return total;
+}
+
 uint64_t quota_charged(uint64_t base)
 {
 	struct alloc_table *t = alloc_table_global();
@@ -140,11 +255,15 @@ uint64_t quota_charged(uint64_t base)
 	return a.kind == ALLOC_DEVICE || a.kind == ALLOC_MANAGED ? a.size : 0;
 }
 
-/* VMM handles: a small chained hash under one mutex (cuMemCreate is rare). */
+/*
+ * Handles: a small chained hash under one mutex (cuMemCreate and array
+ * creation are rare).
+ */
 #define QH_BUCKETS 64
 
 struct qhandle {
 	uint64_t h, size;
+	enum quota_handle_kind kind;
 	struct qhandle *next;
 };
 
@@ -156,7 +275,7 @@ static unsigned qh_bucket(uint64_t h)
 	return (unsigned)((h * 0x9E3779B97F4A7C15ULL) >> 58) % QH_BUCKETS;
 }
 
-int quota_handle_add(uint64_t h, uint64_t size)
+int quota_handle_add(enum quota_handle_kind kind, uint64_t h, uint64_t size)
 {
 	struct qhandle *e = malloc(sizeof(*e));
 	unsigned b = qh_bucket(h);
@@ -165,6 +284,7 @@ int quota_handle_add(uint64_t h, uint64_t size)
 		return -ENOMEM;
 	e->h = h;
 	e->size = size;
+	e->kind = kind;
 	pthread_mutex_lock(&qh_lock);
 	e->next = qh_tab[b];
 	qh_tab[b] = e;
@@ -172,14 +292,14 @@ int quota_handle_add(uint64_t h, uint64_t size)
 	return 0;
 }
 
-uint64_t quota_handle_take(uint64_t h)
+uint64_t quota_handle_take(enum quota_handle_kind kind, uint64_t h)
 {
 	struct qhandle **p, *e = NULL;
 	uint64_t size = 0;
 
 	pthread_mutex_lock(&qh_lock);
 	for (p = &qh_tab[qh_bucket(h)]; *p; p = &(*p)->next) {
-		if ((*p)->h == h) {
+		if ((*p)->h == h && (*p)->kind == kind) {
 			e = *p;
 			*p = e->next;
 			break;

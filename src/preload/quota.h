@@ -94,11 +94,34 @@ static inline void quota_release(uint64_t n)
 uint64_t quota_charged(uint64_t base);
 
 /*
- * VMM physical allocations: handle -> size.  quota_handle_add: 0 or -ENOMEM;
- * quota_handle_take removes the handle and returns its size (0: unknown).
+ * The bytes a CUDA array (levels 1) or mipmapped array holds, as the quota
+ * counts them: its texels' size, level by level, without the padding and
+ * tiling the driver adds (which it does not say for an array it backs
+ * itself).  width, height, depth, format, channels and flags as in
+ * CUDA_ARRAY3D_DESCRIPTOR; a height or depth of 0 counts as 1; a layered or
+ * cubemap array keeps its depth (its layers) at every level.  Sparse and
+ * deferred-mapping arrays hold nothing until memory is mapped into them
+ * (cuMemCreate counts that): 0.  Formats kmux does not size (the YUV ones)
+ * count one byte per channel.  UINT64_MAX on overflow.
  */
-int quota_handle_add(uint64_t h, uint64_t size);
-uint64_t quota_handle_take(uint64_t h);
+uint64_t quota_array_bytes(uint64_t width, uint64_t height, uint64_t depth,
+			   unsigned format, unsigned channels, unsigned flags,
+			   unsigned levels);
+
+/*
+ * Memory known by a handle, not an address: handle -> size, per kind (the
+ * driver's handles of different kinds may share values).
+ * quota_handle_add: 0 or -ENOMEM; quota_handle_take removes the handle
+ * and returns its size (0: unknown).
+ */
+enum quota_handle_kind {
+	QUOTA_H_VMM,		/* cuMemCreate */
+	QUOTA_H_ARRAY,		/* cuArrayCreate, cuArray3DCreate */
+	QUOTA_H_MIPMAP,		/* cuMipmappedArrayCreate */
+};
+
+int quota_handle_add(enum quota_handle_kind kind, uint64_t h, uint64_t size);
+uint64_t quota_handle_take(enum quota_handle_kind kind, uint64_t h);
 
 /* fork(2): the handle map's lock is held across fork. */
 void quota_atfork_prepare(void);

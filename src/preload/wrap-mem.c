@@ -668,7 +668,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *h,
 	if (quota_reserve(size))
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	r = REAL(cuMemCreate)(h, size, prop, flags);
-	if (r != CUDA_SUCCESS || quota_handle_add((uint64_t)*h, size))
+	if (r != CUDA_SUCCESS || quota_handle_add(QUOTA_H_VMM, (uint64_t)*h, size))
 		quota_release(size);	/* no room to remember it: uncounted */
 	return r;
 }
@@ -683,11 +683,11 @@ KMUX_EXPORT CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle h)
 	if (likely(!quota_on))
 		return REAL(cuMemRelease)(h);
 	/* Out of the map first: the driver may hand the handle out again. */
-	size = quota_handle_take((uint64_t)h);
+	size = quota_handle_take(QUOTA_H_VMM, (uint64_t)h);
 	r = REAL(cuMemRelease)(h);
 	if (r == CUDA_SUCCESS)
 		quota_release(size);
-	else if (size && quota_handle_add((uint64_t)h, size))
+	else if (size && quota_handle_add(QUOTA_H_VMM, (uint64_t)h, size))
 		quota_release(size);
 	return r;
 }

@@ -4,15 +4,17 @@
 # pinned host memory, kernels named by KMUX_BARRIER_KERNELS, launches with
 # an `extra` blob kmux cannot read (a kernel without parameters, and one
 # with a pointer), kernels whose parameter layout is unknown, default-stream
-# work while a capture is in progress, and a default stream waiting for an
-# event.  Each case checks itself from simcuda's records
+# work while a capture is in progress, a default stream waiting for an
+# event, and kernels given a live texture or surface object (or a word
+# equal to one).  Each case checks itself from simcuda's records
 # (tests/e2e/progs/streams-cases.c).  KMUX_BARRIER_KERNELS names the probe
 # kernel in the regex case only: set for every case, it would make probe a
 # barrier in each, whatever else kmux did.
 . "$(dirname "$0")/lib.sh"
 
 for m in graph hostfunc callback managed hostmem regex opaque opaque-params \
-	 unknown unknown-extra streamop capture waitevent; do
+	 unknown unknown-extra streamop capture waitevent texture surface \
+	 texture-word; do
 	re=
 	noinfo=
 	case $m in
@@ -35,6 +37,11 @@ KMUX_STREAMS=8 LD_PRELOAD=$PRELOAD "$PROGS/streams-cases" extra >"$TMP/ctl-extra
 check "control: probe through a readable extra list is no barrier" [ $? -ne 0 ]
 KMUX_STREAMS=8 LD_PRELOAD=$PRELOAD "$PROGS/streams-cases" unknown >"$TMP/ctl-unknown" 2>&1
 check "control: without SIMCUDA_NO_PARAM_INFO, probe is no barrier" [ $? -ne 0 ]
+
+# The control of the texture cases: once the object is destroyed its value
+# is data, and the kernel given it runs beside its neighbours.
+KMUX_STREAMS=8 LD_PRELOAD=$PRELOAD "$PROGS/streams-cases" texture-gone >"$TMP/ctl-tex" 2>&1
+check "control: a destroyed texture object's value is no barrier" [ $? -ne 0 ]
 
 # The control: without KMUX_BARRIER_KERNELS the probe kernel is ordinary,
 # and the same check sees it run beside its neighbours.

@@ -47,6 +47,26 @@ check "kinds: everything back at the end" has "$TMP/kinds" "kinds-end total=64 f
 QUOTA_KINDS=1 "$Q" 8 1 >"$TMP/kinds-plain" 2>&1
 check "kinds without kmux: no failure" has "$TMP/kinds-plain" "kinds over err=0"
 
+# CUDA arrays count by their texels (2D, 3D, mipmapped: 53.3 MiB of the 64):
+# one past the quota is refused, an allocation past it too, and destroying
+# gives back.
+QUOTA_ARRAYS=1 KMUX_MEM_QUOTA=64M LD_PRELOAD=$PRELOAD "$Q" 8 1 >"$TMP/arrays" 2>&1
+check "arrays: exit 0" [ $? -eq 0 ]
+for k in 2d 3d mipmap; do
+	check "arrays: a $k array within the quota" has "$TMP/arrays" "arrays $k err=0"
+done
+check "arrays: a 64 MiB 3D array past the quota: CUDA_ERROR_OUT_OF_MEMORY" \
+	has "$TMP/arrays" "arrays 3d-big err=2"
+check "arrays: cuMemGetInfo counts them (10.7 MiB left)" \
+	has "$TMP/arrays" "arrays-full total=64 free=10"
+check "arrays: 16 MiB more is past the quota" has "$TMP/arrays" "arrays over err=2"
+check "arrays: cuArrayDestroy gives back" has "$TMP/arrays" "arrays after-destroy err=0"
+check "arrays: everything back at the end" has "$TMP/arrays" "arrays-end total=64 free=64"
+QUOTA_ARRAYS=1 "$Q" 8 1 >"$TMP/arrays-plain" 2>&1
+check "arrays without kmux: no failure" \
+	bash -c "grep -qx 'arrays 3d-big err=0' '$TMP/arrays-plain' &&
+		 grep -qx 'arrays over err=0' '$TMP/arrays-plain'"
+
 # Two processes at once, different quotas: each hits only its own limit.
 QUOTA_HOLD_MS=500 KMUX_MEM_QUOTA=32M LD_PRELOAD=$PRELOAD "$Q" >"$TMP/a" 2>&1 &
 pa=$!

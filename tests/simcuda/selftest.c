@@ -865,6 +865,79 @@ static int test_vmm(void)
 }
 
 /* Use after cuMemFreeAsync, seen when the kernel runs. */
+/*
+ * Arrays take device memory (cuMemGetInfo sees their texels) until
+ * destroyed; texture and surface objects name live ranges only; stale or
+ * made-up handles and bad descriptors are errors, not crashes.
+ */
+static int test_arrays(void)
+{
+	CUDA_ARRAY3D_DESCRIPTOR d = { .Width = 1024, .Height = 256,
+				      .Format = CU_AD_FORMAT_FLOAT,
+				      .NumChannels = 4 };
+	CUDA_ARRAY_DESCRIPTOR d2 = { .Width = 64, .Height = 0,
+				     .Format = CU_AD_FORMAT_HALF,
+				     .NumChannels = 2 };
+	CUDA_RESOURCE_DESC res = { .resType = CU_RESOURCE_TYPE_ARRAY };
+	CUDA_TEXTURE_DESC tex = { 0 };
+	size_t f0, f1, f2, t;
+	CUmipmappedArray m;
+	CUsurfObject so;
+	CUtexObject to, to2;
+	CUarray a, b;
+	CUdeviceptr p;
+
+	ok(cuMemGetInfo(&f0, &t));
+	ok(cuArray3DCreate(&a, &d));
+	ok(cuMemGetInfo(&f1, &t));
+	expect(f0 - f1 == 1024 * 256 * 16, "a 4 MiB array took %zu", f0 - f1);
+	ok(cuArrayCreate(&b, &d2));
+	ok(cuMipmappedArrayCreate(&m, &d, 3));
+	ok(cuMemGetInfo(&f2, &t));
+	expect(f1 - f2 == 64 * 4 + 4194304 + 1048576 + 262144,
+	       "1D array and 3 levels took %zu", f1 - f2);
+	d.NumChannels = 3;
+	fails_with(cuArray3DCreate(&b, &d), CUDA_ERROR_INVALID_VALUE);
+	d.NumChannels = 4;
+	fails_with(cuMipmappedArrayCreate(&m, &d, 0), CUDA_ERROR_INVALID_VALUE);
+
+	res.res.array.hArray = a;
+	ok(cuSurfObjectCreate(&so, &res));
+	ok(cuTexObjectCreate(&to, &res, &tex, NULL));
+	expect(so != 0 && to != 0 && so != to, "handles %llu %llu",
+	       (unsigned long long)so, (unsigned long long)to);
+	ok(cuMemAlloc(&p, 4096));
+	res = (CUDA_RESOURCE_DESC){ .resType = CU_RESOURCE_TYPE_LINEAR };
+	res.res.linear.devPtr = p;
+	res.res.linear.format = CU_AD_FORMAT_FLOAT;
+	res.res.linear.numChannels = 1;
+	res.res.linear.sizeInBytes = 4096;
+	ok(cuTexObjectCreate(&to2, &res, &tex, NULL));
+	fails_with(cuSurfObjectCreate(&so, &res), CUDA_ERROR_INVALID_VALUE);
+	res.res.linear.sizeInBytes = 8192;	/* past the allocation */
+	fails_with(cuTexObjectCreate(&to2, &res, &tex, NULL),
+		   CUDA_ERROR_INVALID_VALUE);
+	res = (CUDA_RESOURCE_DESC){ .resType = CU_RESOURCE_TYPE_ARRAY };
+	res.res.array.hArray = (CUarray)(uintptr_t)&d;	/* made up */
+	fails_with(cuTexObjectCreate(&to2, &res, &tex, NULL),
+		   CUDA_ERROR_INVALID_HANDLE);
+	ok(cuTexObjectDestroy(to2));
+	fails_with(cuTexObjectDestroy(so), CUDA_ERROR_INVALID_VALUE);
+	ok(cuSurfObjectDestroy(so));
+	fails_with(cuSurfObjectDestroy(so), CUDA_ERROR_INVALID_VALUE);
+	ok(cuTexObjectDestroy(to));
+	ok(cuArrayDestroy(a));
+	fails_with(cuArrayDestroy(a), CUDA_ERROR_INVALID_HANDLE);
+	fails_with(cuArrayDestroy((CUarray)m), CUDA_ERROR_INVALID_HANDLE);
+	ok(cuMipmappedArrayDestroy(m));
+	ok(cuArrayDestroy(b));
+	ok(cuMemFree(p));
+	ok(cuMemGetInfo(&f2, &t));
+	expect(f2 == f0, "free %zu after, %zu before", f2, f0);
+	simcuda_records_clear();
+	return 0;
+}
+
 static int test_use_after_free(void)
 {
 	CUcontext c;
@@ -1285,6 +1358,7 @@ int main(int argc, char **argv)
 	test_graph();
 	test_checker(self);
 	test_use_after_free();
+	test_arrays();
 	test_pools();
 	test_vmm();
 

@@ -502,6 +502,7 @@ __attribute__((destructor)) static void sim_fini(void)
 		sim_vmm_fini();
 		sim_ctx_fini();
 		sim_rec_fini();
+		sim_array_fini();
 		sim_mem_fini();
 		if (sim_list_empty(&sim.ctxs))
 			sim_handle_fini();

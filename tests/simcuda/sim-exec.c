@@ -165,6 +165,19 @@ static CUdeviceptr kernel_var(struct sim_kctx *k, const char *name)
 	return p;
 }
 
+/* sim_kctx.res: a texture or surface object's range, or 0. */
+static CUdeviceptr kernel_res(struct sim_kctx *k, unsigned long long obj,
+			      size_t *bytes)
+{
+	CUdeviceptr p;
+
+	(void)k;
+	sim_lock();
+	p = sim_texobj_range(obj, bytes);
+	sim_unlock();
+	return p;
+}
+
 int sim_exec_fault_users(struct sim_alloc *a, uint64_t lo, uint64_t hi,
 			 const char *why)
 {
@@ -294,6 +307,7 @@ void sim_exec_op(struct sim_stream *s, struct sim_op *op, uint64_t graph)
 	x.k.device = s->ctx->dev->ordinal;
 	x.k.mem = kernel_mem;
 	x.k.var = kernel_var;
+	x.k.res = kernel_res;
 
 	sim_lock();
 	status = s->ctx->sticky;

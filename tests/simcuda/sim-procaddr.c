@@ -119,6 +119,17 @@ static const struct pa table[] = {
 	PA("cuMemPoolSetAttribute", 11020, LEG, cuMemPoolSetAttribute),
 	PA("cuMemPoolGetAttribute", 11020, LEG, cuMemPoolGetAttribute),
 
+	/* arrays, texture and surface objects */
+	PA("cuArrayCreate", 3020, LEG, cuArrayCreate_v2),
+	PA("cuArray3DCreate", 3020, LEG, cuArray3DCreate_v2),
+	PA("cuArrayDestroy", 2000, LEG, cuArrayDestroy),
+	PA("cuMipmappedArrayCreate", 5000, LEG, cuMipmappedArrayCreate),
+	PA("cuMipmappedArrayDestroy", 5000, LEG, cuMipmappedArrayDestroy),
+	PA("cuTexObjectCreate", 5000, LEG, cuTexObjectCreate),
+	PA("cuTexObjectDestroy", 5000, LEG, cuTexObjectDestroy),
+	PA("cuSurfObjectCreate", 5000, LEG, cuSurfObjectCreate),
+	PA("cuSurfObjectDestroy", 5000, LEG, cuSurfObjectDestroy),
+
 	/* virtual memory management */
 	PA("cuMemGetAllocationGranularity", 10020, LEG,
 	   cuMemGetAllocationGranularity),

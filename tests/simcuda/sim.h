@@ -108,6 +108,8 @@ enum sim_htype {
 	SIM_H_GRAPH,
 	SIM_H_GEXEC,
 	SIM_H_POOL,
+	SIM_H_ARRAY,
+	SIM_H_MIPMAP,
 };
 
 int sim_handle_add(const void *p, enum sim_htype type);
@@ -273,6 +275,12 @@ struct sim_module;
 CUdeviceptr sim_module_var(const struct sim_module *m, const char *name,
 			      size_t *bytes);
 int sim_addr_is_simulated(uint64_t addr);
+/*
+ * Lock held.  The device range a live texture or surface object id names
+ * (its base, and its length in *bytes), or 0 (sim-array.c).
+ */
+CUdeviceptr sim_texobj_range(uint64_t id, size_t *bytes);
+void sim_array_fini(void);
 
 /* ---- VMM ----------------------------------------------------------------- */
 

@@ -55,7 +55,7 @@
 extern "C" {
 #endif
 
-#define SIMCUDA_ABI_VERSION 2
+#define SIMCUDA_ABI_VERSION 3
 
 /* The symbol a kernel module exports. */
 #define SIMCUDA_KERNELS_SYMBOL "simcuda_kernels"
@@ -84,6 +84,12 @@ struct sim_kctx {
 	void *(*mem)(struct sim_kctx *k, CUdeviceptr p, size_t bytes, int rw);
 	/* The address of the launching module's variable name, or 0. */
 	CUdeviceptr (*var)(struct sim_kctx *k, const char *name);
+	/*
+	 * The device range a texture or surface object names: its base, its
+	 * length in *bytes; 0 for a handle that is not live.
+	 */
+	CUdeviceptr (*res)(struct sim_kctx *k, unsigned long long obj,
+			   size_t *bytes);
 	void *sim_private;	/* the simulator's, opaque */
 };
 
@@ -126,6 +132,22 @@ struct sim_var {
 static inline CUdeviceptr sim_var(struct sim_kctx *k, const char *name)
 {
 	return k->var(k, name);
+}
+
+/*
+ * A texture or surface object's memory for a kernel: sim_mem() over the
+ * range it names (the whole range; rw as for sim_mem).  An object that is
+ * not live is a fault (through sim_mem of address 0), as on a GPU.
+ */
+static inline void *sim_res(struct sim_kctx *k, unsigned long long obj,
+			    size_t *bytes, int rw)
+{
+	size_t n = 1;
+	CUdeviceptr p = k->res(k, obj, &n);
+
+	if (bytes)
+		*bytes = p ? n : 0;
+	return sim_mem(k, p, p ? n : 1, rw);
 }
 
 /* Parameter i of a launch, as a value of type T. */

@@ -25,6 +25,7 @@
 #include "alloc-table.h"
 #include "kparams.h"
 #include "ptrtab.h"
+#include "texobj.h"
 
 #define FAKE_MAX_PARAMS 300
 #define FAKE_MAX 64
@@ -483,6 +484,64 @@ static void test_extra_form(void **state)
 					 &flags), 2);
 	assert_int_equal(flags, 0);
 	assert_int_equal(acc[1].alloc_id, fx->d);
+}
+
+/*
+ * A word that is a live texture or surface object: the launch reaches
+ * memory through it (KPARAMS_OPAQUE_HANDLE, one of KPARAMS_NOT_ALL), in
+ * either form; its pointers are still found.  Destroyed, it is data again.
+ */
+static void test_opaque_handle(void **state)
+{
+	struct fixture *fx = *state;
+	const struct kernel_info *ki = kparams_info(H(fake_saxpy()));
+	int n = 5;
+	uint64_t x = A_BASE, y = 3;
+	void *kp[] = { &n, &x, &y };
+	unsigned char buf[24] = { 0 };
+	struct access acc[8];
+	unsigned flags = ~0u;
+
+	assert_false(texobj_any());
+	assert_int_equal(kparams_collect(fx->t, ki, kp, NULL, acc, 8, &flags),
+			 1);
+	assert_int_equal(flags, 0);
+	assert_int_equal(texobj_add(3), 0);
+	assert_int_equal(texobj_add(9), 0);
+	assert_true(texobj_any());
+	assert_int_equal(texobj_count(), 2);
+	assert_int_equal(kparams_collect(fx->t, ki, kp, NULL, acc, 8, &flags),
+			 1);
+	assert_int_equal(flags, KPARAMS_OPAQUE_HANDLE);
+	assert_true(flags & KPARAMS_NOT_ALL);
+	assert_access(&acc[0], fx->a, A_BASE, ALLOC_DEVICE, 1);
+	/* The extra form: every aligned word of the buffer. */
+	put64(buf, 0, 7);
+	put64(buf, 8, A_BASE);
+	put64(buf, 16, 9);
+	assert_int_equal(collect_extra(fx, ki, buf, sizeof(buf), acc, 8,
+				       &flags), 1);
+	assert_int_equal(flags, KPARAMS_OPAQUE_HANDLE);
+	put64(buf, 16, 10);
+	assert_int_equal(collect_extra(fx, ki, buf, sizeof(buf), acc, 8,
+				       &flags), 1);
+	assert_int_equal(flags, 0);
+	/* A destroyed object is data; the last one gone, nothing is looked up. */
+	texobj_remove(3);
+	assert_int_equal(kparams_collect(fx->t, ki, kp, NULL, acc, 8, &flags),
+			 1);
+	assert_int_equal(flags, 0);
+	texobj_remove(9);
+	assert_false(texobj_any());
+	assert_int_equal(texobj_count(), 0);
+	/* A handle added twice (reused by the driver) is live until both go. */
+	assert_int_equal(texobj_add(3), 0);
+	assert_int_equal(texobj_add(3), 0);
+	texobj_remove(3);
+	assert_true(texobj_is_live(3));
+	texobj_remove(3);
+	assert_false(texobj_is_live(3));
+	assert_false(texobj_is_live(0));
 }
 
 /* k(int x, struct { int a, b; float *p; float *q; } s, int z) */
@@ -1405,6 +1464,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_kernel_params_form, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_extra_form, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_opaque_handle, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_struct_with_two_pointers,
 						setup, teardown),

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "alloc-table.h"
+#include "cuda-internal.h"
 #include "quota.h"
 
 static void test_parse(void **state)
@@ -172,15 +173,80 @@ static void test_handles(void **state)
 	uint64_t h;
 
 	(void)state;
-	assert_int_equal(quota_handle_take(42), 0);
+	assert_int_equal(quota_handle_take(QUOTA_H_VMM, 42), 0);
 	for (h = 1; h <= 300; h++)
-		assert_int_equal(quota_handle_add(h * 0x1000, h), 0);
-	assert_int_equal(quota_handle_take(7 * 0x1000), 7);
-	assert_int_equal(quota_handle_take(7 * 0x1000), 0);
+		assert_int_equal(quota_handle_add(QUOTA_H_VMM, h * 0x1000, h),
+				 0);
+	assert_int_equal(quota_handle_take(QUOTA_H_VMM, 7 * 0x1000), 7);
+	assert_int_equal(quota_handle_take(QUOTA_H_VMM, 7 * 0x1000), 0);
 	for (h = 300; h >= 1; h--)
 		if (h != 7)
-			assert_int_equal(quota_handle_take(h * 0x1000), h);
-	assert_int_equal(quota_handle_take(0x1000), 0);
+			assert_int_equal(quota_handle_take(QUOTA_H_VMM,
+							   h * 0x1000), h);
+	assert_int_equal(quota_handle_take(QUOTA_H_VMM, 0x1000), 0);
+}
+
+/* An array's bytes: its texels, level by level. */
+static void test_array_bytes(void **state)
+{
+	(void)state;
+	/* 2D float: 2048 x 2048 x 4; 1D: a height of 0 counts as 1. */
+	assert_int_equal(quota_array_bytes(2048, 2048, 0, CU_AD_FORMAT_FLOAT,
+					   1, 0, 1), 16u << 20);
+	assert_int_equal(quota_array_bytes(100, 0, 0, CU_AD_FORMAT_HALF, 2,
+					   0, 1), 400);
+	/* 3D: channels multiply the classic formats only. */
+	assert_int_equal(quota_array_bytes(256, 256, 16, CU_AD_FORMAT_FLOAT,
+					   4, 0, 1), 16u << 20);
+	assert_int_equal(quota_array_bytes(16, 16, 1,
+					   CU_AD_FORMAT_UNORM_INT16X4, 4, 0,
+					   1), 16 * 16 * 8);
+	/* Mipmapped RGBA8 2048^2, 12 levels: 4 * (4^12 - 1) / 3. */
+	assert_int_equal(quota_array_bytes(2048, 2048, 0,
+					   CU_AD_FORMAT_UNSIGNED_INT8, 4, 0,
+					   12), 22369620);
+	/* Levels past 1x1 add one texel each, however many are asked. */
+	assert_int_equal(quota_array_bytes(4, 1, 0, CU_AD_FORMAT_FLOAT, 1, 0,
+					   5), 16 + 8 + 4 + 4 + 4);
+	assert_int_equal(quota_array_bytes(1, 1, 1, CU_AD_FORMAT_FLOAT, 1, 0,
+					   4000000000u), 16000000000ULL);
+	/* A layered array keeps its layers at every level; 3D halves depth. */
+	assert_int_equal(quota_array_bytes(8, 8, 3, CU_AD_FORMAT_FLOAT, 1,
+					   CUDA_ARRAY3D_LAYERED, 2),
+			 (64 + 16) * 3 * 4);
+	assert_int_equal(quota_array_bytes(8, 8, 4, CU_AD_FORMAT_FLOAT, 1, 0,
+					   2), 64 * 4 * 4 + 16 * 2 * 4);
+	/* Block-compressed: 4x4 blocks of 8 or 16 bytes, rounded up. */
+	assert_int_equal(quota_array_bytes(10, 10, 0, CU_AD_FORMAT_BC1_UNORM,
+					   4, 0, 1), 9 * 8);
+	assert_int_equal(quota_array_bytes(16, 16, 0, CU_AD_FORMAT_BC7_UNORM,
+					   4, 0, 1), 16 * 16);
+	/* Sparse and deferred-mapping arrays hold nothing themselves. */
+	assert_int_equal(quota_array_bytes(4096, 4096, 0, CU_AD_FORMAT_FLOAT,
+					   4, CUDA_ARRAY3D_SPARSE, 1), 0);
+	assert_int_equal(quota_array_bytes(4096, 4096, 0, CU_AD_FORMAT_FLOAT,
+					   4, CUDA_ARRAY3D_DEFERRED_MAPPING,
+					   1), 0);
+	/* Overflow: UINT64_MAX, never a small wrapped count. */
+	assert_true(quota_array_bytes(UINT64_MAX / 2, 4, 1,
+				      CU_AD_FORMAT_FLOAT, 4, 0, 1) ==
+		    UINT64_MAX);
+	assert_true(quota_array_bytes(1ULL << 40, 1ULL << 30, 0,
+				      CU_AD_FORMAT_FLOAT, 1, 0, 1) ==
+		    UINT64_MAX);
+}
+
+/* Handles of different kinds may share a value: each keeps its size. */
+static void test_handle_kinds(void **state)
+{
+	(void)state;
+	assert_int_equal(quota_handle_add(QUOTA_H_VMM, 0x5000, 10), 0);
+	assert_int_equal(quota_handle_add(QUOTA_H_ARRAY, 0x5000, 20), 0);
+	assert_int_equal(quota_handle_add(QUOTA_H_MIPMAP, 0x5000, 30), 0);
+	assert_int_equal(quota_handle_take(QUOTA_H_ARRAY, 0x5000), 20);
+	assert_int_equal(quota_handle_take(QUOTA_H_ARRAY, 0x5000), 0);
+	assert_int_equal(quota_handle_take(QUOTA_H_MIPMAP, 0x5000), 30);
+	assert_int_equal(quota_handle_take(QUOTA_H_VMM, 0x5000), 10);
 }
 
 /* A free gives back device and managed memory, never host memory. */
@@ -218,6 +284,8 @@ int main(void)
 		cmocka_unit_test(test_race),
 		cmocka_unit_test(test_clamp),
 		cmocka_unit_test(test_handles),
+		cmocka_unit_test(test_handle_kinds),
+		cmocka_unit_test(test_array_bytes),
 		cmocka_unit_test(test_charged),
 	};
 

@@ -12,6 +12,7 @@
  *   info2 total=T free=F        after freeing everything
  *   realloc err=E               one step again after the frees
  *   kinds ...                   pitch, managed, async, VMM (see below)
+ *   arrays ...                  CUDA arrays (QUOTA_ARRAYS=1, see below)
  * QUOTA_HOLD_MS=n sleeps n ms at the peak (two processes at once).
  */
 #include <stdint.h>
@@ -68,6 +69,53 @@ static void kinds(void)
 	info("kinds-end");
 }
 
+/*
+ * CUDA arrays, counted by their texels: a 16 MiB 2D array, a 64 MiB 3D
+ * one, a 16 MiB 3D one, a 2048x2048 RGBA8 mipmapped array of 12 levels
+ * (16 MiB + 1/3: 22369620 bytes); then a 16 MiB allocation; then the
+ * first array destroyed and the allocation again.
+ */
+static void arrays(void)
+{
+	CUDA_ARRAY_DESCRIPTOR d2 = { .Width = 2048, .Height = 2048,
+				     .Format = CU_AD_FORMAT_FLOAT,
+				     .NumChannels = 1 };
+	CUDA_ARRAY3D_DESCRIPTOR big = { .Width = 512, .Height = 512,
+					.Depth = 16,
+					.Format = CU_AD_FORMAT_FLOAT,
+					.NumChannels = 4 };
+	CUDA_ARRAY3D_DESCRIPTOR d3 = big, mip = {
+		.Width = 2048, .Height = 2048,
+		.Format = CU_AD_FORMAT_UNSIGNED_INT8, .NumChannels = 4 };
+	CUarray a1 = NULL, a2 = NULL, a3 = NULL;
+	CUmipmappedArray m = NULL;
+	CUdeviceptr x = 0;
+	CUresult r;
+
+	d3.Width = d3.Height = 256;
+	printf("arrays 2d err=%d\n", (int)cuArrayCreate(&a1, &d2));
+	r = cuArray3DCreate(&a2, &big);
+	printf("arrays 3d-big err=%d\n", (int)r);
+	if (r == CUDA_SUCCESS)
+		CHECK(cuArrayDestroy(a2));
+	printf("arrays 3d err=%d\n", (int)cuArray3DCreate(&a3, &d3));
+	printf("arrays mipmap err=%d\n",
+	       (int)cuMipmappedArrayCreate(&m, &mip, 12));
+	info("arrays-full");
+	r = cuMemAlloc(&x, 16 * MIB);
+	printf("arrays over err=%d\n", (int)r);
+	if (r == CUDA_SUCCESS)
+		CHECK(cuMemFree(x));
+	CHECK(cuArrayDestroy(a1));
+	r = cuMemAlloc(&x, 16 * MIB);
+	printf("arrays after-destroy err=%d\n", (int)r);
+	if (r == CUDA_SUCCESS)
+		CHECK(cuMemFree(x));
+	CHECK(cuArrayDestroy(a3));
+	CHECK(cuMipmappedArrayDestroy(m));
+	info("arrays-end");
+}
+
 int main(int argc, char **argv)
 {
 	static CUdeviceptr ptr[MAX_STEPS];
@@ -110,6 +158,8 @@ int main(int argc, char **argv)
 		CHECK(cuMemFree(ptr[0]));
 	if (getenv("QUOTA_KINDS"))
 		kinds();
+	if (getenv("QUOTA_ARRAYS"))
+		arrays();
 	CHECK(cuCtxDestroy(ctx));
 	return 0;
 }

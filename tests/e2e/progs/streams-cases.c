@@ -31,6 +31,14 @@
  *              captures a graph on a stream of its own (bridged)
  *   waitevent  the default stream waits for an event recorded after X on a
  *              stream of the program's: what follows starts after X
+ *   texture    X is tex_sum given a texture object over the buffer the
+ *              kernel before it writes (memory reached through a handle)
+ *   surface    X is surf_bump given a surface object over an array
+ *   texture-gone  the control: the kernel "word" given the value of a
+ *              texture object destroyed before it, which is data now: no
+ *              barrier, so the check must fail
+ *   texture-word  "word" given the value of a live texture object: a
+ *              barrier (kmux cannot tell data from a handle)
  * Other cases:
  *   independent  eight independent 20 ms kernels; prints how many pairs
  *                overlapped in time
@@ -155,6 +163,7 @@
 
 static CUfunction f_touch, f_probe, f_pause0, f_store_via, f_rendezvous;
 static CUfunction f_fill_slow, f_inc, f_fill, f_bump;
+static CUfunction f_tex_sum, f_surf_bump, f_word;
 static CUdeviceptr buf[8];
 
 static int fail(const char *why)
@@ -1009,6 +1018,87 @@ static uint64_t hash(const unsigned *p, size_t n)
 	return h;
 }
 
+static int is_texobj_user(const struct simcuda_op_info *o)
+{
+	return o->kind == SIMCUDA_OP_KERNEL &&
+	       (!strcmp(o->name, "tex_sum") || !strcmp(o->name, "surf_bump") ||
+		!strcmp(o->name, "word"));
+}
+
+/* A texture object over linear memory: the words of buffer p. */
+static CUtexObject texture_over(CUdeviceptr p)
+{
+	CUDA_RESOURCE_DESC res = { .resType = CU_RESOURCE_TYPE_LINEAR };
+	CUDA_TEXTURE_DESC tex = { .flags = CU_TRSF_READ_AS_INTEGER };
+	CUtexObject t;
+
+	res.res.linear.devPtr = p;
+	res.res.linear.format = CU_AD_FORMAT_UNSIGNED_INT32;
+	res.res.linear.numChannels = 1;
+	res.res.linear.sizeInBytes = NWORDS * 4;
+	CHECK(cuTexObjectCreate(&t, &res, &tex, NULL));
+	return t;
+}
+
+/*
+ * Texture and surface objects: the kernel's parameter is a handle, and
+ * what it reaches (buf[0], written by the kernel just before; an array)
+ * is in no parameter.
+ */
+static int case_texobj(const char *m)
+{
+	CUDA_ARRAY3D_DESCRIPTOR ad = {
+		.Width = NWORDS, .Height = 1, .Format =
+		CU_AD_FORMAT_UNSIGNED_INT32, .NumChannels = 1,
+		.Flags = CUDA_ARRAY3D_SURFACE_LDST,
+	};
+	CUDA_RESOURCE_DESC res = { .resType = CU_RESOURCE_TYPE_ARRAY };
+	unsigned long long v;
+	unsigned us = 1000;
+	CUsurfObject so;
+	CUtexObject t;
+	CUarray arr;
+	void *a[3];
+
+	if (!strcmp(m, "surface")) {
+		CHECK(cuArray3DCreate(&arr, &ad));
+		res.res.array.hArray = arr;
+		CHECK(cuSurfObjectCreate(&so, &res));
+		around_before();
+		a[0] = &so;
+		a[1] = &us;
+		CHECK(cuLaunchKernel(f_surf_bump, 1, 1, 1, 32, 1, 1, 0, NULL,
+				     a, NULL));
+		around_after();
+		CHECK(cuSurfObjectDestroy(so));
+		CHECK(cuArrayDestroy(arr));
+		return check_barrier(is_texobj_user, 1);
+	}
+	t = texture_over(buf[0]);
+	if (!strcmp(m, "texture")) {
+		around_before();
+		a[0] = &t;
+		a[1] = &buf[5];
+		a[2] = &us;
+		CHECK(cuLaunchKernel(f_tex_sum, 1, 1, 1, 32, 1, 1, 0, NULL, a,
+				     NULL));
+		around_after();
+		CHECK(cuTexObjectDestroy(t));
+		return check_barrier(is_texobj_user, 1);
+	}
+	v = t;
+	if (!strcmp(m, "texture-gone"))
+		CHECK(cuTexObjectDestroy(t));
+	around_before();
+	a[0] = &v;
+	a[1] = &us;
+	CHECK(cuLaunchKernel(f_word, 1, 1, 1, 32, 1, 1, 0, NULL, a, NULL));
+	around_after();
+	if (strcmp(m, "texture-gone"))
+		CHECK(cuTexObjectDestroy(t));
+	return check_barrier(is_texobj_user, 1);
+}
+
 static int case_chase(void)
 {
 	static unsigned h[NWORDS];
@@ -1201,6 +1291,9 @@ int main(int argc, char **argv)
 	CHECK(cuModuleGetFunction(&f_pause0, dag, "pause0"));
 	CHECK(cuModuleGetFunction(&f_store_via, dag, "store_via"));
 	CHECK(cuModuleGetFunction(&f_bump, dag, "bump"));
+	CHECK(cuModuleGetFunction(&f_tex_sum, dag, "tex_sum"));
+	CHECK(cuModuleGetFunction(&f_surf_bump, dag, "surf_bump"));
+	CHECK(cuModuleGetFunction(&f_word, dag, "word"));
 	CHECK(cuModuleGetFunction(&f_fill_slow, basic, "fill_slow"));
 	CHECK(cuModuleGetFunction(&f_inc, basic, "inc_u32"));
 	CHECK(cuModuleGetFunction(&f_fill, basic, "fill_u32"));
@@ -1238,6 +1331,9 @@ int main(int argc, char **argv)
 		r = case_blocking();
 	else if (!strncmp(m, "blocking", 8) && m[8] >= '1' && m[8] <= '9')
 		r = case_blocking_many(atoi(m + 8));
+	else if (!strcmp(m, "texture") || !strcmp(m, "surface") ||
+		 !strcmp(m, "texture-gone") || !strcmp(m, "texture-word"))
+		r = case_texobj(m);
 	else if (!strcmp(m, "chase"))
 		r = case_chase();
 	else if (!strcmp(m, "table"))

@@ -23,6 +23,12 @@
  *   slot(unsigned *p, unsigned v, unsigned us)	p[t] = p[t] * 3 + v for
  *			each thread t < blockDim.x: one word per thread
  *			(ptx-extents: several slots of one allocation)
+ *   tex_sum(CUtexObject t, unsigned *out, unsigned us)	out[0] = the sum
+ *			of the words texture object t names: memory reached
+ *			through a handle, not a pointer
+ *   surf_bump(CUsurfObject s, unsigned us)	w = w * 3 + 1 for every word
+ *			surface object s names
+ *   word(unsigned long long v, unsigned us)	touches nothing (v is data)
  */
 #include <string.h>
 #include <time.h>
@@ -131,6 +137,40 @@ static void slot(struct sim_kctx *k, void **params)
 		p[t] = p[t] * 3 + SIM_ARG(params, 1, unsigned);
 }
 
+static void tex_sum(struct sim_kctx *k, void **params)
+{
+	size_t bytes;
+	const unsigned *w;
+	unsigned *out, sum = 0;
+
+	k->duration_us = SIM_ARG(params, 2, unsigned);
+	w = sim_res(k, SIM_ARG(params, 0, unsigned long long), &bytes,
+		    SIM_READ);
+	for (size_t i = 0; w && i < bytes / sizeof(*w); i++)
+		sum += w[i];
+	out = sim_mem(k, SIM_ARG(params, 1, CUdeviceptr), sizeof(*out),
+		      SIM_WRITE);
+	if (out)
+		*out = sum;
+}
+
+static void surf_bump(struct sim_kctx *k, void **params)
+{
+	size_t bytes;
+	unsigned *w;
+
+	k->duration_us = SIM_ARG(params, 1, unsigned);
+	w = sim_res(k, SIM_ARG(params, 0, unsigned long long), &bytes,
+		    SIM_RW);
+	for (size_t i = 0; w && i < bytes / sizeof(*w); i++)
+		w[i] = w[i] * 3 + 1;
+}
+
+static void word(struct sim_kctx *k, void **params)
+{
+	k->duration_us = SIM_ARG(params, 1, unsigned);
+}
+
 const struct sim_kernel simcuda_kernels[] = {
 	{ "mix", mix, 5, { 8, 8, 8, 4, 4 }, 0 },
 	{ "mix_via", mix_via, 3, { 8, 4, 4 }, 0 },
@@ -140,5 +180,8 @@ const struct sim_kernel simcuda_kernels[] = {
 	{ "store_via", store_via, 4, { 8, 4, 4, 4 }, 0 },
 	{ "nop8", nop8, 8, { 8, 8, 8, 8, 8, 8, 8, 8 }, 0 },
 	{ "slot", slot, 3, { 8, 4, 4 }, 0 },
+	{ "tex_sum", tex_sum, 3, { 8, 8, 4 }, 0 },
+	{ "surf_bump", surf_bump, 2, { 8, 4 }, 0 },
+	{ "word", word, 2, { 8, 4 }, 0 },
 	{ 0 },
 };
