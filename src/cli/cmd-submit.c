@@ -179,7 +179,17 @@ static int submit_exec(int argc, char **argv)
 		status = client_exit_status(r, 1);
 	} else {
 		printf("%llu\n", (unsigned long long)rep.u.ok.id);
-		status = fflush(stdout) ? KMUX_EXIT_FAILURE : KMUX_EXIT_OK;
+		status = KMUX_EXIT_OK;
+		/* Queued all the same: a retry would queue it twice. */
+		if (fflush(stdout) || ferror(stdout)) {
+			fprintf(stderr, "kmux: submit: job %llu is queued, but "
+				"its id could not be written to standard "
+				"output: %s\n",
+				(unsigned long long)rep.u.ok.id,
+				strerror(errno ? errno : EIO));
+			clearerr(stdout);
+			status = KMUX_EXIT_FAILURE;
+		}
 	}
 	client_close(&c);
 	return status;

@@ -8,6 +8,7 @@
  * Exit status 2 for an unknown command or option (usage on stderr), else
  * whatever the command returns.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -124,6 +125,26 @@ static int cmd_help(int argc, char **argv)
 	return KMUX_EXIT_OK;
 }
 
+/*
+ * Output that did not reach its reader (a full disk, a closed descriptor)
+ * is a failure, said once, as git does; a reader that went away (EPIPE,
+ * with SIGPIPE ignored) is not worth a message.  Commands that found the
+ * error themselves cleared it.
+ */
+static int output_checked(const char *cmd, int status)
+{
+	int e;
+
+	errno = 0;
+	if (fflush(stdout) == 0 && !ferror(stdout))
+		return status;
+	e = errno ? errno : EIO;
+	if (e != EPIPE)
+		fprintf(stderr, "kmux: %s%scannot write to standard output: "
+			"%s\n", cmd ? cmd : "", cmd ? ": " : "", strerror(e));
+	return status == KMUX_EXIT_OK ? KMUX_EXIT_FAILURE : status;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -140,10 +161,10 @@ int main(int argc, char **argv)
 		switch (c) {
 		case 'h':
 			usage(stdout);
-			return KMUX_EXIT_OK;
+			return output_checked(NULL, KMUX_EXIT_OK);
 		case 'V':
 			printf("kmux %s\n", KMUX_VERSION);
-			return KMUX_EXIT_OK;
+			return output_checked(NULL, KMUX_EXIT_OK);
 		default:
 			if (optopt)
 				fprintf(stderr, "kmux: unknown option '-%c'\n",
@@ -163,7 +184,7 @@ int main(int argc, char **argv)
 	argc -= optind;
 	argv += optind;
 	if (strcmp(argv[0], "help") == 0)
-		return cmd_help(argc, argv);
+		return output_checked("help", cmd_help(argc, argv));
 	e = cmd_find(argv[0]);
 	if (!e) {
 		fprintf(stderr, "kmux: unknown command '%s'\n", argv[0]);
@@ -174,5 +195,5 @@ int main(int argc, char **argv)
 	optind = 0;
 	opterr = 0;
 	optopt = 0;
-	return e->exec(argc, argv);
+	return output_checked(e->name, e->exec(argc, argv));
 }

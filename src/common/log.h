@@ -26,6 +26,11 @@ void kmux_log(int level, const char *fmt, ...) KMUX_PRINTF(2, 3);
 #define log_warn(...) kmux_log(KMUX_LOG_WARN, __VA_ARGS__)
 #define log_info(...) kmux_log(KMUX_LOG_INFO, __VA_ARGS__)
 #define log_debug(...) kmux_log(KMUX_LOG_DEBUG, __VA_ARGS__)
+/*
+ * Nothing failed, but the user must hear of it even where only errors are
+ * printed (the preload's default): a process stopped to wait for a GPU.
+ */
+#define log_notice(...) kmux_log(KMUX_LOG_ERROR, __VA_ARGS__)
 
 /* Parse "error", "warn", "info", "debug" or a digit; -1 on anything else. */
 int kmux_log_parse_level(const char *s);

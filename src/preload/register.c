@@ -417,11 +417,16 @@ static int wait_admission(void)
 			return 0;
 		}
 		if (e == 0 && m.type == PROTO_QUEUED) {
+			/*
+			 * Said at the default level: the program stops in
+			 * cuInit, and nothing else would tell its user why.
+			 */
 			if (!queued)
-				log_info("queued by kmuxd as job %llu "
-					 "(position %u): waiting for a GPU",
+				log_notice("queued by kmuxd as job %llu "
+					 "(position %u): waiting for a GPU "
+					 "(KMUX_REGISTER=0 runs unmanaged)",
 					 (unsigned long long)m.u.queued.job,
-					 m.u.queued.position);
+					 m.u.queued.position + 1);
 			queued = true;
 			continue;
 		}

@@ -35,6 +35,21 @@ check "with its job id in KMUX_JOB" grep -qx "JOB=$id" "$TMP/env"
 check "under the preload" grep -q "PRE=.*libkmux.so" "$TMP/env"
 check "with CUDA numbering GPUs as NVML does" grep -qx "ORDER=PCI_BUS_ID" "$TMP/env"
 
+# Its id that cannot be written: exit 1, and stderr says the job is queued
+# all the same (a retry would queue it twice).
+if [ -w /dev/full ]; then
+	"$KMUX" submit -n full -- true >/dev/full 2>"$TMP/full.err"
+	check "submit into a full disk: exit 1" [ $? -eq 1 ]
+	check "  ... says the job is queued" grep -q '^kmux: submit: job [0-9]* is queued, but its id could not be written' "$TMP/full.err"
+	check "  ... and it is" [ "$("$KMUX" ps --all --json | python3 -c '
+import json, sys
+print(sum(j["name"] == "full" for j in json.load(sys.stdin)))')" = 1 ]
+	"$KMUX" ps >/dev/full 2>"$TMP/full.err"
+	rc=$?
+	check "ps into a full disk: exit 1, said" \
+		cond '[ $rc -eq 1 ] && grep -q "^kmux: ps: cannot write to standard output" "$TMP/full.err"'
+fi
+
 # A command that cannot be run, a job killed by a signal.
 id=$("$KMUX" submit -- "$TMP/no-such-program")
 "$KMUX" wait "$id" 2>"$TMP/werr"

@@ -60,6 +60,8 @@ pb=$!
 wait_job second
 jb=$(job_of second)
 check "a second 10 GiB task: queued" [ "$(jq_job "$jb" 'j["state"]')" = queued ]
+check "  ... and it says so on stderr, at the default log level" \
+	wait_line "$TMP/b" "kmux: queued by kmuxd as job $jb (position 1): waiting for a GPU (KMUX_REGISTER=0 runs unmanaged)"
 check "  ... it waits inside cuInit" cond 'has "$TMP/b" start && ! has "$TMP/b" ready'
 touch "$TMP/go-first"
 wait "$pa"

@@ -46,6 +46,16 @@ check "kmux --version: exit 0" sh -c '"$0" --version >/dev/null' "$KMUX"
 check "kmux help trace: exit 0" sh -c '"$0" help trace >/dev/null' "$KMUX"
 check "kmux trace --help: exit 0, usage on stdout" \
 	sh -c '"$0" trace --help 2>/dev/null | grep -q "^usage: kmux trace"' "$KMUX"
+# Output that cannot be written is a failure, said on stderr.
+if [ -w /dev/full ]; then
+	"$KMUX" --version >/dev/full 2>"$TMP/err"
+	rc=$?
+	check "kmux --version into a full disk: exit 1" [ $rc -eq 1 ]
+	check "  ... says why" grep -qx 'kmux: cannot write to standard output: No space left on device' "$TMP/err"
+	check "kmux trace --help into a full disk: exit 1, names the command" \
+		sh -c '"$0" trace --help >/dev/full 2>"$1"; [ $? -eq 1 ] &&
+		       grep -q "^kmux: trace: cannot write to standard output" "$1"' "$KMUX" "$TMP/err"
+fi
 
 # --- kmux trace: bad usage ------------------------------------------------
 check "trace: unknown option: exit 2" \
