@@ -32,6 +32,7 @@
 #define NB 8
 #define N (1 << 16)
 #define ROUNDS 12
+#define AW 1024		/* the array: AW x N / AW (a 1D one that long is too wide) */
 
 #define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
 	fprintf(stderr, "texobj: %s: %s\n", #x, cudaGetErrorString(e_)); \
@@ -64,14 +65,16 @@ __global__ void surf_write(cudaSurfaceObject_t s, int n, float v,
 		;
 	for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n;
 	     i += gridDim.x * blockDim.x)
-		surf1Dwrite(v + (float)(i & 1023), s, i * (int)sizeof(float));
+		surf2Dwrite(v + (float)(i & 1023), s,
+			    (i % AW) * (int)sizeof(float), i / AW);
 }
 
 __global__ void arr_read(cudaTextureObject_t t, float *out, int n)
 {
 	for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n;
 	     i += gridDim.x * blockDim.x)
-		out[i] = 3.0f * tex1D<float>(t, (float)i + 0.5f);
+		out[i] = 3.0f * tex2D<float>(t, (float)(i % AW) + 0.5f,
+					     (float)(i / AW) + 0.5f);
 }
 
 static cudaTextureObject_t tex_over_linear(float *p)
@@ -112,7 +115,7 @@ static int order(void)
 			tex[i] = tex_over_linear(buf[i]);
 		}
 	}
-	CK(cudaMallocArray(&arr, &cd, N, 0, cudaArraySurfaceLoadStore));
+	CK(cudaMallocArray(&arr, &cd, AW, N / AW, cudaArraySurfaceLoadStore));
 	memset(&r, 0, sizeof(r));
 	r.resType = cudaResourceTypeArray;
 	r.res.array.array = arr;
@@ -121,6 +124,7 @@ static int order(void)
 	td.readMode = cudaReadModeElementType;
 	td.filterMode = cudaFilterModePoint;
 	td.addressMode[0] = cudaAddressModeClamp;
+	td.addressMode[1] = cudaAddressModeClamp;
 	CK(cudaCreateTextureObject(&atex, &r, &td, NULL));
 	CK(cudaDeviceSynchronize());
 
