@@ -29,6 +29,7 @@
 #include "client.h"
 #include "cmd-bench.h"
 #include "cmd.h"
+#include "num.h"
 #include "paths.h"
 #include "sock.h"
 #include "spawn.h"
@@ -102,10 +103,9 @@ static int pool_env(struct pool_env *p, const char *python, bool no_preload)
 
 static int parse_workers(const char *s, int *out)
 {
-	char *end;
-	long v = strtol(s, &end, 10);
+	long v;
 
-	if (end == s || *end || v < 1 || v > BENCH_MAX_WORKERS)
+	if (num_parse(s, 1, BENCH_MAX_WORKERS, &v))
 		return -EINVAL;
 	*out = (int)v;
 	return 0;

@@ -34,6 +34,7 @@
 
 #include "cmd-bench.h"
 #include "cmd.h"
+#include "num.h"
 #include "cpulist.h"
 #include "spawn.h"
 
@@ -144,10 +145,12 @@ static int read_file(const char *path, struct bench_cmd **v, size_t *n,
 	int r = 0;
 
 	if (!f) {
+		r = -errno;
 		fprintf(stderr, "kmux: bench: cannot open %s: %s\n", path,
-			strerror(errno));
-		return -errno;
+			strerror(-r));
+		return r;
 	}
+	errno = 0;
 	while (r == 0 && (got = getline(&line, &len, f)) >= 0) {
 		char *p = line;
 
@@ -157,6 +160,12 @@ static int read_file(const char *path, struct bench_cmd **v, size_t *n,
 			p++;
 		if (*p && *p != '#')
 			r = add_cmd(v, n, cap, p);
+	}
+	/* A directory, an I/O error: not an empty list of commands. */
+	if (r == 0 && ferror(f)) {
+		r = errno ? -errno : -EIO;
+		fprintf(stderr, "kmux: bench: cannot read %s: %s\n", path,
+			strerror(-r));
 	}
 	free(line);
 	if (f != stdin)
@@ -287,9 +296,10 @@ static int bench_run(int argc, char **argv)
 	size_t n = 0, cap = 0, next = 0, done = 0, failed = 0, running = 0;
 	size_t nall = 0;	/* commands read; n shrinks when stopped */
 	bool stopped = false;
-	char lib[4096], err[4200], **env = NULL, *end;
+	char lib[4096], err[4200], **env = NULL;
 	FILE *out = stdout;
 	double t0;
+	long v;
 	int c, r = KMUX_EXIT_FAILURE;
 
 	optind = 1;
@@ -297,21 +307,19 @@ static int bench_run(int argc, char **argv)
 				NULL)) != -1) {
 		switch (c) {
 		case 'j':
-			o.concurrency = strtol(optarg, &end, 10);
-			if (end == optarg || *end || o.concurrency < 1 ||
-			    o.concurrency > BENCH_MAX_CONCURRENCY)
+			if (num_parse(optarg, 1, BENCH_MAX_CONCURRENCY, &v))
 				return cmd_usage_error(e, "bad --concurrency "
 					"'%s' (1..%d)", optarg,
 					BENCH_MAX_CONCURRENCY);
+			o.concurrency = v;
 			j_given = true;
 			break;
 		case 'w':
-			o.workers = (int)strtol(optarg, &end, 10);
-			if (end == optarg || *end || o.workers < 1 ||
-			    o.workers > BENCH_MAX_CONCURRENCY)
+			if (num_parse(optarg, 1, BENCH_MAX_CONCURRENCY, &v))
 				return cmd_usage_error(e, "bad --workers "
 					"'%s' (1..%d)", optarg,
 					BENCH_MAX_CONCURRENCY);
+			o.workers = (int)v;
 			break;
 		case 'y':
 			o.python = optarg;

@@ -24,7 +24,8 @@ static void help(void)
 	      "\n"
 	      "Exit status: 0 when every job was cancelled; 3 for an unknown\n"
 	      "job; 5 when no daemon runs; 1 otherwise (a job that already\n"
-	      "ended, another user's job); 2 for bad usage.\n"
+	      "ended, another user's job); 2 for bad usage.  With several\n"
+	      "ids, every one is tried and the first failure's status wins.\n"
 	      "See kmux-cancel(1).\n", stdout);
 }
 

@@ -354,7 +354,7 @@ const struct cmd_entry cmd_daemon_entry = {
 		 "[--region-drain SEC] [--region-freeze on|off] "
 		 "[--gpu-mem SIZE] "
 		 "[--region-cpus LIST] [--cgroup-root DIR] "
-		 "[--mps [--mps-control PATH]] [-v]",
+		 "[--mps [--mps-control PATH]] [--slice-waits N] [-v]",
 	.summary = "run kmuxd, the job queue and GPU scheduler",
 	.exec = daemon_exec,
 };

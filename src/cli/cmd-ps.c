@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "client.h"
@@ -88,7 +89,11 @@ static int ps_offline(const struct client *cl, uint32_t states, int json,
 	if (!r)
 		r = db_job_list(db, &f, &v, &n, err, sizeof(err));
 	if (r) {
-		fprintf(stderr, "kmux: ps: %s\n", err);
+		/* Name the file where the database's message does not. */
+		if (strncmp(err, path, strlen(path)) == 0)
+			fprintf(stderr, "kmux: ps: %s\n", err);
+		else
+			fprintf(stderr, "kmux: ps: %s: %s\n", path, err);
 		*status = KMUX_EXIT_FAILURE;
 		goto out;
 	}

@@ -35,6 +35,7 @@
 
 #include "client.h"
 #include "cmd.h"
+#include "num.h"
 #include "run-env.h"
 #include "size.h"
 #include "spawn.h"
@@ -112,7 +113,7 @@ static int run_parse(int argc, char **argv, struct run_opts *o)
 	};
 	const struct cmd_entry *e = &cmd_run_entry;
 	const char *inherited, *re;
-	char *end, why[256];
+	char why[256];
 	long v;
 	int c, r, sched;
 
@@ -127,10 +128,7 @@ static int run_parse(int argc, char **argv, struct run_opts *o)
 					optarg, RUN_STREAMS_MAX);
 			break;
 		case 'g':
-			errno = 0;
-			v = optarg[0] >= '0' && optarg[0] <= '9' ?
-				strtol(optarg, &end, 10) : -1;
-			if (v < 1 || v > PROTO_MAX_GPUS || errno || *end)
+			if (num_parse(optarg, 1, PROTO_MAX_GPUS, &v))
 				return cmd_usage_error(e, "bad --gpus '%s' "
 					"(a number of GPUs, 1..%d)", optarg,
 					PROTO_MAX_GPUS);
@@ -182,7 +180,8 @@ static int run_parse(int argc, char **argv, struct run_opts *o)
 				       "--memory %s", o->memory);
 	if (optind >= argc)
 		return cmd_usage_error(&cmd_run_entry, "no command given");
-	if (o->admit && !argv[optind][0])
+	/* As submit and an admitted run say it, not a shell's 127. */
+	if (!argv[optind][0])
 		return cmd_usage_error(e, "empty command name");
 	/*
 	 * Scheduling asked for (here or by an inherited KMUX_STREAMS) with a

@@ -16,6 +16,7 @@
 
 #include "client.h"
 #include "cmd.h"
+#include "num.h"
 #include "size.h"
 
 enum {
@@ -55,19 +56,6 @@ struct submit_opts {
 	uint32_t flags;
 };
 
-static int parse_int(const char *s, long lo, long hi, long *out)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < lo || v > hi)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
 static int parse_opts(int argc, char **argv, struct submit_opts *o)
 {
 	static const struct option longopts[] = {
@@ -86,7 +74,7 @@ static int parse_opts(int argc, char **argv, struct submit_opts *o)
 	while ((c = getopt_long(argc, argv, "+:g:m:n:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'g':
-			if (parse_int(optarg, 1, PROTO_MAX_GPUS, &v))
+			if (num_parse(optarg, 1, PROTO_MAX_GPUS, &v))
 				return cmd_usage_error(e, "bad --gpus '%s' "
 					"(a number of GPUs, 1..%d)", optarg,
 					PROTO_MAX_GPUS);
@@ -109,7 +97,7 @@ static int parse_opts(int argc, char **argv, struct submit_opts *o)
 			o->name = optarg;
 			break;
 		case OPT_PRIO:
-			if (parse_int(optarg, -100, 100, &v))
+			if (num_parse(optarg, -100, 100, &v))
 				return cmd_usage_error(e, "bad --prio '%s' "
 					"(-100..100)", optarg);
 			o->prio = (int32_t)v;

@@ -15,6 +15,7 @@
 
 #include "client.h"
 #include "cmd.h"
+#include "num.h"
 #include "view.h"
 
 enum {
@@ -183,7 +184,6 @@ static int top_exec(int argc, char **argv)
 	};
 	struct client cl;
 	double delay = 1.0;
-	char *end;
 	int c, once = 0, json = 0, r, status = KMUX_EXIT_OK;
 
 	while ((c = getopt_long(argc, argv, ":d:h", longopts, NULL)) != -1) {
@@ -195,9 +195,7 @@ static int top_exec(int argc, char **argv)
 			json = 1;
 			break;
 		case 'd':
-			delay = strtod(optarg, &end);
-			if (end == optarg || *end || !(delay >= 0.1) ||
-			    delay > 3600)
+			if (num_parse_seconds(optarg, 0.1, 3600, &delay))
 				return cmd_usage_error(&cmd_top_entry,
 					"bad --delay '%s' (0.1..3600 s)",
 					optarg);

@@ -8,19 +8,14 @@
 #include <string.h>
 
 #include "barrier-re.h"
+#include "num.h"
 #include "run-env.h"
 
 int run_parse_streams(const char *arg, int *n)
 {
-	char *end;
 	long v;
 
-	/* No sign, no blanks, no "4x": a typo must not become a number. */
-	if (!arg || *arg < '0' || *arg > '9')
-		return -EINVAL;
-	errno = 0;
-	v = strtol(arg, &end, 10);
-	if (errno || *end || v < 1 || v > RUN_STREAMS_MAX)
+	if (num_parse(arg, 1, RUN_STREAMS_MAX, &v))
 		return -EINVAL;
 	*n = (int)v;
 	return 0;

@@ -154,6 +154,9 @@ stop_daemon
 # and with no database either it fails like the others.
 expect_rc 0 "ps with no daemon: from the database" "$KMUX" ps
 check "  ... says so" err_has "no kmuxd is running; these are the jobs as its database"
+mkdir -p "$TMP/badstate" && echo 'not a database, at all' >"$TMP/badstate/kmux.db"
+KMUX_STATE_DIR=$TMP/badstate expect_rc 1 "ps with no daemon and a corrupt database: exit 1" "$KMUX" ps
+check "  ... names the file" err_has "kmux: ps: $TMP/badstate/kmux.db: .*not a database"
 KMUX_STATE_DIR=$TMP/nostate expect_rc 5 "ps with no daemon and no database" "$KMUX" ps
 check "  ... says so" err_has "no kmuxd is running on $KMUX_SOCKET"
 expect_rc 5 "cancel with no daemon" "$KMUX" cancel 1

@@ -77,6 +77,11 @@ expect_rc 2 "--mem 0" "$KMUX" run --mem 0 -- true
 expect_rc 2 "--gpus 0" "$KMUX" run --gpus 0 -- true
 expect_rc 2 "--gpus 65" "$KMUX" run --gpus 65 -- true
 expect_rc 2 "--gpus x" "$KMUX" run --gpus x -- true
+expect_rc 2 "--gpus ' 1' (strtol would take it)" "$KMUX" run --gpus " 1" -- true
+expect_rc 2 "--gpus +1" "$KMUX" run --gpus +1 -- true
+expect_rc 2 "submit --prio ' 5'" "$KMUX" submit --prio " 5" -- true
+expect_rc 2 "submit --prio 0x5" "$KMUX" submit --prio 0x5 -- true
+expect_rc 2 "top -d 0x1" "$KMUX" top -d 0x1 --once
 expect_rc 4 "--gpus 2 on a one-GPU node" "$KMUX" run --gpus 2 -- true
 check "  ... the daemon's reason" err_has "GPU"
 expect_rc 4 "--mem 20G on a 16 GiB GPU" "$KMUX" run --mem 20G -- true

@@ -40,6 +40,9 @@ expect_rc 2 "no commands" "$KMUX" bench run
 expect_rc 2 "bad -j" "$KMUX" bench run -j 0 true
 expect_rc 2 "unknown subcommand" "$KMUX" bench fly
 expect_rc 1 "-f of a missing file" "$KMUX" bench run -f "$TMP/nope"
+mkdir -p "$TMP/adir"
+expect_rc 1 "-f of a directory: exit 1, not 'no commands'" "$KMUX" bench run -f "$TMP/adir"
+check "  ... says it cannot be read" err_has "kmux: bench: cannot read $TMP/adir: Is a directory"
 
 # Regions in a batch: three commands, each 0.3 s of setup and a 0.4 s
 # region, at -j 3: the regions never overlap, the setups do.

@@ -4,5 +4,5 @@
 
 UNIT_TESTS += test-verify-log
 test-verify-log_SRCS = tests/unit/test-verify-log.c src/cli/verify-log.c \
-	src/cli/run-env.c
+	src/cli/run-env.c src/common/num.c
 test-verify-log_LIBS = -lcmocka
