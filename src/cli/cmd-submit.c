@@ -21,7 +21,6 @@
 
 enum {
 	OPT_PRIO = 256,
-	OPT_EXCLUSIVE,
 };
 
 static void help(void)
@@ -39,7 +38,7 @@ static void help(void)
 	      "                        needed, or a conservative guess\n"
 	      "  -n, --name NAME       a name for ps and top\n"
 	      "      --prio N          -100..100, higher first (default 0)\n"
-	      "      --exclusive       the GPUs alone, no other job beside it\n"
+	      "  -x, --exclusive       the GPUs alone, no other job beside it\n"
 	      "  -h, --help            this help\n"
 	      "\n"
 	      "Exit status: 0; 2 for bad usage (a bad SIZE); 4 when CMD can never\n"
@@ -63,7 +62,7 @@ static int parse_opts(int argc, char **argv, struct submit_opts *o)
 		{ "mem", required_argument, NULL, 'm' },
 		{ "name", required_argument, NULL, 'n' },
 		{ "prio", required_argument, NULL, OPT_PRIO },
-		{ "exclusive", no_argument, NULL, OPT_EXCLUSIVE },
+		{ "exclusive", no_argument, NULL, 'x' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -71,7 +70,7 @@ static int parse_opts(int argc, char **argv, struct submit_opts *o)
 	long v;
 	int c, r;
 
-	while ((c = getopt_long(argc, argv, "+:g:m:n:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:g:m:n:xh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'g':
 			if (num_parse(optarg, 1, PROTO_MAX_GPUS, &v))
@@ -102,7 +101,7 @@ static int parse_opts(int argc, char **argv, struct submit_opts *o)
 					"(-100..100)", optarg);
 			o->prio = (int32_t)v;
 			break;
-		case OPT_EXCLUSIVE:
+		case 'x':
 			o->flags |= PROTO_JOB_F_EXCLUSIVE;
 			break;
 		case 'h':
@@ -185,7 +184,7 @@ static int submit_exec(int argc, char **argv)
 
 const struct cmd_entry cmd_submit_entry = {
 	.name = "submit",
-	.usage = "[-g K] [-m SIZE] [-n NAME] [--prio N] [--exclusive] [--] "
+	.usage = "[-g K] [-m SIZE] [-n NAME] [--prio N] [-x] [--] "
 		 "CMD [ARGS...]",
 	.summary = "queue a command to run on GPUs when they are free",
 	.exec = submit_exec,

@@ -183,6 +183,16 @@ check "kmux run --exclusive: a second job waits while it runs" cond '! grep -q "
 wait "$pxa" "$pxb"
 check "  ... and runs after it" grep -q '^done' "$TMP/xb"
 expect_rc 2 "kmux run --exclusive without a command" "$KMUX" run --exclusive
+# submit -x, as run -x: a job submitted beside it waits while it runs.
+xid=$("$KMUX" submit -x -n exC -- "$PROGS/reg" 16 1500)
+check "submit -x: queued" [ -n "$xid" ]
+wait_state "$xid" running
+"$KMUX" run -n exD -- "$PROGS/reg" 16 >"$TMP/xd" 2>&1 &
+pxd=$!
+sleep 0.5
+check "  ... a second job waits while it runs" cond '! grep -q "^start" "$TMP/xd"'
+wait "$pxd"
+check "  ... and runs after it" grep -q '^done' "$TMP/xd"
 
 # --region-max: a region held too long is revoked; its end says so.
 stop_daemon
