@@ -96,7 +96,8 @@ __attribute__((constructor)) static void preload_init(void)
 		level = kmux_log_parse_level(v);
 		kmux_log_level = level >= 0 ? level : KMUX_LOG_INFO;
 	}
-	quota_init(getenv("KMUX_MEM_QUOTA"));
+	quota_init(getenv("KMUX_MEM_QUOTA"),
+		   getenv("KMUX_JOB") && *getenv("KMUX_JOB"));
 	kmux_config.trace_dir = getenv("KMUX_TRACE_DIR");
 	kmux_config.trace_timing = env_flag("KMUX_TRACE_TIMING");
 	if (kmux_config.trace_dir && *kmux_config.trace_dir) {

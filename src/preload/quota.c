@@ -45,7 +45,9 @@ int quota_parse(const char *s, uint64_t *out)
 	return 0;
 }
 
-void quota_init(const char *env)
+uint64_t quota_cap;
+
+void quota_init(const char *env, int by_kmuxd)
 {
 	uint64_t v;
 
@@ -59,11 +61,15 @@ void quota_init(const char *env)
 	quota_global.limit = v;
 	atomic_store_explicit(&quota_global.used, 0, memory_order_relaxed);
 	quota_on = 1;
+	if (!by_kmuxd)
+		quota_cap = v;
 	log_debug("memory quota: %llu bytes", (unsigned long long)v);
 }
 
 void quota_set_admitted(uint64_t limit)
 {
+	if (quota_cap && limit > quota_cap)
+		limit = quota_cap;
 	quota_global.limit = limit;
 	quota_on = 1;
 }
@@ -75,7 +81,8 @@ int quota_reserve_grow(uint64_t n)
 	if (!quota_grow)
 		return -ENOSPC;
 	used = quota_used(&quota_global);
-	if (n > UINT64_MAX - used || quota_grow(used + n))
+	if (n > UINT64_MAX - used ||
+	    (quota_cap && used + n > quota_cap) || quota_grow(used + n))
 		return -ENOSPC;
 	return quota_try_reserve(&quota_global, n);
 }

@@ -37,13 +37,24 @@ extern struct quota quota_global;
  */
 int quota_parse(const char *s, uint64_t *out);
 
-/* From the constructor: KMUX_MEM_QUOTA's value (NULL: not set). */
-void quota_init(const char *env);
+/*
+ * From the constructor: KMUX_MEM_QUOTA's value (NULL: not set).  by_kmuxd:
+ * kmuxd set it for a job it started (KMUX_JOB is set too); otherwise it is
+ * the user's own limit, quota_cap, which kmuxd's quota never exceeds.
+ */
+void quota_init(const char *env, int by_kmuxd);
+
+/*
+ * The user's own KMUX_MEM_QUOTA for a process kmuxd did not start, or 0:
+ * a registered process declares it as its need (register.c), and neither
+ * kmuxd's quota nor a growth it grants goes past it.
+ */
+extern uint64_t quota_cap;
 
 /*
  * The quota kmuxd admitted the process with (register.c), set at the first
  * cuInit before the real one, so before any allocation: a limit of
- * UINT64_MAX counts without limiting.
+ * UINT64_MAX counts without limiting.  Never past quota_cap.
  */
 void quota_set_admitted(uint64_t limit);
 

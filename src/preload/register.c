@@ -932,6 +932,9 @@ static void reg_init(void)
 		log_warn("KMUX_MEM=%s is not a size (e.g. 12G); not declared", v);
 		reg.mem = 0;
 	}
+	/* The user's own limit is all it may take: declared as its need. */
+	if (quota_cap && (!reg.mem || reg.mem > quota_cap))
+		reg.mem = quota_cap;
 	v = getenv("CUDA_VISIBLE_DEVICES");
 	if (v) {
 		reg.visible_set = true;

@@ -74,6 +74,14 @@ jobs = {j["id"]: j for j in json.load(sys.stdin)}
 print(jobs[int(sys.argv[2])]["start_us"] >= jobs[int(sys.argv[1])]["end_us"])' "$ja" "$jb" \
 	< <("$KMUX" ps --all --json))" = True ]
 
+# The user's own KMUX_MEM_QUOTA: declared as the need, and the quota kmuxd
+# gives never exceeds it (without it the guess, 1639 MiB, above).
+KMUX_MEM_QUOTA=64M KMUX_NAME=capped LD_PRELOAD=$PRELOAD "$R" 16 >"$TMP/cap" 2>&1
+check "KMUX_MEM_QUOTA=64M with a daemon: the program runs (exit 0)" [ $? -eq 0 ]
+check "  ... its quota is the 64 MiB it set" has "$TMP/cap" "total=64"
+check "  ... declared to kmuxd as its need" \
+	[ "$(jq_job "$(job_of capped)" 'j["mem_request"] >> 20')" = 64 ]
+
 # A declared need no GPU can hold: refused, and the program runs unmanaged.
 KMUX_MEM=100G LD_PRELOAD=$PRELOAD "$R" 16 >"$TMP/big" 2>&1
 check "KMUX_MEM beyond any GPU: the program still runs (fail open)" \

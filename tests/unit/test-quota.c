@@ -52,17 +52,57 @@ static void test_parse(void **state)
 static void test_init(void **state)
 {
 	(void)state;
-	quota_init(NULL);
+	quota_init(NULL, 0);
 	assert_int_equal(quota_on, 0);
-	quota_init("12Q");
+	quota_init("12Q", 0);
 	assert_int_equal(quota_on, 0);
-	quota_init("1M");
+	quota_init("1M", 0);
 	assert_int_equal(quota_on, 1);
 	assert_int_equal(quota_global.limit, 1 << 20);
 	assert_int_equal(quota_reserve(1 << 20), 0);
 	assert_int_equal(quota_reserve(1), -ENOSPC);
 	quota_release(1 << 20);
 	assert_int_equal(quota_used(&quota_global), 0);
+}
+
+static int grow_calls;
+
+/* kmuxd granting every growth: the new limit is what was wanted. */
+static int grow_always(uint64_t want)
+{
+	grow_calls++;
+	quota_set_admitted(want);
+	return 0;
+}
+
+/*
+ * The user's own KMUX_MEM_QUOTA bounds what kmuxd admits and grants; one
+ * kmuxd set for a job it started does not.
+ */
+static void test_user_cap(void **state)
+{
+	(void)state;
+	quota_init("1M", 0);
+	assert_int_equal(quota_cap, 1 << 20);
+	quota_set_admitted(8 << 20);
+	assert_int_equal(quota_global.limit, 1 << 20);
+	quota_grow = grow_always;
+	grow_calls = 0;
+	assert_int_equal(quota_reserve(1 << 20), 0);
+	assert_int_equal(quota_reserve(1), -ENOSPC);
+	assert_int_equal(grow_calls, 0);	/* never asked past the cap */
+	quota_release(1 << 20);
+
+	quota_cap = 0;
+	quota_init("1M", 1);
+	assert_int_equal(quota_cap, 0);
+	quota_set_admitted(8 << 20);
+	assert_int_equal(quota_global.limit, 8 << 20);
+	quota_global.limit = 1 << 20;
+	assert_int_equal(quota_reserve(2 << 20), 0);	/* grown */
+	assert_int_equal(grow_calls, 1);
+	quota_release(2 << 20);
+	quota_grow = NULL;
 }
 
 static void test_reserve(void **state)
@@ -280,6 +320,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse),
 		cmocka_unit_test(test_init),
+		cmocka_unit_test(test_user_cap),
 		cmocka_unit_test(test_reserve),
 		cmocka_unit_test(test_race),
 		cmocka_unit_test(test_clamp),
