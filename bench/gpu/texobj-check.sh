@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # texobj-check.sh - texture and surface objects and CUDA arrays under kmux,
-# on a real GPU (src/preload/texobj.h, wrap-array.c).  Run on the GPU
+# on a real GPU (src/preload/texobj.h, wrap-texobj.c, wrap-mem.c).  Run on the GPU
 # machine from the repo root, with build/ carried:
 #   OUT=$OUT bash bench/gpu/texobj-check.sh
 #

@@ -34,6 +34,7 @@
 #include "ptrtab.h"
 #include "ptx-table.h"
 #include "real.h"
+#include "texobj.h"
 #include "verify.h"
 
 void copy_begin(struct copy_call *cc, enum trace_copy_kind kind,
@@ -500,6 +501,36 @@ static void copy_note_tables(const struct copy_call *cc)
 			    alloc_table_global());
 }
 
+/*
+ * Texture and surface objects uploaded into device memory (a table of
+ * handles, a `__constant__` one set with cudaMemcpyToSymbol): a kernel
+ * that reads one there reaches memory kmux cannot see, and kmux cannot
+ * tell which kernels do, so every launch becomes a barrier while one lives
+ * (texobj_escape()).  Read as a pointer table's upload is: a small upload
+ * whole, a larger one's head (ptrtab.h), whatever its destination.
+ */
+static __attribute__((noinline, cold)) void
+copy_note_handles(const struct copy_call *cc)
+{
+	const unsigned char *h = (const unsigned char *)(uintptr_t)cc->c.src;
+	uint64_t n = cc->c.bytes, v;
+
+	if (!h || n < 8 || texobj_escaped())
+		return;
+	if (cc->c.kind != TRACE_COPY_HTOD &&
+	    (cc->c.kind != TRACE_COPY_ANY || !copy_src_is_host(cc)))
+		return;
+	if (n > PTRTAB_SCAN_SMALL)
+		n = PTRTAB_SCAN_HEAD;
+	for (uint64_t j = (8 - (cc->c.dst & 7)) & 7; j + 8 <= n; j += 8) {
+		memcpy(&v, h + j, sizeof(v));
+		if (texobj_is_live(v)) {
+			texobj_escape();
+			return;
+		}
+	}
+}
+
 CUresult copy_run(struct copy_call *cc, streams_issue_fn issue, void *arg)
 {
 	struct mm_op mo = { 0 };
@@ -507,6 +538,8 @@ CUresult copy_run(struct copy_call *cc, streams_issue_fn issue, void *arg)
 
 	if (copy_tables_on && (kmux_streams || mm_on))
 		copy_note_tables(cc);
+	if (unlikely(texobj_any()) && (kmux_streams || mm_on))
+		copy_note_handles(cc);
 
 	if (unlikely(mm_on) && (r = copy_mm_begin(cc, &mo)) != CUDA_SUCCESS)
 		;	/* not issued: what it touches could not be backed */

@@ -984,7 +984,8 @@ int kparams_collect_at(struct alloc_table *t, const struct kernel_info *ki,
 		}
 		kp_scan_words(&c, ki, kernel_params);
 		if (unlikely(texobj_any()) &&
-		    kp_any_handle(ki, kernel_params, NULL, 0))
+		    (texobj_escaped() ||
+		     kp_any_handle(ki, kernel_params, NULL, 0)))
 			c.flags |= KPARAMS_OPAQUE_HANDLE;
 		goto out;
 	}
@@ -995,8 +996,9 @@ int kparams_collect_at(struct alloc_table *t, const struct kernel_info *ki,
 		goto out;
 	}
 	if (unlikely(texobj_any()) &&
-	    kp_any_handle(ki, NULL, buf, size < KP_PARAM_BYTES_MAX ? size :
-			  KP_PARAM_BYTES_MAX))
+	    (texobj_escaped() ||
+	     kp_any_handle(ki, NULL, buf, size < KP_PARAM_BYTES_MAX ? size :
+			   KP_PARAM_BYTES_MAX)))
 		c.flags |= KPARAMS_OPAQUE_HANDLE;
 	if (nparams < 0) {
 		c.flags |= KPARAMS_UNKNOWN_LAYOUT;

@@ -61,16 +61,18 @@ void quota_init(const char *env, int by_kmuxd)
 	quota_global.limit = v;
 	atomic_store_explicit(&quota_global.used, 0, memory_order_relaxed);
 	quota_on = 1;
-	if (!by_kmuxd)
-		quota_cap = v;
+	quota_cap = by_kmuxd ? 0 : v;
 	log_debug("memory quota: %llu bytes", (unsigned long long)v);
+}
+
+uint64_t quota_capped(uint64_t v)
+{
+	return quota_cap && v > quota_cap ? quota_cap : v;
 }
 
 void quota_set_admitted(uint64_t limit)
 {
-	if (quota_cap && limit > quota_cap)
-		limit = quota_cap;
-	quota_global.limit = limit;
+	quota_global.limit = quota_capped(limit);
 	quota_on = 1;
 }
 

@@ -51,6 +51,9 @@ void quota_init(const char *env, int by_kmuxd);
  */
 extern uint64_t quota_cap;
 
+/* v, or quota_cap when that is set and smaller: what may be asked for. */
+uint64_t quota_capped(uint64_t v);
+
 /*
  * The quota kmuxd admitted the process with (register.c), set at the first
  * cuInit before the real one, so before any allocation: a limit of

@@ -561,6 +561,9 @@ static int reg_grow(uint64_t want)
 	uint64_t quota = 0;
 	int fd, e;
 
+	/* Past the user's own limit: not kmuxd's to grant. */
+	if (quota_capped(want) < want)
+		return -ENOSPC;
 	pthread_mutex_lock(&grow_lock);
 	if (atomic_load(&quota_global.limit) >= want) {
 		pthread_mutex_unlock(&grow_lock);
@@ -570,6 +573,7 @@ static int reg_grow(uint64_t want)
 	e = fd < 0 ? fd : grow_exchange(fd, want, 0, &quota, NULL);
 	if (fd >= 0)
 		close(fd);
+	quota = quota_capped(quota);
 	if (e == 0 && quota > atomic_load(&quota_global.limit))
 		atomic_store(&quota_global.limit, quota);
 	pthread_mutex_unlock(&grow_lock);
@@ -589,11 +593,20 @@ static int reg_evict_grow(uint64_t want, uint64_t *granted)
 	int fd, e;
 
 	pthread_mutex_lock(&grow_lock);
+	now = atomic_load(&quota_global.limit);
+	/* At the user's own limit already: nothing to ask for. */
+	want = quota_capped(want);
+	if (want <= now) {
+		*granted = now;
+		pthread_mutex_unlock(&grow_lock);
+		return -ENOSPC;
+	}
 	fd = conn_open(reg.sock);
 	e = fd < 0 ? fd : grow_exchange(fd, want, PROTO_ALLOC_F_EVICT,
 					   &quota, NULL);
 	if (fd >= 0)
 		close(fd);
+	quota = quota_capped(quota);
 	now = atomic_load(&quota_global.limit);
 	if (e == 0 && quota > now)
 		atomic_store(&quota_global.limit, quota);
@@ -618,12 +631,13 @@ static int reg_suspend(uint64_t want, uint64_t *granted)
 	int fd, e;
 
 	fd = conn_open(reg.sock);
-	e = fd < 0 ? fd : grow_exchange(fd, want, PROTO_ALLOC_F_EVICT |
+	e = fd < 0 ? fd : grow_exchange(fd, quota_capped(want),
+					PROTO_ALLOC_F_EVICT |
 					PROTO_ALLOC_F_SUSPEND, &quota,
 					&answered);
 	if (fd >= 0)
 		close(fd);
-	*granted = e ? 0 : quota;
+	*granted = e ? 0 : quota_capped(quota);
 	/* No answer at all: the daemon is gone (or never was). */
 	return e && !answered ? -ENOTCONN : e;
 }

@@ -8,8 +8,9 @@
  * treat it as a launch whose accesses they cannot see: a barrier, and all
  * memory backed (docs/design-streams.md, "The one assumption").
  *
- * This file owns the set of live handles only; wrap-array.c adds and
- * removes them around the driver's calls.  One mutex; while the program
+ * This file owns the set of live handles only; wrap-texobj.c adds and
+ * removes them around the driver's calls.  Handles a kernel writes into
+ * device memory, or a device-to-device copy moves, stay unseen.  One mutex; while the program
  * holds none a launch pays one relaxed load (texobj_any()).
  */
 #ifndef KMUX_TEXOBJ_H
@@ -27,6 +28,14 @@ bool texobj_any(void);
  * the lost handle is never scheduled as if it reached nothing.
  */
 bool texobj_is_live(uint64_t w);
+
+/*
+ * A live handle was uploaded into device memory (copy.c): a kernel may read
+ * it from there, and kmux cannot tell which does, so until no object lives
+ * every launch is one whose accesses kmux cannot see (kparams.c).
+ */
+void texobj_escape(void);
+bool texobj_escaped(void);
 
 /* Handle h was created (0; -ENOMEM: lost, see texobj_is_live()). */
 int texobj_add(uint64_t h);

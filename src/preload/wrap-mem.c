@@ -14,7 +14,9 @@
  *
  * Under KMUX_MEM_QUOTA (quota.h): device allocations reserve their bytes
  * before the driver is called (CUDA_ERROR_OUT_OF_MEMORY past the quota, the
- * driver untouched) and frees give back what the table recorded.
+ * driver untouched) and frees give back what the table recorded; VMM
+ * physical memory and CUDA arrays, which no address names, are
+ * remembered per handle.
  *
  * Under KMUX_STREAM_ALLOC (stream-alloc.h): cuMemAlloc comes from kmux's
  * pool, and cuMemFree of such memory is a scheduled cuMemFreeAsync after
@@ -100,6 +102,16 @@ static int mem_reserve(uint64_t n)
 	return kmux_streams && streams_flush_frees() ? quota_reserve(n) : -1;
 }
 
+/*
+ * What every counted allocation reserves through: the memory manager's
+ * budget (evicting idle objects) or mem_reserve() (trimming kmux's pool,
+ * giving back deferred frees).
+ */
+static int mem_reserve_any(uint64_t n)
+{
+	return unlikely(mm_on) ? mm_reserve(n) : mem_reserve(n);
+}
+
 /* The pooled allocation that starts at base: 1 and *a, or 0. */
 static int mem_pooled(uint64_t base, struct alloc *a)
 {
@@ -177,8 +189,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *dptr, size_t size)
 	}
 	if (unlikely(salloc_on) && mem_alloc_pooled(dptr, size, &r))
 		return r;
-	if (unlikely(quota_on) && (unlikely(mm_on) ? mm_reserve(size) :
-				   mem_reserve(size)))
+	if (unlikely(quota_on) && mem_reserve_any(size))
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	r = REAL(cuMemAlloc_v2)(dptr, size);
 	if (r == CUDA_ERROR_OUT_OF_MEMORY && unlikely(salloc_on) &&
@@ -665,7 +676,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *h,
 		return CUDA_ERROR_NOT_INITIALIZED;
 	if (likely(!quota_on))
 		return REAL(cuMemCreate)(h, size, prop, flags);
-	if (quota_reserve(size))
+	if (mem_reserve_any(size))
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	r = REAL(cuMemCreate)(h, size, prop, flags);
 	if (r != CUDA_SUCCESS || quota_handle_add(QUOTA_H_VMM, (uint64_t)*h, size))
@@ -720,6 +731,132 @@ KMUX_EXPORT CUresult CUDAAPI cuMemUnmap(CUdeviceptr ptr, size_t size)
 		mem_after_free(ptr, id);
 	return r;
 }
+
+/*
+ * CUDA arrays: device memory no address names.  Their bytes
+ * (quota_array_bytes()) are reserved before the driver is called and
+ * remembered per handle until the array is destroyed, as cuMemCreate's are.
+ */
+/* Reserve an array's bytes: 0 and *bytes, or nonzero past the quota. */
+static int array_reserve(const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned levels,
+			 uint64_t *bytes)
+{
+	*bytes = 0;
+	if (likely(!quota_on) || !d)
+		return 0;
+	*bytes = quota_array_bytes(d->Width, d->Height, d->Depth,
+				   (unsigned)d->Format, d->NumChannels,
+				   d->Flags, levels);
+	return *bytes && mem_reserve_any(*bytes);
+}
+
+/* After the driver's call: remember the bytes, or give them back. */
+static void array_created(CUresult r, enum quota_handle_kind kind,
+			  uint64_t h, uint64_t bytes)
+{
+	if (!bytes)
+		return;
+	/* No room to remember it: uncounted, as cuMemCreate's. */
+	if (r != CUDA_SUCCESS || quota_handle_add(kind, h, bytes))
+		quota_release(bytes);
+}
+
+/* Around a destroy: the driver may hand the handle out again at once. */
+static CUresult array_destroyed(enum quota_handle_kind kind, uint64_t h,
+				CUresult (*destroy)(uint64_t))
+{
+	uint64_t bytes = likely(!quota_on) ? 0 : quota_handle_take(kind, h);
+	CUresult r = destroy(h);
+
+	if (r == CUDA_SUCCESS)
+		quota_release(bytes);
+	else if (bytes && quota_handle_add(kind, h, bytes))
+		quota_release(bytes);
+	return r;
+}
+
+KMUX_EXPORT CUresult CUDAAPI cuArrayCreate_v2(CUarray *h,
+		const CUDA_ARRAY_DESCRIPTOR *desc)
+{
+	CUDA_ARRAY3D_DESCRIPTOR d3;
+	uint64_t bytes = 0;
+	CUresult r;
+
+	if (NO_DRIVER(cuArrayCreate_v2))
+		return CUDA_ERROR_NOT_INITIALIZED;
+	if (desc) {
+		d3 = (CUDA_ARRAY3D_DESCRIPTOR){
+			.Width = desc->Width, .Height = desc->Height,
+			.Format = desc->Format,
+			.NumChannels = desc->NumChannels,
+		};
+		if (array_reserve(&d3, 1, &bytes))
+			return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	r = REAL(cuArrayCreate_v2)(h, desc);
+	array_created(r, QUOTA_H_ARRAY, r == CUDA_SUCCESS ?
+		      (uint64_t)(uintptr_t)*h : 0, bytes);
+	return r;
+}
+
+KMUX_EXPORT CUresult CUDAAPI cuArray3DCreate_v2(CUarray *h,
+		const CUDA_ARRAY3D_DESCRIPTOR *desc)
+{
+	uint64_t bytes;
+	CUresult r;
+
+	if (NO_DRIVER(cuArray3DCreate_v2))
+		return CUDA_ERROR_NOT_INITIALIZED;
+	if (array_reserve(desc, 1, &bytes))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	r = REAL(cuArray3DCreate_v2)(h, desc);
+	array_created(r, QUOTA_H_ARRAY, r == CUDA_SUCCESS ?
+		      (uint64_t)(uintptr_t)*h : 0, bytes);
+	return r;
+}
+
+KMUX_EXPORT CUresult CUDAAPI cuMipmappedArrayCreate(CUmipmappedArray *h,
+		const CUDA_ARRAY3D_DESCRIPTOR *desc, unsigned levels)
+{
+	uint64_t bytes;
+	CUresult r;
+
+	if (NO_DRIVER(cuMipmappedArrayCreate))
+		return CUDA_ERROR_NOT_INITIALIZED;
+	if (array_reserve(desc, levels, &bytes))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	r = REAL(cuMipmappedArrayCreate)(h, desc, levels);
+	array_created(r, QUOTA_H_MIPMAP, r == CUDA_SUCCESS ?
+		      (uint64_t)(uintptr_t)*h : 0, bytes);
+	return r;
+}
+
+static CUresult array_destroy_real(uint64_t h)
+{
+	return REAL(cuArrayDestroy)((CUarray)(uintptr_t)h);
+}
+
+static CUresult mipmap_destroy_real(uint64_t h)
+{
+	return REAL(cuMipmappedArrayDestroy)((CUmipmappedArray)(uintptr_t)h);
+}
+
+KMUX_EXPORT CUresult CUDAAPI cuArrayDestroy(CUarray h)
+{
+	if (NO_DRIVER(cuArrayDestroy))
+		return CUDA_ERROR_NOT_INITIALIZED;
+	return array_destroyed(QUOTA_H_ARRAY, (uint64_t)(uintptr_t)h,
+			       array_destroy_real);
+}
+
+KMUX_EXPORT CUresult CUDAAPI cuMipmappedArrayDestroy(CUmipmappedArray h)
+{
+	if (NO_DRIVER(cuMipmappedArrayDestroy))
+		return CUDA_ERROR_NOT_INITIALIZED;
+	return array_destroyed(QUOTA_H_MIPMAP, (uint64_t)(uintptr_t)h,
+			       mipmap_destroy_real);
+}
+
 
 KMUX_EXPORT CUresult CUDAAPI cuMemGetInfo_v2(size_t *free_bytes,
 					     size_t *total_bytes)

@@ -6,7 +6,7 @@
 # with a pointer), kernels whose parameter layout is unknown, default-stream
 # work while a capture is in progress, a default stream waiting for an
 # event, and kernels given a live texture or surface object (or a word
-# equal to one).  Each case checks itself from simcuda's records
+# equal to one), and every kernel once one was uploaded into device memory.  Each case checks itself from simcuda's records
 # (tests/e2e/progs/streams-cases.c).  KMUX_BARRIER_KERNELS names the probe
 # kernel in the regex case only: set for every case, it would make probe a
 # barrier in each, whatever else kmux did.
@@ -14,7 +14,7 @@
 
 for m in graph hostfunc callback managed hostmem regex opaque opaque-params \
 	 unknown unknown-extra streamop capture waitevent texture surface \
-	 texture-word; do
+	 texture-word texture-table; do
 	re=
 	noinfo=
 	case $m in

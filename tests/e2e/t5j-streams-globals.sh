@@ -35,7 +35,9 @@ KMUX_PTX_GLOBALS=0 KMUX_STREAMS=4 KMUX_LOG=warn LD_PRELOAD=$PRELOAD "$P" ptx >"$
 check "KMUX_PTX_GLOBALS=0 (control): the program fails" [ $? -ne 0 ]
 check "KMUX_PTX_GLOBALS=0: simcuda finds the state's kernels overlapping" \
 	grep -q 'conflict: kernel v\(add\|read\).*kernel v\(add\|read\)' "$TMP/off"
-check "KMUX_PTX_GLOBALS=0: the values are not program order's" not grep -q '^order ok' "$TMP/off"
+# Whether the race also changes the values depends on which worker thread
+# runs first: a loaded CI machine once let them come out in program order
+# (the overlap above was still found), so they are not checked here.
 
 KMUX_STREAMS=4 LD_PRELOAD=$PRELOAD "$P" noptx >"$TMP/noptx" 2>&1
 check "without PTX (the limit): kmux cannot see the variable, simcuda finds the conflict" \

@@ -67,6 +67,13 @@ check "arrays without kmux: no failure" \
 	bash -c "grep -qx 'arrays 3d-big err=0' '$TMP/arrays-plain' &&
 		 grep -qx 'arrays over err=0' '$TMP/arrays-plain'"
 
+# A free the stream scheduler deferred still holds its charge: the array
+# after it gives that back first, as cuMemAlloc does (64 MiB quota, all of
+# it allocated, written and freed, then a 16 MiB array).
+QUOTA_DEFER=1 KMUX_STREAMS=4 KMUX_MEM_QUOTA=64M LD_PRELOAD=$PRELOAD "$Q" 64 1 >"$TMP/defer" 2>&1
+check "an array after a deferred free: exit 0" [ $? -eq 0 ]
+check "  ... the array fits" has "$TMP/defer" "deferred array err=0"
+
 # Two processes at once, different quotas: each hits only its own limit.
 QUOTA_HOLD_MS=500 KMUX_MEM_QUOTA=32M LD_PRELOAD=$PRELOAD "$Q" >"$TMP/a" 2>&1 &
 pa=$!

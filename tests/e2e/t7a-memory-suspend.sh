@@ -138,4 +138,21 @@ check "(c) A exits 0 with the plain run's results" \
 check "(c) ... it resumed without kmuxd, with its admitted budget" \
 	grep -q "memory: resumed without kmuxd's grant (.*); the budget is $((10 * MiB)) bytes" "$TMP/a.err"
 wait "$p_b"; wait "$p_c"
+stop_daemon
+
+# --- (d) the user's own KMUX_MEM_QUOTA: no growth past it ------------------
+# A registering evict-mode `memory cycle` (16 MiB a round) capped at 8 MiB
+# by its user thrashes within its 8 MiB: kmuxd, which would grow it, is
+# not asked past the cap.
+rm -f "$TMP/state/kmux.db"*
+start_daemon
+"$M" cycle 40 >"$TMP/cap-plain" 2>&1
+KMUX_MEM_QUOTA=8M KMUX_MEMORY=evict KMUX_NAME=capped KMUX_LOG=info \
+	LD_PRELOAD=$PRELOAD "$M" cycle 40 >"$TMP/cap" 2>"$TMP/cap.err"
+rc=$?
+check "(d) the capped task exits 0 with the plain run's results" \
+	eval '[ $rc = 0 ] && cmp "$TMP/cap-plain" "$TMP/cap"'
+check "(d) ... its budget never grew past its 8 MiB" \
+	eval '! grep -q "kmuxd grew the budget" "$TMP/cap.err" &&
+		[ "$(jq_job "$(job_of capped)" "j[\"mem_quota\"] >> 20")" -le 8 ]'
 finish

@@ -6,6 +6,6 @@
 UNIT_TESTS += test-kparams
 test-kparams_SRCS = tests/unit/test-kparams.c src/preload/kparams.c \
 	src/preload/alloc-table.c src/preload/ptx-range.c src/preload/ptrtab.c \
-	src/preload/texobj.c
+	src/preload/texobj.c src/common/log.c
 test-kparams_CFLAGS = $(PRELOAD_CFLAGS)
 test-kparams_LIBS = -lcmocka -lpthread

@@ -534,6 +534,28 @@ static void test_opaque_handle(void **state)
 	texobj_remove(9);
 	assert_false(texobj_any());
 	assert_int_equal(texobj_count(), 0);
+	/*
+	 * A handle uploaded into device memory: every launch is opaque while
+	 * one lives, and no longer once none does.
+	 */
+	assert_int_equal(texobj_add(9), 0);
+	texobj_escape();
+	assert_true(texobj_escaped());
+	y = 0;
+	assert_int_equal(kparams_collect(fx->t, ki, kp, NULL, acc, 8, &flags),
+			 1);
+	assert_int_equal(flags, KPARAMS_OPAQUE_HANDLE);
+	texobj_remove(9);
+	assert_false(texobj_escaped());
+	assert_int_equal(kparams_collect(fx->t, ki, kp, NULL, acc, 8, &flags),
+			 1);
+	assert_int_equal(flags, 0);
+	/* Outside the live handles' range: answered without a lookup. */
+	assert_int_equal(texobj_add(100), 0);
+	assert_false(texobj_is_live(99));
+	assert_false(texobj_is_live(101));
+	assert_true(texobj_is_live(100));
+	texobj_remove(100);
 	/* A handle added twice (reused by the driver) is live until both go. */
 	assert_int_equal(texobj_add(3), 0);
 	assert_int_equal(texobj_add(3), 0);

@@ -93,7 +93,6 @@ static void test_user_cap(void **state)
 	assert_int_equal(grow_calls, 0);	/* never asked past the cap */
 	quota_release(1 << 20);
 
-	quota_cap = 0;
 	quota_init("1M", 1);
 	assert_int_equal(quota_cap, 0);
 	quota_set_admitted(8 << 20);

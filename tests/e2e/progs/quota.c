@@ -13,6 +13,7 @@
  *   realloc err=E               one step again after the frees
  *   kinds ...                   pitch, managed, async, VMM (see below)
  *   arrays ...                  CUDA arrays (QUOTA_ARRAYS=1, see below)
+ *   deferred array err=E        an array after a deferred free (QUOTA_DEFER=1)
  * QUOTA_HOLD_MS=n sleeps n ms at the peak (two processes at once).
  */
 #include <stdint.h>
@@ -116,6 +117,30 @@ static void arrays(void)
 	info("arrays-end");
 }
 
+/*
+ * QUOTA_DEFER=1: the whole quota allocated, written, freed; then a 16 MiB
+ * array.  Under KMUX_STREAMS kmux may defer that free (its charge held
+ * until the streams are idle): the array's reservation must give such
+ * charges back first, as cuMemAlloc's does.
+ */
+static void deferred(unsigned mib)
+{
+	CUDA_ARRAY_DESCRIPTOR d = { .Width = 2048, .Height = 2048,
+				    .Format = CU_AD_FORMAT_FLOAT,
+				    .NumChannels = 1 };
+	CUdeviceptr p;
+	CUarray a;
+	CUresult r;
+
+	CHECK(cuMemAlloc(&p, (size_t)mib * MIB));
+	CHECK(cuMemsetD8(p, 1, (size_t)mib * MIB));
+	CHECK(cuMemFree(p));
+	r = cuArrayCreate(&a, &d);
+	printf("deferred array err=%d\n", (int)r);
+	if (r == CUDA_SUCCESS)
+		CHECK(cuArrayDestroy(a));
+}
+
 int main(int argc, char **argv)
 {
 	static CUdeviceptr ptr[MAX_STEPS];
@@ -160,6 +185,8 @@ int main(int argc, char **argv)
 		kinds();
 	if (getenv("QUOTA_ARRAYS"))
 		arrays();
+	if (getenv("QUOTA_DEFER"))
+		deferred(step);
 	CHECK(cuCtxDestroy(ctx));
 	return 0;
 }

@@ -39,6 +39,9 @@
  *              barrier, so the check must fail
  *   texture-word  "word" given the value of a live texture object: a
  *              barrier (kmux cannot tell data from a handle)
+ *   texture-table  X is tex_via, which reads its texture object from a
+ *              table the host uploaded into device memory: once a handle
+ *              is uploaded, every launch is a barrier
  * Other cases:
  *   independent  eight independent 20 ms kernels; prints how many pairs
  *                overlapped in time
@@ -163,7 +166,7 @@
 
 static CUfunction f_touch, f_probe, f_pause0, f_store_via, f_rendezvous;
 static CUfunction f_fill_slow, f_inc, f_fill, f_bump;
-static CUfunction f_tex_sum, f_surf_bump, f_word;
+static CUfunction f_tex_sum, f_surf_bump, f_word, f_tex_via;
 static CUdeviceptr buf[8];
 
 static int fail(const char *why)
@@ -1022,7 +1025,7 @@ static int is_texobj_user(const struct simcuda_op_info *o)
 {
 	return o->kind == SIMCUDA_OP_KERNEL &&
 	       (!strcmp(o->name, "tex_sum") || !strcmp(o->name, "surf_bump") ||
-		!strcmp(o->name, "word"));
+		!strcmp(o->name, "word") || !strcmp(o->name, "tex_via"));
 }
 
 /* A texture object over linear memory: the words of buffer p. */
@@ -1081,6 +1084,18 @@ static int case_texobj(const char *m)
 		a[1] = &buf[5];
 		a[2] = &us;
 		CHECK(cuLaunchKernel(f_tex_sum, 1, 1, 1, 32, 1, 1, 0, NULL, a,
+				     NULL));
+		around_after();
+		CHECK(cuTexObjectDestroy(t));
+		return check_barrier(is_texobj_user, 1);
+	}
+	if (!strcmp(m, "texture-table")) {
+		CHECK(cuMemcpyHtoD(buf[6], &t, sizeof(t)));
+		around_before();
+		a[0] = &buf[6];
+		a[1] = &buf[5];
+		a[2] = &us;
+		CHECK(cuLaunchKernel(f_tex_via, 1, 1, 1, 32, 1, 1, 0, NULL, a,
 				     NULL));
 		around_after();
 		CHECK(cuTexObjectDestroy(t));
@@ -1294,6 +1309,7 @@ int main(int argc, char **argv)
 	CHECK(cuModuleGetFunction(&f_tex_sum, dag, "tex_sum"));
 	CHECK(cuModuleGetFunction(&f_surf_bump, dag, "surf_bump"));
 	CHECK(cuModuleGetFunction(&f_word, dag, "word"));
+	CHECK(cuModuleGetFunction(&f_tex_via, dag, "tex_via"));
 	CHECK(cuModuleGetFunction(&f_fill_slow, basic, "fill_slow"));
 	CHECK(cuModuleGetFunction(&f_inc, basic, "inc_u32"));
 	CHECK(cuModuleGetFunction(&f_fill, basic, "fill_u32"));
@@ -1332,7 +1348,8 @@ int main(int argc, char **argv)
 	else if (!strncmp(m, "blocking", 8) && m[8] >= '1' && m[8] <= '9')
 		r = case_blocking_many(atoi(m + 8));
 	else if (!strcmp(m, "texture") || !strcmp(m, "surface") ||
-		 !strcmp(m, "texture-gone") || !strcmp(m, "texture-word"))
+		 !strcmp(m, "texture-gone") || !strcmp(m, "texture-word") ||
+		 !strcmp(m, "texture-table"))
 		r = case_texobj(m);
 	else if (!strcmp(m, "chase"))
 		r = case_chase();

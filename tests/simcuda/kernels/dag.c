@@ -29,6 +29,8 @@
  *   surf_bump(CUsurfObject s, unsigned us)	w = w * 3 + 1 for every word
  *			surface object s names
  *   word(unsigned long long v, unsigned us)	touches nothing (v is data)
+ *   tex_via(const CUtexObject *t, unsigned *out, unsigned us)	tex_sum of
+ *			the texture object stored at t[0] in device memory
  */
 #include <string.h>
 #include <time.h>
@@ -166,6 +168,24 @@ static void surf_bump(struct sim_kctx *k, void **params)
 		w[i] = w[i] * 3 + 1;
 }
 
+static void tex_via(struct sim_kctx *k, void **params)
+{
+	const unsigned long long *t;
+	size_t bytes;
+	const unsigned *w;
+	unsigned *out, sum = 0;
+
+	k->duration_us = SIM_ARG(params, 2, unsigned);
+	t = sim_mem(k, SIM_ARG(params, 0, CUdeviceptr), sizeof(*t), SIM_READ);
+	w = t ? sim_res(k, *t, &bytes, SIM_READ) : NULL;
+	for (size_t i = 0; w && i < bytes / sizeof(*w); i++)
+		sum += w[i];
+	out = sim_mem(k, SIM_ARG(params, 1, CUdeviceptr), sizeof(*out),
+		      SIM_WRITE);
+	if (out)
+		*out = sum;
+}
+
 static void word(struct sim_kctx *k, void **params)
 {
 	k->duration_us = SIM_ARG(params, 1, unsigned);
@@ -183,5 +203,6 @@ const struct sim_kernel simcuda_kernels[] = {
 	{ "tex_sum", tex_sum, 3, { 8, 8, 4 }, 0 },
 	{ "surf_bump", surf_bump, 2, { 8, 4 }, 0 },
 	{ "word", word, 2, { 8, 4 }, 0 },
+	{ "tex_via", tex_via, 3, { 8, 8, 4 }, 0 },
 	{ 0 },
 };
