@@ -252,7 +252,7 @@ int bench_serve(int argc, char **argv)
 		}
 	}
 	if (optind < argc)
-		return cmd_usage_error(&cmd_bench_entry, "bench serve takes no "
+		return cmd_usage_error(&cmd_bench_entry, "serve takes no "
 				       "arguments");
 	if (socket_path(sockopt, path, sizeof(path), true) ||
 	    pool_env(&pe, python, no_preload))
@@ -409,7 +409,7 @@ int bench_submit(int argc, char **argv)
 		}
 	}
 	if (optind >= argc)
-		return cmd_usage_error(&cmd_bench_entry, "bench submit: no "
+		return cmd_usage_error(&cmd_bench_entry, "submit: no "
 				       "command (-- SCRIPT.py ARGS...)");
 	submit_signals();
 	if (socket_path(sockopt, path, sizeof(path), false))

@@ -55,7 +55,8 @@ int cmd_usage_error(const struct cmd_entry *e, const char *fmt, ...)
 	va_list ap;
 
 	if (fmt) {
-		fputs("kmux: ", stderr);
+		/* As option errors do: which command's line was wrong. */
+		fprintf(stderr, "kmux: %s: ", e->name);
 		va_start(ap, fmt);
 		vfprintf(stderr, fmt, ap);
 		va_end(ap);
@@ -76,6 +77,11 @@ int cmd_option_error(const struct cmd_entry *e, char **argv, int c)
 	if (c == ':')
 		fprintf(stderr, "kmux: %s: option '%s' needs an argument\n",
 			e->name, arg);
+	/* getopt_long names a known option given "=VALUE" it does not take. */
+	else if (optopt != 0 && strncmp(arg, "--", 2) == 0 &&
+		 strchr(arg, '='))
+		fprintf(stderr, "kmux: %s: option '%.*s' takes no argument\n",
+			e->name, (int)(strchr(arg, '=') - arg), arg);
 	else if (optopt > 0 && optopt < 256 && strncmp(arg, "--", 2) != 0)
 		fprintf(stderr, "kmux: %s: unknown option '-%c'\n", e->name,
 			optopt);

@@ -46,6 +46,12 @@ check "kmux --version: exit 0" sh -c '"$0" --version >/dev/null' "$KMUX"
 check "kmux help trace: exit 0" sh -c '"$0" help trace >/dev/null' "$KMUX"
 check "kmux trace --help: exit 0, usage on stdout" \
 	sh -c '"$0" trace --help 2>/dev/null | grep -q "^usage: kmux trace"' "$KMUX"
+check "kmux run --exclusive=1: exit 2, the option takes no argument" \
+	sh -c '"$0" run --exclusive=1 -- true 2>"$1"; [ $? -eq 2 ] &&
+	       grep -qx "kmux: run: option .--exclusive. takes no argument" "$1"' "$KMUX" "$TMP/err"
+check "a bad value names the command (kmux: run: bad --mem ...)" \
+	sh -c '"$0" run --mem 12Q -- true 2>"$1"; [ $? -eq 2 ] &&
+	       grep -q "^kmux: run: bad --mem .12Q." "$1"' "$KMUX" "$TMP/err"
 check "kmux run -- '': usage error (exit 2), as submit says it" \
 	sh -c '"$0" run -- "" 2>"$1"; [ $? -eq 2 ] && grep -q "empty command name" "$1"' "$KMUX" "$TMP/err"
 # Output that cannot be written is a failure, said on stderr.
