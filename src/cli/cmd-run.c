@@ -429,7 +429,8 @@ static void run_started(struct client *c, uint64_t job, pid_t pid)
  * the job recorded it ended with its status unknown, or still watches it,
  * and takes the status from here.
  */
-static void run_finished(struct client *c, uint64_t job, int status)
+static void run_finished(struct client *c, uint64_t job, int status,
+			 bool started)
 {
 	struct proto_msg req = { .type = PROTO_FINISHED }, rep;
 	int r;
@@ -438,6 +439,10 @@ static void run_finished(struct client *c, uint64_t job, int status)
 	req.u.finished.pid = (uint32_t)getpid();
 	req.u.finished.exit_code = status >= 0 && status <= 255 ?
 		status : PROTO_EXIT_UNKNOWN;
+	/* Recorded failed, as a submitted command kmuxd could not start. */
+	if (!started && (status == KMUX_EXIT_NOEXEC ||
+			 status == KMUX_EXIT_NOTFOUND))
+		req.u.finished.flags = PROTO_FINISHED_F_NOT_STARTED;
 	r = client_call(c, &req, &rep);
 	if (client_lost(r)) {
 		r = client_call_again(c, &req, &rep, RUN_FINISHED_RECONNECT_S);
@@ -502,7 +507,7 @@ static int run_exec(int argc, char **argv)
 		}
 	}
 	if (o.admit) {
-		run_finished(&c, job, status);
+		run_finished(&c, job, status, r == 0);
 		client_close(&c);
 	}
 	return status;

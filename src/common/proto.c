@@ -379,8 +379,14 @@ static bool msg_ok(const struct proto_msg *m)
 	case PROTO_TOP:
 		return m->u.top.flags == 0;
 	case PROTO_FINISHED:
+		/* Not started: the shell's 127 or 126, no signal. */
 		return m->u.finished.job > 0 && m->u.finished.pid > 0 &&
-		       exit_ok(m->u.finished.exit_code, m->u.finished.signal);
+		       exit_ok(m->u.finished.exit_code, m->u.finished.signal) &&
+		       !(m->u.finished.flags & ~PROTO_FINISHED_F_NOT_STARTED) &&
+		       (!m->u.finished.flags ||
+			((m->u.finished.exit_code == 126 ||
+			  m->u.finished.exit_code == 127) &&
+			 m->u.finished.signal == 0));
 	case PROTO_STARTED:
 		return m->u.started.job > 0 && m->u.started.pid > 0 &&
 		       m->u.started.pid <= INT32_MAX;
@@ -719,12 +725,13 @@ static int rd_payload(struct rd *r, struct proto_msg *m)
 	case PROTO_FINISHED: {
 		struct proto_wire_finished w;
 
-		if (rd_bytes(r, &w, sizeof(w)) < 0 || w.reserved != 0)
+		if (rd_bytes(r, &w, sizeof(w)) < 0)
 			return -EBADMSG;
 		m->u.finished.job = le64toh(w.job);
 		m->u.finished.pid = le32toh(w.pid);
 		m->u.finished.exit_code = (int32_t)le32toh((uint32_t)w.exit_code);
 		m->u.finished.signal = (int32_t)le32toh((uint32_t)w.signal);
+		m->u.finished.flags = le32toh(w.flags);
 		return 0;
 	}
 	case PROTO_STARTED: {
@@ -1051,6 +1058,7 @@ static int wr_payload(struct wr *w, const struct proto_msg *m)
 			.pid = htole32(f->pid),
 			.exit_code = (int32_t)htole32((uint32_t)f->exit_code),
 			.signal = (int32_t)htole32((uint32_t)f->signal),
+			.flags = htole32(f->flags),
 		};
 
 		wr_bytes(w, &x, sizeof(x));

@@ -54,7 +54,7 @@
 #include <stdint.h>
 
 #define PROTO_MAGIC 0x58554d4bu		/* the bytes "KMUX" read as u32 LE */
-#define PROTO_VERSION 12
+#define PROTO_VERSION 13
 #define PROTO_HDR_SIZE 16
 #define PROTO_MAX_MSG (1u << 20)	/* header included */
 #define PROTO_MAX_PAYLOAD (PROTO_MAX_MSG - PROTO_HDR_SIZE)
@@ -304,7 +304,7 @@ struct proto_wire_finished {
 	uint32_t pid;
 	int32_t exit_code;
 	int32_t signal;
-	uint32_t reserved;
+	uint32_t flags;			/* v13; before, 0 */
 } PROTO_PACKED;
 
 struct proto_wire_started {
@@ -580,11 +580,19 @@ struct proto_top {
 	uint32_t flags;			/* none defined: 0 */
 };
 
+/*
+ * v13: the command could not be executed (not found, not executable):
+ * exit_code is the shell's 127 or 126 and the job is recorded failed, as
+ * a submitted job's command that kmuxd could not start.
+ */
+#define PROTO_FINISHED_F_NOT_STARTED	0x1u
+
 struct proto_finished {
 	uint64_t job;
 	uint32_t pid;
 	int32_t exit_code;		/* 0..255 or PROTO_EXIT_UNKNOWN */
 	int32_t signal;			/* 0 or the signal that killed it */
+	uint32_t flags;			/* PROTO_FINISHED_F_* */
 };
 
 /*

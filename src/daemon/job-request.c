@@ -890,8 +890,9 @@ void job_finished(struct conn *c, const struct proto_msg *m)
 	server_client_send(c, &(struct proto_msg){
 		.type = PROTO_OK, .seq = m->seq, .u.ok.id = f->job });
 	job_finish(c->srv, j, j->cancelling && j->state == PROTO_JOB_RUNNING ?
-		   PROTO_JOB_CANCELLED : PROTO_JOB_EXITED, f->exit_code,
-		   f->signal);
+		   PROTO_JOB_CANCELLED :
+		   f->flags & PROTO_FINISHED_F_NOT_STARTED ? PROTO_JOB_FAILED :
+		   PROTO_JOB_EXITED, f->exit_code, f->signal);
 }
 
 /*

@@ -88,6 +88,16 @@ expect_rc 4 "--mem 20G on a 16 GiB GPU" "$KMUX" run --mem 20G -- true
 check "  ... and CMD did not run" [ ! -s "$TMP/out" ]
 expect_rc 7 "--streams with admission" "$KMUX" run -s 2 --mem 1G -- sh -c '[ "$KMUX_STREAMS" = 2 ] && exit 7'
 
+# A command that cannot be executed: exit 127 as a shell's, and the job
+# is recorded failed (protocol v13), as a submitted one that could not
+# start, not "exited 127".
+"$KMUX" run --mem 1G -n nosuch -- "$TMP/no-such-program" 2>"$TMP/err"
+check "a missing program: kmux run exits 127" [ $? -eq 127 ]
+nid=$("$KMUX" ps --all --json | python3 -c '
+import json, sys
+print([j["id"] for j in json.load(sys.stdin) if j["name"] == "nosuch"][0])')
+check "  ... ps: failed, exit 127" [ "$(jq_job "$nid" 'j["state"], j["exit_code"]')" = "('failed', 127)" ]
+
 # SIGINT while queued: exit 130, the job leaves the queue.
 blocker=$("$KMUX" submit -m 10G -n blocker2 -- sleep 3)
 wait_state "$blocker" running

@@ -11,7 +11,8 @@
 . "$(dirname "$0")/kmuxd-lib.sh"
 
 start_daemon
-blocker=$("$KMUX" submit -m 10G -- sleep 1)
+# Long enough that a loaded machine still starts the RUN below while it runs.
+blocker=$("$KMUX" submit -m 10G -- sleep 3)
 wait_state "$blocker" running
 PYTHONPATH=$(dirname "$0") python3 - "$KMUX_SOCKET" >"$TMP/runproto" 2>&1 <<'PY'
 import os, struct, sys

@@ -153,7 +153,7 @@ static void sample(uint16_t type, struct proto_msg *m)
 	case PROTO_TOP:
 		break;
 	case PROTO_FINISHED:
-		m->u.finished = (struct proto_finished){ 20, 555, 1, 0 };
+		m->u.finished = (struct proto_finished){ 20, 555, 1, 0, 0 };
 		break;
 	case PROTO_OK:
 		m->u.ok.id = 0xfedcba9876543210ull;
@@ -330,6 +330,7 @@ static void msg_eq(const struct proto_msg *a, const struct proto_msg *b)
 		assert_int_equal(a->u.finished.pid, b->u.finished.pid);
 		assert_int_equal(a->u.finished.exit_code, b->u.finished.exit_code);
 		assert_int_equal(a->u.finished.signal, b->u.finished.signal);
+		assert_int_equal(a->u.finished.flags, b->u.finished.flags);
 		break;
 	case PROTO_OK:
 		assert_true(a->u.ok.id == b->u.ok.id);
@@ -532,7 +533,7 @@ static void test_typed_encoders(void **state)
 static void test_golden_bytes(void **state)
 {
 	static const uint8_t want[] = {
-		'K', 'M', 'U', 'X', 12, 0, 106, 0,	/* magic, v12, WAIT */
+		'K', 'M', 'U', 'X', 13, 0, 106, 0,	/* magic, v13, WAIT */
 		8, 0, 0, 0, 0x78, 0x56, 0x34, 0x12,	/* length 8, seq */
 		0x2a, 0, 0, 0, 0, 0, 0, 0x80,		/* job */
 	};
@@ -547,7 +548,7 @@ static void test_golden_bytes(void **state)
 
 	/* REGISTER, the preload's layout (v2). */
 	static const uint8_t reg[] = {
-		'K', 'M', 'U', 'X', 12, 0, 103, 0,
+		'K', 'M', 'U', 'X', 13, 0, 103, 0,
 		65, 0, 0, 0, 1, 0, 0, 0,
 		7, 0, 0, 0, 0, 0, 0, 0,		/* job */
 		9, 0, 0, 0, 0, 0, 0, 0,		/* pid_start */
@@ -573,7 +574,7 @@ static void test_golden_bytes(void **state)
 	/* MEM_PRESSURE (v4; flags v7). */
 	{
 		static const uint8_t mp[] = {
-			'K', 'M', 'U', 'X', 12, 0, 210, 0,
+			'K', 'M', 'U', 'X', 13, 0, 210, 0,
 			16, 0, 0, 0, 5, 0, 0, 0,
 			0, 0, 0, 0x03, 0, 0, 0, 0,	/* give 48 MiB */
 			2, 0, 0, 0, 1, 0, 0, 0,		/* gpu 2, flags */
@@ -590,7 +591,7 @@ static void test_golden_bytes(void **state)
 	/* ATTACH (v11): WAIT's layout under its own number. */
 	{
 		static const uint8_t at[] = {
-			'K', 'M', 'U', 'X', 12, 0, 114, 0,
+			'K', 'M', 'U', 'X', 13, 0, 114, 0,
 			8, 0, 0, 0, 3, 0, 0, 0,
 			0x2a, 0, 0, 0, 0, 0, 0, 0,	/* job 42 */
 		};
@@ -602,10 +603,46 @@ static void test_golden_bytes(void **state)
 		assert_memory_equal(buf, at, sizeof(at));
 	}
 
+	/*
+	 * FINISHED (v13): job, pid, exit code, signal, flags; NOT_STARTED only
+	 * with the shell's 126 or 127 and no signal, no other flag.
+	 */
+	{
+		static const uint8_t fd[] = {
+			'K', 'M', 'U', 'X', 13, 0, 110, 0,
+			24, 0, 0, 0, 5, 0, 0, 0,
+			0x2a, 0, 0, 0, 0, 0, 0, 0,	/* job 42 */
+			0x39, 0x30, 0, 0,		/* pid 12345 */
+			127, 0, 0, 0, 0, 0, 0, 0,	/* exit 127, signal 0 */
+			1, 0, 0, 0,			/* NOT_STARTED */
+		};
+		struct proto_msg d;
+		uint8_t bad[sizeof(fd)];
+		size_t used;
+
+		out.len = 0;
+		assert_int_equal(proto_encode_finished(&out, 5,
+			&(struct proto_finished){ 42, 12345, 127, 0,
+				PROTO_FINISHED_F_NOT_STARTED }), 0);
+		assert_int_equal(out.len, sizeof(fd));
+		assert_memory_equal(buf, fd, sizeof(fd));
+		assert_int_equal(proto_decode(fd, sizeof(fd), &d, &used), 0);
+		assert_int_equal(d.u.finished.flags,
+				 PROTO_FINISHED_F_NOT_STARTED);
+		memcpy(bad, fd, sizeof(fd));
+		bad[sizeof(fd) - 4] = 2;	/* an unknown flag */
+		assert_int_equal(proto_decode(bad, sizeof(bad), &d, &used),
+				 -EBADMSG);
+		memcpy(bad, fd, sizeof(fd));
+		bad[28] = 0;			/* not started, exit 0 */
+		assert_int_equal(proto_decode(bad, sizeof(bad), &d, &used),
+				 -EBADMSG);
+	}
+
 	/* STARTED (v12): job, pid, a reserved word that must be 0. */
 	{
 		static const uint8_t sd[] = {
-			'K', 'M', 'U', 'X', 12, 0, 115, 0,
+			'K', 'M', 'U', 'X', 13, 0, 115, 0,
 			16, 0, 0, 0, 4, 0, 0, 0,
 			0x2a, 0, 0, 0, 0, 0, 0, 0,	/* job 42 */
 			0x39, 0x30, 0, 0, 0, 0, 0, 0,	/* pid 12345, 0 */
@@ -628,7 +665,7 @@ static void test_golden_bytes(void **state)
 	/* GPU_LIST of a node without GPUs, with why (v10's note). */
 	{
 		static const uint8_t gl[] = {
-			'K', 'M', 'U', 'X', 12, 0, 205, 0,
+			'K', 'M', 'U', 'X', 13, 0, 205, 0,
 			15, 0, 0, 0, 6, 0, 0, 0,
 			0, 0, 0, 0, 0, 0, 0, 0,		/* count 0, 0 */
 			3, 0, 0, 0, 'n', 'o', 0,	/* note "no" */
@@ -1041,6 +1078,12 @@ static void test_encoder_rejects_invalid(void **state)
 	BAD(PROTO_FINISHED, m.u.finished.exit_code = -2);
 	BAD(PROTO_FINISHED, m.u.finished.signal = 65);
 	BAD(PROTO_FINISHED, m.u.finished.pid = 0);
+	BAD(PROTO_FINISHED, m.u.finished.flags = 2);
+	BAD(PROTO_FINISHED,
+	    m.u.finished.flags = PROTO_FINISHED_F_NOT_STARTED);	/* exit 1 */
+	BAD(PROTO_FINISHED, (m.u.finished.flags = PROTO_FINISHED_F_NOT_STARTED,
+			     m.u.finished.exit_code = 127,
+			     m.u.finished.signal = 9));
 	BAD(PROTO_ERROR, m.u.error.err = 0);
 	BAD(PROTO_ERROR, m.u.error.err = -5);
 	BAD(PROTO_ERROR, m.u.error.err = 4096);
