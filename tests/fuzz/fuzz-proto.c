@@ -268,7 +268,10 @@ int main(int argc, char **argv)
 	m[i++].u.logs = (struct proto_logs){ 1, 0, PROTO_LOGS_F_FOLLOW };
 	m[i++].type = PROTO_TOP;
 	m[i].type = PROTO_FINISHED;
-	m[i++].u.finished = (struct proto_finished){ 1, 99, 0, 0 };
+	m[i++].u.finished = (struct proto_finished){ 1, 99, 0, 0, 0 };
+	m[i].type = PROTO_FINISHED;
+	m[i++].u.finished = (struct proto_finished){
+		1, 99, 127, 0, PROTO_FINISHED_F_NOT_STARTED };
 	m[i].type = PROTO_OK;
 	m[i++].u.ok.id = 1;
 	m[i].type = PROTO_ERROR;
