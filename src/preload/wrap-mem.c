@@ -736,8 +736,8 @@ KMUX_EXPORT CUresult CUDAAPI cuMemUnmap(CUdeviceptr ptr, size_t size)
  * CUDA arrays: device memory no address names.  Their bytes
  * (quota_array_bytes()) are reserved before the driver is called and
  * remembered per handle until the array is destroyed, as cuMemCreate's are.
+ * array_reserve: 0 and *bytes, or nonzero past the quota.
  */
-/* Reserve an array's bytes: 0 and *bytes, or nonzero past the quota. */
 static int array_reserve(const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned levels,
 			 uint64_t *bytes)
 {
@@ -856,7 +856,6 @@ KMUX_EXPORT CUresult CUDAAPI cuMipmappedArrayDestroy(CUmipmappedArray h)
 	return array_destroyed(QUOTA_H_MIPMAP, (uint64_t)(uintptr_t)h,
 			       mipmap_destroy_real);
 }
-
 
 KMUX_EXPORT CUresult CUDAAPI cuMemGetInfo_v2(size_t *free_bytes,
 					     size_t *total_bytes)
