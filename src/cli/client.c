@@ -16,6 +16,7 @@
 
 #include "client.h"
 #include "cmd.h"
+#include "num.h"
 #include "sock.h"
 
 #ifndef KMUX_VERSION
@@ -390,16 +391,11 @@ int client_exit_status(int err, int connected)
 
 int client_parse_id(const char *s, uint64_t *id)
 {
-	unsigned long long v;
-	char *end;
+	long v;
 
-	if (!s || *s < '0' || *s > '9')
+	if (num_parse(s, 1, INT64_MAX, &v))
 		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || *end || v == 0 || v > INT64_MAX)
-		return -EINVAL;
-	*id = v;
+	*id = (uint64_t)v;
 	return 0;
 }
 
