@@ -36,6 +36,11 @@ struct alloc {
 
 /* From kmux's memory pool (stream-alloc.h): freed only by kmux's pool path. */
 #define ALLOC_F_POOLED	0x1
+/*
+ * A graph allocation (graph-mem.h): its address outlives its memory, and
+ * graph-mem.c, not the table, knows what it is charged.
+ */
+#define ALLOC_F_GRAPH	0x2
 
 struct alloc_table;
 

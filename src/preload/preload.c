@@ -29,6 +29,7 @@
 #include "alloc-table.h"
 #include "copy.h"
 #include "ctx-stack.h"
+#include "graph-mem.h"
 #include "log.h"
 #include "mm.h"
 #include "preload.h"
@@ -58,6 +59,7 @@ static int env_flag(const char *name)
  */
 static void preload_atfork_prepare(void)
 {
+	gmem_atfork_prepare();
 	alloc_table_atfork_prepare();
 	quota_atfork_prepare();
 	mm_atfork_prepare();
@@ -72,6 +74,7 @@ static void preload_atfork_parent(void)
 	mm_atfork_parent();
 	quota_atfork_parent();
 	alloc_table_atfork_parent();
+	gmem_atfork_parent();
 }
 
 static void preload_atfork_child(void)
@@ -81,6 +84,7 @@ static void preload_atfork_child(void)
 	mm_atfork_child();
 	quota_atfork_child();
 	alloc_table_atfork_child();
+	gmem_atfork_child();
 	trace_atfork_child();
 	streams_atfork_child();
 	salloc_atfork_child();

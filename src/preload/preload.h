@@ -89,4 +89,12 @@ void sync_done(enum trace_sync_kind kind, uint64_t obj, uint64_t t0,
 
 unsigned procaddr_unmatched_count(void);
 
+/*
+ * wrap-mem.c: a launch of executable graph g, made by launch(arg), when
+ * graph-mem.h knows memory nodes: the quota reserves what it allocates
+ * first, the books and the tracker's map follow what it did.
+ */
+CUresult mem_graph_launch(CUgraphExec g, CUresult (*launch)(void *arg),
+			  void *arg);
+
 #endif

@@ -259,7 +259,8 @@ uint64_t quota_charged(uint64_t base)
 	struct alloc_table *t = alloc_table_global();
 	struct alloc a;
 
-	if (!t || !base || alloc_table_find(t, base, &a) || a.base != base)
+	if (!t || !base || alloc_table_find(t, base, &a) || a.base != base ||
+	    (a.flags & ALLOC_F_GRAPH))
 		return 0;
 	return a.kind == ALLOC_DEVICE || a.kind == ALLOC_MANAGED ? a.size : 0;
 }

@@ -3,8 +3,8 @@
  * daemon for each job; issue 4, Enforcement).
  *
  * Device memory the process commits (cuMemAlloc, pitch, async / from pool,
- * managed, and VMM physical memory from cuMemCreate) is counted in one atomic
- * counter.  An allocation is reserved with a CAS loop before the driver is
+ * managed, VMM physical memory from cuMemCreate, CUDA arrays, and graph
+ * allocations while live, graph-mem.h) is counted in one atomic counter.  An allocation is reserved with a CAS loop before the driver is
  * called; one that would exceed the quota gets CUDA_ERROR_OUT_OF_MEMORY
  * without reaching the driver, and a driver failure gives the bytes back.
  * Frees give back the size the allocation table recorded (VMM: the size
@@ -103,7 +103,8 @@ static inline void quota_release(uint64_t n)
 /*
  * The counted bytes of the allocation that starts at base, from the
  * allocation table: its size for device and managed memory, 0 for anything
- * else (host memory, VMM mappings, unknown addresses).
+ * else (host memory, VMM mappings, unknown addresses, graph allocations:
+ * graph-mem.h keeps their charge).
  */
 uint64_t quota_charged(uint64_t base);
 

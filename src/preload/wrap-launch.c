@@ -11,6 +11,7 @@
  * decode, pointers into managed, host-mapped or VMM memory, a kernel named
  * by KMUX_BARRIER_KERNELS, a graph, host code) is a barrier.
  */
+#include "graph-mem.h"
 #include "kparams.h"
 #include "mm.h"
 #include "preload.h"
@@ -483,12 +484,33 @@ static CUresult launch_graph(int per_thread, CUgraphExec g, CUstream s)
 	return launch_go(&op);
 }
 
+/* One graph launch as the wrapper would make it, for mem_graph_launch(). */
+struct graph_launch_args {
+	int per_thread;
+	CUgraphExec g;
+	CUstream s;
+};
+
+static CUresult graph_launch_now(void *arg)
+{
+	const struct graph_launch_args *a = arg;
+
+	if (likely(!kmux_tracking))
+		return a->per_thread ? REAL(cuGraphLaunch_ptsz)(a->g, a->s)
+				     : REAL(cuGraphLaunch)(a->g, a->s);
+	return launch_graph(a->per_thread, a->g, a->s);
+}
+
 KMUX_EXPORT CUresult CUDAAPI cuGraphLaunch(CUgraphExec g, CUstream s)
 {
 	if (NO_DRIVER(cuGraphLaunch))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
 	launch_count();
+	/* A graph with memory nodes allocates as it launches. */
+	if (unlikely(gmem_any()))
+		return mem_graph_launch(g, graph_launch_now,
+			&(struct graph_launch_args){ .g = g, .s = s });
 	if (likely(!kmux_tracking))
 		return REAL(cuGraphLaunch)(g, s);
 	return launch_graph(0, g, s);
@@ -500,6 +522,10 @@ KMUX_EXPORT CUresult CUDAAPI cuGraphLaunch_ptsz(CUgraphExec g, CUstream s)
 		return CUDA_ERROR_NOT_INITIALIZED;
 	KMUX_GATE();
 	launch_count();
+	if (unlikely(gmem_any()))
+		return mem_graph_launch(g, graph_launch_now,
+			&(struct graph_launch_args){ .per_thread = 1, .g = g,
+						     .s = s });
 	if (likely(!kmux_tracking))
 		return REAL(cuGraphLaunch_ptsz)(g, s);
 	return launch_graph(1, g, s);

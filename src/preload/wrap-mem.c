@@ -31,6 +31,7 @@
 #include <errno.h>
 
 #include "alloc-table.h"
+#include "graph-mem.h"
 #include "log.h"
 #include "mm.h"
 #include "preload.h"
@@ -266,6 +267,88 @@ KMUX_EXPORT CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr *dptr, size_t size,
 	return r;
 }
 
+/*
+ * Stream s (the program's, 0 a default stream) is capturing into a graph:
+ * a stream-ordered allocation or free there is a memory node, not memory.
+ */
+static int mem_capturing(CUstream s, int per_thread)
+{
+	CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+
+	if (!REAL(cuStreamIsCapturing))
+		return 0;
+	/* An error here is the driver's to report, at the call itself. */
+	return REAL(cuStreamIsCapturing)(streams_default_handle(s, per_thread),
+					 &st) == CUDA_SUCCESS &&
+	       st != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+/*
+ * What a stream-ordered free of ptr gives back to the quota: nothing when
+ * captured (a free node settles at its launch), a live graph
+ * allocation's charge, else what the table recorded.
+ */
+static uint64_t mem_free_charge(uint64_t ptr, CUstream s, int per_thread)
+{
+	uint64_t charged = 0;
+
+	if (mem_capturing(s, per_thread))
+		return 0;
+	if (gmem_free(ptr, &charged))
+		return charged;
+	return quota_charged(ptr);
+}
+
+/*
+ * A launch of executable graph g (launch(arg) makes it) with memory nodes:
+ * reserve every allocation it makes, then settle the books: allocations
+ * it leaves live stay charged and tracked, the ones it freed are given
+ * back and forgotten.
+ */
+CUresult mem_graph_launch(CUgraphExec g, CUresult (*launch)(void *arg),
+			  void *arg)
+{
+	struct alloc_table *t = alloc_table_global();
+	uint64_t x = (uint64_t)(uintptr_t)g, need = 0;
+	struct gmem_change c;
+	struct alloc al;
+	CUresult r;
+
+	if (!gmem_launch_need(x, &need))
+		return launch(arg);
+	if (!quota_on)
+		need = 0;
+	if (need && mem_reserve_any(need)) {
+		log_info("graph launch: its memory nodes allocate %llu bytes, "
+			 "past KMUX_MEM_QUOTA", (unsigned long long)need);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	r = launch(arg);
+	if (r != CUDA_SUCCESS) {
+		if (need)
+			quota_release(need);
+		return r;
+	}
+	if (gmem_launch_done(x, need, &c))
+		log_warn("graph launch: out of memory keeping the books of "
+			 "its memory nodes; its allocations stay charged");
+	for (uint32_t i = 0; i < c.nlive; i++)
+		if (!t || alloc_table_find(t, c.live[i].va, &al) ||
+		    al.base != c.live[i].va)
+			mem_track_flags(c.live[i].va, c.live[i].size,
+					ALLOC_DEVICE, ALLOC_F_GRAPH);
+	for (uint32_t i = 0; i < c.nfreed; i++) {
+		uint64_t id = t && alloc_table_find(t, c.freed[i], &al) == 0 &&
+			      al.base == c.freed[i] ? al.id : 0;
+
+		mem_after_free(c.freed[i], id);
+	}
+	if (quota_on && c.give_back)
+		quota_release(c.give_back);
+	gmem_change_free(&c);
+	return r;
+}
+
 /* A stream-ordered allocation or free, for the scheduler's issue. */
 struct async_args {
 	int which;		/* ASYNC_* */
@@ -315,6 +398,14 @@ static CUresult alloc_async(struct async_args *a)
 	};
 	CUresult r;
 
+	/* Captured: a node of a graph, charged when a launch makes it live. */
+	if (unlikely(quota_on) && mem_capturing(a->s, a->per_thread)) {
+		r = streams_pass(a->s, async_issue, a);
+		if (r == CUDA_SUCCESS)
+			mem_track_flags(*a->dptr, a->size, ALLOC_DEVICE,
+					ALLOC_F_GRAPH);
+		return r;
+	}
 	if (unlikely(quota_on) && mem_reserve(a->size))
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	if (likely(!kmux_streams) || !streams_is_default(a->s)) {
@@ -473,7 +564,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr)
 			mem_after_free(dptr, id);
 		return r;
 	}
-	if (unlikely(quota_on))
+	if (unlikely(quota_on) && !gmem_free(dptr, &charged))
 		charged = quota_charged(dptr);
 	if (kmux_streams && mem_defer_free(dptr, charged))
 		return CUDA_SUCCESS;
@@ -528,7 +619,7 @@ static CUresult free_async(struct async_args *a)
 	if (unlikely(salloc_on))
 		pooled = mem_pooled(a->ptr, &pal);
 	if (unlikely(quota_on) && !pooled)
-		charged = quota_charged(a->ptr);
+		charged = mem_free_charge(a->ptr, a->s, a->per_thread);
 	if (likely(!kmux_streams) || !streams_is_default(a->s) || !t) {
 		if (kmux_streams && t && alloc_table_find(t, a->ptr, &al) == 0)
 			streams_ra_release(al.id);

@@ -30,6 +30,15 @@ for m in graph hostfunc callback managed hostmem regex opaque opaque-params \
 	check "$m: no conflicting overlap" "$SIMDIR/simcuda-check" -q "$TMP"/sim.*
 done
 
+# Not a barrier, an address kmux learns from a graph: two default-stream
+# kernels writing what a graph's memory node allocated keep their order.
+rm -f "$TMP"/sim.*
+SIMCUDA_LOG=$TMP/sim.%p KMUX_STREAMS=8 LD_PRELOAD=$PRELOAD \
+	"$PROGS/streams-cases" graph-mem >"$TMP/graph-mem" 2>&1
+check "graph-mem: writers of a graph allocation keep their order ($(head -c 60 "$TMP/graph-mem"))" \
+	grep -qx "graph-mem ordered" "$TMP/graph-mem"
+check "graph-mem: no conflicting overlap" "$SIMDIR/simcuda-check" -q "$TMP"/sim.*
+
 # The controls of the unreadable launches: probe through a short `extra`
 # list kmux reads, and probe with its layout known, are ordinary kernels,
 # and the same check sees them run beside their neighbours.

@@ -74,6 +74,37 @@ QUOTA_DEFER=1 KMUX_STREAMS=4 KMUX_MEM_QUOTA=64M LD_PRELOAD=$PRELOAD "$Q" 64 1 >"
 check "an array after a deferred free: exit 0" [ $? -eq 0 ]
 check "  ... the array fits" has "$TMP/defer" "deferred array err=0"
 
+# Graph memory nodes (64 MiB quota): charged while a launch keeps them
+# live, never at capture; a launch that would allocate past the quota is
+# refused before the driver; auto-free gives the last launch's back.
+QUOTA_GRAPHS=1 KMUX_MEM_QUOTA=64M LD_PRELOAD=$PRELOAD "$Q" 8 1 >"$TMP/graphs" 2>&1
+check "graphs: exit 0" [ $? -eq 0 ]
+check "graphs: a graph that frees its own 32 MiB runs" has "$TMP/graphs" "graphs own-free err=0"
+check "  ... and runs again" has "$TMP/graphs" "graphs own-free-again err=0"
+check "  ... and holds nothing after" has "$TMP/graphs" "graphs-after-own total=64 free=64"
+check "graphs: 48 MiB left live by a launch are counted" has "$TMP/graphs" "graphs-live total=64 free=16"
+check "  ... so 32 MiB more is past the quota" has "$TMP/graphs" "graphs alloc-while-live err=2"
+check "  ... cuMemFreeAsync gives them back" has "$TMP/graphs" "graphs-freed-async total=64 free=64"
+check "  ... the graph launches again" has "$TMP/graphs" "graphs relaunch err=0"
+check "  ... cuMemFree gives them back" has "$TMP/graphs" "graphs-freed-sync total=64 free=64"
+check "graphs: a launch allocating 2 x 40 MiB: CUDA_ERROR_OUT_OF_MEMORY" has "$TMP/graphs" "graphs too-big err=2"
+check "  ... and nothing stays charged" has "$TMP/graphs" "graphs-after-big total=64 free=64"
+check "graphs: a captured cuMemAllocAsync charges nothing at capture" has "$TMP/graphs" "graphs-capturing total=64 free=64"
+check "  ... its graph launches twice" \
+	bash -c "grep -qx 'graphs captured err=0' '$TMP/graphs' && grep -qx 'graphs captured-again err=0' '$TMP/graphs'"
+check "  ... and holds nothing after" has "$TMP/graphs" "graphs-after-captured total=64 free=64"
+check "graphs: an auto-free graph of 48 MiB launches twice" \
+	bash -c "grep -qx 'graphs auto-free err=0' '$TMP/graphs' && grep -qx 'graphs auto-free-again err=0' '$TMP/graphs'"
+check "  ... holding 48 MiB, not 96" has "$TMP/graphs" "graphs-auto-live total=64 free=16"
+check "graphs: everything back at the end" has "$TMP/graphs" "graphs-end total=64 free=64"
+QUOTA_GRAPHS=1 "$Q" 8 1 >"$TMP/graphs-plain" 2>&1
+check "graphs without kmux: no failure" \
+	bash -c "grep -qx 'graphs alloc-while-live err=0' '$TMP/graphs-plain' &&
+		 grep -qx 'graphs too-big err=0' '$TMP/graphs-plain'"
+# Under the stream scheduler too (its graph launches are barriers).
+QUOTA_GRAPHS=1 KMUX_STREAMS=4 KMUX_MEM_QUOTA=64M LD_PRELOAD=$PRELOAD "$Q" 8 1 >"$TMP/graphs-st" 2>&1
+check "graphs under KMUX_STREAMS=4: the same" cmp -s "$TMP/graphs" "$TMP/graphs-st"
+
 # Two processes at once, different quotas: each hits only its own limit.
 QUOTA_HOLD_MS=500 KMUX_MEM_QUOTA=32M LD_PRELOAD=$PRELOAD "$Q" >"$TMP/a" 2>&1 &
 pa=$!

@@ -1292,6 +1292,139 @@ static int test_graph(void)
 	return 0;
 }
 
+/*
+ * Graph memory nodes: the address is fixed at the node, the memory live
+ * from a launch to a free; the node getters see them; a graph that leaves
+ * its allocation live cannot launch again until it is freed, unless
+ * instantiated with auto-free.
+ */
+static int test_graph_mem(void)
+{
+	CUDA_MEM_ALLOC_NODE_PARAMS ap = { 0 }, got;
+	CUgraphNode an, fn, nodes[3];
+	CUgraphNodeType t;
+	CUdeviceptr va, fva = 0;
+	CUgraphExec x;
+	CUstream s;
+	CUgraph g;
+	size_t n;
+	unsigned host[16], v = 5;
+	int cnt = 16;
+	void *fargs[] = { &va, &v, &cnt };
+	CUcontext c;
+
+	if (ok(cuCtxCreate(&c, NULL, 0, 0)))
+		return -1;
+	ok(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	ap.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+	ap.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	ap.bytesize = 64;
+	ok(cuGraphCreate(&g, 0));
+	ok(cuGraphAddMemAllocNode(&an, g, NULL, 0, &ap));
+	va = ap.dptr;
+	expect(va != 0, "no address at the node");
+	ok(cuGraphAddMemFreeNode(&fn, g, &an, 1, va));
+	fails_with(cuGraphAddMemFreeNode(&fn, g, NULL, 0, va + 4),
+		   CUDA_ERROR_INVALID_VALUE);
+	n = 0;
+	ok(cuGraphGetNodes(g, NULL, &n));
+	expect(n == 2, "%zu nodes", n);
+	n = 3;
+	ok(cuGraphGetNodes(g, nodes, &n));
+	expect(n == 2 && nodes[2] == NULL, "%zu nodes, tail not cleared", n);
+	ok(cuGraphNodeGetType(nodes[0], &t));
+	expect(t == CU_GRAPH_NODE_TYPE_MEM_ALLOC, "type %d", (int)t);
+	ok(cuGraphNodeGetType(nodes[1], &t));
+	expect(t == CU_GRAPH_NODE_TYPE_MEM_FREE, "type %d", (int)t);
+	ok(cuGraphMemAllocNodeGetParams(nodes[0], &got));
+	expect(got.dptr == va && got.bytesize == 64, "alloc params");
+	ok(cuGraphMemFreeNodeGetParams(nodes[1], &fva));
+	expect(fva == va, "free params");
+	fails_with(cuGraphMemFreeNodeGetParams(nodes[0], &fva),
+		   CUDA_ERROR_INVALID_VALUE);
+	/* Freed by the graph itself: it launches again and again. */
+	ok(cuGraphInstantiate(&x, g, 0));
+	ok(cuGraphLaunch(x, s));
+	ok(cuGraphLaunch(x, s));
+	ok(cuStreamSynchronize(s));
+	ok(cuGraphExecDestroy(x));
+	ok(cuGraphDestroy(g));
+
+	/* Left live: usable after the launch, freed by the program. */
+	ok(cuGraphCreate(&g, 0));
+	ok(cuGraphAddMemAllocNode(&an, g, NULL, 0, &ap));
+	va = ap.dptr;
+	ok(cuGraphInstantiate(&x, g, 0));
+	ok(cuGraphLaunch(x, s));
+	ok(launch(f_fill, s, fargs));
+	ok(cuMemcpyDtoHAsync(host, va, 64, s));
+	ok(cuStreamSynchronize(s));
+	expect(host[15] == 5, "graph allocation holds %u", host[15]);
+	ok(cuMemFreeAsync(va, s));
+	ok(cuStreamSynchronize(s));
+	fails_with(cuMemFree(va), CUDA_ERROR_INVALID_VALUE);
+	ok(cuGraphLaunch(x, s));
+	ok(cuStreamSynchronize(s));
+	ok(cuMemFree(va));
+	/* Launched twice without a free: the second launch faults. */
+	ok(cuGraphLaunch(x, s));
+	ok(cuGraphLaunch(x, s));
+	fails_with(cuStreamSynchronize(s), CUDA_ERROR_ILLEGAL_ADDRESS);
+	ok(cuCtxDestroy(c));
+	simcuda_records_clear();
+	return 0;
+}
+
+/* Auto-free, and memory nodes made by stream capture. */
+static int test_graph_mem_auto(void)
+{
+	CUDA_MEM_ALLOC_NODE_PARAMS ap = { 0 };
+	CUgraphNode an, nodes[4];
+	CUgraphNodeType t;
+	CUgraphExec x;
+	CUstream s;
+	CUgraph g;
+	CUdeviceptr e;
+	size_t n = 4;
+
+	ok(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	ap.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+	ap.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	ap.bytesize = 64;
+	ok(cuGraphCreate(&g, 0));
+	ok(cuGraphAddMemAllocNode(&an, g, NULL, 0, &ap));
+	ok(cuGraphInstantiate(&x, g,
+			      CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH));
+	ok(cuGraphLaunch(x, s));
+	ok(cuGraphLaunch(x, s));
+	ok(cuStreamSynchronize(s));
+	ok(cuMemFree(ap.dptr));
+	ok(cuGraphExecDestroy(x));
+	ok(cuGraphDestroy(g));
+
+	/* Captured cuMemAllocAsync / cuMemFreeAsync are memory nodes. */
+	ok(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+	ok(cuMemAllocAsync(&e, 64, s));
+	ok(cuMemsetD8Async(e, 1, 64, s));
+	ok(cuMemFreeAsync(e, s));
+	ok(cuStreamEndCapture(s, &g));
+	ok(cuGraphGetNodes(g, nodes, &n));
+	expect(n == 3, "%zu captured nodes", n);
+	ok(cuGraphNodeGetType(nodes[0], &t));
+	expect(t == CU_GRAPH_NODE_TYPE_MEM_ALLOC, "captured type %d", (int)t);
+	ok(cuGraphNodeGetType(nodes[2], &t));
+	expect(t == CU_GRAPH_NODE_TYPE_MEM_FREE, "captured type %d", (int)t);
+	ok(cuGraphInstantiate(&x, g, 0));
+	ok(cuGraphLaunch(x, s));
+	ok(cuGraphLaunch(x, s));
+	ok(cuStreamSynchronize(s));
+	ok(cuGraphExecDestroy(x));
+	ok(cuGraphDestroy(g));
+	ok(cuStreamDestroy(s));
+	simcuda_records_clear();
+	return 0;
+}
+
 /* ---- main ---------------------------------------------------------------- */
 
 static int child(const char *what)
@@ -1356,6 +1489,8 @@ int main(int argc, char **argv)
 	test_events();
 	test_procaddr();
 	test_graph();
+	test_graph_mem();
+	test_graph_mem_auto();
 	test_checker(self);
 	test_use_after_free();
 	test_arrays();

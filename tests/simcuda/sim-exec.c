@@ -248,7 +248,31 @@ static void free_run(struct sim_exec *x)
 	if (x->rec != NULL &&
 	    sim_rec_add_acc(x->rec, a->id, a->base, SIM_WRITE) < 0)
 		sim_warn("out of memory recording a free");
-	sim_mem_free_locked(p, 1);
+	if (sim_mem_free_locked(p, 1) != CUDA_SUCCESS)
+		sim_exec_fault(x, p, 1, SIM_WRITE, "double-free");
+}
+
+/*
+ * Lock held.  A graph's allocation node: the memory is live until a free
+ * (the graph's, or the program's after the launch).  Allocating is a
+ * write, like freeing.
+ */
+static void galloc_run(struct sim_exec *x)
+{
+	uint64_t p = x->op->u.galloc.ptr;
+	struct sim_alloc *a = sim_alloc_find(p);
+
+	if (x->rec != NULL)
+		x->rec->start = x->rec->end = sim_now();
+	if (a == NULL || a->base != p || !a->graph || a->live) {
+		sim_exec_fault(x, p, 1, SIM_WRITE,
+			       "graph-alloc-live-or-unknown");
+		return;
+	}
+	if (x->rec != NULL &&
+	    sim_rec_add_acc(x->rec, a->id, a->base, SIM_WRITE) < 0)
+		sim_warn("out of memory recording a graph allocation");
+	a->live = 1;
 }
 
 static int rec_kind(enum sim_op_kind k)
@@ -263,6 +287,7 @@ static int rec_kind(enum sim_op_kind k)
 	case SIM_OP_GRAPH:
 		return SIM_REC_GRAPH;
 	case SIM_OP_FREE:
+	case SIM_OP_GALLOC:
 		return SIM_REC_FREE;
 	default:
 		return SIM_REC_HOST;
@@ -286,6 +311,8 @@ static const char *op_name(const struct sim_op *op)
 		return "graph";
 	case SIM_OP_FREE:
 		return "cuMemFreeAsync";
+	case SIM_OP_GALLOC:
+		return "graph-alloc";
 	default:
 		return "-";
 	}
@@ -336,9 +363,12 @@ void sim_exec_op(struct sim_stream *s, struct sim_op *op, uint64_t graph)
 	sim_list_add_tail(&running, &x.link);
 	if (op->kind == SIM_OP_FREE)
 		free_run(&x);
+	else if (op->kind == SIM_OP_GALLOC)
+		galloc_run(&x);
 	sim_unlock();
 
-	if (x.rec != NULL && op->kind != SIM_OP_FREE)
+	if (x.rec != NULL && op->kind != SIM_OP_FREE &&
+	    op->kind != SIM_OP_GALLOC)
 		x.rec->start = sim_now();
 	switch (op->kind) {
 	case SIM_OP_KERNEL:
@@ -362,7 +392,8 @@ void sim_exec_op(struct sim_stream *s, struct sim_op *op, uint64_t graph)
 	default:
 		break;
 	}
-	if (x.rec != NULL && op->kind != SIM_OP_FREE)
+	if (x.rec != NULL && op->kind != SIM_OP_FREE &&
+	    op->kind != SIM_OP_GALLOC)
 		x.rec->end = sim_now();
 
 	sim_lock();

@@ -12,11 +12,18 @@
  * capturing stream is refused with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and
  * invalidates the capture, as the driver does.
  *
+ * Memory nodes (cuGraphAddMemAllocNode / cuGraphAddMemFreeNode, or
+ * cuMemAllocAsync / cuMemFreeAsync captured) are graph allocations
+ * (sim-mem.c): their address is fixed at the node, their memory live from
+ * a launch reaching the allocation node to a free.  cuGraphGetNodes and
+ * the node getters see a graph's operations as its nodes.
+ *
  * cuGraphLaunch submits one GRAPH operation; when the stream reaches it the
  * worker replays the nodes in order, each with its own record (carrying the
  * graph exec id), inside a "graph" record of its own.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "sim.h"
 
@@ -390,7 +397,7 @@ SIM_API CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec,
 	struct sim_op *op;
 	CUresult err = sim_check_init();
 
-	(void)flags;	/* upload / auto-free / priority: nothing to do */
+	/* upload / priority: nothing to do */
 	if (err != CUDA_SUCCESS)
 		return err;
 	if (phGraphExec == NULL)
@@ -409,6 +416,7 @@ SIM_API CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec,
 	x->id = sim_new_id();
 	x->ctx = g->ctx;
 	x->refs = 1;
+	x->auto_free = !!(flags & CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH);
 	x->ops = calloc(g->nops ? g->nops : 1, sizeof(*x->ops));
 	if (x->ops == NULL)
 		goto err_free;
@@ -448,6 +456,27 @@ SIM_API CUresult cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph,
 {
 	return cuGraphInstantiate_v2(phGraphExec, hGraph, phErrorNode,
 				     logBuffer, bufferSize);
+}
+
+SIM_API CUresult cuGraphInstantiateWithParams(CUgraphExec *phGraphExec,
+		CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS *params)
+{
+	CUresult err;
+
+	if (params == NULL)
+		return CUDA_ERROR_INVALID_VALUE;
+	err = cuGraphInstantiateWithFlags(phGraphExec, hGraph, params->flags);
+	params->result_out = err == CUDA_SUCCESS ?
+			     CUDA_GRAPH_INSTANTIATE_SUCCESS :
+			     CUDA_GRAPH_INSTANTIATE_ERROR;
+	params->hErrNode_out = NULL;
+	return err;
+}
+
+SIM_API CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *phGraphExec,
+		CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS *params)
+{
+	return cuGraphInstantiateWithParams(phGraphExec, hGraph, params);
 }
 
 SIM_API CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
@@ -539,6 +568,18 @@ void sim_graph_run(struct sim_exec *x)
 	struct sim_gexec *g = x->op->u.graph.g;
 	unsigned i;
 
+	/* Auto-free: what the last launch left live is freed first. */
+	sim_lock();
+	for (i = 0; g->auto_free && i < g->nops; i++) {
+		struct sim_alloc *a = g->ops[i]->kind == SIM_OP_GALLOC ?
+				      sim_alloc_find(g->ops[i]->u.galloc.ptr) :
+				      NULL;
+
+		if (a != NULL && a->graph)
+			a->live = 0;
+	}
+	sim_unlock();
+
 	for (i = 0; i < g->nops; i++) {
 		struct sim_op *op;
 
@@ -554,4 +595,259 @@ void sim_graph_run(struct sim_exec *x)
 		sim_op_free(op);
 		sim_unlock();
 	}
+}
+
+/* ---- nodes ----------------------------------------------------------------
+ *
+ * A node is one of its graph's operations (its handle is the sim_op); the
+ * graph keeps them in the order they were added, which is a valid order of
+ * the dependencies given (each names nodes added before).  Only memory
+ * nodes are made here; the other kinds come from capture.
+ */
+
+/* Lock held.  Whether n is a node of g. */
+static int graph_has(const struct sim_graph *g, CUgraphNode n)
+{
+	for (const struct sim_op *op = g->head; op != NULL; op = op->next)
+		if ((const void *)op == (const void *)n)
+			return 1;
+	return 0;
+}
+
+/* Lock held.  The operation of node n in the current context's graphs. */
+static struct sim_op *node_op(CUgraphNode n)
+{
+	struct sim_list *l;
+	struct sim_ctx *c;
+
+	if (n == NULL || sim_ctx_get(&c) != CUDA_SUCCESS)
+		return NULL;
+	for (l = c->graphs.next; l != &c->graphs; l = l->next) {
+		struct sim_graph *g = sim_container_of(l, struct sim_graph,
+						       link);
+
+		if (graph_has(g, n))
+			return (struct sim_op *)n;
+	}
+	return NULL;
+}
+
+/* Lock held.  A new node of g: op is appended, deps must be g's nodes. */
+static CUresult graph_add(struct sim_graph *g, const CUgraphNode *deps,
+			  size_t ndeps, struct sim_op *op, CUgraphNode *out)
+{
+	for (size_t i = 0; i < ndeps; i++) {
+		if (deps == NULL || !graph_has(g, deps[i])) {
+			sim_op_free(op);
+			return CUDA_ERROR_INVALID_VALUE;
+		}
+	}
+	op->next = NULL;
+	if (g->tail != NULL)
+		g->tail->next = op;
+	else
+		g->head = op;
+	g->tail = op;
+	g->nops++;
+	*out = (CUgraphNode)op;
+	return CUDA_SUCCESS;
+}
+
+SIM_API CUresult cuGraphAddMemAllocNode(CUgraphNode *phGraphNode,
+		CUgraph hGraph, const CUgraphNode *dependencies,
+		size_t numDependencies, CUDA_MEM_ALLOC_NODE_PARAMS *nodeParams)
+{
+	struct sim_graph *g = (struct sim_graph *)hGraph;
+	struct sim_op *op;
+	CUdeviceptr p;
+	CUresult err = sim_check_init();
+
+	if (err != CUDA_SUCCESS)
+		return err;
+	if (phGraphNode == NULL || nodeParams == NULL ||
+	    nodeParams->bytesize == 0 ||
+	    nodeParams->poolProps.location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+		return CUDA_ERROR_INVALID_VALUE;
+	sim_lock();
+	if (!sim_handle_ok(g, SIM_H_GRAPH) ||
+	    nodeParams->poolProps.location.id != g->ctx->dev->ordinal) {
+		err = CUDA_ERROR_INVALID_VALUE;
+		goto out;
+	}
+	op = sim_op_new(SIM_OP_GALLOC);
+	if (op == NULL) {
+		err = CUDA_ERROR_OUT_OF_MEMORY;
+		goto out;
+	}
+	err = sim_graph_alloc_new(g->ctx, nodeParams->bytesize, &p);
+	if (err != CUDA_SUCCESS) {
+		sim_op_free(op);
+		goto out;
+	}
+	op->u.galloc.ptr = p;
+	err = graph_add(g, dependencies, numDependencies, op, phGraphNode);
+	if (err == CUDA_SUCCESS)
+		nodeParams->dptr = p;
+out:
+	sim_unlock();
+	return err;
+}
+
+SIM_API CUresult cuGraphAddMemFreeNode(CUgraphNode *phGraphNode,
+		CUgraph hGraph, const CUgraphNode *dependencies,
+		size_t numDependencies, CUdeviceptr dptr)
+{
+	struct sim_graph *g = (struct sim_graph *)hGraph;
+	struct sim_alloc *a;
+	struct sim_op *op;
+	CUresult err = sim_check_init();
+
+	if (err != CUDA_SUCCESS)
+		return err;
+	if (phGraphNode == NULL)
+		return CUDA_ERROR_INVALID_VALUE;
+	sim_lock();
+	a = sim_alloc_find(dptr);
+	/* Only what an allocation node returned. */
+	if (!sim_handle_ok(g, SIM_H_GRAPH) || a == NULL || a->base != dptr ||
+	    !a->graph) {
+		err = CUDA_ERROR_INVALID_VALUE;
+		goto out;
+	}
+	op = sim_op_new(SIM_OP_FREE);
+	if (op == NULL) {
+		err = CUDA_ERROR_OUT_OF_MEMORY;
+		goto out;
+	}
+	op->u.free.ptr = dptr;
+	err = graph_add(g, dependencies, numDependencies, op, phGraphNode);
+out:
+	sim_unlock();
+	return err;
+}
+
+SIM_API CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes,
+				 size_t *numNodes)
+{
+	struct sim_graph *g = (struct sim_graph *)hGraph;
+	CUresult err = sim_check_init();
+	size_t i = 0;
+
+	if (err != CUDA_SUCCESS)
+		return err;
+	if (numNodes == NULL)
+		return CUDA_ERROR_INVALID_VALUE;
+	sim_lock();
+	if (!sim_handle_ok(g, SIM_H_GRAPH)) {
+		err = CUDA_ERROR_INVALID_VALUE;
+		goto out;
+	}
+	if (nodes != NULL) {
+		/* As the driver: at most *numNodes, the rest NULL. */
+		for (struct sim_op *op = g->head; op != NULL && i < *numNodes;
+		     op = op->next)
+			nodes[i++] = (CUgraphNode)op;
+		for (; i < *numNodes; i++)
+			nodes[i] = NULL;
+	}
+	*numNodes = g->nops;
+out:
+	sim_unlock();
+	return err;
+}
+
+SIM_API CUresult cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type)
+{
+	struct sim_op *op;
+	CUresult err = sim_check_init();
+
+	if (err != CUDA_SUCCESS)
+		return err;
+	if (type == NULL)
+		return CUDA_ERROR_INVALID_VALUE;
+	sim_lock();
+	op = node_op(hNode);
+	if (op == NULL) {
+		err = CUDA_ERROR_INVALID_VALUE;
+		goto out;
+	}
+	switch (op->kind) {
+	case SIM_OP_KERNEL:
+		*type = CU_GRAPH_NODE_TYPE_KERNEL;
+		break;
+	case SIM_OP_MEMCPY:
+		*type = CU_GRAPH_NODE_TYPE_MEMCPY;
+		break;
+	case SIM_OP_MEMSET:
+		*type = CU_GRAPH_NODE_TYPE_MEMSET;
+		break;
+	case SIM_OP_HOST:
+	case SIM_OP_CALLBACK:
+		*type = CU_GRAPH_NODE_TYPE_HOST;
+		break;
+	case SIM_OP_GRAPH:
+		*type = CU_GRAPH_NODE_TYPE_GRAPH;
+		break;
+	case SIM_OP_FREE:
+		*type = CU_GRAPH_NODE_TYPE_MEM_FREE;
+		break;
+	case SIM_OP_GALLOC:
+		*type = CU_GRAPH_NODE_TYPE_MEM_ALLOC;
+		break;
+	default:
+		*type = CU_GRAPH_NODE_TYPE_EMPTY;
+	}
+out:
+	sim_unlock();
+	return err;
+}
+
+SIM_API CUresult cuGraphMemAllocNodeGetParams(CUgraphNode hNode,
+		CUDA_MEM_ALLOC_NODE_PARAMS *params_out)
+{
+	struct sim_alloc *a;
+	struct sim_op *op;
+	CUresult err = sim_check_init();
+
+	if (err != CUDA_SUCCESS)
+		return err;
+	if (params_out == NULL)
+		return CUDA_ERROR_INVALID_VALUE;
+	sim_lock();
+	op = node_op(hNode);
+	a = op != NULL && op->kind == SIM_OP_GALLOC ?
+	    sim_alloc_find(op->u.galloc.ptr) : NULL;
+	if (a == NULL) {
+		err = CUDA_ERROR_INVALID_VALUE;
+		goto out;
+	}
+	memset(params_out, 0, sizeof(*params_out));
+	params_out->poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+	params_out->poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	params_out->poolProps.location.id = a->dev;
+	params_out->bytesize = a->size;
+	params_out->dptr = a->base;
+out:
+	sim_unlock();
+	return err;
+}
+
+SIM_API CUresult cuGraphMemFreeNodeGetParams(CUgraphNode hNode,
+					     CUdeviceptr *dptr_out)
+{
+	struct sim_op *op;
+	CUresult err = sim_check_init();
+
+	if (err != CUDA_SUCCESS)
+		return err;
+	if (dptr_out == NULL)
+		return CUDA_ERROR_INVALID_VALUE;
+	sim_lock();
+	op = node_op(hNode);
+	if (op == NULL || op->kind != SIM_OP_FREE)
+		err = CUDA_ERROR_INVALID_VALUE;
+	else
+		*dptr_out = op->u.free.ptr;
+	sim_unlock();
+	return err;
 }

@@ -338,10 +338,26 @@ CUresult sim_mem_free_locked(uint64_t p, int async_op)
 	if (a == NULL || a->base != p || (a->kind != SIM_ALLOC_DEVICE &&
 					  a->kind != SIM_ALLOC_MANAGED))
 		return CUDA_ERROR_INVALID_VALUE;
+	/* A graph allocation keeps its address for the next launch. */
+	if (a->graph && !a->live)
+		return CUDA_ERROR_INVALID_VALUE;
 	if (!async_op)
 		record_sync_free(a);
-	alloc_drop(a);
+	if (a->graph)
+		a->live = 0;
+	else
+		alloc_drop(a);
 	return CUDA_SUCCESS;
+}
+
+CUresult sim_graph_alloc_new(struct sim_ctx *c, uint64_t size,
+			     CUdeviceptr *out)
+{
+	CUresult err = device_alloc(c, size, SIM_ALLOC_DEVICE, out);
+
+	if (err == CUDA_SUCCESS)
+		sim_alloc_find(*out)->graph = 1;
+	return err;
 }
 
 SIM_API CUresult cuMemFree_v2(CUdeviceptr dptr)
@@ -445,9 +461,22 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t bytesize, CUstream h,
 	    (!sim_handle_ok(pool, SIM_H_POOL) || pool->destroyed ||
 	     pool->dev != s->ctx->dev->ordinal))
 		err = CUDA_ERROR_INVALID_VALUE;
-	if (err == CUDA_SUCCESS)
+	if (err == CUDA_SUCCESS && s->cap != NULL) {
+		/* Captured: an allocation node of the graph. */
+		struct sim_op *op;
+
+		err = sim_graph_alloc_new(s->ctx, bytesize, dptr);
+		op = err == CUDA_SUCCESS ? sim_op_new(SIM_OP_GALLOC) : NULL;
+		if (err == CUDA_SUCCESS && op == NULL)
+			err = CUDA_ERROR_OUT_OF_MEMORY;
+		if (op != NULL) {
+			op->u.galloc.ptr = *dptr;
+			err = sim_stream_submit(s, op);
+		}
+	} else if (err == CUDA_SUCCESS) {
 		err = device_alloc_from(s->ctx, bytesize, SIM_ALLOC_DEVICE,
 					pool, dptr);
+	}
 	sim_unlock();
 	return err;
 }

@@ -307,6 +307,18 @@ static const struct pa table[] = {
 	PA("cuGraphUpload", 11010, LEG, cuGraphUpload),
 	PA("cuGraphUpload", 11010, PT, cuGraphUpload_ptsz),
 	PA("cuGraphExecDestroy", 10000, LEG, cuGraphExecDestroy),
+	PA("cuGraphInstantiateWithParams", 12000, LEG,
+	   cuGraphInstantiateWithParams),
+	PA("cuGraphInstantiateWithParams", 12000, PT,
+	   cuGraphInstantiateWithParams_ptsz),
+	PA("cuGraphAddMemAllocNode", 11040, LEG, cuGraphAddMemAllocNode),
+	PA("cuGraphAddMemFreeNode", 11040, LEG, cuGraphAddMemFreeNode),
+	PA("cuGraphGetNodes", 10000, LEG, cuGraphGetNodes),
+	PA("cuGraphNodeGetType", 10000, LEG, cuGraphNodeGetType),
+	PA("cuGraphMemAllocNodeGetParams", 11040, LEG,
+	   cuGraphMemAllocNodeGetParams),
+	PA("cuGraphMemFreeNodeGetParams", 11040, LEG,
+	   cuGraphMemFreeNodeGetParams),
 };
 
 #define TABLE_LEN (sizeof(table) / sizeof(table[0]))

@@ -252,6 +252,11 @@ struct sim_alloc {
 	int dead;		/* out of the table; freed at the last unpin */
 	struct sim_vmm_va *va;	/* SIM_ALLOC_VMM */
 	struct sim_pool *pool;	/* from cuMemAllocFromPoolAsync, or NULL */
+	/*
+	 * A graph allocation: its address is its node's for the context's
+	 * life; live from a launch that reaches the node to its free.
+	 */
+	int graph, live;
 };
 
 /* Lock held for all of these. */
@@ -267,6 +272,9 @@ void sim_alloc_free_ctx(struct sim_ctx *c);
 CUresult sim_va_alloc(struct sim_device *d, uint64_t size, uint64_t *va);
 /* Free a device allocation (cuMemFree, cuMemFreeAsync at run time). */
 CUresult sim_mem_free_locked(uint64_t p, int async_op);
+/* Lock held.  A graph allocation of size bytes in c, not live yet. */
+CUresult sim_graph_alloc_new(struct sim_ctx *c, uint64_t size,
+			     CUdeviceptr *out);
 /* Lock held.  A zeroed device allocation in c (a module's variable). */
 CUresult sim_mem_alloc_locked(struct sim_ctx *c, uint64_t size,
 			      CUdeviceptr *out);
@@ -306,6 +314,7 @@ enum sim_op_kind {
 	SIM_OP_MARK,		/* event record: completes a mark */
 	SIM_OP_WAIT,		/* cuStreamWaitEvent: waits for a mark */
 	SIM_OP_NOP,		/* synchronization point */
+	SIM_OP_GALLOC,		/* a graph's allocation node */
 };
 
 /* A recorded event position: done when the stream got there. */
@@ -375,6 +384,9 @@ struct sim_op {
 		struct {
 			uint64_t ptr;
 		} free;
+		struct {
+			uint64_t ptr;	/* the node's allocation */
+		} galloc;
 	} u;
 };
 
@@ -549,6 +561,7 @@ struct sim_gexec {
 	unsigned nops;
 	int refs;			/* handle + queued launches */
 	int destroyed;
+	int auto_free;			/* ..._AUTO_FREE_ON_LAUNCH */
 	struct sim_list link;		/* ctx->gexecs */
 };
 

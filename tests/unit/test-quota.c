@@ -307,6 +307,11 @@ static void test_charged(void **state)
 	assert_int_equal(quota_charged(0x20000), 8192);
 	assert_int_equal(quota_charged(0x30000), 0);
 	assert_int_equal(quota_charged(0x40000), 0);
+	/* A graph allocation's charge is graph-mem.c's, not its size. */
+	assert_int_equal(alloc_table_insert_flags(t, 0x50000, 2048,
+						  ALLOC_DEVICE, 0,
+						  ALLOC_F_GRAPH, NULL), 0);
+	assert_int_equal(quota_charged(0x50000), 0);
 	assert_int_equal(quota_charged(0x10008), 0);	/* not a base */
 	assert_int_equal(quota_charged(0x90000), 0);
 	assert_int_equal(quota_charged(0), 0);

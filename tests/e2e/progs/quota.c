@@ -14,6 +14,7 @@
  *   kinds ...                   pitch, managed, async, VMM (see below)
  *   arrays ...                  CUDA arrays (QUOTA_ARRAYS=1, see below)
  *   deferred array err=E        an array after a deferred free (QUOTA_DEFER=1)
+ *   graphs ...                  graph memory nodes (QUOTA_GRAPHS=1, see below)
  * QUOTA_HOLD_MS=n sleeps n ms at the peak (two processes at once).
  */
 #include <stdint.h>
@@ -141,6 +142,117 @@ static void deferred(unsigned mib)
 		CHECK(cuArrayDestroy(a));
 }
 
+static CUgraph graph_alloc_nodes(const unsigned *mib, int n, int free_them,
+				 CUdeviceptr *va)
+{
+	CUgraphNode alloc[4], fr;
+	CUgraph g;
+
+	CHECK(cuGraphCreate(&g, 0));
+	for (int i = 0; i < n; i++) {
+		CUDA_MEM_ALLOC_NODE_PARAMS p = { 0 };
+
+		p.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+		p.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+		p.poolProps.location.id = 0;
+		p.bytesize = (size_t)mib[i] * MIB;
+		CHECK(cuGraphAddMemAllocNode(&alloc[i], g, NULL, 0, &p));
+		va[i] = p.dptr;
+		if (free_them)
+			CHECK(cuGraphAddMemFreeNode(&fr, g, &alloc[i], 1,
+						    p.dptr));
+	}
+	return g;
+}
+
+static CUresult graph_launch_sync(CUgraphExec x, CUstream s)
+{
+	CUresult r = cuGraphLaunch(x, s);
+
+	if (r == CUDA_SUCCESS)
+		CHECK(cuStreamSynchronize(s));
+	return r;
+}
+
+/*
+ * QUOTA_GRAPHS=1 (with a 64 MiB quota): memory that graphs allocate
+ * through their memory nodes.  A graph that frees its 32 MiB itself,
+ * launched twice; one that leaves 48 MiB live (counted until its free,
+ * cuMemFreeAsync then cuMemFree); one that allocates 2 x 40 MiB at once;
+ * a stream capture that allocates and frees 48 MiB (charged by its
+ * launches, not by the capture); an auto-free graph of 48 MiB launched
+ * twice (the second launch frees the first's).
+ */
+static void graphs(void)
+{
+	static const unsigned own[] = { 32 }, live[] = { 48 },
+			      big[] = { 40, 40 };
+	CUdeviceptr va[2], p, e;
+	CUgraphExec x;
+	CUgraph g;
+	CUstream s;
+	CUresult r;
+
+	CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+
+	g = graph_alloc_nodes(own, 1, 1, va);
+	CHECK(cuGraphInstantiate(&x, g, 0));
+	printf("graphs own-free err=%d\n", (int)graph_launch_sync(x, s));
+	printf("graphs own-free-again err=%d\n", (int)graph_launch_sync(x, s));
+	info("graphs-after-own");
+	CHECK(cuGraphExecDestroy(x));
+	CHECK(cuGraphDestroy(g));
+
+	g = graph_alloc_nodes(live, 1, 0, va);
+	CHECK(cuGraphInstantiate(&x, g, 0));
+	printf("graphs live err=%d\n", (int)graph_launch_sync(x, s));
+	info("graphs-live");
+	r = cuMemAlloc(&p, 32 * MIB);
+	printf("graphs alloc-while-live err=%d\n", (int)r);
+	if (r == CUDA_SUCCESS)
+		CHECK(cuMemFree(p));
+	CHECK(cuMemFreeAsync(va[0], s));
+	CHECK(cuStreamSynchronize(s));
+	info("graphs-freed-async");
+	printf("graphs relaunch err=%d\n", (int)graph_launch_sync(x, s));
+	CHECK(cuMemFree(va[0]));
+	info("graphs-freed-sync");
+	CHECK(cuGraphExecDestroy(x));
+	CHECK(cuGraphDestroy(g));
+
+	g = graph_alloc_nodes(big, 2, 1, va);
+	CHECK(cuGraphInstantiate(&x, g, 0));
+	printf("graphs too-big err=%d\n", (int)graph_launch_sync(x, s));
+	info("graphs-after-big");
+	CHECK(cuGraphExecDestroy(x));
+	CHECK(cuGraphDestroy(g));
+
+	CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+	CHECK(cuMemAllocAsync(&e, 48 * MIB, s));
+	info("graphs-capturing");
+	CHECK(cuMemsetD8Async(e, 7, 48 * MIB, s));
+	CHECK(cuMemFreeAsync(e, s));
+	CHECK(cuStreamEndCapture(s, &g));
+	CHECK(cuGraphInstantiate(&x, g, 0));
+	printf("graphs captured err=%d\n", (int)graph_launch_sync(x, s));
+	printf("graphs captured-again err=%d\n", (int)graph_launch_sync(x, s));
+	info("graphs-after-captured");
+	CHECK(cuGraphExecDestroy(x));
+	CHECK(cuGraphDestroy(g));
+
+	g = graph_alloc_nodes(live, 1, 0, va);
+	CHECK(cuGraphInstantiate(&x, g,
+				 CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH));
+	printf("graphs auto-free err=%d\n", (int)graph_launch_sync(x, s));
+	printf("graphs auto-free-again err=%d\n", (int)graph_launch_sync(x, s));
+	info("graphs-auto-live");
+	CHECK(cuMemFree(va[0]));
+	CHECK(cuGraphExecDestroy(x));
+	CHECK(cuGraphDestroy(g));
+	info("graphs-end");
+	CHECK(cuStreamDestroy(s));
+}
+
 int main(int argc, char **argv)
 {
 	static CUdeviceptr ptr[MAX_STEPS];
@@ -187,6 +299,8 @@ int main(int argc, char **argv)
 		arrays();
 	if (getenv("QUOTA_DEFER"))
 		deferred(step);
+	if (getenv("QUOTA_GRAPHS"))
+		graphs();
 	CHECK(cuCtxDestroy(ctx));
 	return 0;
 }

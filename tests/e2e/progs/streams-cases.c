@@ -42,6 +42,12 @@
  *   texture-table  X is tex_via, which reads its texture object from a
  *              table the host uploaded into device memory: once a handle
  *              is uploaded, every launch is a barrier
+ *   graph-mem  not a barrier: two 30 ms kernels on the default stream
+ *              writing an allocation a graph's memory node made (live
+ *              since the graph's launch on a stream of the program's):
+ *              kmux learns its address from the graph, so the second
+ *              must start after the first ended; prints "graph-mem
+ *              ordered"
  * Other cases:
  *   independent  eight independent 20 ms kernels; prints how many pairs
  *                overlapped in time
@@ -1114,6 +1120,54 @@ static int case_texobj(const char *m)
 	return check_barrier(is_texobj_user, 1);
 }
 
+static int case_graph_mem(void)
+{
+	CUDA_MEM_ALLOC_NODE_PARAMS p = { 0 };
+	uint64_t s1 = 0, e1 = 0, s2 = 0, e2 = 0;
+	struct simcuda_op_info o;
+	CUgraphExec exec;
+	CUgraphNode node;
+	CUgraph g;
+	CUstream s;
+	int seen = 0;
+
+	p.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+	p.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	p.bytesize = NWORDS * 4;
+	CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	CHECK(cuGraphCreate(&g, 0));
+	CHECK(cuGraphAddMemAllocNode(&node, g, NULL, 0, &p));
+	CHECK(cuGraphInstantiate(&exec, g, 0));
+	CHECK(cuGraphLaunch(exec, s));
+	CHECK(cuStreamSynchronize(s));
+	simcuda_records_clear();
+	probe(NULL, p.dptr, LONG_US);
+	probe(NULL, p.dptr, LONG_US);
+	CHECK(cuCtxSynchronize());
+	for (size_t i = 0; i < simcuda_op_count(); i++) {
+		if (simcuda_op_get(i, &o) || !is_probe(&o))
+			continue;
+		if (seen++ == 0) {
+			s1 = o.start_ns;
+			e1 = o.end_ns;
+		} else {
+			s2 = o.start_ns;
+			e2 = o.end_ns;
+		}
+	}
+	CHECK(cuMemFree(p.dptr));
+	CHECK(cuGraphExecDestroy(exec));
+	CHECK(cuGraphDestroy(g));
+	CHECK(cuStreamDestroy(s));
+	if (seen != 2)
+		return fail("graph-mem: expected two probe kernels");
+	if (s2 < e1 && s1 < e2)
+		return fail("graph-mem: the two writers of the graph's "
+			    "allocation overlapped");
+	printf("graph-mem ordered\n");
+	return 0;
+}
+
 static int case_chase(void)
 {
 	static unsigned h[NWORDS];
@@ -1351,6 +1405,8 @@ int main(int argc, char **argv)
 		 !strcmp(m, "texture-gone") || !strcmp(m, "texture-word") ||
 		 !strcmp(m, "texture-table"))
 		r = case_texobj(m);
+	else if (!strcmp(m, "graph-mem"))
+		r = case_graph_mem();
 	else if (!strcmp(m, "chase"))
 		r = case_chase();
 	else if (!strcmp(m, "table"))
