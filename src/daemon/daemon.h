@@ -259,6 +259,8 @@ struct server {
 	bool system;
 	uid_t uid;		/* the daemon's own */
 	double kill_grace_s;
+	/* Test knob KMUXD_TEST_DIE_AT (server_test_die); NULL: off. */
+	const char *test_die_at;
 
 	/* The preload for the jobs; "" when it was not found. */
 	char library[PATH_MAX];
@@ -343,6 +345,12 @@ static inline void server_admit_mps(const struct server *srv,
 uint64_t server_now_us(void);
 /* Run admission soon, from the loop (never re-entered). */
 void server_kick(struct server *srv);
+/*
+ * Test knob: kmuxd kills itself (SIGKILL) at point when KMUXD_TEST_DIE_AT
+ * names it, so that e2e tests crash it inside a window a real crash hits
+ * only by chance (t6s-daemon-crash.sh).  Not for users.
+ */
+void server_test_die(struct server *srv, const char *point);
 
 /* server-client.c */
 void server_client_accept(struct server *srv, int fd);

@@ -1067,6 +1067,7 @@ static int job_spawn(struct server *srv, struct job *j, const struct db_job *dj)
 	}
 	close(fds[1]);
 	fds[1] = -1;
+	server_test_die(srv, "spawn");
 	do
 		n = read(fds[0], &rep, sizeof(rep));
 	while (n < 0 && errno == EINTR);
@@ -1141,6 +1142,8 @@ static int job_start(struct server *srv, struct job *j,
 	/* `kmux run` and registered processes start themselves. */
 	if (j->flags & (DB_JOB_F_FOREGROUND | DB_JOB_F_REGISTERED)) {
 		struct proto_msg m = { .type = PROTO_ADMIT, .seq = j->owner_seq };
+
+		server_test_die(srv, "admit");
 
 		m.u.admit.job = (uint64_t)j->id;
 		m.u.admit.quota = pl->quota;

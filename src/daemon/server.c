@@ -51,6 +51,15 @@ void server_kick(struct server *srv)
 		event_active(srv->ev_schedule, EV_TIMEOUT, 0);
 }
 
+void server_test_die(struct server *srv, const char *point)
+{
+	if (!srv->test_die_at || strcmp(srv->test_die_at, point))
+		return;
+	/* As a crash: no cleanup, no flush, the socket and locks left. */
+	log_warn("daemon: KMUXD_TEST_DIE_AT=%s: killing myself", point);
+	raise(SIGKILL);
+}
+
 /* --- locks ---------------------------------------------------------------- */
 
 /*
@@ -472,6 +481,7 @@ static int server_init(struct server *srv, const struct server_opts *o,
 	srv->system = o->system;
 	srv->uid = getuid();
 	srv->kill_grace_s = o->kill_grace_s;
+	srv->test_die_at = getenv("KMUXD_TEST_DIE_AT");
 	srv->region_max_us = (uint64_t)(o->region_max_s * 1e6);
 	srv->region_drain_us = (uint64_t)(o->region_drain_s * 1e6);
 	srv->region_freeze = o->region_freeze;
