@@ -129,7 +129,10 @@ struct job {
 	/* RUN, recovered queued after a restart: its client's connection
 	 * died with the old daemon.  Kept queued but not admitted (nobody
 	 * would start it) until then, for the client to ATTACH again;
-	 * cancelled after (job_attach_expire).  0: not waiting. */
+	 * cancelled after (job_attach_expire).  Recovered running with no
+	 * pid (admitted, ADMIT maybe lost): kept running until then, for
+	 * ATTACH, FINISHED or the preload's REGISTER; recorded exited, code
+	 * unknown, after.  0: not waiting. */
 	uint64_t attach_until_us;
 	/* Queued, but the node as it is now cannot run it (PROTO_HELD_*: a
 	 * daemon restarted with fewer GPUs, smaller ones or none): left out
@@ -397,7 +400,8 @@ void turns_free(struct server *srv);
 
 void job_task_init(struct server *srv, struct job *j, uint32_t ngpus,
 		   uint64_t mem_request, int32_t prio);
-/* Queued `kmux run` jobs whose client did not ATTACH in time: cancelled. */
+/* Queued `kmux run` jobs whose client did not ATTACH in time: cancelled;
+ * admitted ones with no client and no pid by then: exited, code unknown. */
 void job_attach_expire(struct server *srv);
 /* j ended (or never will start): record, release, notify; frees j. */
 void job_finish(struct server *srv, struct job *j, uint32_t state,

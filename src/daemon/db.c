@@ -1301,6 +1301,7 @@ struct rec_item {
 	int64_t id;
 	int32_t pid;
 	uint64_t pid_start;
+	uint32_t flags;
 	bool running;
 };
 
@@ -1313,7 +1314,7 @@ static int live_jobs(struct db *db, struct rec_item **out, size_t *n,
 	size_t cap = 0, len = 0;
 	int rc, s;
 
-	rc = prepare(db, "SELECT id, state, pid, pid_start FROM jobs"
+	rc = prepare(db, "SELECT id, state, pid, pid_start, flags FROM jobs"
 		     " WHERE state IN ('queued', 'running') ORDER BY id", &st,
 		     err, errlen, "recover: list jobs");
 	if (rc < 0)
@@ -1329,6 +1330,7 @@ static int live_jobs(struct db *db, struct rec_item **out, size_t *n,
 					"running") == 0;
 		v[len].pid = sqlite3_column_int(st, 2);
 		v[len].pid_start = (uint64_t)sqlite3_column_int64(st, 3);
+		v[len].flags = (uint32_t)sqlite3_column_int64(st, 4);
 		len++;
 	}
 	if (s != SQLITE_DONE) {
@@ -1346,12 +1348,17 @@ err_free:
 	return rc;
 }
 
-bool db_recover_job_lost(bool running, int32_t pid, uint64_t pid_start,
-			 db_alive_fn alive, void *arg)
+bool db_recover_job_lost(bool running, uint32_t flags, int32_t pid,
+			 uint64_t pid_start, db_alive_fn alive, void *arg)
 {
 	/* A queued job not yet started waits for admission again; one with
 	 * a live process (running, or registered and still waiting) stays. */
 	if (!running && pid <= 0)
+		return false;
+	/* A `kmux run` job admitted, its command's pid not known yet: only
+	 * its client knows whether ADMIT reached it and the command started.
+	 * The daemon gives it the chance to say so (job_recover). */
+	if (running && pid <= 0 && (flags & DB_JOB_F_FOREGROUND))
 		return false;
 	if (pid > 0 && (alive ? alive : db_proc_alive)(pid, pid_start, arg))
 		return false;
@@ -1378,8 +1385,9 @@ int db_recover(struct db *db, db_alive_fn alive, void *arg, uint64_t now_us,
 	if (rc < 0)
 		goto err_rollback;
 	for (i = 0; i < nj; i++) {
-		if (!db_recover_job_lost(jobs[i].running, jobs[i].pid,
-					 jobs[i].pid_start, alive, arg)) {
+		if (!db_recover_job_lost(jobs[i].running, jobs[i].flags,
+					 jobs[i].pid, jobs[i].pid_start, alive,
+					 arg)) {
 			if (jobs[i].running)
 				r.running_kept++;
 			else

@@ -125,7 +125,8 @@ struct db_filter {
 
 /* What db_recover() did. */
 struct db_recovery {
-	size_t running_kept;	/* still alive: left running */
+	size_t running_kept;	/* still alive, or a `kmux run` job with no
+				 * pid yet: left running */
 	size_t lost;		/* gone: now exited, exit code unknown */
 	size_t queued;		/* left queued */
 	size_t frozen_alive;
@@ -271,9 +272,10 @@ int db_frozen_list(struct db *db, struct db_frozen **out, size_t *n, char *err,
 
 /*
  * After a daemon start: RUNNING jobs whose process is still alive (same
- * pid, same start time) stay RUNNING, the others become EXITED with the
- * exit code unknown; QUEUED jobs stay QUEUED, except registered processes
- * that are gone; frozen processes that are gone are forgotten (not those
+ * pid, same start time) stay RUNNING, and so do `kmux run` jobs
+ * (DB_JOB_F_FOREGROUND) with no pid yet, for the daemon to settle with
+ * their client; the others become EXITED with the exit code unknown;
+ * QUEUED jobs stay QUEUED, except registered processes that are gone; frozen processes that are gone are forgotten (not those
  * frozen through a cgroup: the cgroup is still to be thawed).  One
  * transaction.  alive NULL: db_proc_alive.  st may be NULL.
  */
@@ -283,11 +285,11 @@ int db_recover(struct db *db, db_alive_fn alive, void *arg, uint64_t now_us,
 /*
  * db_recover()'s rule for one job, for a daemon that cannot write its
  * database and must apply it in memory: true when the job (running, or
- * queued with a process) has no live process any more and so has ended.
- * alive NULL: db_proc_alive.
+ * queued with a process) has no live process any more and so has ended
+ * (flags: the job's DB_JOB_F_*).  alive NULL: db_proc_alive.
  */
-bool db_recover_job_lost(bool running, int32_t pid, uint64_t pid_start,
-			 db_alive_fn alive, void *arg);
+bool db_recover_job_lost(bool running, uint32_t flags, int32_t pid,
+			 uint64_t pid_start, db_alive_fn alive, void *arg);
 
 /*
  * The default liveness test: /proc/<pid>/stat exists and its start time

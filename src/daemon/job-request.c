@@ -901,13 +901,16 @@ void job_finished(struct conn *c, const struct proto_msg *m)
  * admission, for JOB_ATTACH_GRACE_US).  From here on as after RUN: OK, then
  * QUEUED and ADMIT, or EXITED; the connection owns the job again, so its
  * end cancels the job.  A job that ended meanwhile is answered with its
- * EXITED at once.
+ * EXITED at once.  One the dead daemon admitted, when it died before its
+ * ADMIT got out (job_recover_admitted), is answered OK and ADMIT on the
+ * GPUs it was recorded on.
  */
 void job_attach(struct conn *c, const struct proto_msg *m)
 {
 	struct server *srv = c->srv;
 	struct db_job dj = { 0 };
 	struct job *j;
+	bool admitted;
 
 	if (job_lookup(c, m->seq, m->u.attach.job, &j, &dj))
 		return;
@@ -926,7 +929,12 @@ void job_attach(struct conn *c, const struct proto_msg *m)
 		db_job_release(&dj);
 		return;
 	}
-	if (!(j->flags & DB_JOB_F_FOREGROUND) || j->state != PROTO_JOB_QUEUED) {
+	/* Admitted by the daemon that died, its command's pid unknown
+	 * (job_recover_admitted): the client attaches only while it waits for
+	 * ADMIT, so that ADMIT never reached it and nothing runs yet. */
+	admitted = j->state == PROTO_JOB_RUNNING && j->pid <= 0;
+	if (!(j->flags & DB_JOB_F_FOREGROUND) ||
+	    (j->state != PROTO_JOB_QUEUED && !admitted)) {
 		server_client_error(c, m->seq, EINVAL, "job %lld is not a "
 				    "queued `kmux run` job", (long long)j->id);
 		return;
@@ -940,11 +948,15 @@ void job_attach(struct conn *c, const struct proto_msg *m)
 	j->owner_seq = m->seq;
 	j->told_queued = false;
 	j->attach_until_us = 0;
-	log_info("daemon: job %lld: its `kmux run` is back (pid %d)",
-		 (long long)j->id, (int)c->pid);
+	log_info("daemon: job %lld: its `kmux run` is back (pid %d)%s",
+		 (long long)j->id, (int)c->pid,
+		 admitted ? ", admitted already: ADMIT again" : "");
 	server_client_send(c, &(struct proto_msg){
 		.type = PROTO_OK, .seq = m->seq, .u.ok.id = (uint64_t)j->id });
-	server_kick(srv);
+	if (admitted)
+		send_admit(c, m->seq, j);
+	else
+		server_kick(srv);
 }
 
 /*

@@ -1383,7 +1383,7 @@ static bool recover_in_memory(struct server *srv, const struct db_job *dj,
 {
 	bool running = dj->state == PROTO_JOB_RUNNING;
 
-	if (!db_recover_job_lost(running, dj->pid, dj->pid_start,
+	if (!db_recover_job_lost(running, dj->flags, dj->pid, dj->pid_start,
 				 job_proc_alive, NULL)) {
 		if (running)
 			st->running_kept++;
@@ -1396,6 +1396,26 @@ static bool recover_in_memory(struct server *srv, const struct db_job *dj,
 		return false;
 	st->lost++;
 	return true;
+}
+
+/*
+ * A `kmux run` job recorded running with no pid (db_recover keeps it): the
+ * daemon that died admitted it, but did ADMIT reach its client?  If not,
+ * the client is looking for this daemon and sends ATTACH (job_attach gives
+ * it ADMIT again, on the same GPUs); recording the job lost, as before,
+ * lost the command, which never ran, and the client exited 4.  If it did,
+ * the command may run (its STARTED died with the daemon): its client comes
+ * back only with FINISHED, or its preload registers it.  Its GPUs stay
+ * committed for JOB_ATTACH_GRACE_US; then, with nobody back,
+ * job_attach_expire records it lost as before (a late FINISHED still
+ * fills in its code).
+ */
+static void job_recover_admitted(struct job *j)
+{
+	j->attach_until_us = server_now_us() + JOB_ATTACH_GRACE_US;
+	log_info("daemon: job %lld: a `kmux run` admitted before the restart, "
+		 "its command's pid unknown; kept running %.0f s for its client "
+		 "to come back", (long long)j->id, JOB_ATTACH_GRACE_US / 1e6);
 }
 
 int job_recover(struct server *srv, char *err, size_t errlen)
@@ -1459,6 +1479,8 @@ int job_recover(struct server *srv, char *err, size_t errlen)
 		if (j->state == PROTO_JOB_RUNNING) {
 			TAILQ_INSERT_TAIL(&srv->running, j, entry);
 			job_recommit(srv, j, dj->gpus, dj->mem_quota);
+			if ((j->flags & DB_JOB_F_FOREGROUND) && j->pid <= 0)
+				job_recover_admitted(j);
 		} else if (j->flags & DB_JOB_F_FOREGROUND) {
 			/* Its `kmux run` was connected to the daemon that
 			 * died and is looking for this one: keep its place. */
@@ -1498,6 +1520,21 @@ void job_attach_expire(struct server *srv)
 			 "within %.0f s of the restart: cancelled",
 			 (long long)j->id, JOB_ATTACH_GRACE_US / 1e6);
 		job_finish(srv, j, PROTO_JOB_CANCELLED, PROTO_EXIT_UNKNOWN, 0);
+	}
+	/* Admitted ones (job_recover_admitted): a pid or a client since
+	 * (ATTACH, the preload's REGISTER) and they are tracked as usual. */
+	for (j = TAILQ_FIRST(&srv->running); j; j = next) {
+		next = TAILQ_NEXT(j, entry);
+		if (!j->attach_until_us || now < j->attach_until_us)
+			continue;
+		j->attach_until_us = 0;
+		if (j->owner || j->pid > 0)
+			continue;
+		log_info("daemon: job %lld: its `kmux run` did not come back "
+			 "within %.0f s of the restart and its command's pid is "
+			 "not known: recorded exited, code unknown",
+			 (long long)j->id, JOB_ATTACH_GRACE_US / 1e6);
+		job_finish(srv, j, PROTO_JOB_EXITED, PROTO_EXIT_UNKNOWN, 0);
 	}
 }
 

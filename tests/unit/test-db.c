@@ -837,6 +837,49 @@ static void test_recover(void **state)
 	assert_int_equal(r.running_kept, 1);
 }
 
+/*
+ * Started with no pid yet (pid 0: the daemon died between recording the
+ * start and learning the pid).  A submitted job was never forked, or its
+ * pid is lost: recorded lost, never started twice.  A `kmux run` job stays
+ * running: only its client knows whether ADMIT reached it (job_recover).
+ */
+static void test_recover_no_pid(void **state)
+{
+	struct fx *f = *state;
+	struct db_job j = sample_job(1, "fg");
+	struct db_recovery r;
+	int64_t sub, fg;
+	int calls = 0;
+	char *e = f->err;
+	size_t el = sizeof(f->err);
+
+	open_ok(f);
+	sub = insert(f, 1, "sub");
+	j.flags |= DB_JOB_F_FOREGROUND;
+	assert_int_equal(db_job_insert(f->db, &j, e, el), 0);
+	fg = j.id;
+	assert_int_equal(db_job_start(f->db, sub, 1, 1, 0, 0, 1, e, el), 0);
+	assert_int_equal(db_job_start(f->db, fg, 1, 1, 0, 0, 1, e, el), 0);
+
+	reopen(f);
+	assert_int_equal(db_recover(f->db, fake_alive, &calls, 5000, &r, e, el), 0);
+	assert_int_equal(r.lost, 1);
+	assert_int_equal(r.running_kept, 1);
+	assert_int_equal(db_job_get(f->db, sub, &j, e, el), 0);
+	assert_int_equal(j.state, PROTO_JOB_EXITED);
+	db_job_release(&j);
+	assert_int_equal(db_job_get(f->db, fg, &j, e, el), 0);
+	assert_int_equal(j.state, PROTO_JOB_RUNNING);
+	assert_true(j.flags & DB_JOB_F_FOREGROUND);
+	db_job_release(&j);
+	assert_false(db_recover_job_lost(true, DB_JOB_F_FOREGROUND, 0, 0,
+					 fake_alive, &calls));
+	assert_true(db_recover_job_lost(true, 0, 0, 0, fake_alive, &calls));
+	/* With a pid, a `kmux run` job is alive or not like any other. */
+	assert_true(db_recover_job_lost(true, DB_JOB_F_FOREGROUND, 12, 120,
+					fake_alive, &calls));
+}
+
 /* The real liveness test, on this process and on a reaped child. */
 static void test_proc_alive(void **state)
 {
@@ -1156,6 +1199,7 @@ int main(void)
 		T(test_migrate_v3_duty),
 		T(test_migrate_v4_thrash),
 		T(test_recover),
+		T(test_recover_no_pid),
 		T(test_proc_alive),
 		T(test_full_disk),
 		T(test_full_file),
