@@ -1033,6 +1033,7 @@ static int job_spawn(struct server *srv, struct job *j, const struct db_job *dj)
 	char err[ERRLEN];
 	char **argv = NULL, **env = NULL;
 	int logfd = -1, fds[2] = { -1, -1 }, status = JOB_EXIT_NOEXEC, st;
+	uint64_t pid_start;
 	ssize_t n;
 	pid_t pid;
 
@@ -1067,6 +1068,17 @@ static int job_spawn(struct server *srv, struct job *j, const struct db_job *dj)
 	}
 	close(fds[1]);
 	fds[1] = -1;
+	/*
+	 * Its pid in the row before it execs, not after: the read below lasts
+	 * as long as the exec (a large program, a slow file system), and a
+	 * daemon killed meanwhile left a pid 0 that recovery takes for a job
+	 * that never ran, recorded it lost and gave its GPUs away while it
+	 * ran.  Its start time is the fork's; exec keeps it.
+	 */
+	if (db_proc_start_time(pid, &pid_start))
+		pid_start = 0;
+	if (db_job_set_pid(srv->db, j->id, pid, pid_start, err, sizeof(err)))
+		log_error("daemon: job %lld: %s", (long long)j->id, err);
 	server_test_die(srv, "spawn");
 	do
 		n = read(fds[0], &rep, sizeof(rep));
@@ -1084,10 +1096,7 @@ static int job_spawn(struct server *srv, struct job *j, const struct db_job *dj)
 	}
 	j->pid = pid;
 	j->child = true;
-	if (db_proc_start_time(pid, &j->pid_start))
-		j->pid_start = 0;
-	if (db_job_set_pid(srv->db, j->id, pid, j->pid_start, err, sizeof(err)))
-		log_error("daemon: job %lld: %s", (long long)j->id, err);
+	j->pid_start = pid_start;
 	status = 0;
 out:
 	if (fds[0] >= 0)

@@ -11,6 +11,10 @@
 #          attaches and gets ADMIT again; its command runs once.  With its
 #          client dead too, the job keeps its memory 5 s, then is recorded
 #          exited, code unknown, as before.
+#   spawn  a submitted job is forked and not yet exec'd.  Its pid used to be
+#          recorded only after the exec: the restarted daemon recorded the
+#          job lost while it ran on, its memory free for others.  Now it
+#          finds the job running, its memory still committed.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/kmuxd-lib.sh"
 
@@ -95,4 +99,22 @@ check "  ... the log says why" \
 	grep -q "job $rjob: its \`kmux run\` did not come back within 5 s of the restart and its command's pid is not known" \
 	"$KMUX_STATE_DIR/kmuxd.log"
 check "  ... its command never ran" not test -e "$TMP/orphan.out"
+
+# --- spawn: the daemon dies between fork and exec of a submitted job ------
+stop_daemon
+die_daemon spawn
+GO=$TMP/sub-may-end
+"$KMUX" submit -m 3G -n sub -- sh -c "echo up >'$TMP/sub.up'; for i in \$(seq 1200); do [ -e '$GO' ] && break; sleep 0.05; done" \
+	>/dev/null 2>"$TMP/sub.err"
+check "kmuxd dies between the fork and the exec of a submitted job" \
+	died_at spawn
+sjob=$(job_named sub)
+check "  ... the job's command runs without it" wait_for 10 test -e "$TMP/sub.up"
+start_daemon
+check "the new daemon finds job $sjob running (not lost)" \
+	[ "$(job_state "$sjob")" = running ]
+check "  ... its 3 GiB still committed" [ "$(committed_gib)" = 3 ]
+touch "$GO"
+check "  ... its end is seen" wait_state "$sjob" exited 100
+check "  ... and its memory freed" wait_for 5 cond '[ "$(committed_gib)" = 0 ]'
 finish
