@@ -161,6 +161,7 @@ struct streams_ctx {
 	uint64_t dfr_count, dfr_idle, dfr_short;
 	uint64_t pauses, paused_ops;
 	uint64_t pt_ops, pt_stretches;	/* passed through, keeping up */
+	uint64_t pt_unread;		/* ... launches left unread */
 	struct ra_table ra;		/* reading ahead */
 	CUstream ra_stream;		/* ... where the copies go */
 	int ra_due;			/* ... slots may be due */
@@ -475,6 +476,13 @@ static struct streams_ctx *sctx_current(void)
 	return c;
 }
 
+int streams_passing_through(void)
+{
+	struct streams_ctx *c = sctx_current();
+
+	return c && __atomic_load_n(&c->passthru, __ATOMIC_RELAXED);
+}
+
 static void stats_add(struct sched_stats *a, const struct sched_stats *b);
 static uint64_t probe_clock_ns(void);
 static void sctx_pace_end(struct streams_ctx *c);
@@ -523,7 +531,7 @@ static void sctx_teardown(struct streams_ctx *c)
 	c->probe_ops = 0;
 	c->probe_ns = 0;
 	c->probe_score = 0;
-	c->passthru = 0;
+	__atomic_store_n(&c->passthru, 0, __ATOMIC_RELAXED);
 	c->pt_have = 0;
 }
 
@@ -896,7 +904,7 @@ static void sctx_probe(struct streams_ctx *c)
 		sched_set_kept_up(c->s, c->probe_score >= STREAMS_PROBE_ON);
 		if (drained && streams_passthru_on &&
 		    c->probe_score >= STREAMS_PROBE_MAX && !c->capturing) {
-			c->passthru = 1;
+			__atomic_store_n(&c->passthru, 1, __ATOMIC_RELAXED);
 			c->pt_busy = 0;
 			c->pt_have = 0;
 			c->pt_every = STREAMS_PT_EVERY;
@@ -1098,7 +1106,7 @@ static void sctx_passthru_end(struct streams_ctx *c)
 	struct sched_decision d;
 	CUevent out = sctx_bridge_event(&c->bridge_out);
 
-	c->passthru = 0;
+	__atomic_store_n(&c->passthru, 0, __ATOMIC_RELAXED);
 	if (!out || sctx_record(out, CU_STREAM_LEGACY) != CUDA_SUCCESS)
 		goto sync;
 	sctx_decide(c, NULL, 0, SCHED_BARRIER, 1, &d);
@@ -1485,6 +1493,7 @@ as_submitted:
 	 * another thread must not come between. */
 	*res = rq->issue(rq->arg, NULL);
 	c->pt_ops++;
+	c->pt_unread += !!(rq->flags & STREAMS_UNREAD);
 	ra_invalidate(&c->ra);
 	goto done;
 pass:
@@ -1533,7 +1542,7 @@ static int sctx_pause(struct streams_ctx *c, int pause)
 		sctx_dfr_idle(c);
 	}
 	/* Drained: nothing passed through can be overtaken any more. */
-	c->passthru = 0;
+	__atomic_store_n(&c->passthru, 0, __ATOMIC_RELAXED);
 	c->paused = pause;
 	c->pauses += pause;
 	return r == CUDA_SUCCESS ? 0 : -EIO;
@@ -2431,6 +2440,7 @@ void streams_get_totals(struct streams_totals *t)
 		t->paused_ops += c->paused_ops;
 		t->pt_ops += c->pt_ops;
 		t->pt_stretches += c->pt_stretches;
+		t->pt_unread += c->pt_unread;
 		t->ra_queued += c->ra.queued;
 		t->ra_served += c->ra.served;
 		t->ra_dropped += c->ra.dropped;
@@ -2500,7 +2510,7 @@ static void streams_report(void)
 		 "%llu, hot marks dropped %llu; host waits %llu (implied %llu, idle streams skipped "
 		 "%llu); failures %llu; GPU idle at %llu of %llu checks, "
 		 "%llu ops placed as keeping up, %llu passed through in %llu "
-		 "stretches; spreading checked over %llu epochs (%llu in line): "
+		 "stretches (%llu launches unread); spreading checked over %llu epochs (%llu in line): "
 		 "%llu kinds kept spread, %llu in line, %llu varied, %llu ops "
 		 "placed in line; durations learned for %llu kernel kinds "
 		 "(%llu launches timed); "
@@ -2530,6 +2540,7 @@ static void streams_report(void)
 		 (unsigned long long)t.st.kept_up,
 		 (unsigned long long)t.pt_ops,
 		 (unsigned long long)t.pt_stretches,
+		 (unsigned long long)t.pt_unread,
 		 (unsigned long long)t.pace_epochs,
 		 (unsigned long long)t.pace_inline,
 		 (unsigned long long)t.pace_spread_kinds,

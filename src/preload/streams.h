@@ -156,6 +156,14 @@ int streams_parse_count(const char *value, const char *max_connections,
 			int *n, int *clamped, const char **why);
 
 /* A NULL, CU_STREAM_LEGACY or CU_STREAM_PER_THREAD stream. */
+/*
+ * The calling thread's context passes its default-stream work through as
+ * submitted (keeping up with a launch-bound program, KMUX_PASS_THROUGH):
+ * a hint read without the lock, for skipping work the scheduler would not
+ * use; an operation that finds passing through ended must not rely on it.
+ */
+int streams_passing_through(void);
+
 static inline int streams_is_default(CUstream s)
 {
 	return !s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD;
@@ -186,6 +194,9 @@ typedef CUresult (*streams_issue_fn)(void *arg, CUstream s);
 /* The operation frees what it writes (cuMemFreeAsync): kmux's read-ahead
  * copies of it are waited for and forgotten first (readahead.h). */
 #define STREAMS_FREES	0x400
+/* A launch whose parameters were not read (streams_passing_through()):
+ * counted when passed through, a barrier if scheduled. */
+#define STREAMS_UNREAD	0x800
 
 struct streams_req {
 	const struct sched_access *acc;
@@ -329,6 +340,8 @@ struct streams_totals {
 	uint64_t paused_ops;	/* run as submitted while paused */
 	uint64_t pt_ops;	/* passed through while keeping up */
 	uint64_t pt_stretches;	/* ... in that many stretches */
+	uint64_t pt_unread;	/* ... launches whose parameters kmux left
+				 * unread */
 	uint64_t ra_queued;	/* read-aheads queued */
 	uint64_t ra_served;	/* host reads served from one */
 	uint64_t ra_dropped;	/* slots given up, unused */

@@ -49,7 +49,23 @@ struct launch_op {
 	CUstreamCallback callback;
 	unsigned callback_flags;
 	void *data;
+	/* Its parameters were not read (launch_decode_skipped()). */
+	int undecoded;
 };
+
+/*
+ * While the scheduler passes a launch-bound context's work through as
+ * submitted (streams.h), nothing reads what a launch reaches: reading its
+ * parameters is host time on the program's critical path, for nothing.
+ * Only when the scheduler is the tracker's one user (no trace, no memory
+ * manager, no verify recording) and the launch goes to a default stream.
+ * Should passing through end at this very launch, it is a barrier.
+ */
+static int launch_decode_skipped(CUstream s)
+{
+	return kmux_streams && !trace_enabled && !mm_on && !kmux_verify &&
+	       streams_is_default(s) && streams_passing_through();
+}
 
 /* Decode and describe the launch; nothing is issued yet. */
 static void launch_op_begin(struct launch_op *op, enum trace_api api,
@@ -70,11 +86,14 @@ static void launch_op_begin(struct launch_op *op, enum trace_api api,
 	op->params = params;
 	op->extra = extra;
 	op->token = NULL;
+	op->undecoded = 0;
 	tl->stream = stream_norm(s, per_thread);
 	op->stream = (CUstream)(uintptr_t)tl->stream;
 	if (f) {
 		tl->ki = kparams_info(f);
-		if (tl->ki)
+		if (tl->ki && launch_decode_skipped(s))
+			op->undecoded = 1;
+		else if (tl->ki)
 			tl->nacc = kparams_collect_at(alloc_table_global(),
 						      tl->ki, grid ? tl->grid :
 						      NULL, block ? tl->block :
@@ -184,7 +203,7 @@ static int launch_is_barrier(const struct launch_op *op)
 {
 	const struct trace_launch *tl = &op->tl;
 
-	if (!tl->ki || tl->ki->nparams < 0)
+	if (!tl->ki || tl->ki->nparams < 0 || op->undecoded)
 		return 1;
 	if (tl->kflags & KPARAMS_NOT_ALL)
 		return 1;
@@ -230,7 +249,8 @@ static int launch_sched(struct launch_op *op, CUresult *r)
 		rq.fn = op->f;
 		rq.grid = g;
 		if (launch_is_barrier(op)) {
-			rq.flags = SCHED_BARRIER;
+			rq.flags = SCHED_BARRIER |
+				   (op->undecoded ? STREAMS_UNREAD : 0);
 			break;
 		}
 		/*

@@ -30,6 +30,10 @@ if [ "${pt:-0}" -lt 8 ]; then
 fi
 check "passthru: work passed through ($pt ops in $st stretches)" [ "${pt:-0}" -ge 8 ]
 check "  ... every pair on one buffer in order" grep -q '^passthru ordered' "$TMP/on"
+# Nothing reads a launch's parameters while it is passed through.
+unread=$(sed -n 's/.* stretches (\([0-9]*\) launches unread).*/\1/p' "$TMP/on")
+check "  ... passed through with their parameters unread (${unread:-none} launches)" \
+	[ "${unread:-0}" -ge 8 ]
 check "  ... no conflicting overlap in simcuda's records" "$SIMDIR/simcuda-check" -q "$TMP"/sim.*
 check "  ... scheduling resumed: the long kernels overlap ($(field 'long overlapping pairs' "$TMP/on") pairs)" \
 	[ "$(field 'long overlapping pairs' "$TMP/on")" -ge 1 ]
