@@ -85,6 +85,18 @@ void sim_graph_free_all(struct sim_ctx *c)
 					    link));
 }
 
+/* Lock held.  op becomes g's last node. */
+static void graph_append(struct sim_graph *g, struct sim_op *op)
+{
+	op->next = NULL;
+	if (g->tail != NULL)
+		g->tail->next = op;
+	else
+		g->head = op;
+	g->tail = op;
+	g->nops++;
+}
+
 CUresult sim_graph_capture_op(struct sim_stream *s, struct sim_op *op)
 {
 	struct sim_graph *g = s->cap;
@@ -98,13 +110,7 @@ CUresult sim_graph_capture_op(struct sim_stream *s, struct sim_op *op)
 		sim_op_free(op);
 		return CUDA_SUCCESS;
 	}
-	op->next = NULL;
-	if (g->tail != NULL)
-		g->tail->next = op;
-	else
-		g->head = op;
-	g->tail = op;
-	g->nops++;
+	graph_append(g, op);
 	return CUDA_SUCCESS;
 }
 
@@ -642,13 +648,7 @@ static CUresult graph_add(struct sim_graph *g, const CUgraphNode *deps,
 			return CUDA_ERROR_INVALID_VALUE;
 		}
 	}
-	op->next = NULL;
-	if (g->tail != NULL)
-		g->tail->next = op;
-	else
-		g->head = op;
-	g->tail = op;
-	g->nops++;
+	graph_append(g, op);
 	*out = (CUgraphNode)op;
 	return CUDA_SUCCESS;
 }
