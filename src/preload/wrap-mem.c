@@ -292,11 +292,12 @@ static uint64_t mem_free_charge(uint64_t ptr, CUstream s, int per_thread)
 {
 	uint64_t charged = 0;
 
-	if (mem_capturing(s, per_thread))
+	if ((!quota_on && !gmem_any()) || mem_capturing(s, per_thread))
 		return 0;
+	/* Without a quota too: the next launch must track it again. */
 	if (gmem_free(ptr, &charged))
-		return charged;
-	return quota_charged(ptr);
+		return quota_on ? charged : 0;
+	return quota_on ? quota_charged(ptr) : 0;
 }
 
 /*
@@ -564,7 +565,10 @@ KMUX_EXPORT CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr)
 			mem_after_free(dptr, id);
 		return r;
 	}
-	if (unlikely(quota_on) && !gmem_free(dptr, &charged))
+	/* A live graph allocation ends, quota or not (mem_free_charge()). */
+	if (gmem_free(dptr, &charged))
+		charged = quota_on ? charged : 0;
+	else if (unlikely(quota_on))
 		charged = quota_charged(dptr);
 	if (kmux_streams && mem_defer_free(dptr, charged))
 		return CUDA_SUCCESS;
@@ -618,7 +622,7 @@ static CUresult free_async(struct async_args *a)
 	/* kmux's pooled memory, freed by the program: the pool keeps it. */
 	if (unlikely(salloc_on))
 		pooled = mem_pooled(a->ptr, &pal);
-	if (unlikely(quota_on) && !pooled)
+	if (!pooled)
 		charged = mem_free_charge(a->ptr, a->s, a->per_thread);
 	if (likely(!kmux_streams) || !streams_is_default(a->s) || !t) {
 		if (kmux_streams && t && alloc_table_find(t, a->ptr, &al) == 0)

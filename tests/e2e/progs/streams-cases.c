@@ -44,10 +44,11 @@
  *              is uploaded, every launch is a barrier
  *   graph-mem  not a barrier: two 30 ms kernels on the default stream
  *              writing an allocation a graph's memory node made (live
- *              since the graph's launch on a stream of the program's):
- *              kmux learns its address from the graph, so the second
- *              must start after the first ended; prints "graph-mem
- *              ordered"
+ *              since the graph's launch on a stream of the program's; the
+ *              graph launched, its allocation freed with cuMemFree, and
+ *              launched again first): kmux learns its address from the
+ *              graph, so the second must start after the first ended;
+ *              prints "graph-mem ordered"
  * Other cases:
  *   independent  eight independent 20 ms kernels; prints how many pairs
  *                overlapped in time
@@ -1138,6 +1139,9 @@ static int case_graph_mem(void)
 	CHECK(cuGraphCreate(&g, 0));
 	CHECK(cuGraphAddMemAllocNode(&node, g, NULL, 0, &p));
 	CHECK(cuGraphInstantiate(&exec, g, 0));
+	CHECK(cuGraphLaunch(exec, s));
+	CHECK(cuStreamSynchronize(s));
+	CHECK(cuMemFree(p.dptr));
 	CHECK(cuGraphLaunch(exec, s));
 	CHECK(cuStreamSynchronize(s));
 	simcuda_records_clear();
