@@ -476,10 +476,29 @@ static struct streams_ctx *sctx_current(void)
 	return c;
 }
 
+/*
+ * Contexts passing through now: while none does (most programs, always),
+ * streams_passing_through() answers without asking the driver for the
+ * current context, which every launch would pay.
+ */
+static int sctx_passing;
+
+/* Lock held.  Start or end passing through, keeping sctx_passing. */
+static void sctx_set_passthru(struct streams_ctx *c, int on)
+{
+	if (c->passthru == on)
+		return;
+	__atomic_store_n(&c->passthru, on, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&sctx_passing, on ? 1 : -1, __ATOMIC_RELAXED);
+}
+
 int streams_passing_through(void)
 {
-	struct streams_ctx *c = sctx_current();
+	struct streams_ctx *c;
 
+	if (!__atomic_load_n(&sctx_passing, __ATOMIC_RELAXED))
+		return 0;
+	c = sctx_current();
 	return c && __atomic_load_n(&c->passthru, __ATOMIC_RELAXED);
 }
 
@@ -531,7 +550,7 @@ static void sctx_teardown(struct streams_ctx *c)
 	c->probe_ops = 0;
 	c->probe_ns = 0;
 	c->probe_score = 0;
-	__atomic_store_n(&c->passthru, 0, __ATOMIC_RELAXED);
+	sctx_set_passthru(c, 0);
 	c->pt_have = 0;
 }
 
@@ -904,7 +923,7 @@ static void sctx_probe(struct streams_ctx *c)
 		sched_set_kept_up(c->s, c->probe_score >= STREAMS_PROBE_ON);
 		if (drained && streams_passthru_on &&
 		    c->probe_score >= STREAMS_PROBE_MAX && !c->capturing) {
-			__atomic_store_n(&c->passthru, 1, __ATOMIC_RELAXED);
+			sctx_set_passthru(c, 1);
 			c->pt_busy = 0;
 			c->pt_have = 0;
 			c->pt_every = STREAMS_PT_EVERY;
@@ -1106,7 +1125,7 @@ static void sctx_passthru_end(struct streams_ctx *c)
 	struct sched_decision d;
 	CUevent out = sctx_bridge_event(&c->bridge_out);
 
-	__atomic_store_n(&c->passthru, 0, __ATOMIC_RELAXED);
+	sctx_set_passthru(c, 0);
 	if (!out || sctx_record(out, CU_STREAM_LEGACY) != CUDA_SUCCESS)
 		goto sync;
 	sctx_decide(c, NULL, 0, SCHED_BARRIER, 1, &d);
@@ -1542,7 +1561,7 @@ static int sctx_pause(struct streams_ctx *c, int pause)
 		sctx_dfr_idle(c);
 	}
 	/* Drained: nothing passed through can be overtaken any more. */
-	__atomic_store_n(&c->passthru, 0, __ATOMIC_RELAXED);
+	sctx_set_passthru(c, 0);
 	c->paused = pause;
 	c->pauses += pause;
 	return r == CUDA_SUCCESS ? 0 : -EIO;
