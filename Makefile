@@ -77,6 +77,23 @@ $(BUILD)/libkmux.so: $(PRELOAD_OBJS) src/preload/exports.map
 		-Wl,--version-script=src/preload/exports.map \
 		$(if $(SANFLAGS),,-Wl,-z,defs) -ldl -lpthread
 
+# The profiling build (selfprof.c): the same preload with every function
+# probed, for hosts without perf.  Not installed; bench/gpu uses it.
+PROF_OBJS = $(PRELOAD_SRCS:%.c=$(BUILD)/prof/obj/%.o)
+PROF_CFLAGS = -DKMUX_SELFPROF -finstrument-functions \
+	      -finstrument-functions-exclude-file-list=.h
+
+$(BUILD)/prof/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(COMPILE) $(PRELOAD_CFLAGS) $(PROF_CFLAGS) -c $< -o $@
+
+$(BUILD)/prof/libkmux.so: $(PROF_OBJS) src/preload/exports.map
+	$(CC) -shared -o $@ $(PROF_OBJS) $(KMUX_LDFLAGS) \
+		-Wl,--version-script=src/preload/exports.map -Wl,-z,defs \
+		-ldl -lpthread
+
+prof: $(BUILD)/prof/libkmux.so
+
 $(BUILD)/kmux: $(CLI_OBJS)
 	$(CC) -o $@ $(CLI_OBJS) $(KMUX_LDFLAGS) $(CLI_LIBS)
 
@@ -192,6 +209,6 @@ install: all
 clean:
 	rm -rf build build-san
 
-.PHONY: all check-hooks unit e2e fuzz test demo install clean
+.PHONY: all prof check-hooks unit e2e fuzz test demo install clean
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

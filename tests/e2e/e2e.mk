@@ -4,6 +4,11 @@ E2E_PROGS = drv-basic drv-dlopen drv-threads quota memory reg region ctx-stack \
 	phase-alloc
 E2E_BINS = $(E2E_PROGS:%=$(BUILD)/tests/e2e/%)
 TEST_TARGETS += $(E2E_BINS)
+# The profiling build (t5m-selfprof.sh); not under the sanitizers, whose
+# runtime calls kmux's dlsym before a probe could run.
+ifeq ($(SANFLAGS),)
+TEST_TARGETS += $(BUILD)/prof/libkmux.so
+endif
 
 E2E_SIMDIR = $(BUILD)/simcuda
 # The programs link with -lcuda, so each waits for the libcuda.so link, not

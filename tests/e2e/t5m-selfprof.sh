@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The profiling build (make prof: build/prof/libkmux.so, selfprof.c) counts
+# every call of the preload's functions and scripts/selfprof-report.py
+# names them: a launch-bound program's launches are all there, in the
+# wrapper and, under KMUX_STREAMS, in the scheduler's path; the ordinary
+# library has no probes; bad input to the report is an error.  Skipped
+# under the sanitizer build (no profiling build there).
+. "$(dirname "$0")/lib.sh"
+
+PLIB=$BUILD/prof/libkmux.so
+REPORT=("${PYTHON:-python3}" "$ROOT/scripts/selfprof-report.py")
+if [ -n "${ASAN_LIB:-}" ]; then
+	echo "  skip $T_NAME: sanitizer build"
+	finish
+fi
+check "the profiling build exists" [ -e "$PLIB" ]
+check "the ordinary library has no probes" \
+	bash -c "! nm '$LIBKMUX' | grep -q __cyg_profile_func_enter"
+
+export SIMCUDA_DISCARD=1
+KMUX_SELFPROF=$TMP/bare LD_PRELOAD=$PLIB "$PROGS/launch-cost" torch 2000 2 >"$TMP/bare.out" 2>&1
+check "bare: the program runs" grep -q '^torch ns/launch [0-9]' "$TMP/bare.out"
+n=$(ls "$TMP"/bare.* 2>/dev/null | grep -vc 'bare.out$')
+check "bare: one table, named by pid ($n)" [ "$n" = 1 ]
+"${REPORT[@]}" --top 200 "$PLIB" "$TMP"/bare.[0-9]* >"$TMP/bare.rep" 2>&1
+check "bare: the report names cuLaunchKernel with the 4000 launches" \
+	grep -Eq '^cuLaunchKernel +4000 ' "$TMP/bare.rep"
+check "bare: nothing of the scheduler ran" \
+	bash -c "! grep -Eq '^(launch_kernel|streams_run) ' '$TMP/bare.rep'"
+
+KMUX_STREAMS=4 KMUX_SELFPROF=$TMP/st4 LD_PRELOAD=$PLIB "$PROGS/launch-cost" torch 2000 2 >"$TMP/st4.out" 2>&1
+"${REPORT[@]}" --top 200 "$PLIB" "$TMP"/st4.[0-9]* >"$TMP/st4.rep" 2>&1
+check "KMUX_STREAMS=4: every launch went through launch_kernel" \
+	grep -Eq '^launch_kernel +4000 ' "$TMP/st4.rep"
+"${REPORT[@]}" --diff --match '^(cuLaunchKernel|launch_kernel)$' "$PLIB" \
+	"$TMP"/bare.[0-9]* "$TMP"/st4.[0-9]* >"$TMP/diff" 2>&1
+check "--diff: both sides of cuLaunchKernel, launch_kernel only on one" \
+	bash -c "grep -Eq '^cuLaunchKernel +4000 +[0-9.]+ +4000 ' '$TMP/diff' &&
+		 grep -Eq '^launch_kernel +0 +0.0 +4000 ' '$TMP/diff'"
+
+LD_PRELOAD=$PLIB "$PROGS/launch-cost" torch 1000 1 >/dev/null 2>&1
+check "without KMUX_SELFPROF: runs, writes nothing" [ $? -eq 0 ]
+KMUX_SELFPROF=/nonexistent/dir/x LD_PRELOAD=$PLIB "$PROGS/launch-cost" torch 1000 1 \
+	>"$TMP/nodir" 2>&1
+rc=$?
+check "an unwritable KMUX_SELFPROF: the program's exit stands, the file is named" \
+	eval '[ $rc -eq 0 ] && grep -q "kmux: cannot write /nonexistent/dir/x\." "$TMP/nodir"'
+
+echo "not a table" >"$TMP/junk"
+"${REPORT[@]}" "$PLIB" "$TMP/junk" >"$TMP/r1" 2>&1
+rc=$?
+check "report: not a selfprof file is exit 1, named" \
+	eval '[ $rc -eq 1 ] && grep -q "junk: not a kmux selfprof file" "$TMP/r1"'
+"${REPORT[@]}" "$PLIB" "$TMP/missing" >"$TMP/r2" 2>&1
+rc=$?
+check "report: a missing file is exit 1, named" \
+	eval '[ $rc -eq 1 ] && grep -q "cannot read .*missing" "$TMP/r2"'
+{ head -2 "$TMP"/bare.[0-9]*; echo "0x10 twelve 3 4"; } >"$TMP/bad"
+"${REPORT[@]}" "$PLIB" "$TMP/bad" >"$TMP/r3" 2>&1
+rc=$?
+check "report: a malformed line is exit 1, shown" \
+	eval '[ $rc -eq 1 ] && grep -q "bad line: .0x10 twelve" "$TMP/r3"'
+"${REPORT[@]}" --diff "$PLIB" "$TMP"/bare.[0-9]* >/dev/null 2>&1
+check "report: --diff with one file is a usage error (exit 2)" [ $? -eq 2 ]
+finish
