@@ -12,6 +12,8 @@
 #                       passed through)
 #   st8-ctl             st8 with TM_CONTROL_LIB (another libkmux.so: an A/B
 #                       of a change, side by side)
+#   st8-NAME            st8 with the library TM_LIB_NAME names (any number:
+#                       TM_LIB_lean=build/lean/libkmux.so gives st8-lean)
 #   run8                kmux run --streams 8 (as the suite runs it)
 # Per mode: the median over reps of each process's ROI median, and the
 # median of per-rep ratios to plain (paired).  A diagnostic, not a claim.
@@ -31,6 +33,10 @@ echo "rep,mode,app,ms" >"$CSV"
 PROG=("$PY" "$ROOT/bench/apps/py/torch_suite.py" plain --apps googlenet,ensemble
       --reps 5 --warmup 3)
 log "torch-modes: GPU $(gpu_line); $(kmux_ident); $REPS reps; modes ${MODES[*]}${CTL:+; control $(sha256sum "$CTL" | cut -c1-12)}"
+for m in "${MODES[@]}"; do
+	v=TM_LIB_${m#st8-}
+	case $m in st8-*) [ -n "${!v:-}" ] && log "torch-modes: $m: $(sha256sum "${!v}" | cut -c1-12) ${!v}" ;; esac
+done
 
 run_one() {
 	case $1 in
@@ -42,6 +48,9 @@ run_one() {
 	st8-nopass) KMUX_LOG=info KMUX_PASS_THROUGH=0 KMUX_STREAMS=8 \
 		LD_PRELOAD=$KMUX_LIB "${PROG[@]}" ;;
 	st8-ctl) KMUX_LOG=info KMUX_STREAMS=8 LD_PRELOAD=$CTL "${PROG[@]}" ;;
+	st8-*) v=TM_LIB_${1#st8-}
+		[ -n "${!v:-}" ] || { echo "torch-modes: $1: $v is not set" >&2; return 2; }
+		KMUX_LOG=info KMUX_STREAMS=8 LD_PRELOAD=${!v} "${PROG[@]}" ;;
 	run8) KMUX_LOG=info kmux_cli run --streams 8 -- "${PROG[@]}" ;;
 	esac
 }

@@ -1522,6 +1522,39 @@ pass:
 	return 0;
 }
 
+/*
+ * The short way through while the current context passes through: none of
+ * streams_run()'s set-up, one context lookup.  Only for operations that
+ * streams_run() would issue as submitted once passing through (the caller
+ * knows: a kernel on a default stream, with no bridge and nothing else of
+ * kmux's wanting to see it).  The check that may end passing through is
+ * the same, under the same lock.
+ */
+int streams_pass_quick(CUstream orig, streams_issue_fn issue, void *arg,
+		       CUresult *res)
+{
+	struct streams_ctx *c;
+
+	if (!__atomic_load_n(&sctx_passing, __ATOMIC_RELAXED))
+		return 0;
+	c = sctx_current();
+	if (!c || !__atomic_load_n(&c->passthru, __ATOMIC_RELAXED))
+		return 0;
+	pthread_mutex_lock(&c->mu);
+	if (!c->passthru || c->paused || c->capturing ||
+	    !sctx_passthru_check(c, orig)) {
+		pthread_mutex_unlock(&c->mu);
+		return 0;
+	}
+	/* Under the lock: see streams_run()'s as_submitted. */
+	*res = issue(arg, NULL);
+	c->pt_ops++;
+	c->pt_unread++;
+	ra_invalidate(&c->ra);
+	pthread_mutex_unlock(&c->mu);
+	return 1;
+}
+
 /* --- pausing (kmux_streams_pause(), include/kmux.h) --------------------- */
 
 /*

@@ -298,6 +298,16 @@ extern atomic_int streams_nblocking;
 CUresult streams_run_user(CUstream s, streams_issue_fn issue, void *arg);
 
 /*
+ * A kernel launch on a default stream while its context passes through
+ * (streams_passing_through()): issue(arg, NULL) as submitted, with
+ * streams_run()'s check, without its set-up.  1 and *res when done; 0: take
+ * the full way (streams_run(), which also sees passing through end).  orig
+ * is the default stream's explicit handle (streams_default_handle()).
+ */
+int streams_pass_quick(CUstream orig, streams_issue_fn issue, void *arg,
+		       CUresult *res);
+
+/*
  * The pass-through every wrapper ends in when streams_run() did not take
  * the operation: s is the stream the program named.
  */

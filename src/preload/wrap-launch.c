@@ -341,14 +341,64 @@ static CUresult launch_go(struct launch_op *op)
 	return r;
 }
 
+/* A launch as the program made it, for streams_pass_quick(). */
+struct launch_quick {
+	int per_thread;
+	CUfunction f;
+	const unsigned *grid, *block;
+	unsigned shmem;
+	CUstream s;
+	void **params, **extra;
+	const CUlaunchConfig *config;	/* cuLaunchKernelEx's, or NULL */
+};
+
+static CUresult launch_quick_issue(void *arg, CUstream to)
+{
+	const struct launch_quick *q = arg;
+	const unsigned *g = q->grid, *b = q->block;
+
+	(void)to;	/* always as submitted */
+	if (q->config)
+		return q->per_thread ?
+		       REAL(cuLaunchKernelEx_ptsz)(q->config, q->f, q->params,
+						   q->extra) :
+		       REAL(cuLaunchKernelEx)(q->config, q->f, q->params,
+					      q->extra);
+	if (q->per_thread)
+		return REAL(cuLaunchKernel_ptsz)(q->f, g[0], g[1], g[2], b[0],
+				b[1], b[2], q->shmem, q->s, q->params,
+				q->extra);
+	return REAL(cuLaunchKernel)(q->f, g[0], g[1], g[2], b[0], b[1], b[2],
+				    q->shmem, q->s, q->params, q->extra);
+}
+
+/*
+ * While the scheduler passes this context's work through, a kernel on a
+ * default stream is issued as submitted with nothing read or recorded
+ * (launch_decode_skipped()'s conditions): 1 and *r when it was.
+ */
+static int launch_passed_quickly(const struct launch_quick *q, CUresult *r)
+{
+	if (!kmux_streams || trace_enabled || mm_on || kmux_verify ||
+	    !streams_is_default(q->s))
+		return 0;
+	return streams_pass_quick(streams_default_handle(q->s, q->per_thread),
+				  launch_quick_issue, (void *)q, r);
+}
+
 static CUresult launch_kernel(int per_thread, CUfunction f, unsigned gx,
 			      unsigned gy, unsigned gz, unsigned bx,
 			      unsigned by, unsigned bz, unsigned shmem,
 			      CUstream s, void **params, void **extra)
 {
 	const unsigned grid[3] = { gx, gy, gz }, block[3] = { bx, by, bz };
+	const struct launch_quick q = { per_thread, f, grid, block, shmem, s,
+					params, extra, NULL };
 	struct launch_op op;
+	CUresult r;
 
+	if (launch_passed_quickly(&q, &r))
+		return r;
 	launch_op_begin(&op, TRACE_API_LAUNCH, f, grid, block, shmem, s,
 			per_thread, params, extra);
 	op.kind = LAUNCH_KERNEL;
@@ -406,6 +456,16 @@ static CUresult launch_kernel_ex(int per_thread, const CUlaunchConfig *c,
 	}
 	grid[0] = c->gridDimX, grid[1] = c->gridDimY, grid[2] = c->gridDimZ;
 	block[0] = c->blockDimX, block[1] = c->blockDimY, block[2] = c->blockDimZ;
+	/* Attributes bound to the stream are bridged, even passing through. */
+	if (!launch_ex_bound_to_stream(c)) {
+		const struct launch_quick q = { per_thread, f, grid, block,
+						c->sharedMemBytes, c->hStream,
+						params, extra, c };
+		CUresult r;
+
+		if (launch_passed_quickly(&q, &r))
+			return r;
+	}
 	launch_op_begin(&op, TRACE_API_LAUNCH_EX, f, grid, block,
 			c->sharedMemBytes, c->hStream, per_thread, params,
 			extra);
