@@ -28,8 +28,15 @@ check "weights, by default: nothing timed" \
 check "  ... weighed by waves, short kernels queued behind the long one (only $(beside "$TMP/off") of 6 beside it)" \
 	[ "$(beside "$TMP/off")" -lt 6 ]
 
-weights_run "$TMP/on" KMUX_DURATIONS=1
-check "KMUX_DURATIONS=1: both kinds timed three times" \
+# Simulated kernels run in real time: on a loaded host (CI runs tests two
+# at a time) a timing can come late.  Up to three tries; with learning
+# broken every one fails.
+for try in 1 2 3; do
+	weights_run "$TMP/on" KMUX_DURATIONS=1
+	grep -q 'durations learned for 2 kernel kinds (6 launches timed)' "$TMP/on" &&
+		[ "$(beside "$TMP/on")" = 6 ] && break
+done
+check "KMUX_DURATIONS=1: both kinds timed three times (try $try)" \
 	grep -q 'durations learned for 2 kernel kinds (6 launches timed)' "$TMP/on"
 check "  ... all six short kernels ran beside the long one ($(beside "$TMP/on"))" \
 	[ "$(beside "$TMP/on")" = 6 ]
