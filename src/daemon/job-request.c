@@ -845,6 +845,19 @@ static void job_finished_late(struct conn *c, const struct proto_msg *m)
 	int e;
 
 	e = db_job_get(srv->db, (int64_t)f->job, &dj, err, sizeof(err));
+	/*
+	 * The same status again: the daemon before this one recorded it and
+	 * died before its OK got out (an answer still in its buffers).
+	 */
+	if (!e && (dj.flags & DB_JOB_F_FOREGROUND) &&
+	    server_client_may(c, dj.uid) && dj.state != PROTO_JOB_QUEUED &&
+	    dj.state != PROTO_JOB_RUNNING && dj.exit_code == f->exit_code &&
+	    dj.signal == f->signal) {
+		log_info("daemon: job %lld: its `kmux run` reported exit %d, "
+			 "signal %d again: recorded already",
+			 (long long)dj.id, f->exit_code, f->signal);
+		goto ok;
+	}
 	if (e || !(dj.flags & DB_JOB_F_FOREGROUND) ||
 	    !server_client_may(c, dj.uid) ||
 	    (dj.state != PROTO_JOB_EXITED && dj.state != PROTO_JOB_CANCELLED) ||
@@ -863,6 +876,7 @@ static void job_finished_late(struct conn *c, const struct proto_msg *m)
 	log_info("daemon: job %lld: exit %d, signal %d, as its `kmux run` "
 		 "reported it after a daemon restart",
 		 (long long)dj.id, f->exit_code, f->signal);
+ok:
 	server_client_send(c, &(struct proto_msg){
 		.type = PROTO_OK, .seq = m->seq, .u.ok.id = f->job });
 out:
@@ -893,6 +907,8 @@ void job_finished(struct conn *c, const struct proto_msg *m)
 		   PROTO_JOB_CANCELLED :
 		   f->flags & PROTO_FINISHED_F_NOT_STARTED ? PROTO_JOB_FAILED :
 		   PROTO_JOB_EXITED, f->exit_code, f->signal);
+	/* Recorded, the OK still in the connection's buffer. */
+	server_test_die(c->srv, "finished");
 }
 
 /*

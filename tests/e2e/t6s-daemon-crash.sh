@@ -11,6 +11,10 @@
 #          attaches and gets ADMIT again; its command runs once.  With its
 #          client dead too, the job keeps its memory 5 s, then is recorded
 #          exited, code unknown, as before.
+#   finished  a `kmux run`'s FINISHED is recorded and its OK not sent yet
+#          (still in the daemon's buffers).  The client sends it again to
+#          the new daemon, which used to answer "not yours to finish" (the
+#          status was known already); now the same status again is OK.
 #   spawn  a submitted job is forked and not yet exec'd.  Its pid used to be
 #          recorded only after the exec: the restarted daemon recorded the
 #          job lost while it ran on, its memory free for others.  Now it
@@ -99,6 +103,26 @@ check "  ... the log says why" \
 	grep -q "job $rjob: its \`kmux run\` did not come back within 5 s of the restart and its command's pid is not known" \
 	"$KMUX_STATE_DIR/kmuxd.log"
 check "  ... its command never ran" not test -e "$TMP/orphan.out"
+
+# --- finished: the daemon dies after recording a run's end, before OK ----
+stop_daemon
+die_daemon finished
+"$KMUX" run -m 1G -n fin -- sh -c "exit 7" >/dev/null 2>"$TMP/fin.err" &
+rp=$!
+check "kmuxd dies after recording a kmux run's end, before its OK" \
+	died_at finished
+start_daemon
+wait "$rp"
+rc=$?
+check "kmux run sends FINISHED again and exits with its command's 7 ($rc)" \
+	[ "$rc" -eq 7 ]
+check "  ... with no error" not grep -q "kmux: run" "$TMP/fin.err"
+fjob=$(job_named fin)
+check "  ... job $fjob recorded exited 7" \
+	[ "$(jq_job "$fjob" 'j["state"], j["exit_code"]')" = "('exited', 7)" ]
+check "  ... the new daemon took the same status again as recorded" \
+	grep -q "job $fjob: its \`kmux run\` reported exit 7, signal 0 again: recorded already" \
+	"$KMUX_STATE_DIR/kmuxd.log"
 
 # --- spawn: the daemon dies between fork and exec of a submitted job ------
 stop_daemon
