@@ -4,6 +4,8 @@
 #   make test             unit + end-to-end tests on the simulated driver,
 #                         then the unit tests again under ASan/UBSan
 #   make demo             `kmux trace` on a bundled example (real GPU if any)
+#   make prof             build/prof/libkmux.so: the preload with every function
+#                         probed (selfprof.c), for finding where its host time goes
 #   make install PREFIX=/usr/local
 #   make SAN=1 ...        build into build-san/ with AddressSanitizer + UBSan
 #
