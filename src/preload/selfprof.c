@@ -8,8 +8,10 @@
  * inclusive TSC cycles and how many probed calls ran beneath it.  A probe
  * pair costs cycles of its own; it is measured once at start-up, so that a
  * report can take the probes beneath a function out of its time.  With
- * KMUX_SELFPROF=FILE the table is written at exit: one line per function,
- * its offset in libkmux.so (scripts/selfprof-report.py names it with nm).
+ * KMUX_SELFPROF=FILE the table is written at exit to FILE.<pid>, by each
+ * process that launched a kernel (any, with KMUX_SELFPROF_ALL set): one
+ * line per function, its offset in libkmux.so (scripts/selfprof-report.py
+ * names it with nm).
  *
  * In the ordinary build this file is empty.
  */
@@ -25,6 +27,8 @@
 #include <time.h>
 #include <unistd.h>
 #include <x86intrin.h>
+
+#include "register.h"	/* kmux_launches */
 
 #define SP_SLOTS 8192		/* power of two; the preload has ~2000 */
 #define SP_DEPTH 128
@@ -169,6 +173,12 @@ __attribute__((destructor)) static SP_NOPROBE void sp_write(void)
 	FILE *f;
 
 	if (!path || !*path)
+		return;
+	/*
+	 * The program's helpers (a shell, ldconfig) inherit the variable:
+	 * only processes that launched kernels are worth a table.
+	 */
+	if (!atomic_load(&kmux_launches) && !getenv("KMUX_SELFPROF_ALL"))
 		return;
 	/* One file per process: a program's children write theirs too. */
 	snprintf(name, sizeof(name), "%s.%d", path, (int)getpid());

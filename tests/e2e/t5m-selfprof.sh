@@ -34,10 +34,12 @@ check "KMUX_STREAMS=4: every launch went through launch_kernel" \
 	grep -Eq '^launch_kernel +4000 ' "$TMP/st4.rep"
 # Passing through (the "GPU" discards launches: kmux finds it idle), a
 # launch takes the short way: issued as submitted, not described first.
+# How many depends on the host's load (a busy simulated GPU ends the
+# stretch), not on whether the way exists.
 quick=$(awk '$1 == "launch_quick_issue" { print $2 }' "$TMP/st4.rep")
 full=$(awk '$1 == "launch_op_begin" { print $2 }' "$TMP/st4.rep")
 check "KMUX_STREAMS=4: passing through, launches take the short way ($quick) and the rest the full one (${full:-0})" \
-	bash -c "[ ${quick:-0} -gt 2000 ] && [ $(( ${quick:-0} + ${full:-0} )) -eq 4000 ]"
+	bash -c "[ ${quick:-0} -gt 0 ] && [ $(( ${quick:-0} + ${full:-0} )) -eq 4000 ]"
 KMUX_STREAMS=4 KMUX_PASS_THROUGH=0 KMUX_SELFPROF=$TMP/np LD_PRELOAD=$PLIB "$PROGS/launch-cost" torch 2000 2 >"$TMP/np.out" 2>&1
 "${REPORT[@]}" --top 300 "$PLIB" "$TMP"/np.[0-9]* >"$TMP/np.rep" 2>&1
 check "KMUX_PASS_THROUGH=0: every launch is described and scheduled" \
@@ -48,8 +50,12 @@ check "--diff: both sides of cuLaunchKernel, launch_kernel only on one" \
 	bash -c "grep -Eq '^cuLaunchKernel +4000 +[0-9.]+ +4000 ' '$TMP/diff' &&
 		 grep -Eq '^launch_kernel +0 +0.0 +4000 ' '$TMP/diff'"
 
-LD_PRELOAD=$PLIB "$PROGS/launch-cost" torch 1000 1 >/dev/null 2>&1
-check "without KMUX_SELFPROF: runs, writes nothing" [ $? -eq 0 ]
+KMUX_SELFPROF=$TMP/none LD_PRELOAD=$PLIB /bin/true
+check "a process that launched no kernel (a helper) writes no table" \
+	bash -c "! ls '$TMP'/none.* >/dev/null 2>&1"
+KMUX_SELFPROF_ALL=1 KMUX_SELFPROF=$TMP/all LD_PRELOAD=$PLIB /bin/true
+check "  ... unless KMUX_SELFPROF_ALL is set" \
+	bash -c "ls '$TMP'/all.[0-9]* >/dev/null 2>&1"
 KMUX_SELFPROF=/nonexistent/dir/x LD_PRELOAD=$PLIB "$PROGS/launch-cost" torch 1000 1 \
 	>"$TMP/nodir" 2>&1
 rc=$?
