@@ -94,7 +94,12 @@ $(BUILD)/prof/libkmux.so: $(PROF_OBJS) src/preload/exports.map
 		-Wl,--version-script=src/preload/exports.map -Wl,-z,defs \
 		-ldl -lpthread
 
+ifeq ($(SANFLAGS),)
 prof: $(BUILD)/prof/libkmux.so
+else
+prof:
+	@echo "kmux: make prof: not with SAN=1 (the sanitizers' runtime calls kmux's dlsym before a probe may run)" >&2; exit 2
+endif
 
 $(BUILD)/kmux: $(CLI_OBJS)
 	$(CC) -o $@ $(CLI_OBJS) $(KMUX_LDFLAGS) $(CLI_LIBS)
