@@ -31,17 +31,14 @@ enum launch_kind {
 	LAUNCH_CALLBACK,
 };
 
-struct launch_op {
-	struct trace_launch tl;
-	struct access acc[LAUNCH_MAX_ACCESS];
-	void *token;
-	CUstream stream;	/* where it went, an explicit handle */
-
-	/* The call, so that it can be made on another stream. */
+/* The call as the program made it, so that it can be made on any stream. */
+struct launch_call {
 	enum launch_kind kind;
 	int per_thread;
 	CUstream orig;		/* the program's stream argument */
 	CUfunction f;
+	const unsigned *grid, *block;	/* kernels' (3 each) */
+	unsigned shmem;
 	void **params, **extra;
 	const CUlaunchConfig *config;
 	CUgraphExec graph;
@@ -49,6 +46,14 @@ struct launch_op {
 	CUstreamCallback callback;
 	unsigned callback_flags;
 	void *data;
+};
+
+struct launch_op {
+	struct trace_launch tl;
+	struct access acc[LAUNCH_MAX_ACCESS];
+	void *token;
+	CUstream stream;	/* where it went, an explicit handle */
+	struct launch_call call;
 	/* Its parameters were not read (launch_decode_skipped()). */
 	int undecoded;
 };
@@ -67,38 +72,37 @@ static int launch_decode_skipped(CUstream s)
 	       streams_is_default(s) && streams_passing_through();
 }
 
-/* Decode and describe the launch; nothing is issued yet. */
-static void launch_op_begin(struct launch_op *op, enum trace_api api,
-			    const void *f, const unsigned grid[3],
-			    const unsigned block[3], unsigned shmem, CUstream s,
-			    int per_thread, void **params, void **extra)
+/*
+ * Decode and describe the launch op->call (set by the caller); nothing is
+ * issued yet.
+ */
+static void launch_op_begin(struct launch_op *op, enum trace_api api)
 {
+	struct launch_call *c = &op->call;
 	struct trace_launch *tl = &op->tl;
+	const unsigned *grid = c->grid, *block = c->block;
 
-	*tl = (struct trace_launch){ .api = api, .shmem = shmem };
+	*tl = (struct trace_launch){ .api = api, .shmem = c->shmem };
 	for (int i = 0; i < 3; i++) {
 		tl->grid[i] = grid ? grid[i] : 0;
 		tl->block[i] = block ? block[i] : 0;
 	}
-	op->orig = s;
-	op->per_thread = per_thread;
-	op->f = (CUfunction)f;
-	op->params = params;
-	op->extra = extra;
+	c->grid = tl->grid;
+	c->block = tl->block;
 	op->token = NULL;
 	op->undecoded = 0;
-	tl->stream = stream_norm(s, per_thread);
+	tl->stream = stream_norm(c->orig, c->per_thread);
 	op->stream = (CUstream)(uintptr_t)tl->stream;
-	if (f) {
-		tl->ki = kparams_info(f);
-		if (tl->ki && launch_decode_skipped(s))
+	if (c->f) {
+		tl->ki = kparams_info(c->f);
+		if (tl->ki && launch_decode_skipped(c->orig))
 			op->undecoded = 1;
 		else if (tl->ki)
 			tl->nacc = kparams_collect_at(alloc_table_global(),
 						      tl->ki, grid ? tl->grid :
 						      NULL, block ? tl->block :
-						      NULL, params, extra,
-						      op->acc,
+						      NULL, c->params,
+						      c->extra, op->acc,
 						      LAUNCH_MAX_ACCESS,
 						      &tl->kflags);
 	}
@@ -107,54 +111,54 @@ static void launch_op_begin(struct launch_op *op, enum trace_api api,
 }
 
 /* The real call on stream s, or as the program made it (s NULL). */
-static CUresult launch_real(struct launch_op *op, CUstream s)
+static CUresult launch_real(const struct launch_call *c, CUstream s)
 {
-	const unsigned *g = op->tl.grid, *b = op->tl.block;
-	CUstream to = s ? s : op->orig;
-	int pt = s ? 0 : op->per_thread;
+	const unsigned *g = c->grid, *b = c->block;
+	CUstream to = s ? s : c->orig;
+	int pt = s ? 0 : c->per_thread;
 	CUlaunchConfig cfg;
 
-	switch (op->kind) {
+	switch (c->kind) {
 	case LAUNCH_KERNEL:
 		if (pt)
-			return REAL(cuLaunchKernel_ptsz)(op->f, g[0], g[1],
-					g[2], b[0], b[1], b[2], op->tl.shmem,
-					to, op->params, op->extra);
-		return REAL(cuLaunchKernel)(op->f, g[0], g[1], g[2], b[0],
-					    b[1], b[2], op->tl.shmem, to,
-					    op->params, op->extra);
+			return REAL(cuLaunchKernel_ptsz)(c->f, g[0], g[1],
+					g[2], b[0], b[1], b[2], c->shmem,
+					to, c->params, c->extra);
+		return REAL(cuLaunchKernel)(c->f, g[0], g[1], g[2], b[0],
+					    b[1], b[2], c->shmem, to,
+					    c->params, c->extra);
 	case LAUNCH_KERNEL_EX:
-		cfg = *op->config;
+		cfg = *c->config;
 		cfg.hStream = to;
 		if (pt)
-			return REAL(cuLaunchKernelEx_ptsz)(&cfg, op->f,
-							   op->params,
-							   op->extra);
-		return REAL(cuLaunchKernelEx)(&cfg, op->f, op->params,
-					      op->extra);
+			return REAL(cuLaunchKernelEx_ptsz)(&cfg, c->f,
+							   c->params,
+							   c->extra);
+		return REAL(cuLaunchKernelEx)(&cfg, c->f, c->params,
+					      c->extra);
 	case LAUNCH_COOP:
 		if (pt)
-			return REAL(cuLaunchCooperativeKernel_ptsz)(op->f, g[0],
+			return REAL(cuLaunchCooperativeKernel_ptsz)(c->f, g[0],
 					g[1], g[2], b[0], b[1], b[2],
-					op->tl.shmem, to, op->params);
-		return REAL(cuLaunchCooperativeKernel)(op->f, g[0], g[1], g[2],
-				b[0], b[1], b[2], op->tl.shmem, to,
-				op->params);
+					c->shmem, to, c->params);
+		return REAL(cuLaunchCooperativeKernel)(c->f, g[0], g[1], g[2],
+				b[0], b[1], b[2], c->shmem, to,
+				c->params);
 	case LAUNCH_GRAPH:
 		if (pt)
-			return REAL(cuGraphLaunch_ptsz)(op->graph, to);
-		return REAL(cuGraphLaunch)(op->graph, to);
+			return REAL(cuGraphLaunch_ptsz)(c->graph, to);
+		return REAL(cuGraphLaunch)(c->graph, to);
 	case LAUNCH_HOST_FUNC:
 		if (pt)
-			return REAL(cuLaunchHostFunc_ptsz)(to, op->host_fn,
-							   op->data);
-		return REAL(cuLaunchHostFunc)(to, op->host_fn, op->data);
+			return REAL(cuLaunchHostFunc_ptsz)(to, c->host_fn,
+							   c->data);
+		return REAL(cuLaunchHostFunc)(to, c->host_fn, c->data);
 	case LAUNCH_CALLBACK:
 		if (pt)
-			return REAL(cuStreamAddCallback_ptsz)(to, op->callback,
-					op->data, op->callback_flags);
-		return REAL(cuStreamAddCallback)(to, op->callback, op->data,
-						 op->callback_flags);
+			return REAL(cuStreamAddCallback_ptsz)(to, c->callback,
+					c->data, c->callback_flags);
+		return REAL(cuStreamAddCallback)(to, c->callback, c->data,
+						 c->callback_flags);
 	}
 	return CUDA_ERROR_INVALID_VALUE;
 }
@@ -172,7 +176,7 @@ static CUresult launch_issue(void *arg, CUstream s)
 		op->tl.stream = (uint64_t)(uintptr_t)s;
 	}
 	op->token = trace_launch_begin(op->stream);
-	return launch_real(op, s);
+	return launch_real(&op->call, s);
 }
 
 #if CUDA_VERSION >= 12030
@@ -225,20 +229,21 @@ static int launch_sched(struct launch_op *op, CUresult *r)
 {
 	struct sched_access acc[LAUNCH_MAX_ACCESS + 2];
 	struct streams_req rq = {
-		.orig = streams_default_handle(op->orig, op->per_thread),
+		.orig = streams_default_handle(op->call.orig,
+					       op->call.per_thread),
 		.issue = launch_issue,
 		.arg = op,
 	};
 	const unsigned *g = op->tl.grid;
 
-	switch (op->kind) {
+	switch (op->call.kind) {
 	case LAUNCH_GRAPH:
 	case LAUNCH_HOST_FUNC:
 	case LAUNCH_CALLBACK:
 		rq.flags = SCHED_BARRIER;
 		break;
 	case LAUNCH_KERNEL_EX:
-		if (launch_ex_bound_to_stream(op->config)) {
+		if (launch_ex_bound_to_stream(op->call.config)) {
 			rq.flags = STREAMS_BRIDGE;
 			break;
 		}
@@ -246,7 +251,7 @@ static int launch_sched(struct launch_op *op, CUresult *r)
 	case LAUNCH_KERNEL:
 	case LAUNCH_COOP:
 		rq.blocks = (uint64_t)g[0] * g[1] * g[2];
-		rq.fn = op->f;
+		rq.fn = op->call.f;
 		rq.grid = g;
 		if (launch_is_barrier(op)) {
 			rq.flags = SCHED_BARRIER |
@@ -300,19 +305,19 @@ static int launch_sched(struct launch_op *op, CUresult *r)
 static CUresult launch_mm_begin(struct launch_op *op, struct mm_op *mo)
 {
 	const struct trace_launch *tl = &op->tl;
+	const struct launch_call *c = &op->call;
 	int all;
 
-	if (op->kind == LAUNCH_HOST_FUNC || op->kind == LAUNCH_CALLBACK)
-		return mm_op_begin(mo, NULL, 0, 0, 0, op->orig,
-				   op->per_thread);
-	all = op->kind == LAUNCH_GRAPH || !tl->ki ||
+	if (c->kind == LAUNCH_HOST_FUNC || c->kind == LAUNCH_CALLBACK)
+		return mm_op_begin(mo, NULL, 0, 0, 0, c->orig, c->per_thread);
+	all = c->kind == LAUNCH_GRAPH || !tl->ki ||
 		  tl->ki->nparams < 0 ||
 		  (tl->kflags & KPARAMS_NOT_ALL) ||
 		  streams_barrier_kernel(tl->ki);
 
 	return mm_op_begin_acc(mo, op->acc, all ? 0 : tl->nacc, all,
-			       op->kind == LAUNCH_GRAPH, op->orig,
-			       op->per_thread);
+			       c->kind == LAUNCH_GRAPH, c->orig,
+			       c->per_thread);
 }
 
 /* For kmuxd's kernels/s (register.c): one relaxed add, no fence. */
@@ -331,9 +336,9 @@ static CUresult launch_go(struct launch_op *op)
 	if (unlikely(mm_on) &&
 	    (r = launch_mm_begin(op, &mo)) != CUDA_SUCCESS)
 		op->token = NULL;
-	else if (!(kmux_streams && streams_is_default(op->orig) &&
+	else if (!(kmux_streams && streams_is_default(op->call.orig) &&
 		   launch_sched(op, &r)))
-		r = streams_pass(op->orig, launch_issue, op);
+		r = streams_pass(op->call.orig, launch_issue, op);
 	mm_op_end(&mo);
 	op->tl.t_end = trace_stamp();
 	op->tl.result = r;
@@ -341,35 +346,11 @@ static CUresult launch_go(struct launch_op *op)
 	return r;
 }
 
-/* A launch as the program made it, for streams_pass_quick(). */
-struct launch_quick {
-	int per_thread;
-	CUfunction f;
-	const unsigned *grid, *block;
-	unsigned shmem;
-	CUstream s;
-	void **params, **extra;
-	const CUlaunchConfig *config;	/* cuLaunchKernelEx's, or NULL */
-};
-
-static CUresult launch_quick_issue(void *arg, CUstream to)
+/* streams_pass_quick()'s issue: always as submitted. */
+static CUresult launch_call_issue(void *arg, CUstream to)
 {
-	const struct launch_quick *q = arg;
-	const unsigned *g = q->grid, *b = q->block;
-
-	(void)to;	/* always as submitted */
-	if (q->config)
-		return q->per_thread ?
-		       REAL(cuLaunchKernelEx_ptsz)(q->config, q->f, q->params,
-						   q->extra) :
-		       REAL(cuLaunchKernelEx)(q->config, q->f, q->params,
-					      q->extra);
-	if (q->per_thread)
-		return REAL(cuLaunchKernel_ptsz)(q->f, g[0], g[1], g[2], b[0],
-				b[1], b[2], q->shmem, q->s, q->params,
-				q->extra);
-	return REAL(cuLaunchKernel)(q->f, g[0], g[1], g[2], b[0], b[1], b[2],
-				    q->shmem, q->s, q->params, q->extra);
+	(void)to;
+	return launch_real(arg, NULL);
 }
 
 /*
@@ -377,13 +358,14 @@ static CUresult launch_quick_issue(void *arg, CUstream to)
  * default stream is issued as submitted with nothing read or recorded
  * (launch_decode_skipped()'s conditions): 1 and *r when it was.
  */
-static int launch_passed_quickly(const struct launch_quick *q, CUresult *r)
+static int launch_passed_quickly(const struct launch_call *c, CUresult *r)
 {
 	if (!kmux_streams || trace_enabled || mm_on || kmux_verify ||
-	    !streams_is_default(q->s))
+	    !streams_is_default(c->orig))
 		return 0;
-	return streams_pass_quick(streams_default_handle(q->s, q->per_thread),
-				  launch_quick_issue, (void *)q, r);
+	return streams_pass_quick(streams_default_handle(c->orig,
+							 c->per_thread),
+				  launch_call_issue, (void *)c, r);
 }
 
 static CUresult launch_kernel(int per_thread, CUfunction f, unsigned gx,
@@ -392,16 +374,16 @@ static CUresult launch_kernel(int per_thread, CUfunction f, unsigned gx,
 			      CUstream s, void **params, void **extra)
 {
 	const unsigned grid[3] = { gx, gy, gz }, block[3] = { bx, by, bz };
-	const struct launch_quick q = { per_thread, f, grid, block, shmem, s,
-					params, extra, NULL };
 	struct launch_op op;
 	CUresult r;
 
-	if (launch_passed_quickly(&q, &r))
+	op.call = (struct launch_call){ .kind = LAUNCH_KERNEL,
+		.per_thread = per_thread, .orig = s, .f = f, .grid = grid,
+		.block = block, .shmem = shmem, .params = params,
+		.extra = extra };
+	if (launch_passed_quickly(&op.call, &r))
 		return r;
-	launch_op_begin(&op, TRACE_API_LAUNCH, f, grid, block, shmem, s,
-			per_thread, params, extra);
-	op.kind = LAUNCH_KERNEL;
+	launch_op_begin(&op, TRACE_API_LAUNCH);
 	return launch_go(&op);
 }
 
@@ -448,6 +430,7 @@ static CUresult launch_kernel_ex(int per_thread, const CUlaunchConfig *c,
 {
 	struct launch_op op;
 	unsigned grid[3], block[3];
+	CUresult r;
 
 	if (!c) {
 		/* Let the driver report the bad argument. */
@@ -456,21 +439,15 @@ static CUresult launch_kernel_ex(int per_thread, const CUlaunchConfig *c,
 	}
 	grid[0] = c->gridDimX, grid[1] = c->gridDimY, grid[2] = c->gridDimZ;
 	block[0] = c->blockDimX, block[1] = c->blockDimY, block[2] = c->blockDimZ;
+	op.call = (struct launch_call){ .kind = LAUNCH_KERNEL_EX,
+		.per_thread = per_thread, .orig = c->hStream, .f = f,
+		.grid = grid, .block = block, .shmem = c->sharedMemBytes,
+		.params = params, .extra = extra, .config = c };
 	/* Attributes bound to the stream are bridged, even passing through. */
-	if (!launch_ex_bound_to_stream(c)) {
-		const struct launch_quick q = { per_thread, f, grid, block,
-						c->sharedMemBytes, c->hStream,
-						params, extra, c };
-		CUresult r;
-
-		if (launch_passed_quickly(&q, &r))
-			return r;
-	}
-	launch_op_begin(&op, TRACE_API_LAUNCH_EX, f, grid, block,
-			c->sharedMemBytes, c->hStream, per_thread, params,
-			extra);
-	op.kind = LAUNCH_KERNEL_EX;
-	op.config = c;
+	if (!launch_ex_bound_to_stream(c) &&
+	    launch_passed_quickly(&op.call, &r))
+		return r;
+	launch_op_begin(&op, TRACE_API_LAUNCH_EX);
 	return launch_go(&op);
 }
 
@@ -510,9 +487,10 @@ static CUresult launch_coop(int per_thread, CUfunction f, unsigned gx,
 	const unsigned grid[3] = { gx, gy, gz }, block[3] = { bx, by, bz };
 	struct launch_op op;
 
-	launch_op_begin(&op, TRACE_API_LAUNCH_COOP, f, grid, block, shmem, s,
-			per_thread, params, NULL);
-	op.kind = LAUNCH_COOP;
+	op.call = (struct launch_call){ .kind = LAUNCH_COOP,
+		.per_thread = per_thread, .orig = s, .f = f, .grid = grid,
+		.block = block, .shmem = shmem, .params = params };
+	launch_op_begin(&op, TRACE_API_LAUNCH_COOP);
 	return launch_go(&op);
 }
 
@@ -557,10 +535,9 @@ static CUresult launch_graph(int per_thread, CUgraphExec g, CUstream s)
 {
 	struct launch_op op;
 
-	launch_op_begin(&op, TRACE_API_GRAPH, NULL, NULL, NULL, 0, s,
-			per_thread, NULL, NULL);
-	op.kind = LAUNCH_GRAPH;
-	op.graph = g;
+	op.call = (struct launch_call){ .kind = LAUNCH_GRAPH,
+		.per_thread = per_thread, .orig = s, .graph = g };
+	launch_op_begin(&op, TRACE_API_GRAPH);
 	return launch_go(&op);
 }
 
@@ -616,11 +593,10 @@ static CUresult launch_host_func(int per_thread, CUstream s, CUhostFn fn,
 {
 	struct launch_op op;
 
-	launch_op_begin(&op, TRACE_API_HOST_FUNC, NULL, NULL, NULL, 0, s,
-			per_thread, NULL, NULL);
-	op.kind = LAUNCH_HOST_FUNC;
-	op.host_fn = fn;
-	op.data = data;
+	op.call = (struct launch_call){ .kind = LAUNCH_HOST_FUNC,
+		.per_thread = per_thread, .orig = s, .host_fn = fn,
+		.data = data };
+	launch_op_begin(&op, TRACE_API_HOST_FUNC);
 	return launch_go(&op);
 }
 
@@ -655,12 +631,10 @@ static CUresult launch_callback(int per_thread, CUstream s,
 {
 	struct launch_op op;
 
-	launch_op_begin(&op, TRACE_API_HOST_FUNC, NULL, NULL, NULL, 0, s,
-			per_thread, NULL, NULL);
-	op.kind = LAUNCH_CALLBACK;
-	op.callback = cb;
-	op.callback_flags = flags;
-	op.data = data;
+	op.call = (struct launch_call){ .kind = LAUNCH_CALLBACK,
+		.per_thread = per_thread, .orig = s, .callback = cb,
+		.callback_flags = flags, .data = data };
+	launch_op_begin(&op, TRACE_API_HOST_FUNC);
 	return launch_go(&op);
 }
 

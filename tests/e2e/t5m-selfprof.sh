@@ -36,14 +36,14 @@ check "KMUX_STREAMS=4: every launch went through launch_kernel" \
 # launch takes the short way: issued as submitted, not described first.
 # How many depends on the host's load (a busy simulated GPU ends the
 # stretch), not on whether the way exists.
-quick=$(awk '$1 == "launch_quick_issue" { print $2 }' "$TMP/st4.rep")
+quick=$(awk '$1 == "launch_call_issue" { print $2 }' "$TMP/st4.rep")
 full=$(awk '$1 == "launch_op_begin" { print $2 }' "$TMP/st4.rep")
 check "KMUX_STREAMS=4: passing through, launches take the short way ($quick) and the rest the full one (${full:-0})" \
 	bash -c "[ ${quick:-0} -gt 0 ] && [ $(( ${quick:-0} + ${full:-0} )) -eq 4000 ]"
 KMUX_STREAMS=4 KMUX_PASS_THROUGH=0 KMUX_SELFPROF=$TMP/np LD_PRELOAD=$PLIB "$PROGS/launch-cost" torch 2000 2 >"$TMP/np.out" 2>&1
 "${REPORT[@]}" --top 300 "$PLIB" "$TMP"/np.[0-9]* >"$TMP/np.rep" 2>&1
 check "KMUX_PASS_THROUGH=0: every launch is described and scheduled" \
-	bash -c "grep -Eq '^launch_op_begin +4000 ' '$TMP/np.rep' && ! grep -q '^launch_quick_issue ' '$TMP/np.rep'"
+	bash -c "grep -Eq '^launch_op_begin +4000 ' '$TMP/np.rep' && ! grep -q '^launch_call_issue ' '$TMP/np.rep'"
 "${REPORT[@]}" --diff --match '^(cuLaunchKernel|launch_kernel)$' "$PLIB" \
 	"$TMP"/bare.[0-9]* "$TMP"/st4.[0-9]* >"$TMP/diff" 2>&1
 check "--diff: both sides of cuLaunchKernel, launch_kernel only on one" \
