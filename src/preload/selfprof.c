@@ -129,13 +129,15 @@ static SP_NOPROBE void sp_marker(void)
 }
 
 /*
- * What one probe pair adds to the function around it: the probes of an
- * empty function, timed from outside, less the empty loop.
+ * What one probe pair adds to the function around it: pairs for an empty
+ * function, timed from outside (the best of 5 runs; the loop's own few
+ * cycles are left in).
  */
 static SP_NOPROBE double sp_calibrate(void)
 {
 	enum { N = 200000 };
-	uint64_t t0, t1, base = 0, best = UINT64_MAX;
+	uint64_t t0, t1, best = UINT64_MAX;
+	struct sp_slot *s;
 
 	for (int trial = 0; trial < 5; trial++) {
 		t0 = __rdtsc();
@@ -147,14 +149,13 @@ static SP_NOPROBE double sp_calibrate(void)
 		if (t1 - t0 < best)
 			best = t1 - t0;
 	}
-	struct sp_slot *s = sp_slot_of((uintptr_t)sp_marker);
-
+	s = sp_slot_of((uintptr_t)sp_marker);
 	if (s) {
 		atomic_store(&s->calls, 0);
 		atomic_store(&s->cycles, 0);
 		atomic_store(&s->inner, 0);
 	}
-	return (double)(best - base) / N;
+	return (double)best / N;
 }
 
 __attribute__((constructor(101))) static SP_NOPROBE void sp_start(void)
