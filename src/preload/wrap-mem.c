@@ -284,20 +284,29 @@ static int mem_capturing(CUstream s, int per_thread)
 }
 
 /*
- * What a stream-ordered free of ptr gives back to the quota: nothing when
- * captured (a free node settles at its launch), a live graph
- * allocation's charge, else what the table recorded.
+ * What a free of ptr gives back to the quota: a live graph allocation's
+ * charge, else what the table recorded (0 without a quota).  A live graph
+ * allocation ends here without a quota too: the next launch of its graph
+ * must track it again.
  */
-static uint64_t mem_free_charge(uint64_t ptr, CUstream s, int per_thread)
+static uint64_t mem_uncharge(uint64_t ptr)
 {
 	uint64_t charged = 0;
 
-	if ((!quota_on && !gmem_any()) || mem_capturing(s, per_thread))
-		return 0;
-	/* Without a quota too: the next launch must track it again. */
 	if (gmem_free(ptr, &charged))
 		return quota_on ? charged : 0;
 	return quota_on ? quota_charged(ptr) : 0;
+}
+
+/*
+ * mem_uncharge() for a stream-ordered free: nothing when captured (a free
+ * node settles at its launch).
+ */
+static uint64_t mem_free_charge(uint64_t ptr, CUstream s, int per_thread)
+{
+	if ((!quota_on && !gmem_any()) || mem_capturing(s, per_thread))
+		return 0;
+	return mem_uncharge(ptr);
 }
 
 /*
@@ -550,7 +559,7 @@ static int mem_defer_free(uint64_t base, uint64_t charged)
 
 KMUX_EXPORT CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr)
 {
-	uint64_t id = 0, charged = 0;
+	uint64_t id = 0, charged;
 	struct alloc al;
 	CUresult r;
 
@@ -565,11 +574,7 @@ KMUX_EXPORT CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr)
 			mem_after_free(dptr, id);
 		return r;
 	}
-	/* A live graph allocation ends, quota or not (mem_free_charge()). */
-	if (gmem_free(dptr, &charged))
-		charged = quota_on ? charged : 0;
-	else if (unlikely(quota_on))
-		charged = quota_charged(dptr);
+	charged = mem_uncharge(dptr);
 	if (kmux_streams && mem_defer_free(dptr, charged))
 		return CUDA_SUCCESS;
 	if (unlikely(kmux_tracking))
