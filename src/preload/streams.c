@@ -492,14 +492,20 @@ static void sctx_set_passthru(struct streams_ctx *c, int on)
 	__atomic_add_fetch(&sctx_passing, on ? 1 : -1, __ATOMIC_RELAXED);
 }
 
-int streams_passing_through(void)
+/* The current context when it passes through (no lock: a hint), or NULL. */
+static struct streams_ctx *sctx_passing_now(void)
 {
 	struct streams_ctx *c;
 
 	if (!__atomic_load_n(&sctx_passing, __ATOMIC_RELAXED))
-		return 0;
+		return NULL;
 	c = sctx_current();
-	return c && __atomic_load_n(&c->passthru, __ATOMIC_RELAXED);
+	return c && __atomic_load_n(&c->passthru, __ATOMIC_RELAXED) ? c : NULL;
+}
+
+int streams_passing_through(void)
+{
+	return sctx_passing_now() != NULL;
 }
 
 static void stats_add(struct sched_stats *a, const struct sched_stats *b);
@@ -1424,6 +1430,23 @@ static int streams_run_peer(struct streams_ctx *cur,
 	return 1;
 }
 
+/*
+ * Lock held, passing through: issue(arg, NULL) as submitted, counted.
+ * Under the lock, as when paused: an end of passing through in another
+ * thread must not come between.
+ */
+static CUresult sctx_as_submitted(struct streams_ctx *c,
+				  streams_issue_fn issue, void *arg,
+				  int unread)
+{
+	CUresult r = issue(arg, NULL);
+
+	c->pt_ops++;
+	c->pt_unread += unread;
+	ra_invalidate(&c->ra);
+	return r;
+}
+
 int streams_run(const struct streams_req *rq, CUresult *res)
 {
 	struct streams_ctx *c = sctx_current();
@@ -1508,12 +1531,8 @@ done:
 	pthread_mutex_unlock(&c->mu);
 	return 1;
 as_submitted:
-	/* Under the lock, as when paused: an end of passing through in
-	 * another thread must not come between. */
-	*res = rq->issue(rq->arg, NULL);
-	c->pt_ops++;
-	c->pt_unread += !!(rq->flags & STREAMS_UNREAD);
-	ra_invalidate(&c->ra);
+	*res = sctx_as_submitted(c, rq->issue, rq->arg,
+				 !!(rq->flags & STREAMS_UNREAD));
 	goto done;
 pass:
 	/* The caller runs it where the scheduler does not see it. */
@@ -1533,12 +1552,9 @@ pass:
 int streams_pass_quick(CUstream orig, streams_issue_fn issue, void *arg,
 		       CUresult *res)
 {
-	struct streams_ctx *c;
+	struct streams_ctx *c = sctx_passing_now();
 
-	if (!__atomic_load_n(&sctx_passing, __ATOMIC_RELAXED))
-		return 0;
-	c = sctx_current();
-	if (!c || !__atomic_load_n(&c->passthru, __ATOMIC_RELAXED))
+	if (!c)
 		return 0;
 	pthread_mutex_lock(&c->mu);
 	if (!c->passthru || c->paused || c->capturing ||
@@ -1546,11 +1562,7 @@ int streams_pass_quick(CUstream orig, streams_issue_fn issue, void *arg,
 		pthread_mutex_unlock(&c->mu);
 		return 0;
 	}
-	/* Under the lock: see streams_run()'s as_submitted. */
-	*res = issue(arg, NULL);
-	c->pt_ops++;
-	c->pt_unread++;
-	ra_invalidate(&c->ra);
+	*res = sctx_as_submitted(c, issue, arg, 1);
 	pthread_mutex_unlock(&c->mu);
 	return 1;
 }
