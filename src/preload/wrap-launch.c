@@ -59,17 +59,28 @@ struct launch_op {
 };
 
 /*
+ * A launch on stream s only the scheduler wants to see: it goes to a
+ * default stream, and nothing else tracks (no trace, no memory manager,
+ * no verify recording).  Passing through, such a launch need not be read.
+ */
+static int launch_sched_only(CUstream s)
+{
+	return kmux_streams && !trace_enabled && !mm_on && !kmux_verify &&
+	       streams_is_default(s);
+}
+
+/*
  * While the scheduler passes a launch-bound context's work through as
  * submitted (streams.h), nothing reads what a launch reaches: reading its
  * parameters is host time on the program's critical path, for nothing.
- * Only when the scheduler is the tracker's one user (no trace, no memory
- * manager, no verify recording) and the launch goes to a default stream.
- * Should passing through end at this very launch, it is a barrier.
+ * Most such launches take the short way (launch_passed_quickly()); the
+ * rest (cooperative ones, one that met a pause or a capture) are not
+ * decoded.  Should passing through end at this very launch, it is a
+ * barrier.
  */
 static int launch_decode_skipped(CUstream s)
 {
-	return kmux_streams && !trace_enabled && !mm_on && !kmux_verify &&
-	       streams_is_default(s) && streams_passing_through();
+	return launch_sched_only(s) && streams_passing_through();
 }
 
 /*
@@ -356,12 +367,11 @@ static CUresult launch_call_issue(void *arg, CUstream to)
 /*
  * While the scheduler passes this context's work through, a kernel on a
  * default stream is issued as submitted with nothing read or recorded
- * (launch_decode_skipped()'s conditions): 1 and *r when it was.
+ * (launch_sched_only()): 1 and *r when it was.
  */
 static int launch_passed_quickly(const struct launch_call *c, CUresult *r)
 {
-	if (!kmux_streams || trace_enabled || mm_on || kmux_verify ||
-	    !streams_is_default(c->orig))
+	if (!launch_sched_only(c->orig))
 		return 0;
 	return streams_pass_quick(streams_default_handle(c->orig,
 							 c->per_thread),
