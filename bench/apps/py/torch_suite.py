@@ -4,7 +4,8 @@ bench/streams.sh uses this to pay PyTorch's start-up (import, CUDA context,
 cuDNN) once per run instead of once per program: each program still times
 its own region of interest and prints its own RESULT / CHECK / CHECKSUM
 lines (see torchbench.py).  A failing program makes the exit status 1 but
-the others still run.
+the others still run.  Under KMUX_BENCH_TURN (turns.py) it takes turns on
+the GPU with another process, from before CUDA starts to its exit.
 
 Usage: python3 torch_suite.py [--apps googlenet,ensemble] [plain|expert]
                               [--reps N] [--warmup N] [per-app options]
@@ -19,6 +20,7 @@ import torch
 import ensemble_app
 import googlenet_app
 import torchbench
+import turns
 
 APPS = {
     "googlenet": lambda a, v: googlenet_app.run(v, a.reps, a.googlenet_iters, a.warmup,
@@ -37,6 +39,7 @@ def main():
     googlenet_app.add_args(p)
     ensemble_app.add_args(p)
     a = p.parse_args()
+    turns.start()                     # before CUDA starts
     torchbench.setup_determinism()
     print(f"torch {torch.__version__}, cuda {torch.version.cuda}, "
           f"{torch.cuda.get_device_name(0)}", flush=True)

@@ -27,6 +27,13 @@ prints, besides the RESULT line (the scheduled ROIs),
 where ratio is the median over block pairs of sched/paused (above 1: kmux
 slower).  KMUX_BENCH_AB=aa is the method's control (A/A): both arms run
 paused, so its ratio shows the bias and spread of the method itself.
+
+Lockstep pairs (KMUX_BENCH_TURN, turns.py): two processes, say plain and
+kmux, take strict turns, one ROI each, so that ROI i of each sees the same
+moment of the machine; this is how plain (no preload at all) is compared
+with kmux.  Every run also prints each timed ROI, in order:
+
+    ROIS app=NAME variant=V ms=T1,T2,...
 """
 
 import hashlib
@@ -36,6 +43,8 @@ import sys
 import time
 
 import torch
+
+import turns
 
 
 def setup_determinism():
@@ -48,6 +57,7 @@ def setup_determinism():
 
 
 _ab_last = None
+_rois = None      # the last time_roi's ROIs (GPU ms, in order)
 
 
 def _pause_fn():
@@ -77,6 +87,8 @@ def time_roi_ab(fn, pairs, warmup, per_block=3, control=False):
     control: the "scheduled" arm runs paused too (the A/A control).
     """
     global _ab_last
+    if turns.active():
+        sys.exit("KMUX_BENCH_AB and KMUX_BENCH_TURN do not go together")
     pause = _pause_fn()
     for _ in range(warmup):
         fn()
@@ -110,7 +122,12 @@ def time_roi_ab(fn, pairs, warmup, per_block=3, control=False):
 
 
 def time_roi(fn, reps, warmup):
-    """Run fn() warmup times, then time reps runs; returns (median, wall, min) ms."""
+    """Run fn() warmup times, then time reps runs; returns (median, wall, min) ms.
+
+    Under KMUX_BENCH_TURN the GPU goes to the other process after the
+    warm-up and after each timed ROI.
+    """
+    global _rois
     ab = os.environ.get("KMUX_BENCH_AB")
     if ab in ("1", "aa"):
         return time_roi_ab(fn, reps, warmup, control=ab == "aa")
@@ -120,11 +137,14 @@ def time_roi(fn, reps, warmup):
     gpu, wall = [], []
     start = torch.cuda.Event(enable_timing=True)
     stop = torch.cuda.Event(enable_timing=True)
+    turns.hand_over()
     for _ in range(reps):
         g, w = _time_one(fn, start, stop)
         gpu.append(g)
         wall.append(w)
+        turns.hand_over()
     torch.cuda.synchronize()
+    _rois = gpu
     return statistics.median(gpu), statistics.median(wall), min(gpu)
 
 
@@ -138,10 +158,14 @@ def tensor_bytes(t):
 
 
 def report(app, variant, timing, reps, extra=""):
-    global _ab_last
+    global _ab_last, _rois
     ms, wall, mn = timing
     print(f"RESULT app={app} variant={variant} ms={ms:.4f} wall_ms={wall:.4f} "
           f"min_ms={mn:.4f} reps={reps}{(' ' + extra) if extra else ''}", flush=True)
+    if _rois:
+        print(f"ROIS app={app} variant={variant} ms=" + ",".join(f"{t:.4f}" for t in _rois),
+              flush=True)
+        _rois = None
     if _ab_last:
         p, s, r, lo, hi, n, k = _ab_last
         print(f"AB app={app} variant={variant} paused_ms={p:.4f} sched_ms={s:.4f} "

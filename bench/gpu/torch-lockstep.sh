@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# torch-lockstep.sh - plain against kmux on the suite's PyTorch programs
+# (issue 3: "no app slower than plain by more than 2%"), in lockstep pairs.
+#
+# Each pair is two fresh processes of bench/apps/py/torch_suite.py started
+# side by side, one plain (no preload at all) and one in MODE, that take
+# strict turns on the GPU, one timed ROI each (bench/apps/py/turns.py): ROI
+# i of each sees the same moment of this machine, whose speed wanders by
+# 5-40% from one second to the next.  Which side goes first alternates.
+#   plain2   another plain process (A/A: the method's own bias and spread)
+#   bare     LD_PRELOAD=build/libkmux.so (interposition only)
+#   st8      the same with KMUX_STREAMS=8 (the scheduler)
+#   run8     kmux run --streams 8 (as the suite runs it)
+#   st8-NAME st8 with the library TL_LIB_NAME names (another build, A/B)
+# Per app and mode: the median over all ROI pairs of MODE/plain, its
+# quartiles, and the spread of the per-pair medians (lockstep_report.py).
+#
+# Usage (GPU machine, repo root, build/ carried):
+#   OUT=$OUT [TL_PAIRS=6] [TL_ROIS=20] [TL_MODES="plain2 bare st8 run8"] \
+#       bash bench/gpu/torch-lockstep.sh
+# TL_PROG (a command line, words split on blanks) replaces the program: the
+# test without a GPU (tests/e2e/t5n-bench-lockstep.sh) runs a stand-in.
+# Output: $OUT/torch-lockstep.{md,log}; exit 1 when a pair failed.
+set -u
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+PAIRS=${TL_PAIRS:-6}
+ROIS=${TL_ROIS:-20}
+read -r -a MODES <<<"${TL_MODES:-plain2 bare st8 run8}"
+LOG=$OUT/torch-lockstep.log
+: >"$LOG"
+if [ -n "${TL_PROG:-}" ]; then
+	read -r -a PROG <<<"$TL_PROG"
+else
+	PROG=("$PY" "$ROOT/bench/apps/py/torch_suite.py" plain --apps googlenet,ensemble
+	      --reps "$ROIS" --warmup 3)
+fi
+for m in "${MODES[@]}"; do
+	case $m in
+	plain2 | bare | st8 | run8) ;;
+	st8-*)	v=TL_LIB_${m#st8-}
+		[ -r "${!v:-}" ] || { echo "torch-lockstep: $m: $v names no readable library" >&2; exit 2; }
+		log "torch-lockstep: $m: $(sha256sum "${!v}" | cut -c1-12) ${!v}" ;;
+	*)	echo "torch-lockstep: unknown mode '$m' (have plain2 bare st8 run8 st8-NAME)" >&2
+		exit 2 ;;
+	esac
+done
+log "torch-lockstep: GPU $(gpu_line); $(kmux_ident); $PAIRS pairs x ${MODES[*]}; command: ${PROG[*]}"
+
+# side_cmd MODE: CMD becomes the command line of one side of a pair
+side_cmd() {
+	local v
+	case $1 in
+	plain | plain2) CMD=("${PROG[@]}") ;;
+	bare) CMD=(env LD_PRELOAD="$KMUX_LIB" "${PROG[@]}") ;;
+	st8) CMD=(env KMUX_LOG=info KMUX_STREAMS=8 LD_PRELOAD="$KMUX_LIB" "${PROG[@]}") ;;
+	run8) CMD=(env KMUX_LOG=info
+		   LD_LIBRARY_PATH="$KMUX_DEVLIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+		   "$KMUX_BIN" run --streams 8 -- "${PROG[@]}") ;;
+	st8-*) v=TL_LIB_${1#st8-}
+		CMD=(env KMUX_LOG=info KMUX_STREAMS=8 LD_PRELOAD="${!v}" "${PROG[@]}") ;;
+	esac
+}
+
+failed=0
+n=${#MODES[@]}
+for ((r = 0; r < PAIRS; r++)); do
+	for ((k = 0; k < n; k++)); do
+		m=${MODES[$(((k + r) % n))]}
+		have_time 40 || break 2
+		first=plain
+		(((r + k) % 2)) && first=$m
+		fp=$WORK/turn.plain fm=$WORK/turn.mode
+		rm -f "$fp" "$fm"
+		mkfifo "$fp" "$fm"
+		# The shell holds both FIFOs open for the pair's life: the first
+		# byte stays in its FIFO until that side opens it.
+		exec 7<>"$fp" 8<>"$fm"
+		if [ "$first" = plain ]; then printf t >&7; else printf t >&8; fi
+		side_cmd plain
+		KMUX_BENCH_TURN=$fp:$fm timeout 300 "${CMD[@]}" \
+			>"$WORK/p.out" 2>"$WORK/p.err" 7>&- 8>&- &
+		pp=$!
+		side_cmd "$m"
+		KMUX_BENCH_TURN=$fm:$fp timeout 300 "${CMD[@]}" \
+			>"$WORK/m.out" 2>"$WORK/m.err" 7>&- 8>&- &
+		pm=$!
+		wait "$pp"; rp=$?
+		wait "$pm"; rm_=$?
+		exec 7>&- 8>&-
+		rm -f "$fp" "$fm"
+		for s in plain:p:$rp "$m:m:$rm_"; do
+			IFS=: read -r name f rc <<<"$s"
+			{ echo "----- pair $r mode $m side $name first $first exit $rc"
+			  cat "$WORK/$f.out"
+			  grep -E '^(kmux|turns):' "$WORK/$f.err" | cut -c1-700
+			  [ "$rc" = 0 ] || tail -n 20 "$WORK/$f.err"; } >>"$LOG"
+		done
+		[ "$rp" = 0 ] && [ "$rm_" = 0 ] || { failed=$((failed + 1)); log "torch-lockstep: pair $r $m: exit $rp (plain) $rm_ ($m)"; }
+	done
+	log "torch-lockstep: pair round $r done"
+done
+
+"$PY" "$BENCH/lockstep_report.py" "$LOG" >"$OUT/torch-lockstep.md" || failed=$((failed + 1))
+cat "$OUT/torch-lockstep.md" >>"$LOG"
+cat "$OUT/torch-lockstep.md"
+[ "$failed" = 0 ]
