@@ -18,6 +18,10 @@
 # Usage (GPU machine, repo root, build/ carried):
 #   OUT=$OUT [TL_PAIRS=6] [TL_ROIS=20] [TL_MODES="plain2 bare st8 run8"] \
 #       bash bench/gpu/torch-lockstep.sh
+# TL_CPUS (a taskset list, e.g. 4-5): both sides of every pair run on these
+# CPUs.  They never run at the same time, so sharing costs nothing, and
+# the VM's CPUs differ in speed from moment to moment: two sides on two
+# different CPUs see different machines even in lockstep (run 25).
 # TL_PROG (a command line, words split on blanks) replaces the program: the
 # test without a GPU (tests/e2e/t5n-bench-lockstep.sh) runs a stand-in.
 # Output: $OUT/torch-lockstep.{md,log}; exit 1 when a pair failed.
@@ -34,6 +38,11 @@ else
 	PROG=("$PY" "$ROOT/bench/apps/py/torch_suite.py" plain --apps googlenet,ensemble
 	      --reps "$ROIS" --warmup 3)
 fi
+PIN=()
+if [ -n "${TL_CPUS:-}" ]; then
+	PIN=(taskset -c "$TL_CPUS")
+	"${PIN[@]}" true || { echo "torch-lockstep: TL_CPUS=$TL_CPUS: taskset cannot run on those CPUs" >&2; exit 2; }
+fi
 for m in "${MODES[@]}"; do
 	case $m in
 	plain2 | bare | st8 | run8) ;;
@@ -44,7 +53,7 @@ for m in "${MODES[@]}"; do
 		exit 2 ;;
 	esac
 done
-log "torch-lockstep: GPU $(gpu_line); $(kmux_ident); $PAIRS pairs x ${MODES[*]}; command: ${PROG[*]}"
+log "torch-lockstep: GPU $(gpu_line); $(kmux_ident); $PAIRS pairs x ${MODES[*]}; command: ${PIN[*]}${PIN:+ }${PROG[*]}"
 
 # side_cmd MODE: CMD becomes the command line of one side of a pair
 side_cmd() {
@@ -77,11 +86,11 @@ for ((r = 0; r < PAIRS; r++)); do
 		exec 7<>"$fp" 8<>"$fm"
 		if [ "$first" = plain ]; then printf t >&7; else printf t >&8; fi
 		side_cmd plain
-		KMUX_BENCH_TURN=$fp:$fm timeout 300 "${CMD[@]}" \
+		KMUX_BENCH_TURN=$fp:$fm timeout 300 "${PIN[@]}" "${CMD[@]}" \
 			>"$WORK/p.out" 2>"$WORK/p.err" 7>&- 8>&- &
 		pp=$!
 		side_cmd "$m"
-		KMUX_BENCH_TURN=$fm:$fp timeout 300 "${CMD[@]}" \
+		KMUX_BENCH_TURN=$fm:$fp timeout 300 "${PIN[@]}" "${CMD[@]}" \
 			>"$WORK/m.out" 2>"$WORK/m.err" 7>&- 8>&- &
 		pm=$!
 		wait "$pp"; rp=$?

@@ -55,6 +55,12 @@ check "  ... and said why (exit 3)" cond 'grep -q "turns: no turn within 2 s" "$
 	grep -q "side plain first plain exit 3" "$TMP/o2/torch-lockstep.log"'
 check "  ... the report names the failed pair" grep -q "FAILED: pair 0 bare" "$TMP/o2/torch-lockstep.md"
 
+OUT=$TMP/o5 TL_PAIRS=1 TL_MODES=plain2 TL_CPUS=0 "${LOCKSTEP[@]}" >"$TMP/o5.console" 2>&1
+rc=$?
+check "TL_CPUS=0: both sides on CPU 0 ($rc)" cond '[ "$rc" = 0 ] && grep -q "command: taskset -c 0 " "$TMP/o5/torch-lockstep.log"'
+OUT=$TMP/o6 TL_CPUS=99999 "${LOCKSTEP[@]}" >"$TMP/o6.console" 2>&1
+rc=$?
+check "TL_CPUS of no such CPU: exit 2, said ($rc)" cond '[ "$rc" = 2 ] && grep -q "TL_CPUS=99999: taskset cannot run" "$TMP/o6.console"'
 OUT=$TMP/o3 TL_MODES="bare fast" "${LOCKSTEP[@]}" >"$TMP/o3.console" 2>&1
 rc=$?
 check "an unknown mode: exit 2, named ($rc)" cond '[ "$rc" = 2 ] && grep -q "unknown mode .fast." "$TMP/o3.console"'
