@@ -11,6 +11,10 @@ their ratio is one paired sample.  Per app and mode this prints:
   ratio      the median over all ROI pairs of MODE/plain (above 1: slower)
   Q1..Q3     the quartiles of those ratios
   pair medians   the median of each pair's own ratios: their median and range
+  corr       the median over pairs of the correlation between the two sides'
+             ROI times: near 1 when lockstep cancels the machine's wandering
+             (the noise is common to both sides), near 0 when each side's
+             noise is its own (then only more pairs, or TL_CPUS, help)
   ms         the median ROI of each side
 
 A failed or unmatched pair is listed below the table and makes the exit
@@ -64,6 +68,7 @@ def main():
         sys.exit(f"lockstep_report.py: cannot read {sys.argv[1]}: {e.strerror}")
     ratios = collections.defaultdict(list)      # (app, mode) -> every ROI ratio
     per_pair = collections.defaultdict(list)    # (app, mode) -> each pair's median
+    corr = collections.defaultdict(list)        # (app, mode) -> each pair's correlation
     ms = collections.defaultdict(lambda: ([], []))
     bad = []
     modes = []
@@ -83,11 +88,15 @@ def main():
             rs = [y / x for x, y in zip(a, b) if x > 0]
             ratios[(app, m)] += rs
             per_pair[(app, m)].append(statistics.median(rs))
+            try:
+                corr[(app, m)].append(statistics.correlation(a, b))
+            except statistics.StatisticsError:
+                pass            # fewer than 2 ROIs, or one side constant
             ms[(app, m)][0].extend(a)
             ms[(app, m)][1].extend(b)
     print("| app | mode | pairs | ROI pairs | ratio mode/plain (median) | Q1..Q3 "
-          "| pair medians: median (min..max) | plain ms | mode ms |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "| pair medians: median (min..max) | corr | plain ms | mode ms |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for app in sorted({a for a, _ in ratios}):
         for m in modes:
             rs = ratios.get((app, m))
@@ -95,9 +104,12 @@ def main():
                 continue
             lo, hi = quartiles(rs)
             pm = per_pair[(app, m)]
+            c = corr.get((app, m))
             print(f"| {app} | {m} | {len(pm)} | {len(rs)} | {statistics.median(rs):.4f} "
                   f"| {lo:.4f}..{hi:.4f} | {statistics.median(pm):.4f} "
-                  f"({min(pm):.4f}..{max(pm):.4f}) | {statistics.median(ms[(app, m)][0]):.3f} "
+                  f"({min(pm):.4f}..{max(pm):.4f}) "
+                  f"| {'%.2f' % statistics.median(c) if c else '-'} "
+                  f"| {statistics.median(ms[(app, m)][0]):.3f} "
                   f"| {statistics.median(ms[(app, m)][1]):.3f} |")
     if not ratios:
         print("\nno pair produced ROIs")

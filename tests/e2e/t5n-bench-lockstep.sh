@@ -27,6 +27,8 @@ check "  ... the A/A pair's ratio is 1" cond 'row alpha plain2 | grep -q "| 2 | 
 check "  ... bare: 1.05 on every ROI pair" cond 'row beta bare | grep -q "| 2 | 12 | 1.0500 | 1.0500..1.0500 |"'
 check "  ... st8 and run8 (kmux run --streams 8): 1.155" \
 	cond 'row alpha st8 | grep -q "| 1.1550 |" && row beta run8 | grep -q "| 1.1550 |"'
+check "  ... the sides' ROI times move together (corr 1.00: the stand-in's ROI i is 10+i ms on both)" \
+	cond 'row alpha bare | grep -q "| 1.00 | "'
 check "  ... the sides alternated who went first" \
 	cond '[ "$(grep -c "first plain exit" "$TMP/o1/torch-lockstep.log")" -gt 0 ] &&
 	      grep -Eq "mode bare side bare first bare exit 0" "$TMP/o1/torch-lockstep.log"'
