@@ -5,15 +5,18 @@
 # Each pair is two fresh processes of bench/apps/py/torch_suite.py started
 # side by side, one plain (no preload at all) and one in MODE, that take
 # strict turns on the GPU, one timed ROI each (bench/apps/py/turns.py): ROI
-# i of each sees the same moment of this machine, whose speed wanders by
-# 5-40% from one second to the next.  Which side goes first alternates.
+# i of each sees the same moment of this machine, so what the machine does
+# to both at that moment cancels in their ratio.  Which side goes first
+# alternates.  What each process meets alone (run 25: the VM CPU it runs
+# on) does not cancel; TL_CPUS is for that.
 #   plain2   another plain process (A/A: the method's own bias and spread)
 #   bare     LD_PRELOAD=build/libkmux.so (interposition only)
 #   st8      the same with KMUX_STREAMS=8 (the scheduler)
 #   run8     kmux run --streams 8 (as the suite runs it)
 #   st8-NAME st8 with the library TL_LIB_NAME names (another build, A/B)
 # Per app and mode: the median over all ROI pairs of MODE/plain, its
-# quartiles, and the spread of the per-pair medians (lockstep_report.py).
+# quartiles, the spread of the per-pair medians and how well the two sides'
+# times move together (lockstep_report.py).
 #
 # Usage (GPU machine, repo root, build/ carried):
 #   OUT=$OUT [TL_PAIRS=6] [TL_ROIS=20] [TL_MODES="plain2 bare st8 run8"] \
@@ -93,18 +96,19 @@ for ((r = 0; r < PAIRS; r++)); do
 		KMUX_BENCH_TURN=$fm:$fp timeout 300 "${PIN[@]}" "${CMD[@]}" \
 			>"$WORK/m.out" 2>"$WORK/m.err" 7>&- 8>&- &
 		pm=$!
-		wait "$pp"; rp=$?
-		wait "$pm"; rm_=$?
+		wait "$pp"; rc_plain=$?
+		wait "$pm"; rc_mode=$?
 		exec 7>&- 8>&-
 		rm -f "$fp" "$fm"
-		for s in plain:p:$rp "$m:m:$rm_"; do
+		for s in plain:p:$rc_plain "$m:m:$rc_mode"; do
 			IFS=: read -r name f rc <<<"$s"
 			{ echo "----- pair $r mode $m side $name first $first exit $rc"
 			  cat "$WORK/$f.out"
 			  grep -E '^(kmux|turns):' "$WORK/$f.err" | cut -c1-700
 			  [ "$rc" = 0 ] || tail -n 20 "$WORK/$f.err"; } >>"$LOG"
 		done
-		[ "$rp" = 0 ] && [ "$rm_" = 0 ] || { failed=$((failed + 1)); log "torch-lockstep: pair $r $m: exit $rp (plain) $rm_ ($m)"; }
+		[ "$rc_plain" = 0 ] && [ "$rc_mode" = 0 ] ||
+			{ failed=$((failed + 1)); log "torch-lockstep: pair $r $m: exit $rc_plain (plain) $rc_mode ($m)"; }
 	done
 	log "torch-lockstep: pair round $r done"
 done

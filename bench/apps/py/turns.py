@@ -1,15 +1,16 @@
 """turns.py - two benchmark processes take strict turns on the GPU.
 
-Why: the launch-bound PyTorch programs move by 5-40% with the moment they
-run at on the GPU machine (a VM whose CPUs other work shares), inside one
-process as much as between processes.  Fresh processes run one after the
-other therefore cannot show a 2% difference between plain and kmux.  A pair
-of processes started side by side (say plain and kmux) that hand the GPU to
-each other after every timed region of interest see the same moments of the
-machine: ROI i of one and ROI i of the other are neighbours in time, and
-their ratio cancels what the machine did meanwhile.  Only one of the two
-ever has GPU work or a timed region in flight; the other is blocked in
-read(2) and costs neither CPU nor GPU.
+Why: the launch-bound PyTorch programs move by 5-40% on the GPU machine (a
+VM whose CPUs other work shares), inside one process as much as between
+processes.  Fresh processes run one after the other therefore cannot show
+a 2% difference between plain and kmux.  A pair of processes started side
+by side (say plain and kmux) that hand the GPU to each other after every
+timed region of interest meet the same moments of the machine: ROI i of one
+and ROI i of the other are neighbours in time, and their ratio cancels what
+the machine did to both meanwhile (not what each met alone, such as a
+slower CPU: run 25 in bench/results/streams.md).  Only one of the two ever
+has GPU work or a timed region in flight; the other is blocked in read(2)
+and costs neither CPU nor GPU, so both may share the same CPUs.
 
 Protocol (bench/gpu/torch-lockstep.sh is the runner):
     KMUX_BENCH_TURN=MINE:THEIRS    two FIFOs, crossed between the two processes
