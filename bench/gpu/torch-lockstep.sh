@@ -38,6 +38,7 @@ LOG=$OUT/torch-lockstep.log
 if [ -n "${TL_PROG:-}" ]; then
 	read -r -a PROG <<<"$TL_PROG"
 else
+	# shellcheck disable=SC2054  # the comma is torch_suite.py's list
 	PROG=("$PY" "$ROOT/bench/apps/py/torch_suite.py" plain --apps googlenet,ensemble
 	      --reps "$ROIS" --warmup 3)
 fi
@@ -107,8 +108,10 @@ for ((r = 0; r < PAIRS; r++)); do
 			  grep -E '^(kmux|turns):' "$WORK/$f.err" | cut -c1-700
 			  [ "$rc" = 0 ] || tail -n 20 "$WORK/$f.err"; } >>"$LOG"
 		done
-		[ "$rc_plain" = 0 ] && [ "$rc_mode" = 0 ] ||
-			{ failed=$((failed + 1)); log "torch-lockstep: pair $r $m: exit $rc_plain (plain) $rc_mode ($m)"; }
+		if [ "$rc_plain" != 0 ] || [ "$rc_mode" != 0 ]; then
+			failed=$((failed + 1))
+			log "torch-lockstep: pair $r $m: exit $rc_plain (plain) $rc_mode ($m)"
+		fi
 	done
 	log "torch-lockstep: pair round $r done"
 done
