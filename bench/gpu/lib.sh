@@ -71,6 +71,34 @@ shorten_cmds() {
 	sed -e "s|$WORK|\$W|g" -e "s|$ROOT/||g"
 }
 
+# torch_mode_cmd MODE PREFIX PROG...: CMD becomes PROG's command line in
+# one of the modes of the PyTorch diagnostics (torch-modes.sh,
+# torch-lockstep.sh): plain and plain2 (no kmux), bare (the preload alone),
+# st8 (KMUX_STREAMS=8), st8-noptx (KMUX_PTX_READONLY=0), st8-nopass
+# (KMUX_PASS_THROUGH=0), run8 (kmux run --streams 8), st8-NAME (st8 with the
+# library that the variable PREFIXNAME names).  Returns 2 for another MODE
+# or an st8-NAME whose variable names no readable file.
+torch_mode_cmd() {
+	local m=$1 lib=$2
+	shift 2
+	case $m in
+	plain | plain2) CMD=("$@") ;;
+	bare) CMD=(env LD_PRELOAD="$KMUX_LIB" "$@") ;;
+	st8) CMD=(env KMUX_LOG=info KMUX_STREAMS=8 LD_PRELOAD="$KMUX_LIB" "$@") ;;
+	st8-noptx) CMD=(env KMUX_LOG=info KMUX_PTX_READONLY=0 KMUX_STREAMS=8
+			LD_PRELOAD="$KMUX_LIB" "$@") ;;
+	st8-nopass) CMD=(env KMUX_LOG=info KMUX_PASS_THROUGH=0 KMUX_STREAMS=8
+			 LD_PRELOAD="$KMUX_LIB" "$@") ;;
+	run8) CMD=(env KMUX_LOG=info
+		   LD_LIBRARY_PATH="$KMUX_DEVLIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+		   "$KMUX_BIN" run --streams 8 -- "$@") ;;
+	st8-?*) lib=$lib${m#st8-}
+		[ -r "${!lib:-}" ] || return 2
+		CMD=(env KMUX_LOG=info KMUX_STREAMS=8 LD_PRELOAD="${!lib}" "$@") ;;
+	*) return 2 ;;
+	esac
+}
+
 # kmux_cli ARGS...: the CLI with its carried non-system libraries
 # (build/devlibs, e.g. libcjson.so.1) on LD_LIBRARY_PATH for this call only.
 # CMD inherits that path from kmux; it holds only what prepare.sh copied.

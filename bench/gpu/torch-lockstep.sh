@@ -14,6 +14,7 @@
 #   st8      the same with KMUX_STREAMS=8 (the scheduler)
 #   run8     kmux run --streams 8 (as the suite runs it)
 #   st8-NAME st8 with the library TL_LIB_NAME names (another build, A/B)
+# and st8-noptx, st8-nopass (lib.sh's torch_mode_cmd has them all).
 # Per app and mode: the median over all ROI pairs of MODE/plain, its
 # quartiles, the spread of the per-pair medians and how well the two sides'
 # times move together (lockstep_report.py).
@@ -48,31 +49,19 @@ if [ -n "${TL_CPUS:-}" ]; then
 	"${PIN[@]}" true || { echo "torch-lockstep: TL_CPUS=$TL_CPUS: taskset cannot run on those CPUs" >&2; exit 2; }
 fi
 for m in "${MODES[@]}"; do
+	if ! torch_mode_cmd "$m" TL_LIB_ true; then
+		case $m in
+		st8-?*) echo "torch-lockstep: $m: TL_LIB_${m#st8-} names no readable library" >&2 ;;
+		*) echo "torch-lockstep: unknown mode '$m' (have plain2 bare st8 st8-noptx st8-nopass run8 st8-NAME)" >&2 ;;
+		esac
+		exit 2
+	fi
 	case $m in
-	plain2 | bare | st8 | run8) ;;
-	st8-*)	v=TL_LIB_${m#st8-}
-		[ -r "${!v:-}" ] || { echo "torch-lockstep: $m: $v names no readable library" >&2; exit 2; }
-		log "torch-lockstep: $m: $(sha256sum "${!v}" | cut -c1-12) ${!v}" ;;
-	*)	echo "torch-lockstep: unknown mode '$m' (have plain2 bare st8 run8 st8-NAME)" >&2
-		exit 2 ;;
+	st8-noptx | st8-nopass) ;;
+	st8-*) v=TL_LIB_${m#st8-}; log "torch-lockstep: $m: $(sha256sum "${!v}" | cut -c1-12) ${!v}" ;;
 	esac
 done
 log "torch-lockstep: GPU $(gpu_line); $(kmux_ident); $PAIRS pairs x ${MODES[*]}; command: ${PIN[*]}${PIN:+ }${PROG[*]}"
-
-# side_cmd MODE: CMD becomes the command line of one side of a pair
-side_cmd() {
-	local v
-	case $1 in
-	plain | plain2) CMD=("${PROG[@]}") ;;
-	bare) CMD=(env LD_PRELOAD="$KMUX_LIB" "${PROG[@]}") ;;
-	st8) CMD=(env KMUX_LOG=info KMUX_STREAMS=8 LD_PRELOAD="$KMUX_LIB" "${PROG[@]}") ;;
-	run8) CMD=(env KMUX_LOG=info
-		   LD_LIBRARY_PATH="$KMUX_DEVLIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-		   "$KMUX_BIN" run --streams 8 -- "${PROG[@]}") ;;
-	st8-*) v=TL_LIB_${1#st8-}
-		CMD=(env KMUX_LOG=info KMUX_STREAMS=8 LD_PRELOAD="${!v}" "${PROG[@]}") ;;
-	esac
-}
 
 failed=0
 n=${#MODES[@]}
@@ -89,11 +78,11 @@ for ((r = 0; r < PAIRS; r++)); do
 		# byte stays in its FIFO until that side opens it.
 		exec 7<>"$fp" 8<>"$fm"
 		if [ "$first" = plain ]; then printf t >&7; else printf t >&8; fi
-		side_cmd plain
+		torch_mode_cmd plain TL_LIB_ "${PROG[@]}"
 		KMUX_BENCH_TURN=$fp:$fm timeout 300 "${PIN[@]}" "${CMD[@]}" \
 			>"$WORK/p.out" 2>"$WORK/p.err" 7>&- 8>&- &
 		pp=$!
-		side_cmd "$m"
+		torch_mode_cmd "$m" TL_LIB_ "${PROG[@]}"
 		KMUX_BENCH_TURN=$fm:$fp timeout 300 "${PIN[@]}" "${CMD[@]}" \
 			>"$WORK/m.out" 2>"$WORK/m.err" 7>&- 8>&- &
 		pm=$!

@@ -38,21 +38,13 @@ for m in "${MODES[@]}"; do
 	case $m in st8-*) [ -n "${!v:-}" ] && log "torch-modes: $m: $(sha256sum "${!v}" | cut -c1-12) ${!v}" ;; esac
 done
 
+# run_one MODE: one fresh process; st8-ctl is st8-NAME with TM_CONTROL_LIB
 run_one() {
-	case $1 in
-	plain | plain2) "${PROG[@]}" ;;
-	bare) LD_PRELOAD=$KMUX_LIB "${PROG[@]}" ;;
-	st8) KMUX_LOG=info KMUX_STREAMS=8 LD_PRELOAD=$KMUX_LIB "${PROG[@]}" ;;
-	st8-noptx) KMUX_LOG=info KMUX_PTX_READONLY=0 KMUX_STREAMS=8 \
-		LD_PRELOAD=$KMUX_LIB "${PROG[@]}" ;;
-	st8-nopass) KMUX_LOG=info KMUX_PASS_THROUGH=0 KMUX_STREAMS=8 \
-		LD_PRELOAD=$KMUX_LIB "${PROG[@]}" ;;
-	st8-ctl) KMUX_LOG=info KMUX_STREAMS=8 LD_PRELOAD=$CTL "${PROG[@]}" ;;
-	st8-*) v=TM_LIB_${1#st8-}
-		[ -n "${!v:-}" ] || { echo "torch-modes: $1: $v is not set" >&2; return 2; }
-		KMUX_LOG=info KMUX_STREAMS=8 LD_PRELOAD=${!v} "${PROG[@]}" ;;
-	run8) KMUX_LOG=info kmux_cli run --streams 8 -- "${PROG[@]}" ;;
-	esac
+	TM_LIB_ctl=$CTL torch_mode_cmd "$1" TM_LIB_ "${PROG[@]}" || {
+		echo "torch-modes: $1: unknown mode, or its library is not set" >&2
+		return 2
+	}
+	"${CMD[@]}"
 }
 
 n=${#MODES[@]}
