@@ -77,8 +77,8 @@ def main():
             modes.append(m)
         p, q = sides.get("plain"), sides.get("mode")
         if not p or not q or p[0] != 0 or q[0] != 0:
-            bad.append(f"pair {r} {m}: exit " + ", ".join(
-                f"{s} {v[0]}" for s, v in sides.items()) if sides else f"pair {r} {m}: no output")
+            side = [("missing" if v is None else f"exit {v[0]}") for v in (p, q)]
+            bad.append(f"pair {r} {m}: plain {side[0]}, {m} {side[1]}")
             continue
         for app in sorted(set(p[2]) | set(q[2])):
             a, b = p[2].get(app, []), q[2].get(app, [])

@@ -82,6 +82,10 @@ printf -- '----- pair 0 mode bare side plain first plain exit 0\nROIS app=a vari
 "${REPORT[@]}" "$TMP/mangled.log" >"$TMP/r1" 2>&1
 rc=$?
 check "report: a mangled ROIS line fails its pair, exit 1 ($rc)" cond '[ "$rc" = 1 ] && grep -q "FAILED: pair 0 bare a: 2 plain ROIs, 0 bare ROIs" "$TMP/r1"'
+printf -- '----- pair 0 mode bare side plain first plain exit 0\nROIS app=a variant=plain ms=1,2\n' >"$TMP/half.log"
+"${REPORT[@]}" "$TMP/half.log" >"$TMP/r4" 2>&1
+rc=$?
+check "report: a pair with one side missing fails, said ($rc)" cond '[ "$rc" = 1 ] && grep -q "FAILED: pair 0 bare: plain exit 0, bare missing" "$TMP/r4"'
 "${REPORT[@]}" "$TMP/nope.log" >"$TMP/r2" 2>&1
 rc=$?
 check "report: a missing log, exit 1 and named ($rc)" cond '[ "$rc" = 1 ] && grep -q "cannot read $TMP/nope.log" "$TMP/r2"'
