@@ -31,7 +31,7 @@ ROIS = re.compile(r"^ROIS app=(\S+) variant=\S+ ms=([0-9.,]+)$")
 
 
 def parse(path):
-    """{(pair, mode): {side: (exit, first, {app: [ms...]})}}"""
+    """{(pair, mode): {"plain" | "mode": (exit, {app: [ms...]})}}"""
     runs = collections.defaultdict(dict)
     cur = None
     with open(path, errors="replace") as f:
@@ -39,9 +39,9 @@ def parse(path):
             line = line.rstrip("\n")
             h = HEAD.match(line)
             if h:
-                r, m, side, first, rc = h.groups()
+                r, m, side, _, rc = h.groups()
                 cur = {}
-                runs[(int(r), m)]["plain" if side == "plain" else "mode"] = (int(rc), first, cur)
+                runs[(int(r), m)]["plain" if side == "plain" else "mode"] = (int(rc), cur)
                 continue
             x = ROIS.match(line)
             if x and cur is not None:
@@ -80,8 +80,8 @@ def main():
             side = [("missing" if v is None else f"exit {v[0]}") for v in (p, q)]
             bad.append(f"pair {r} {m}: plain {side[0]}, {m} {side[1]}")
             continue
-        for app in sorted(set(p[2]) | set(q[2])):
-            a, b = p[2].get(app, []), q[2].get(app, [])
+        for app in sorted(set(p[1]) | set(q[1])):
+            a, b = p[1].get(app, []), q[1].get(app, [])
             if not a or len(a) != len(b):
                 bad.append(f"pair {r} {m} {app}: {len(a)} plain ROIs, {len(b)} {m} ROIs")
                 continue
