@@ -93,6 +93,7 @@ struct reg {
 struct body {
 	/* parameter names of the entry being analysed */
 	char **pname;
+	size_t *plen;		/* strlen(pname[i]) */
 	int np;
 	/* registers: names (pointers into the text) and taint */
 	struct reg *reg;
@@ -112,16 +113,29 @@ struct body {
 
 /* ---- small helpers ---- */
 
-static bool is_ident(char c)
+/*
+ * Character classes by table: the scanner asks for every byte of each
+ * PTX text several times, and a chain of compares per byte was a fifth
+ * of the instructions a module load spent here (cuRAND's PTX).
+ */
+enum { CC_IDENT = 1, CC_SPACE = 2, CC_BINARY = 4 };
+static const unsigned char ptx_cc[256] = {
+	/* \t \n \v \f \r are 9 to 13 */
+	[0 ... 8] = CC_BINARY, [9 ... 13] = CC_SPACE,
+	[14 ... 0x1f] = CC_BINARY, [' '] = CC_SPACE, [0x7f] = CC_BINARY,
+	['a' ... 'z'] = CC_IDENT, ['A' ... 'Z'] = CC_IDENT,
+	['0' ... '9'] = CC_IDENT, ['_'] = CC_IDENT, ['$'] = CC_IDENT,
+	['.'] = CC_IDENT,
+};
+
+static inline bool is_ident(char c)
 {
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-	       (c >= '0' && c <= '9') || c == '_' || c == '$' || c == '.';
+	return ptx_cc[(unsigned char)c] & CC_IDENT;
 }
 
-static bool is_space(char c)
+static inline bool is_space(char c)
 {
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r' ||
-	       c == '\f' || c == '\v';
+	return ptx_cc[(unsigned char)c] & CC_SPACE;
 }
 
 /*
@@ -174,9 +188,9 @@ static const char *skip_space(const char *p)
 /* The identifier at p (length in *n), 0 when none. */
 static size_t ident_len(const char *p)
 {
-	size_t n = 0;
+	size_t n = *p == '%';
 
-	while (is_ident(p[n]) || (n == 0 && p[n] == '%'))
+	while (is_ident(p[n]))
 		n++;
 	return n;
 }
@@ -367,9 +381,11 @@ static const char *scan_word(const char *p, int *depth, size_t *n)
 				return p + 1;
 			continue;
 		}
-		*n = ident_len(p);
-		if (*n)
+		/* ident_len() is not 0 exactly here; asked only then. */
+		if (is_ident(*p) || *p == '%') {
+			*n = ident_len(p);
 			return p;
+		}
 	}
 	return p;
 }
@@ -688,8 +704,13 @@ static int reg_index(struct body *b, const char *p, size_t n)
 
 static int param_index(const struct body *b, const char *p, size_t n)
 {
+	/*
+	 * nvcc names them ENTRY_param_K: one long prefix, so the last byte
+	 * first.
+	 */
 	for (int i = 0; i < b->np; i++)
-		if (strlen(b->pname[i]) == n && memcmp(b->pname[i], p, n) == 0)
+		if (b->plen[i] == n && n && b->pname[i][n - 1] == p[n - 1] &&
+		    memcmp(b->pname[i], p, n) == 0)
 			return i;
 	return -1;
 }
@@ -789,22 +810,37 @@ static int split_operands(const char *s, const char *e, const char **ps,
 	return depth ? -EINVAL : n;
 }
 
-static const char *const pure_ops[] = {
-	"abs", "activemask", "add", "addc", "and", "bar", "barrier", "bfe",
-	"bfi", "bfind", "bra", "brev", "clz", "cnot", "copysign", "cos",
-	"cvt", "cvta", "div", "dp2a", "dp4a", "ex2", "exit", "fence", "fma",
-	"fns", "isspacep", "lg2", "lop3", "mad", "mad24", "madc", "mapa",
-	"match", "max", "membar", "min", "mma", "mov", "mul", "mul24", "nanosleep",
-	"neg", "not", "or", "popc", "prmt", "rcp", "redux", "rem", "ret",
-	"rsqrt", "sad", "selp", "set", "setp", "shf", "shfl", "shl", "shr",
-	"sin", "slct", "sqrt", "sub", "subc", "szext", "tanh", "testp", "trap",
-	"vote", "xor",
+/* Lengths with the words: is_pure() runs for every instruction. */
+#define PURE_OP(w) { w, sizeof(w) - 1 }
+static const struct pure_op {
+	const char *w;
+	size_t n;
+} pure_ops[] = {
+	PURE_OP("abs"), PURE_OP("activemask"), PURE_OP("add"), PURE_OP("addc"),
+	PURE_OP("and"), PURE_OP("bar"), PURE_OP("barrier"), PURE_OP("bfe"),
+	PURE_OP("bfi"), PURE_OP("bfind"), PURE_OP("bra"), PURE_OP("brev"),
+	PURE_OP("clz"), PURE_OP("cnot"), PURE_OP("copysign"), PURE_OP("cos"),
+	PURE_OP("cvt"), PURE_OP("cvta"), PURE_OP("div"), PURE_OP("dp2a"),
+	PURE_OP("dp4a"), PURE_OP("ex2"), PURE_OP("exit"), PURE_OP("fence"),
+	PURE_OP("fma"), PURE_OP("fns"), PURE_OP("isspacep"), PURE_OP("lg2"),
+	PURE_OP("lop3"), PURE_OP("mad"), PURE_OP("mad24"), PURE_OP("madc"),
+	PURE_OP("mapa"), PURE_OP("match"), PURE_OP("max"), PURE_OP("membar"),
+	PURE_OP("min"), PURE_OP("mma"), PURE_OP("mov"), PURE_OP("mul"),
+	PURE_OP("mul24"), PURE_OP("nanosleep"), PURE_OP("neg"), PURE_OP("not"),
+	PURE_OP("or"), PURE_OP("popc"), PURE_OP("prmt"), PURE_OP("rcp"),
+	PURE_OP("redux"), PURE_OP("rem"), PURE_OP("ret"), PURE_OP("rsqrt"),
+	PURE_OP("sad"), PURE_OP("selp"), PURE_OP("set"), PURE_OP("setp"),
+	PURE_OP("shf"), PURE_OP("shfl"), PURE_OP("shl"), PURE_OP("shr"),
+	PURE_OP("sin"), PURE_OP("slct"), PURE_OP("sqrt"), PURE_OP("sub"),
+	PURE_OP("subc"), PURE_OP("szext"), PURE_OP("tanh"), PURE_OP("testp"),
+	PURE_OP("trap"), PURE_OP("vote"), PURE_OP("xor"),
 };
 
 static bool is_pure(const char *op, size_t n)
 {
 	for (size_t i = 0; i < sizeof(pure_ops) / sizeof(pure_ops[0]); i++)
-		if (word_is(op, n, pure_ops[i]))
+		if (pure_ops[i].n == n && pure_ops[i].w[0] == *op &&
+		    memcmp(op, pure_ops[i].w, n) == 0)
 			return true;
 	return false;
 }
@@ -1796,6 +1832,7 @@ static void body_release(struct body *b)
 	for (int i = 0; i < b->np; i++)
 		free(b->pname[i]);
 	free(b->pname);
+	free(b->plen);
 	free(b->reg);
 	free(b->hslot);
 	free(b->pool);
@@ -1833,6 +1870,7 @@ static const char *parse_entry(const char *p, struct ptxro_module *m,
 			uint32_t sz;
 			uint32_t *ns;
 			char **nn;
+			size_t *nl;
 
 			if (e->nparams >= ENTRY_PARAMS_MAX)
 				goto bad;
@@ -1848,9 +1886,14 @@ static const char *parse_entry(const char *p, struct ptxro_module *m,
 			if (!nn)
 				goto nomem;
 			b.pname = nn;
+			nl = realloc(b.plen, (size_t)(b.np + 1) * sizeof(*nl));
+			if (!nl)
+				goto nomem;
+			b.plen = nl;
 			b.pname[b.np] = strndup(pn, pl);
 			if (!b.pname[b.np])
 				goto nomem;
+			b.plen[b.np] = strlen(b.pname[b.np]);
 			b.np++;
 			e->size[e->nparams++] = sz;
 			if (*p == ',')
@@ -1984,9 +2027,9 @@ static bool looks_like_text(const unsigned char *b, size_t n)
 {
 	if (n == 0)
 		return false;
+	/* Control bytes but white space, and DEL. */
 	for (size_t i = 0; i < n; i++)
-		if (b[i] == 0 || (b[i] < 0x20 && !is_space((char)b[i])) ||
-		    b[i] == 0x7f)
+		if (ptx_cc[b[i]] & CC_BINARY)
 			return false;
 	return true;
 }
