@@ -1069,7 +1069,7 @@ static struct av ptr(const struct av *base, i128 lo, i128 hi)
 	return v;
 }
 
-static bool av_eq(const struct av *a, const struct av *b)
+static inline bool av_eq(const struct av *a, const struct av *b)
 {
 	if (a->k != b->k)
 		return false;
@@ -1169,13 +1169,15 @@ static struct av spec_value(const struct solver *s, int spec)
 	return TOP;
 }
 
-static struct av opv(const struct solver *s, const struct ptxr_opnd *o, int w)
+/* Operand o's value in the state st. */
+static struct av opv_in(const struct solver *s, const struct av *st,
+			const struct ptxr_opnd *o, int w)
 {
 	struct av v;
 
 	switch (o->kind) {
 	case PTXR_O_REG:
-		v = s->cur[o->reg];
+		v = st[o->reg];
 		return v.k == AV_BOT ? TOP : v;
 	case PTXR_O_IMM:
 		return norm(o->imm, o->imm, w);
@@ -1183,6 +1185,11 @@ static struct av opv(const struct solver *s, const struct ptxr_opnd *o, int w)
 		return spec_value(s, o->spec);
 	}
 	return TOP;
+}
+
+static struct av opv(const struct solver *s, const struct ptxr_opnd *o, int w)
+{
+	return opv_in(s, s->cur, o, w);
 }
 
 static int bitlen(i128 x)
@@ -1552,18 +1559,31 @@ static void run_block(struct solver *s, int b)
 
 /* ---- solving ---- */
 
-/* Narrow s->cur on the edge where setp r is truth. */
-static bool narrow(struct solver *s, const struct rins *r, bool truth)
+/* A register's value on one edge, where it differs from the block's exit. */
+struct av_patch {
+	int reg;
+	struct av v;
+};
+
+/*
+ * The registers setp r compares, narrowed on the edge where it is truth,
+ * from the state st: into pt, their count returned (at most 2), or -1
+ * when the edge is never taken.
+ */
+static int narrow(const struct solver *s, const struct av *st,
+		  const struct rins *r, bool truth, struct av_patch pt[2])
 {
 	static const uint8_t neg[] = { C_NONE, C_NE, C_EQ, C_GE, C_GT, C_LE,
 				       C_LT };
 	const struct ptxr_opnd *o = &s->p->opnd[r->src];
 	uint8_t c = truth ? r->cmp : neg[r->cmp];
-	struct av a = opv(s, &o[0], r->w), b = opv(s, &o[1], r->w);
+	struct av a = opv_in(s, st, &o[0], r->w),
+		  b = opv_in(s, st, &o[1], r->w);
+	int n = 0;
 	i128 alo, ahi, blo, bhi;
 
 	if (a.k == AV_PTR || b.k == AV_PTR)
-		return true;
+		return 0;
 	view(&a, r->w, r->sgn, &alo, &ahi);
 	view(&b, r->w, r->sgn, &blo, &bhi);
 	switch (c) {
@@ -1598,18 +1618,18 @@ static bool narrow(struct solver *s, const struct rins *r, bool truth)
 			bhi--;
 		break;
 	default:
-		return true;
+		return 0;
 	}
 	if (alo > ahi || blo > bhi)
-		return false;	/* the edge is never taken */
+		return -1;	/* the edge is never taken */
 	if (o[0].kind == PTXR_O_REG && o[1].kind == PTXR_O_REG &&
 	    o[0].reg == o[1].reg)
-		return true;
+		return 0;
 	if (o[0].kind == PTXR_O_REG)
-		s->cur[o[0].reg] = norm(alo, ahi, r->w);
+		pt[n++] = (struct av_patch){ o[0].reg, norm(alo, ahi, r->w) };
 	if (o[1].kind == PTXR_O_REG)
-		s->cur[o[1].reg] = norm(blo, bhi, r->w);
-	return true;
+		pt[n++] = (struct av_patch){ o[1].reg, norm(blo, bhi, r->w) };
+	return n;
 }
 
 /* An induction variable's step in s->cur, the loop's entry state: 0 when
@@ -1706,6 +1726,20 @@ static void loop_values(struct solver *s, const struct loop *l,
 	}
 }
 
+/* acc[r] joined with src[r] for every register (copied when !any). */
+static void join_state(const struct ptxr_prog *p, struct av *acc,
+		       const struct av *src, int nreg, bool any)
+{
+	if (!any) {
+		memcpy(acc, src, (size_t)nreg * sizeof(*acc));
+		return;
+	}
+	/* TOP joined with anything is TOP: most registers, most passes. */
+	for (int r = 0; r < nreg; r++)
+		if (acc[r].k != AV_TOP)
+			acc[r] = join(&acc[r], &src[r], p->rw[r] ? p->rw[r] : 8);
+}
+
 /* Join pred's exit state, narrowed along pred -> b, into acc, and into
  * ent too when ent is given (an entry edge). */
 static void join_edge(struct solver *s, int pred, int b, struct av *acc,
@@ -1713,24 +1747,40 @@ static void join_edge(struct solver *s, int pred, int b, struct av *acc,
 {
 	const struct ptxr_prog *p = s->p;
 	int set = p->refine[pred];
-	struct av *src = &s->out[(size_t)pred * s->nreg];
+	const struct av *src = &s->out[(size_t)pred * s->nreg];
+	struct av_patch pt[2];
+	struct av oacc[2], oent[2];
+	int npt = 0;
 
-	memcpy(s->cur, src, (size_t)s->nreg * sizeof(*s->cur));
+	/*
+	 * The edge's state is pred's exit but for the (at most two)
+	 * registers the branch narrows: patched in after the loop, instead
+	 * of a copy of every register for every branch edge on every pass.
+	 */
 	if (set >= 0 && p->succ[2 * pred] != p->succ[2 * pred + 1]) {
 		const struct rins *br = &p->ins[p->bstart[pred + 1] - 1];
 		bool taken = p->succ[2 * pred] == b;
 		bool truth = taken != (bool)br->guard_neg;
 
-		if (!narrow(s, &p->ins[set], truth))
+		npt = narrow(s, src, &p->ins[set], truth, pt);
+		if (npt < 0)
 			return;
+		for (int k = 0; k < npt; k++) {
+			oacc[k] = acc[pt[k].reg];
+			if (ent)
+				oent[k] = ent[pt[k].reg];
+		}
 	}
-	for (int r = 0; r < s->nreg; r++) {
-		int w = p->rw[r] ? p->rw[r] : 8;
+	join_state(p, acc, src, s->nreg, *any);
+	if (ent)
+		join_state(p, ent, src, s->nreg, *anyent);
+	for (int k = 0; k < npt; k++) {
+		int r = pt[k].reg, w = p->rw[r] ? p->rw[r] : 8;
 
-		acc[r] = *any ? join(&acc[r], &s->cur[r], w) : s->cur[r];
+		acc[r] = *any ? join(&oacc[k], &pt[k].v, w) : pt[k].v;
 		if (ent)
-			ent[r] = *anyent ? join(&ent[r], &s->cur[r], w) :
-					   s->cur[r];
+			ent[r] = *anyent ? join(&oent[k], &pt[k].v, w) :
+					   pt[k].v;
 	}
 	*any = true;
 	if (ent)
@@ -1750,7 +1800,7 @@ static bool visit(struct solver *s, int b, bool widen, struct av *acc,
 	size_t nr = (size_t)s->nreg;
 	int li = p->loop_of[b];
 	const struct loop *l = li >= 0 ? &p->loop[li] : NULL;
-	struct av *in = &s->in[(size_t)b * nr];
+	struct av *in = &s->in[(size_t)b * nr], *cur;
 	bool any = false, anyent = false, differs;
 
 	if (b == 0) {
@@ -1808,9 +1858,12 @@ static bool visit(struct solver *s, int b, bool widen, struct av *acc,
 	s->visits[b]++;
 	memcpy(in, acc, nr * sizeof(*acc));
 	s->reach[b] = 1;
+	/* Run in place in b's exit state: one copy fewer per visit. */
+	cur = s->cur;
+	s->cur = &s->out[(size_t)b * nr];
 	memcpy(s->cur, in, nr * sizeof(*in));
 	run_block(s, b);
-	memcpy(&s->out[(size_t)b * nr], s->cur, nr * sizeof(*s->cur));
+	s->cur = cur;
 	s->ran[b] = 1;
 	return true;
 }
