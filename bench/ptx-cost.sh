@@ -111,9 +111,10 @@ for (what, who) in runs:
     sb, sn = med(b, "scan_cpu_s"), med(n, "scan_cpu_s")
     vb, vn = med(b, "solve_ms_each"), med(n, "solve_ms_each")
     name = what.rsplit("/", 1)[-1]
+    ratio = lambda x, y: f"{x / y:.2f}" if y else "-"
     print(f"| {name} | {b[0]['images']} | {b[0]['entries']} | {sb:.3f} | "
-          f"{sn:.3f} | {sn / sb:.2f} | {b[0]['solves']} | {vb:.3f} | "
-          f"{vn:.3f} | {vn / vb if vb else 0:.2f} |")
+          f"{sn:.3f} | {ratio(sn, sb)} | {b[0]['solves']} | {vb:.3f} | "
+          f"{vn:.3f} | {ratio(vn, vb)} |")
 print(f"\nbase {base}; medians of {len(runs[('all', 'base')])} runs each, "
       "CPU time of the process (CLOCK_PROCESS_CPUTIME_ID).")
 EOF
