@@ -79,7 +79,9 @@ shorten_cmds() {
 # library that the variable PREFIXNAME names).  Returns 2 for another MODE
 # or an st8-NAME whose variable names no readable file.
 torch_mode_cmd() {
-	local m=$1 lib=$2
+	local m=$1 lib
+	lib=$(torch_mode_lib "$m" "$2")
+	[ $? = 2 ] && return 2
 	shift 2
 	case $m in
 	plain | plain2) CMD=("$@") ;;
@@ -92,10 +94,23 @@ torch_mode_cmd() {
 	run8) CMD=(env KMUX_LOG=info
 		   LD_LIBRARY_PATH="$KMUX_DEVLIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 		   "$KMUX_BIN" run --streams 8 -- "$@") ;;
-	st8-?*) lib=$lib${m#st8-}
-		[ -r "${!lib:-}" ] || return 2
-		CMD=(env KMUX_LOG=info KMUX_STREAMS=8 LD_PRELOAD="${!lib}" "$@") ;;
+	st8-?*) CMD=(env KMUX_LOG=info KMUX_STREAMS=8 LD_PRELOAD="$lib" "$@") ;;
 	*) return 2 ;;
+	esac
+}
+
+# torch_mode_lib MODE PREFIX: prints the library of an st8-NAME mode (the
+# file the variable PREFIXNAME names); returns 1 for a mode that has none
+# of its own (plain, st8, st8-noptx, ...), 2 when the variable names no
+# readable file.
+torch_mode_lib() {
+	local v
+	case $1 in
+	st8-noptx | st8-nopass) return 1 ;;
+	st8-?*) v=$2${1#st8-}
+		[ -r "${!v:-}" ] || return 2
+		echo "${!v}" ;;
+	*) return 1 ;;
 	esac
 }
 

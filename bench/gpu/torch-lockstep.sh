@@ -56,10 +56,9 @@ for m in "${MODES[@]}"; do
 		esac
 		exit 2
 	fi
-	case $m in
-	st8-noptx | st8-nopass) ;;
-	st8-*) v=TL_LIB_${m#st8-}; log "torch-lockstep: $m: $(sha256sum "${!v}" | cut -c1-12) ${!v}" ;;
-	esac
+	if lib=$(torch_mode_lib "$m" TL_LIB_); then
+		log "torch-lockstep: $m: $(sha256sum "$lib" | cut -c1-12) $lib"
+	fi
 done
 log "torch-lockstep: GPU $(gpu_line); $(kmux_ident); $PAIRS pairs x ${MODES[*]}; command: ${PIN[*]}${PIN:+ }${PROG[*]}"
 

@@ -34,8 +34,9 @@ PROG=("$PY" "$ROOT/bench/apps/py/torch_suite.py" plain --apps googlenet,ensemble
       --reps 5 --warmup 3)
 log "torch-modes: GPU $(gpu_line); $(kmux_ident); $REPS reps; modes ${MODES[*]}${CTL:+; control $(sha256sum "$CTL" | cut -c1-12)}"
 for m in "${MODES[@]}"; do
-	v=TM_LIB_${m#st8-}
-	case $m in st8-*) [ -n "${!v:-}" ] && log "torch-modes: $m: $(sha256sum "${!v}" | cut -c1-12) ${!v}" ;; esac
+	if lib=$(torch_mode_lib "$m" TM_LIB_); then
+		log "torch-modes: $m: $(sha256sum "$lib" | cut -c1-12) $lib"
+	fi
 done
 
 # run_one MODE: one fresh process; st8-ctl is st8-NAME with TM_CONTROL_LIB
