@@ -29,6 +29,8 @@
 #include "ptx-range.h"
 #include "ptx-readonly.h"
 
+/* ptx-readonly.c's own, copied: the harness builds against any commit's
+ * sources (bench/ptx-cost.sh's BASE), older headers included. */
 #define FATBIN_MAGIC 0xba55ed50u
 
 static const struct ptxr_geom geoms[] = {
