@@ -14,7 +14,9 @@
 # 2000 launches, so set-up cancels): exact and immune to a shared machine's
 # noise.  Needs `make` (build/) first; Ir needs valgrind (else "-").
 # Several LIBs (e.g. an older build copied aside) are measured side by side.
-# KMUX_LAUNCH_COST_PATTERNS picks patterns (default all five; "staged" is
+# KMUX_LAUNCH_COST_PATTERNS picks patterns (default all six; "cudart" is
+# torch called through cuGetProcAddress pointers with cudart's ten
+# cuCtxGetDevice_v2 calls per launch; "staged" is
 # bench/memory/staged.cu's request: two synchronous 1 KiB copies around 4
 # launches, every operation counted, the copies too).
 # N is a setting (KMUX_LAUNCH_COST_SETTINGS, default "1 8 16 pass lazy"): a
@@ -89,7 +91,7 @@ ir_per_launch() { # PRELOAD N PATTERN
 
 echo "| pattern | N | lib | plain ns | added ns | plain Ir | added Ir | waits issued | events after+lazy |"
 echo "|---|---|---|---|---|---|---|---|---|"
-for p in ${KMUX_LAUNCH_COST_PATTERNS:-indep chain torch fork staged}; do
+for p in ${KMUX_LAUNCH_COST_PATTERNS:-indep chain torch cudart fork staged}; do
 	pir=-
 	[ $have_vg = 1 ] && pir=$(ir_per_launch "" 0 "$p")
 	for n in $SETTINGS; do

@@ -6,6 +6,7 @@
     HOOK, every name a driver name (cu + upper case letter);
   - every HOOK has exactly one exported wrapper definition in src/preload/*.c
     and every exported driver wrapper has a HOOK;
+  - a HOOK_FORWARD wrapper only forwards (kmux hands out the driver's own);
   - every cuda.h entry point that puts work on a stream is hooked
     (scripts/gen-wrap-opaque.py decides which do);
   - when build/libkmux.so exists: its dynamic symbols are exactly the hooks,
@@ -21,12 +22,15 @@ import sys
 root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 problems = []
 
-hooks, reals, seen_real = [], [], False
+hooks, reals, forwards, seen_real = [], [], [], False
 for n, line in enumerate(open(os.path.join(root, "src/preload/hooks.def")), 1):
-    m = re.match(r"^(HOOK|REAL)\((\w+)\)\s*$", line)
+    m = re.match(r"^(HOOK|HOOK_FORWARD|REAL)\((\w+)\)\s*$", line)
     if not m:
         continue
     kind, name = m.groups()
+    if kind == "HOOK_FORWARD":
+        forwards.append(name)
+        kind = "HOOK"
     if not re.match(r"^cu[A-Z]", name):
         problems.append("hooks.def:%d: %s is not a driver API name" % (n, name))
     if kind == "HOOK":
@@ -54,6 +58,27 @@ for name in hooks:
 for name, where in sorted(defs.items()):
     if name not in hooks:
         problems.append("%s (%s) is exported but has no HOOK line" % (name, where[0]))
+
+# A HOOK_FORWARD wrapper is handed out as the driver's own function, so it
+# must do nothing but forward: the driver check, then the call with its
+# parameters in order.  Anything more would be skipped for cudart's calls.
+fwd_pat = re.compile(
+    r"^\{if\(NO_DRIVER\((\w+)\)\)returnCUDA_ERROR_NOT_INITIALIZED;"
+    r"returnREAL\((\w+)\)\(([\w,]*)\);\}$")
+for name in forwards:
+    where = defs.get(name, [])
+    if len(where) != 1:
+        continue
+    text = open(os.path.join(root, "src/preload", where[0])).read()
+    m = re.search(r"^KMUX_EXPORT\s+CUresult\s+CUDAAPI\s+%s\s*\(([^)]*)\)\s*\n(\{.*?\n\})"
+                  % re.escape(name), text, re.M | re.S)
+    params = [re.split(r"[\s*]+", p.strip())[-1] for p in m.group(1).split(",")] if m else []
+    body = re.sub(r"\s+", "", m.group(2)) if m else ""
+    f = fwd_pat.match(body)
+    if not f or f.group(1) != name or f.group(2) != name or \
+            f.group(3).split(",") != params:
+        problems.append("HOOK_FORWARD(%s): its wrapper (%s) does more than forward "
+                        "to the driver: make it HOOK" % (name, where[0]))
 
 # A newer ABI version of a hooked function in cuda.h than any hooked one is
 # a hole: CUDA's runtime asks cuGetProcAddress for the newest its version

@@ -18,8 +18,8 @@ pre = subprocess.run(
     capture_output=True, text=True, check=True).stdout
 src = re.sub(r"\s+", " ", pre)
 root = os.path.join(os.path.dirname(__file__), "..")
-names = [l.strip()[5:-1] for l in open(os.path.join(root, "src/preload/hooks.def"))
-         if l.startswith("HOOK(")]
+names = re.findall(r"^HOOK(?:_FORWARD)?\((\w+)\)$",
+                   open(os.path.join(root, "src/preload/hooks.def")).read(), re.M)
 
 HEAD = '''/*
  * wrap-copy.c - the memcpy and memset families, synchronous and

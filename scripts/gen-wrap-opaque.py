@@ -166,7 +166,7 @@ def main():
     body = HEAD + "".join(emit(n, decl[n]) for n in names)
     with open(OUT, "w") as f:
         f.write(body)
-    hooks = set(re.findall(r"^HOOK\((\w+)\)", open(
+    hooks = set(re.findall(r"^HOOK(?:_FORWARD)?\((\w+)\)", open(
         os.path.join(root, "src/preload/hooks.def")).read(), re.M))
     missing = [n for n in names if n not in hooks]
     for n in missing:

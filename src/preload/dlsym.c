@@ -27,6 +27,8 @@ void *hook_resolve(const char *name, void *real_fn)
 		return real_fn == e->hook ? NULL : real_fn;
 	if (!*e->real)
 		return real_fn == e->hook ? NULL : real_fn;
+	if (e->forward)
+		return *e->real;	/* nothing of kmux's in it (hooks.def) */
 	return e->hook;
 }
 

@@ -9,7 +9,8 @@
  * kmux asks it, then swaps the returned address for the wrapper of that exact
  * variant: version, per-thread flags and symbolStatus are the driver's own.
  * An address kmux has no wrapper for is handed back unchanged, never guessed
- * at by name (variants of one name differ in ABI).
+ * at by name (variants of one name differ in ABI); so is one whose wrapper
+ * only forwards (HOOK_FORWARD in hooks.def).
  */
 #include <stdatomic.h>
 
@@ -24,7 +25,7 @@ static void *procaddr_wrap(const char *symbol, void *fn)
 	const struct hook_entry *e = hook_table_find_real(fn);
 
 	if (e)
-		return e->hook;
+		return e->forward ? fn : e->hook;	/* hooks.def */
 	/* Unwrapped variants of hooked names are worth knowing about. */
 	if (kmux_log_level >= KMUX_LOG_INFO && symbol) {
 		char base[64];

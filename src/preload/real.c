@@ -21,12 +21,14 @@ atomic_int kmux_real_state;
 
 /* The wrappers, declared by cuda.h; listed here to build the table. */
 #undef REAL
-#define HOOK(name) { #name, (void *)name, (void **)&kmux_real.name },
+#define HOOK(name) { #name, (void *)name, (void **)&kmux_real.name, 0 },
+#define HOOK_FORWARD(name) { #name, (void *)name, (void **)&kmux_real.name, 1 },
 #define REAL(name)
 const struct hook_entry hook_table[] = {
 #include "hooks.def"
 };
 #undef HOOK
+#undef HOOK_FORWARD
 #undef REAL
 #define REAL(name) (kmux_real.name)
 
@@ -34,10 +36,12 @@ const unsigned hook_table_len = KMUX_ARRAY_SIZE(hook_table);
 
 static const char *const real_only_names[] = {
 #define HOOK(name)
+#define HOOK_FORWARD(name)
 #undef REAL
 #define REAL(name) #name,
 #include "hooks.def"
 #undef HOOK
+#undef HOOK_FORWARD
 #undef REAL
 #define REAL(name) (kmux_real.name)
 };

@@ -18,9 +18,11 @@
 
 struct kmux_real_table {
 #define HOOK(name) __typeof__(&name) name;
+#define HOOK_FORWARD(name) HOOK(name)
 #define REAL(name) __typeof__(&name) name;
 #include "hooks.def"
 #undef HOOK
+#undef HOOK_FORWARD
 #undef REAL
 };
 
@@ -57,6 +59,7 @@ struct hook_entry {
 	const char *name;
 	void *hook;		/* kmux's wrapper */
 	void **real;		/* slot in kmux_real */
+	int forward;		/* HOOK_FORWARD: hand out the driver's own */
 };
 
 extern const struct hook_entry hook_table[];

@@ -4,8 +4,9 @@
  * Pass-through except where a context goes away: --timing events live in a
  * context, so they are resolved before it is destroyed or reset; the stream
  * scheduler's pool of that context is drained and dropped; `kmux verify`
- * gives up on copies into its memory.  The device queries are wrapped so
- * that task placement can later present a task with the GPUs it was given.
+ * gives up on copies into its memory.  The device queries and
+ * cuCtxSetCurrent only forward (HOOK_FORWARD): a program that links them
+ * calls these wrappers, one that fetches them by name gets the driver's.
  */
 #include "ctx-stack.h"
 #include "kparams.h"

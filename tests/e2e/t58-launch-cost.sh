@@ -22,6 +22,12 @@ pt=$(sed -n 's/.* \([0-9]*\) passed through in [1-9][0-9]* stretches.*/\1/p' "$T
 # (each return to scheduling adds one decision of kmux's own: the barrier)
 check "  ... as shipped: scheduled ($ops) and passed through ($pt) cover the 4000" \
 	bash -c "[ \$(( ${ops:-0} + ${pt:-0} )) -ge 4000 ] && [ ${pt:-0} -gt 0 ]"
+# cudart's way: the launch fetched through cuGetProcAddress is still kmux's
+# (every launch scheduled), cuCtxGetDevice_v2 is the driver's own.
+KMUX_LOG=info KMUX_STREAMS=4 KMUX_PASS_THROUGH=0 LD_PRELOAD=$PRELOAD "$PROGS/launch-cost" cudart 2000 1 \
+	>"$TMP/cudart" 2>&1
+check "cudart pattern: runs, its 2000 launches all scheduled" \
+	eval 'grep -q "^cudart ns/launch [0-9]" "$TMP/cudart" && grep -q "context(s), 0 off; 2000 ops" "$TMP/cudart"'
 "$PROGS/launch-cost" nosuch >/dev/null 2>&1
 check "an unknown pattern is a usage error (exit 2)" [ $? -eq 2 ]
 # The memory manager's setting (bench/launch-cost.sh's "lazy"): every one

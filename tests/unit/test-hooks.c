@@ -74,6 +74,7 @@ static void test_dlsym_layer(void **state)
 {
 	void *h = libcuda_handle();
 	const struct hook_entry *e = hook_table_find("cuMemAlloc_v2");
+	CUdevice dev;
 	void *fn;
 
 	(void)state;
@@ -88,6 +89,16 @@ static void test_dlsym_layer(void **state)
 	fn = dlsym(h, "cuModuleGetFunction");
 	assert_non_null(fn);
 	assert_ptr_equal(fn, real_dlsym(h, "cuModuleGetFunction"));
+	/* A hooked name whose wrapper only forwards is the driver's (t10
+	 * checks the global scope, where kmux's export comes first); the
+	 * exported wrapper still works when called. */
+	e = hook_table_find("cuCtxGetDevice_v2");
+	assert_true(e->forward);
+	assert_false(hook_table_find("cuLaunchKernel")->forward);
+	assert_ptr_equal(dlsym(h, "cuCtxGetDevice_v2"), *e->real);
+	assert_ptr_not_equal(*e->real, e->hook);
+	assert_int_equal(((CUresult (*)(CUdevice *, CUcontext))e->hook)(&dev, NULL),
+			 ((CUresult (*)(CUdevice *, CUcontext))*e->real)(&dev, NULL));
 	/* A name the handle does not have stays NULL, hooked or not. */
 	assert_null(dlsym(h, "cuNoSuchFunction"));
 	/* Non-driver names pass through untouched. */
@@ -140,6 +151,13 @@ static void test_procaddr_layer(void **state)
 	fn = gpa("cuModuleGetFunction", 12000, LEG, &st, &r);
 	assert_int_equal(r, CUDA_SUCCESS);
 	assert_ptr_equal(fn, real_dlsym(h, "cuModuleGetFunction"));
+
+	/* A wrapper that only forwards: the driver's own, either way. */
+	fn = gpa("cuCtxGetDevice", 13000, LEG, &st, &r);
+	assert_int_equal(r, CUDA_SUCCESS);
+	assert_ptr_equal(fn, real_dlsym(h, "cuCtxGetDevice_v2"));
+	fn = gpa("cuCtxGetDevice", 2000, LEG, &st, &r);
+	assert_ptr_equal(fn, real_dlsym(h, "cuCtxGetDevice"));
 
 	/* The driver's symbolStatus comes back unchanged. */
 	fn = gpa("cuNoSuchFunction", 12000, LEG, &st, &r);

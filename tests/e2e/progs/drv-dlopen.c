@@ -5,8 +5,9 @@
  *
  * With E2E_EXPECT_HOOKED=1 it also checks, with dladdr, that what it was
  * handed for hooked functions lives in libkmux.so and what it was handed for
- * the rest lives in the driver: the test that all three interposition layers
- * answer the way they should.
+ * the rest, and for hooks that only forward (HOOK_FORWARD), lives in the
+ * driver: the test that all three interposition layers answer the way they
+ * should.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -97,9 +98,22 @@ int main(void)
 		failures++;
 	}
 	init = get("cuInit", 2000, LEG, 1);
-	dev_get = get("cuDeviceGet", 2000, LEG, 1);
+	/* Wrappers that only forward (HOOK_FORWARD): the driver's own. */
+	dev_get = get("cuDeviceGet", 2000, LEG, 0);
 	retain = get("cuDevicePrimaryCtxRetain", 7000, LEG, 1);
-	set_cur = get("cuCtxSetCurrent", 4000, LEG, 1);
+	set_cur = get("cuCtxSetCurrent", 4000, LEG, 0);
+	get("cuCtxGetDevice", 13000, LEG, 0);
+	if (expect_hooked) {
+		/* The global scope finds kmux's export first: still the driver's. */
+		Dl_info info;
+		void *fn = dlsym(RTLD_DEFAULT, "cuCtxGetDevice_v2");
+
+		if (!fn || !dladdr(fn, &info) || !info.dli_fname ||
+		    strstr(info.dli_fname, "libkmux")) {
+			fprintf(stderr, "dlsym(RTLD_DEFAULT, cuCtxGetDevice_v2): not the driver's\n");
+			failures++;
+		}
+	}
 	mod_load = get("cuModuleLoad", 2000, LEG, 1);
 	get_fn = get("cuModuleGetFunction", 2000, LEG, 0);
 	mem_alloc = get("cuMemAlloc", 12000, LEG, 1);

@@ -15,6 +15,10 @@
  *          the output and a second weight, then 2 unused (NULL)
  *   fork   PyTorch-like with branches: every 4 launches read one input and
  *          write 4 outputs (an Inception module), then a concat reads them
+ *   cudart the torch pattern called the way cudart calls the driver: both
+ *          entry points fetched through cuGetProcAddress, and
+ *          cuCtxGetDevice_v2 called 10 times before each launch (PyTorch
+ *          under cudart 13 made 10.3 such calls per launch, run 24)
  *   staged bench/memory/staged.cu's request (issue 5 (c)): a synchronous
  *          1 KiB host-to-device copy, 4 launches each reading a slice of
  *          one of 3 stage weights (4 MiB each: above KMUX_LAZY_MIN's
@@ -59,7 +63,7 @@ static void args_for(const char *pat, long i, CUdeviceptr p[8])
 		p[0] = act[i % 64];
 	} else if (!strcmp(pat, "chain")) {
 		p[0] = act[0];
-	} else if (!strcmp(pat, "torch")) {
+	} else if (!strcmp(pat, "torch") || !strcmp(pat, "cudart")) {
 		p[0] = act[(i + NACT - 1) % NACT];
 		p[1] = act[(i + NACT - 4) % NACT];
 		p[2] = w[i % NWEIGHT];
@@ -121,13 +125,18 @@ int main(int argc, char **argv)
 	CUdeviceptr p[8];
 	void *params[8];
 	uint64_t best = UINT64_MAX, t0, sum;
-	int staged = !strcmp(pat, "staged");
+	int staged = !strcmp(pat, "staged"), cudart = !strcmp(pat, "cudart");
+	CUresult (*launch)(CUfunction, unsigned, unsigned, unsigned, unsigned,
+			   unsigned, unsigned, unsigned, CUstream, void **,
+			   void **) = cuLaunchKernel;
+	CUresult (*ctx_dev)(CUdevice *, CUcontext) = cuCtxGetDevice_v2;
+	CUdevice dev;
 
 	if (strcmp(pat, "indep") && strcmp(pat, "chain") &&
 	    strcmp(pat, "torch") && strcmp(pat, "fork") &&
-	    strcmp(pat, "staged")) {
-		fprintf(stderr, "usage: launch-cost indep|chain|torch|fork|"
-				"staged [OPS [TRIALS]]\n");
+	    strcmp(pat, "staged") && !cudart) {
+		fprintf(stderr, "usage: launch-cost indep|chain|torch|cudart|"
+				"fork|staged [OPS [TRIALS]]\n");
 		return 2;
 	}
 	if (ops < ITER || trials < 1) {
@@ -142,6 +151,16 @@ int main(int argc, char **argv)
 	CHECK(cuCtxSetCurrent(ctx));
 	CHECK(cuModuleLoad(&m, path));
 	CHECK(cuModuleGetFunction(&f, m, "nop8"));
+	if (cudart) {
+		CUdriverProcAddressQueryResult st;
+
+		CHECK(cuGetProcAddress_v2("cuLaunchKernel", (void **)&launch,
+					  13000, CU_GET_PROC_ADDRESS_LEGACY_STREAM,
+					  &st));
+		CHECK(cuGetProcAddress_v2("cuCtxGetDevice", (void **)&ctx_dev,
+					  13000, CU_GET_PROC_ADDRESS_LEGACY_STREAM,
+					  &st));
+	}
 	for (int i = 0; i < NWEIGHT; i++) {
 		CHECK(cuMemAlloc(&w[i], 256));
 		CHECK(cuMemAlloc(&bias[i], 256));
@@ -163,8 +182,10 @@ int main(int argc, char **argv)
 				if (staged && staged_op(j, p))
 					continue;
 				args_for(pat, j, p);
-				CHECK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0,
-						     NULL, params, NULL));
+				for (int k = 0; cudart && k < 10; k++)
+					CHECK(ctx_dev(&dev, NULL));
+				CHECK(launch(f, 1, 1, 1, 32, 1, 1, 0, NULL,
+					     params, NULL));
 			}
 			sum += now_ns() - t0;
 			CHECK(cuCtxSynchronize());
