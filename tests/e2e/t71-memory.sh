@@ -114,18 +114,25 @@ check "  ... the exit line counts operations not decoded" \
 # launch may reach an object being evicted, results exact.  Then with
 # every waved-through launch held 200 us between its check and the driver
 # (KMUX_DEBUG_QUIET_DELAY_US), where only the drain at the eviction
-# (mm_quiet_stop) keeps it off the unmapped range.
+# (mm_quiet_stop) keeps it off the unmapped range.  Every run must be
+# exact and fault-free.  Whether a run raced at all (evictions while
+# launches were waved through) depends on how the threads were scheduled:
+# on a loaded machine one run in a CI once did not, so a run that did not
+# race is run again, up to 3 times, before that counts as a failure.
 qr_bad=""
 for d in 0 200 200 200; do
-	rm -f "$TMP"/qr.*
 	n=20000
 	[ "$d" != 0 ] && n=2000
-	SIMCUDA_LOG=$TMP/qr.%p KMUX_DEBUG_QUIET_DELAY_US=$d KMUX_LOG=info \
-		runp KMUX_MEMORY=evict KMUX_MEM_BUDGET=8M "$M" quietrace 4 $n 30 >"$TMP/qr" 2>&1
-	"$SIMDIR/simcuda-check" -q "$TMP"/qr.* >/dev/null 2>&1 || qr_bad="$qr_bad fault(delay=$d)"
-	has "$TMP/qr" "quietrace good=4/4 extra=30/30" || qr_bad="$qr_bad result(delay=$d)"
-	grep -Eq "[1-9][0-9]* evictions .*; quiet: [0-9]+ operations, [1-9][0-9]* not decoded" "$TMP/qr" ||
-		qr_bad="$qr_bad no-race(delay=$d)"
+	for try in 1 2 3; do
+		rm -f "$TMP"/qr.*
+		SIMCUDA_LOG=$TMP/qr.%p KMUX_DEBUG_QUIET_DELAY_US=$d KMUX_LOG=info \
+			runp KMUX_MEMORY=evict KMUX_MEM_BUDGET=8M "$M" quietrace 4 $n 30 >"$TMP/qr" 2>&1
+		"$SIMDIR/simcuda-check" -q "$TMP"/qr.* >/dev/null 2>&1 || qr_bad="$qr_bad fault(delay=$d)"
+		has "$TMP/qr" "quietrace good=4/4 extra=30/30" || qr_bad="$qr_bad result(delay=$d)"
+		grep -Eq "[1-9][0-9]* evictions .*; quiet: [0-9]+ operations, [1-9][0-9]* not decoded" "$TMP/qr" &&
+			break
+		[ "$try" = 3 ] && qr_bad="$qr_bad no-race(delay=$d, 3 tries)"
+	done
 done
 check "evict, quiet, evictions racing waved-through launches: exact, no fault${qr_bad:+ ($qr_bad)}" [ -z "$qr_bad" ]
 KMUX_LAZY_MIN=128M LD_PRELOAD=$PRELOAD KMUX_MEMORY=lazy "$M" unused >"$TMP/u2" 2>&1
