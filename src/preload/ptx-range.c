@@ -1130,6 +1130,16 @@ struct solver {
 	uint8_t *ran;		/* per block: out[] is set */
 	uint8_t *pinned;	/* per register: bounded by a trip count */
 	int *visits;
+	/*
+	 * Per block: outver counts rewrites of out[] (and changes of ran[]),
+	 * so it only grows; insig is the sum of the predecessors' outver at
+	 * the block's last visit, inwiden that visit's phase.  A visit that
+	 * would read the same exits in the same phase computes the same
+	 * state and changes nothing (see visit()): it is skipped, with
+	 * every copy and join it would have made.
+	 */
+	uint64_t *outver, *insig;
+	uint8_t *inwiden;
 	struct av *cur;		/* the state being run */
 	/* x - (x & m): what the registers were last made of, this run */
 	uint32_t *ver, clock, stamp;
@@ -1802,7 +1812,20 @@ static bool visit(struct solver *s, int b, bool widen, struct av *acc,
 	const struct loop *l = li >= 0 ? &p->loop[li] : NULL;
 	struct av *in = &s->in[(size_t)b * nr], *cur;
 	bool any = false, anyent = false, differs;
+	uint64_t sig = 0;
 
+	/*
+	 * The same predecessor exits in the same phase give the same entry
+	 * state, and the last visit left in[] equal to it: widening there
+	 * set TOP where the entry still differs, and would again (visits
+	 * only grew).  So nothing can change; skip the joins and copies.
+	 */
+	for (int e = p->pred0[b]; e < p->pred0[b + 1]; e++)
+		sig += s->outver[p->preds[e]];
+	if (s->reach[b] && s->insig[b] == sig && s->inwiden[b] == widen)
+		return false;
+	s->insig[b] = sig;
+	s->inwiden[b] = widen;
 	if (b == 0) {
 		for (size_t i = 0; i < nr; i++)
 			acc[i] = TOP;
@@ -1819,6 +1842,8 @@ static bool visit(struct solver *s, int b, bool widen, struct av *acc,
 	}
 	if (!any) {
 		differs = s->reach[b];
+		if (s->ran[b])
+			s->outver[b]++;
 		s->reach[b] = s->ran[b] = 0;
 		return differs;
 	}
@@ -1865,6 +1890,7 @@ static bool visit(struct solver *s, int b, bool widen, struct av *acc,
 	run_block(s, b);
 	s->cur = cur;
 	s->ran[b] = 1;
+	s->outver[b]++;
 	return true;
 }
 
@@ -1935,8 +1961,12 @@ int ptxr_solve(const struct ptxr_prog *p, const struct ptxr_geom *g,
 	s.ver = calloc((size_t)p->nreg, sizeof(*s.ver));
 	s.sym = calloc((size_t)p->nreg, sizeof(*s.sym));
 	s.pinned = calloc((size_t)p->nreg, 1);
+	s.outver = calloc((size_t)p->nblk, sizeof(*s.outver));
+	s.insig = calloc((size_t)p->nblk, sizeof(*s.insig));
+	s.inwiden = calloc((size_t)p->nblk, 1);
 	if (!s.in || !s.out || !s.cur || !s.reach || !s.ran || !s.visits ||
-	    !s.ver || !s.sym || !s.pinned)
+	    !s.ver || !s.sym || !s.pinned || !s.outver || !s.insig ||
+	    !s.inwiden)
 		goto out;
 	r = solve(&s);
 	if (r < 0)
@@ -1968,5 +1998,8 @@ out:
 	free(s.ver);
 	free(s.sym);
 	free(s.pinned);
+	free(s.outver);
+	free(s.insig);
+	free(s.inwiden);
 	return r;
 }
